@@ -1,0 +1,3 @@
+from mtvbench.cli import app
+
+app(prog_name="mtvbench")

@@ -1,0 +1,206 @@
+"""``mtvbench`` command line. Thin: parses options, calls the stages, prints results."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+
+from mtvbench.config import ConfigError, build_config, load_yaml
+from mtvbench.data.official import DataError, Problem, load_official
+from mtvbench.media.frames import VideoError
+from mtvbench.models.base import UnknownModelError
+from mtvbench.models.openai_api import MissingKeyError
+from mtvbench.report.leaderboard import leaderboard_table
+from mtvbench.run.runner import Progress, RunAborted, RunSummary
+from mtvbench.run.store import StoreMismatchError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="MT-Video-Bench: multi-turn, video-grounded dialogue evaluation of multimodal LLMs.")
+console = Console()
+err_console = Console(stderr=True)
+
+USER_ERRORS = (DataError, ConfigError, StoreMismatchError, MissingKeyError, UnknownModelError, RunAborted,
+               FileNotFoundError, VideoError)
+T = TypeVar("T")
+
+
+def fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Known bad input becomes one clear message and a non-zero exit, without a traceback."""
+    try:
+        yield
+    except USER_ERRORS as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/]: everything finished so far is stored; "
+                          "run the same command again to resume")
+        raise typer.Exit(130) from None
+
+
+class RichRunProgress(Progress):
+    def __init__(self, progress: RichProgress):
+        self.p = progress
+        self.ids: dict[str, Any] = {}
+
+    def start(self, name: str, total: int) -> None:
+        self.ids[name] = self.p.add_task(name, total=total)
+
+    def advance(self, name: str, n: int = 1) -> None:
+        if name in self.ids:
+            self.p.advance(self.ids[name], n)
+
+
+def _progress_bar(quiet: bool) -> RichProgress:
+    return RichProgress(TextColumn("[bold]{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err_console, disable=quiet, transient=False)
+
+
+def _print_problems(problems: list[Problem]) -> None:
+    for p in problems:
+        style = "red" if p.level == "error" else "yellow"
+        err_console.print(f"[{style}]{p.render()}[/]", highlight=False)
+
+
+@app.command()
+def validate(path: Annotated[Path, typer.Argument(help="dataset root (mtqa/, checklist/, videos/)")],
+             strict: Annotated[bool, typer.Option(help="treat warnings as errors")] = False) -> None:
+    """Check a dataset in the released layout; list every problem at once."""
+    bench, problems = load_official(path)
+    _print_problems(problems)
+    errors = sum(p.level == "error" for p in problems)
+    warnings = len(problems) - errors
+    if bench is not None:
+        n_scored = sum(len(d.scored_turns) for d in bench.dialogues)
+        console.print(f"{path}: {len(bench.dialogues)} dialogues, {len(bench.videos)} videos, "
+                      f"{n_scored} scored turns; {errors} errors, {warnings} warnings")
+    else:
+        console.print(f"{path}: {errors} errors, {warnings} warnings")
+    if errors or (strict and warnings):
+        raise typer.Exit(1)
+
+
+def _run_with_progress(fn: Callable[[Progress], T], quiet: bool) -> T:
+    with _progress_bar(quiet) as bar:
+        return fn(RichRunProgress(bar))
+
+
+def _summarise(summary: RunSummary) -> None:
+    for video, msg in summary.failed_videos.items():
+        err_console.print(f"[red]video failed[/] {video}: {msg}", highlight=False)
+    if summary.call_errors or summary.pending_turns or summary.judge_errors:
+        err_console.print(
+            f"[yellow]incomplete[/]: {summary.call_errors} model calls failed, {summary.pending_turns} turns "
+            f"not reached, {summary.judge_errors} judge calls failed; run the same command again to retry them")
+
+
+@app.command()
+def run(
+    data: Annotated[Path | None, typer.Option(help="dataset root in the released layout")] = None,
+    model: Annotated[str | None, typer.Option(help="model under test: openai:NAME, oracle, refuse")] = None,
+    judge: Annotated[str | None, typer.Option(help="judge: openai:NAME or offline")] = None,
+    out: Annotated[Path | None, typer.Option(help="run directory (resumable)")] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML file with the same settings")] = None,
+    model_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the model")] = None,
+    judge_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the judge")] = None,
+    model_api_key_env: Annotated[str | None, typer.Option(help="env var holding the model's key")] = None,
+    judge_api_key_env: Annotated[str | None, typer.Option(help="env var holding the judge's key")] = None,
+    frames: Annotated[int | None, typer.Option(help="frames sampled uniformly over the whole video")] = None,
+    max_side: Annotated[int | None, typer.Option(help="longer side of a frame at most this (px)")] = None,
+    frame_size: Annotated[str | None, typer.Option(help="fixed frame size WxH, e.g. 448x448")] = None,
+    context: Annotated[str | None, typer.Option(help="golden | self | none")] = None,
+    judge_runs: Annotated[int | None, typer.Option(help="judge runs per turn, averaged")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="model calls in flight")] = None,
+    limit: Annotated[int | None, typer.Option(help="at most N dialogues per task")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="max new tokens of the model")] = None,
+    temperature: Annotated[float | None, typer.Option(help="sampling temperature of the model")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="frame cache folder")] = None,
+    quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
+) -> None:
+    """Evaluate a model on a dataset; rerun the same command to resume."""
+    from mtvbench.run.evaluate import evaluate
+
+    with user_errors():
+        values: dict[str, Any] = load_yaml(config) if config else {}
+        flags = {"data": data, "model": model, "judge": judge, "out": out, "frames": frames,
+                 "max_side": max_side, "frame_size": frame_size, "context": context, "judge_runs": judge_runs,
+                 "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir}
+        values.update({k: v for k, v in flags.items() if v is not None})
+        for role, url, env in (("model_settings", model_base_url, model_api_key_env),
+                               ("judge_settings", judge_base_url, judge_api_key_env)):
+            sub = dict(values.get(role) or {})
+            if url is not None:
+                sub["base_url"] = url
+            if env is not None:
+                sub["api_key_env"] = env
+            if role == "model_settings":
+                if max_tokens is not None:
+                    sub["max_tokens"] = max_tokens
+                if temperature is not None:
+                    sub["temperature"] = temperature
+            if sub:
+                values[role] = sub
+        missing = [k for k in ("data", "model", "out") if k not in values]
+        if missing:
+            fail(f"missing setting(s): {', '.join('--' + m for m in missing)} (flag or --config)")
+        cfg = build_config(values, source=str(config) if config else "command line")
+        scores, summary = _run_with_progress(lambda p: evaluate(cfg, p), quiet)
+        _summarise(summary)
+        console.print(leaderboard_table([(cfg.model, scores)], title=f"MT-Video-Bench — {cfg.out}"))
+        console.print(f"wrote {cfg.out}/scores.json, leaderboard.md, responses.jsonl")
+        if summary.call_errors or summary.pending_turns:
+            raise typer.Exit(3)
+
+
+@app.command()
+def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
+    """Recompute scores from what is stored (no API calls)."""
+    from mtvbench.run.outputs import score_run
+
+    with user_errors():
+        scores, _ = score_run(run_dir)
+        console.print(leaderboard_table([(scores.model, scores)], title=f"MT-Video-Bench — {run_dir}"))
+        console.print(json.dumps(scores.counts.model_dump()))
+
+
+@app.command()
+def demo(
+    workdir: Annotated[Path, typer.Option(help="where the sample and the runs are written")] = Path(
+        "mtvbench-demo"),
+    judge_runs: Annotated[int, typer.Option(help="judge runs per turn")] = 1,
+    quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
+) -> None:
+    """Offline demo on the bundled sample: oracle and refuse baselines, offline judge."""
+    from mtvbench.data.sample import materialize
+    from mtvbench.run.evaluate import evaluate
+
+    with user_errors():
+        data = materialize(workdir / "sample")
+        rows = []
+        for model in ("oracle", "refuse"):
+            cfg = build_config({"data": data, "model": model, "judge": "offline", "out": workdir / "runs" / model,
+                                "judge_runs": judge_runs, "cache_dir": workdir / "frame-cache"}, "demo")
+            scores, _ = _run_with_progress(lambda p, cfg=cfg: evaluate(cfg, p), quiet)
+            rows.append((model, scores))
+        console.print(leaderboard_table(rows, title="MT-Video-Bench demo (bundled sample)"))
+        console.print("[yellow]Note:[/] judged by the offline lexical matcher; these numbers check the pipeline "
+                      "and are not comparable to the paper's. Use --model/--judge openai:... with `mtvbench run` "
+                      "for real evaluations.")
+        console.print(f"runs written to {workdir / 'runs'}")
+
+
+def main() -> None:  # pragma: no cover
+    app(sys.argv[1:])

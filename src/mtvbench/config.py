@@ -1,0 +1,104 @@
+"""Run settings (one pydantic model), loadable from YAML and overridden by CLI flags.
+
+No secret is ever part of a config: keys are named by the environment variable that holds
+them (``model_api_key_env``), and only that name is stored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from mtvbench.media.frames import FrameSettings
+from mtvbench.models.base import BackendOptions
+
+ContextMode = Literal["golden", "self", "none"]
+
+
+class ConfigError(ValueError):
+    pass
+
+
+class RoleSettings(BaseModel):
+    """Connection and generation settings of one role (model under test, or judge)."""
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = 300.0
+    max_retries: int = 6
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    system: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    def backend_options(self) -> BackendOptions:
+        return BackendOptions(**self.model_dump())
+
+
+class RunConfig(BaseModel):
+    data: Path
+    model: str
+    judge: str = "offline"
+    out: Path
+    context: ContextMode = "golden"
+    frames: int = Field(128, ge=1)
+    max_side: int | None = Field(720, ge=16)
+    frame_size: tuple[int, int] | None = None
+    jpeg_quality: int = Field(90, ge=10, le=100)
+    judge_runs: int = Field(3, ge=1)
+    judge_max_attempts: int = Field(3, ge=1)
+    concurrency: int = Field(16, ge=1)
+    judge_concurrency: int | None = None
+    limit: int | None = Field(None, ge=1)
+    cache_dir: Path | None = None
+    seed: int = 0
+    bootstrap: int = Field(1000, ge=0)
+    model_settings: RoleSettings = Field(default_factory=RoleSettings)
+    judge_settings: RoleSettings = Field(default_factory=lambda: RoleSettings(max_tokens=512))
+
+    @field_validator("frame_size", mode="before")
+    @classmethod
+    def _parse_size(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                w, h = v.lower().split("x")
+                return int(w), int(h)
+            except ValueError as e:
+                raise ValueError(f"frame_size must look like 448x448, got {v!r}") from e
+        return v
+
+    def frame_settings(self) -> FrameSettings:
+        return FrameSettings(num_frames=self.frames, max_side=self.max_side, size=self.frame_size,
+                             jpeg_quality=self.jpeg_quality)
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that define what a stored answer or verdict means (checked on resume)."""
+        return {
+            "model": self.model, "judge": self.judge, "context": self.context,
+            "frames": self.frame_settings().key(),
+            "model_generation": self.model_settings.model_dump(
+                include={"max_tokens", "temperature", "top_p", "top_k", "system"}),
+        }
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"{path}: cannot read config: {e}") from e
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: config must be a mapping of settings")
+    return data
+
+
+def build_config(values: dict[str, Any], source: str = "settings") -> RunConfig:
+    try:
+        return RunConfig.model_validate(values)
+    except ValidationError as e:
+        lines = [f"{source}: field '{'.'.join(str(x) for x in err['loc'])}': {err['msg']}" for err in e.errors()]
+        raise ConfigError("\n".join(lines)) from e

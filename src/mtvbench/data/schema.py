@@ -1,0 +1,173 @@
+"""The one typed model of the benchmark that every stage uses.
+
+A :class:`Benchmark` holds :class:`Dialogue` records. Each dialogue has ordered
+:class:`Round` records; a round is a *model turn* when the official task rule says the
+model answers it, and it is *scored* when it also has a checklist of yes/no items.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Task(str, Enum):
+    """The six MT-Video-Bench tasks, named by their internal (score) keys."""
+
+    OBJECT_REFERENCE = "object_reference"
+    MEMORY_RECALL = "memory_recall"
+    CONTENT_SUMMARY = "content_summary"
+    ANSWER_REFUSAL = "answer_refusal"
+    TOPIC_SHIFTING = "topic_shifting"
+    PROACTIVE_INTERACTION = "proactive_interaction"
+
+    @property
+    def abbr(self) -> str:
+        return TASK_ABBR[self]
+
+    @property
+    def official_stem(self) -> str:
+        """File stem in the released layout (``summary`` for Content Summary)."""
+        return OFFICIAL_STEM[self]
+
+    @property
+    def label(self) -> str:
+        return TASK_LABEL[self]
+
+    @property
+    def group(self) -> str:
+        return "perceptivity" if self in PERCEPTIVITY else "interactivity"
+
+
+TASKS: tuple[Task, ...] = tuple(Task)
+TASK_ABBR = {
+    Task.OBJECT_REFERENCE: "OR",
+    Task.MEMORY_RECALL: "MR",
+    Task.CONTENT_SUMMARY: "CS",
+    Task.ANSWER_REFUSAL: "AR",
+    Task.TOPIC_SHIFTING: "TS",
+    Task.PROACTIVE_INTERACTION: "PI",
+}
+TASK_LABEL = {
+    Task.OBJECT_REFERENCE: "Object Reference",
+    Task.MEMORY_RECALL: "Memory Recall",
+    Task.CONTENT_SUMMARY: "Content Summary",
+    Task.ANSWER_REFUSAL: "Answer Refusal",
+    Task.TOPIC_SHIFTING: "Topic Shifting",
+    Task.PROACTIVE_INTERACTION: "Proactive Interaction",
+}
+OFFICIAL_STEM = {t: t.value for t in Task} | {Task.CONTENT_SUMMARY: "summary"}
+STEM_TO_TASK = {v: k for k, v in OFFICIAL_STEM.items()}
+PERCEPTIVITY = (Task.OBJECT_REFERENCE, Task.MEMORY_RECALL, Task.CONTENT_SUMMARY)
+INTERACTIVITY = (Task.ANSWER_REFUSAL, Task.TOPIC_SHIFTING, Task.PROACTIVE_INTERACTION)
+
+#: Ability labels whose rounds are model turns in the four "labelled" tasks.
+MODEL_TURN_ABILITIES = frozenset({"Summary", "Object Reference", "Memory Recall", "Answer Refusal"})
+#: Tasks in which every round is a model turn, whatever its label.
+ALL_ROUNDS_TASKS = frozenset({Task.TOPIC_SHIFTING, Task.PROACTIVE_INTERACTION})
+
+
+def is_model_turn(task: Task, ability: str | None) -> bool:
+    """The official turn-selection rule (see docs/official-format.md)."""
+    if task in ALL_ROUNDS_TASKS:
+        return True
+    return (ability or "").strip() in MODEL_TURN_ABILITIES
+
+
+Expected = Literal["Yes", "No"]
+
+
+class ChecklistItem(BaseModel):
+    """One yes/no question of a turn's checklist; ``key`` is ``Q1``..``Qn``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    question: str
+    expected: Expected
+
+    @property
+    def answer_key(self) -> str:
+        """The key the judge must answer under (``A3`` for ``Q3``)."""
+        return "A" + self.key[1:]
+
+
+class Round(BaseModel):
+    index: int = Field(ge=1, description="k of 'Round k'")
+    user: str
+    assistant: str
+    ability: str | None = None
+    model_turn: bool = False
+    checklist: list[ChecklistItem] | None = None
+
+    @property
+    def scored(self) -> bool:
+        return self.model_turn and bool(self.checklist)
+
+
+class Dialogue(BaseModel):
+    task: Task
+    video: str
+    event: str
+    rounds: list[Round]
+
+    @property
+    def id(self) -> str:
+        return dialogue_id(self.task, self.video, self.event)
+
+    def turn_id(self, round_index: int) -> str:
+        return f"{self.id}#{round_index}"
+
+    def round(self, index: int) -> Round:
+        for r in self.rounds:
+            if r.index == index:
+                return r
+        raise KeyError(f"{self.id} has no Round {index}")
+
+    @property
+    def model_turns(self) -> list[Round]:
+        return [r for r in self.rounds if r.model_turn]
+
+    @property
+    def scored_turns(self) -> list[Round]:
+        return [r for r in self.rounds if r.scored]
+
+
+def dialogue_id(task: Task, video: str, event: str) -> str:
+    return f"{task.value}/{video}/{event}"
+
+
+def split_turn_id(turn_id: str) -> tuple[str, int]:
+    """``'task/video/event#3'`` -> (``'task/video/event'``, 3)."""
+    did, _, k = turn_id.rpartition("#")
+    return did, int(k)
+
+
+class Benchmark(BaseModel):
+    root: Path
+    dialogues: list[Dialogue]
+    #: video name -> path of the whole video (the released layout has no per-clip files)
+    videos: dict[str, Path]
+
+    def by_task(self, task: Task) -> list[Dialogue]:
+        return [d for d in self.dialogues if d.task == task]
+
+    def dialogue(self, did: str) -> Dialogue:
+        for d in self.dialogues:
+            if d.id == did:
+                return d
+        raise KeyError(did)
+
+    def limit(self, n: int | None) -> Benchmark:
+        """At most ``n`` dialogues per task (in file order)."""
+        if n is None:
+            return self
+        kept: list[Dialogue] = []
+        for t in TASKS:
+            kept.extend(self.by_task(t)[:n])
+        used = {d.video for d in kept}
+        return Benchmark(root=self.root, dialogues=kept,
+                         videos={k: v for k, v in self.videos.items() if k in used})

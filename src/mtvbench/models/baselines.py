@@ -1,0 +1,42 @@
+"""Baselines that need no API: ``oracle`` (the golden answer, the checklist's sanity ceiling)
+and ``refuse`` (always declines; shows how much each task rewards refusing)."""
+
+from __future__ import annotations
+
+from mtvbench.models.base import BackendOptions, GenerationRequest, GenerationResult, register_backend
+
+REFUSAL_TEXT = "I'm sorry, but I can't help with that based on this video."
+
+
+class OracleBackend:
+    name = "oracle"
+    needs_frames = False
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        if request.golden_answer is None:
+            return GenerationResult(outcome="error", error="oracle needs the golden answer")
+        return GenerationResult(text=request.golden_answer, raw_text=request.golden_answer)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class RefuseBackend:
+    name = "refuse"
+    needs_frames = False
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        return GenerationResult(text=REFUSAL_TEXT, raw_text=REFUSAL_TEXT)
+
+    async def aclose(self) -> None:
+        return None
+
+
+@register_backend("oracle")
+def _oracle(name: str, options: BackendOptions) -> OracleBackend:
+    return OracleBackend()
+
+
+@register_backend("refuse")
+def _refuse(name: str, options: BackendOptions) -> RefuseBackend:
+    return RefuseBackend()

@@ -1,0 +1,137 @@
+"""``openai:MODEL`` — any OpenAI-compatible chat-completions server.
+
+This covers OpenAI itself, vLLM and SGLang servers, Doubao (Volcengine Ark), DashScope and
+others: point ``--model-base-url`` (or ``OPENAI_BASE_URL``) at the server. Frames go as
+base64 JPEG ``image_url`` parts followed by the text prompt. The key is read from the
+environment variable named by ``api_key_env`` (default ``OPENAI_API_KEY``) and is never
+stored.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import openai
+
+from mtvbench.models.base import (
+    BackendOptions,
+    GenerationRequest,
+    GenerationResult,
+    Usage,
+    register_backend,
+    split_thinking,
+)
+from mtvbench.models.retry import FatalError, RetryableError, RetryPolicy, parse_retry_after, with_retries
+
+RETRYABLE_STATUS = {408, 409, 429}
+
+
+class MissingKeyError(RuntimeError):
+    pass
+
+
+def resolve_api_key(api_key_env: str | None, base_url: str | None) -> str:
+    env = api_key_env or "OPENAI_API_KEY"
+    key = os.environ.get(env)
+    if key:
+        return key
+    if base_url or os.environ.get("OPENAI_BASE_URL"):
+        return "EMPTY"  # local servers (vLLM, SGLang) accept any key
+    raise MissingKeyError(f"no API key: set the environment variable {env}")
+
+
+def build_messages(request: GenerationRequest) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    if request.frames is not None:
+        for b64 in request.frames.b64():
+            content.append({"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{b64}"}})
+    content.append({"type": "text", "text": request.prompt})
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    messages.append({"role": "user", "content": content if request.frames is not None else request.prompt})
+    return messages
+
+
+class OpenAIBackend:
+    def __init__(self, model: str, options: BackendOptions):
+        if not model:
+            raise ValueError("openai: needs a model name, e.g. openai:gpt-4o")
+        self.name = f"openai:{model}"
+        self.model = model
+        self.options = options
+        self.policy = RetryPolicy(max_retries=options.max_retries,
+                                  base_s=float(options.extra.get("retry_base_s", 1.0)))
+        self.client = openai.AsyncOpenAI(
+            api_key=resolve_api_key(options.api_key_env, options.base_url),
+            base_url=options.base_url,
+            timeout=options.timeout_s,
+            max_retries=0,  # retries are ours: one policy for every backend
+        )
+
+    def _params(self, request: GenerationRequest) -> dict[str, Any]:
+        o = self.options
+        params: dict[str, Any] = {"model": self.model, "messages": build_messages(request)}
+        max_tokens = request.max_tokens or o.max_tokens
+        if max_tokens:
+            params["max_tokens"] = max_tokens
+        for key in ("temperature", "top_p"):
+            value = getattr(request, key) if getattr(request, key) is not None else getattr(o, key)
+            if value is not None:
+                params[key] = value
+        top_k = request.top_k if request.top_k is not None else o.top_k
+        extra_body = dict(o.extra.get("extra_body", {}))
+        if top_k is not None:
+            extra_body["top_k"] = top_k  # vLLM/SGLang read it from the body
+        if extra_body:
+            params["extra_body"] = extra_body
+        return params
+
+    async def _call(self, params: dict[str, Any]) -> Any:
+        try:
+            return await self.client.chat.completions.create(**params)
+        except openai.APIStatusError as e:
+            if e.status_code in RETRYABLE_STATUS or e.status_code >= 500:
+                raise RetryableError(f"HTTP {e.status_code}", parse_retry_after(e.response.headers)) from e
+            raise FatalError(f"HTTP {e.status_code}: {e.message}") from e
+        except (openai.APITimeoutError, openai.APIConnectionError) as e:
+            raise RetryableError(type(e).__name__) from e
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        params = self._params(request)
+        start = time.perf_counter()
+        try:
+            resp, attempts = await with_retries(lambda: self._call(params), self.policy)
+        except (RetryableError, FatalError) as e:
+            return GenerationResult(outcome="error", error=str(e), latency_s=time.perf_counter() - start,
+                                    attempts=self.policy.max_retries + 1 if isinstance(e, RetryableError) else 1)
+        latency = time.perf_counter() - start
+        usage = Usage()
+        if resp.usage is not None:
+            usage = Usage(prompt_tokens=resp.usage.prompt_tokens or 0,
+                          completion_tokens=resp.usage.completion_tokens or 0,
+                          total_tokens=resp.usage.total_tokens or 0)
+        if not resp.choices:
+            return GenerationResult(outcome="empty", error="no choices", usage=usage, latency_s=latency,
+                                    attempts=attempts)
+        choice = resp.choices[0]
+        raw = choice.message.content or ""
+        server_reasoning = getattr(choice.message, "reasoning_content", None)
+        text, reasoning = split_thinking(raw)
+        reasoning = reasoning or server_reasoning
+        if choice.finish_reason == "content_filter":
+            return GenerationResult(text=text, raw_text=raw, reasoning=reasoning, outcome="blocked",
+                                    error="content_filter", usage=usage, latency_s=latency, attempts=attempts)
+        outcome = "ok" if text else "empty"
+        return GenerationResult(text=text, raw_text=raw, reasoning=reasoning, outcome=outcome, usage=usage,
+                                latency_s=latency, attempts=attempts)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+@register_backend("openai")
+def _factory(name: str, options: BackendOptions) -> OpenAIBackend:
+    return OpenAIBackend(name, options)

@@ -1,0 +1,207 @@
+"""turn -> dialogue -> task -> Overall, exactly as the paper defines them, without rounding.
+
+- turn: share of checklist items whose verdict equals the expected answer, averaged over the
+  judge runs that produced a verdict; judge runs without one (unparsed/error) are left out
+  and counted, never scored as wrong. A turn with no scored judge run is *unscored*.
+- dialogue: mean of its scored turns; a dialogue without any is left out and counted.
+- task: mean of its dialogues. Overall: plain mean of the six task scores.
+  Perceptivity = mean(OR, MR, CS); Interactivity = mean(AR, TS, PI).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, Task
+from mtvbench.judge.checklist import JudgeVerdict
+
+
+class TurnScore(BaseModel):
+    turn_id: str
+    score: float | None  # fraction 0..1, None when unscored
+    per_run: dict[int, float] = Field(default_factory=dict)
+    unscored_runs: int = 0
+    missing_response: bool = False
+
+
+class DialogueScore(BaseModel):
+    dialogue_id: str
+    task: Task
+    score: float | None
+    turns: list[TurnScore]
+
+
+class Counts(BaseModel):
+    dialogues: int = 0
+    model_turns: int = 0
+    scored_turns: int = 0
+    unscored_judge_runs: int = 0
+    unscored_turns: int = 0
+    missing_responses: int = 0
+    dialogues_without_score: int = 0
+
+
+def turn_score(items_expected: Sequence[tuple[str, str]], runs: Mapping[int, JudgeVerdict]) -> TurnScore:
+    per_run: dict[int, float] = {}
+    unscored = 0
+    for run, v in sorted(runs.items()):
+        if v.status != "ok" or v.verdicts is None:
+            unscored += 1
+            continue
+        hits = sum(1 for key, exp in items_expected if v.verdicts.get(key) == exp)
+        per_run[run] = hits / len(items_expected)
+    score = sum(per_run.values()) / len(per_run) if per_run else None
+    return TurnScore(turn_id="", score=score, per_run=per_run, unscored_runs=unscored)
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def score_dialogues(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
+                    verdicts: Mapping[str, Mapping[int, JudgeVerdict]], judge_runs: int
+                    ) -> tuple[list[DialogueScore], Counts]:
+    counts = Counts()
+    out: list[DialogueScore] = []
+    for d in dialogues:
+        counts.dialogues += 1
+        counts.model_turns += len(d.model_turns)
+        turns: list[TurnScore] = []
+        for r in d.scored_turns:
+            assert r.checklist
+            tid = d.turn_id(r.index)
+            if tid not in responses:
+                counts.missing_responses += 1
+                turns.append(TurnScore(turn_id=tid, score=None, missing_response=True))
+                continue
+            runs = dict(verdicts.get(tid, {}))
+            ts = turn_score([(it.answer_key, it.expected) for it in r.checklist], runs)
+            ts.turn_id = tid
+            # judge runs never stored (killed mid-run) count as unscored too
+            ts.unscored_runs += max(0, judge_runs - len(runs))
+            counts.unscored_judge_runs += ts.unscored_runs
+            if ts.score is None:
+                counts.unscored_turns += 1
+            else:
+                counts.scored_turns += 1
+            turns.append(ts)
+        dscore = _mean([t.score for t in turns if t.score is not None])
+        if dscore is None:
+            counts.dialogues_without_score += 1
+        out.append(DialogueScore(dialogue_id=d.id, task=d.task, score=dscore, turns=turns))
+    return out, counts
+
+
+def task_means(dscores: Sequence[DialogueScore]) -> dict[Task, float]:
+    by_task: dict[Task, list[float]] = {}
+    for ds in dscores:
+        if ds.score is not None:
+            by_task.setdefault(ds.task, []).append(ds.score)
+    return {t: sum(v) / len(v) for t, v in by_task.items() if v}
+
+
+def overall(task_scores: Mapping[Task, float]) -> float | None:
+    """Plain mean of the task scores (of the six tasks; fewer when a subset was run)."""
+    vals = [task_scores[t] for t in TASKS if t in task_scores]
+    return sum(vals) / len(vals) if vals else None
+
+
+def group_mean(task_scores: Mapping[Task, float], group: Sequence[Task]) -> float | None:
+    vals = [task_scores[t] for t in group if t in task_scores]
+    return sum(vals) / len(vals) if vals else None
+
+
+def per_run_overall(dscores: Sequence[DialogueScore], judge_runs: int) -> list[float | None]:
+    """Overall computed from each judge run alone (the judge's own spread)."""
+    out: list[float | None] = []
+    for run in range(judge_runs):
+        single = []
+        for ds in dscores:
+            vals = [t.per_run[run] for t in ds.turns if run in t.per_run]
+            single.append(DialogueScore(dialogue_id=ds.dialogue_id, task=ds.task,
+                                        score=_mean(vals), turns=[]))
+        o = overall(task_means(single))
+        out.append(None if o is None else 100.0 * o)
+    return out
+
+
+def bootstrap_ci(dscores: Sequence[DialogueScore], n: int = 1000, seed: int = 0, alpha: float = 0.05
+                 ) -> dict[str, tuple[float, float]]:
+    """Percentile CIs (in percent) resampling dialogues within each task."""
+    by_task: dict[Task, np.ndarray] = {}
+    for t in TASKS:
+        vals = [ds.score for ds in dscores if ds.task == t and ds.score is not None]
+        if vals:
+            by_task[t] = np.asarray(vals, dtype=float)
+    if not by_task or n <= 0:
+        return {}
+    rng = np.random.default_rng(seed)
+    draws: dict[Task, np.ndarray] = {}
+    for t, vals in by_task.items():
+        idx = rng.integers(0, len(vals), size=(n, len(vals)))
+        draws[t] = vals[idx].mean(axis=1)
+    lo, hi = 100 * alpha / 2, 100 * (1 - alpha / 2)
+    ci: dict[str, tuple[float, float]] = {}
+    for t, d in draws.items():
+        ci[t.value] = (float(np.percentile(d, lo) * 100), float(np.percentile(d, hi) * 100))
+    ov = np.mean(np.stack(list(draws.values())), axis=0)
+    ci["overall"] = (float(np.percentile(ov, lo) * 100), float(np.percentile(ov, hi) * 100))
+    for name, group in (("perceptivity", PERCEPTIVITY), ("interactivity", INTERACTIVITY)):
+        parts = [draws[t] for t in group if t in draws]
+        if parts:
+            g = np.mean(np.stack(parts), axis=0)
+            ci[name] = (float(np.percentile(g, lo) * 100), float(np.percentile(g, hi) * 100))
+    return ci
+
+
+class Scores(BaseModel):
+    """The ``scores.json`` contract; all scores in percent (0-100)."""
+
+    overall: float | None
+    perceptivity: float | None
+    interactivity: float | None
+    tasks: dict[str, float | None]
+    ci95: dict[str, tuple[float, float]]
+    counts: Counts
+    model: str
+    judge: str
+    judge_runs: int = 3
+    judge_run_overall: list[float | None] = Field(default_factory=list)
+    judge_run_std: float | None = None
+    context: str = "golden"
+    complete: bool = True
+
+
+def pct(x: float | None) -> float | None:
+    return None if x is None else 100.0 * x
+
+
+def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
+                   verdicts: Mapping[str, Mapping[int, JudgeVerdict]], *, model: str, judge: str,
+                   judge_runs: int, context: str = "golden", bootstrap: int = 1000, seed: int = 0
+                   ) -> tuple[Scores, list[DialogueScore]]:
+    dscores, counts = score_dialogues(dialogues, responses, verdicts, judge_runs)
+    tm = task_means(dscores)
+    runs = per_run_overall(dscores, judge_runs)
+    finite = [r for r in runs if r is not None]
+    std = float(np.std(finite, ddof=1)) if len(finite) > 1 else (0.0 if finite else None)
+    scores = Scores(
+        overall=pct(overall(tm)),
+        perceptivity=pct(group_mean(tm, PERCEPTIVITY)),
+        interactivity=pct(group_mean(tm, INTERACTIVITY)),
+        tasks={t.value: pct(tm.get(t)) for t in TASKS},
+        ci95=bootstrap_ci(dscores, n=bootstrap, seed=seed),
+        counts=counts, model=model, judge=judge, judge_runs=judge_runs,
+        judge_run_overall=runs, judge_run_std=std, context=context,
+        complete=counts.missing_responses == 0 and counts.unscored_judge_runs == 0,
+    )
+    return scores, dscores
+
+
+def fmt(x: float | None, digits: int = 2) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
