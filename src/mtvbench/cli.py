@@ -17,15 +17,16 @@ from rich.progress import Progress as RichProgress
 from mtvbench.config import ConfigError, build_config, load_yaml
 from mtvbench.data.official import DataError, Problem, load_official
 from mtvbench.media.frames import VideoError
-from mtvbench.models.base import UnknownModelError
-from mtvbench.models.openai_api import MissingKeyError
+from mtvbench.models.base import MissingKeyError, UnknownModelError
 from mtvbench.report.leaderboard import leaderboard_table
 from mtvbench.run.runner import Progress, RunAborted, RunSummary
 from mtvbench.run.store import StoreMismatchError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="MT-Video-Bench: multi-turn, video-grounded dialogue evaluation of multimodal LLMs.")
-console = Console()
+_probe = Console()
+#: wide enough for the Table 2 layout when output goes to a file or a pipe
+console = Console() if _probe.is_terminal else Console(width=120)
 err_console = Console(stderr=True)
 
 USER_ERRORS = (DataError, ConfigError, StoreMismatchError, MissingKeyError, UnknownModelError, RunAborted,
@@ -200,6 +201,21 @@ def demo(
                       "and are not comparable to the paper's. Use --model/--judge openai:... with `mtvbench run` "
                       "for real evaluations.")
         console.print(f"runs written to {workdir / 'runs'}")
+
+
+def _mount_subcommands() -> None:
+    """Commands that live beside their stage: reports and analyses, construction, model presets."""
+    from mtvbench.build.cli import build_app
+    from mtvbench.models.cli import models_command
+    from mtvbench.report import cli as report_cli
+
+    for name in ("report", "compare", "agreement", "stats", "scenes", "sweep", "checklists"):
+        app.command(name)(getattr(report_cli, name))
+    app.command("models")(models_command)
+    app.add_typer(build_app, name="build", help="Construct a benchmark from raw videos (paper §3.2).")
+
+
+_mount_subcommands()
 
 
 def main() -> None:  # pragma: no cover

@@ -48,7 +48,7 @@ def test_golden_run_end_to_end(dataset: Path, tmp_path: Path) -> None:
     # golden context: only scored model turns are sent (2 per dialogue x 6 dialogues)
     assert len(reqs) == 12 and summary.calls == 12
     assert all(r["images"] == 4 for r in reqs)  # frames reach the model as image parts
-    r3 = next(r for r in reqs if "Question 3 about the summary clip" in r["text"])
+    r3 = next(r for r in reqs if r["text"].endswith("Current question: Question 3 about the summary clip?"))
     assert "Assistant: The red square moves right in round 2 and the blue circle stays." in r3["text"]
     assert "Current question: Question 3 about the summary clip?" in r3["text"]
     judge = [r for r in srv.state.requests if r["judge"]]

@@ -14,12 +14,11 @@ import asyncio
 import importlib
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-if TYPE_CHECKING:
-    from mtvbench.media.frames import VideoFrames
+from mtvbench.media.frames import VideoFrames
 
 Outcome = Literal["ok", "blocked", "empty", "error"]
 
@@ -115,6 +114,9 @@ _BUILTIN_MODULES = {
     "openai": "mtvbench.models.openai_api",
     "oracle": "mtvbench.models.baselines",
     "refuse": "mtvbench.models.baselines",
+    "gemini": "mtvbench.models.gemini",
+    "hf": "mtvbench.models.hf",
+    "vllm": "mtvbench.models.vllm_engine",
 }
 
 
@@ -128,6 +130,10 @@ def register_backend(prefix: str) -> Callable[[BackendFactory], BackendFactory]:
 
 class UnknownModelError(ValueError):
     pass
+
+
+class MissingKeyError(RuntimeError):
+    """No API key in the environment for a backend that needs one."""
 
 
 def parse_spec(spec: str) -> tuple[str, str]:

@@ -19,6 +19,7 @@ from mtvbench.models.base import (
     BackendOptions,
     GenerationRequest,
     GenerationResult,
+    MissingKeyError,
     Usage,
     register_backend,
     split_thinking,
@@ -26,10 +27,6 @@ from mtvbench.models.base import (
 from mtvbench.models.retry import FatalError, RetryableError, RetryPolicy, parse_retry_after, with_retries
 
 RETRYABLE_STATUS = {408, 409, 429}
-
-
-class MissingKeyError(RuntimeError):
-    pass
 
 
 def resolve_api_key(api_key_env: str | None, base_url: str | None) -> str:

@@ -161,7 +161,7 @@ class Runner:
                     return await self.model.generate(req)
 
             results = list(await asyncio.gather(*(one(r) for r in requests)))
-        return [self._record(p, r, req.prompt, res) for (p, r), req, res in zip(wave, requests, results)]
+        return [self._record(p.dialogue, r, req.prompt, res) for (p, r), req, res in zip(wave, requests, results)]
 
     async def _video(self, video: str, pending: list[_Pending]) -> None:
         async with self.video_sem:

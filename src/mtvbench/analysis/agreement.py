@@ -1,0 +1,334 @@
+"""Agreement between a judge and human annotators (paper Table 3 and §4.5), and the judge's
+consistency with itself across its repeated runs.
+
+Human file (CSV with a header, a JSON list of objects, or JSON Lines), one record per
+scored turn or per checklist item:
+
+- the turn: ``turn_id`` (``task/video/event#round``), or ``dialogue_id`` + ``round``, or
+  ``task`` (``object_reference`` or the released stem, e.g. ``summary``) + ``video`` +
+  ``event`` + ``round``;
+- turn level: ``score`` (the share of checklist items satisfied, 0-1 or 0-100; rank and
+  linear correlations do not depend on the scale);
+- item level: ``item`` (``Q3``, ``A3`` or ``3``) and ``verdict`` (Yes/No); the human turn
+  score is then the share of items whose verdict equals the checklist's expected answer;
+- optional ``annotator``: several annotators' scores of a turn are averaged; item verdicts
+  are combined by majority (ties left out of kappa).
+
+Statistics: Spearman, Kendall's tau-b and Pearson (``scipy.stats``) between the judge's and
+the humans' scores, per turn (default) or per dialogue (mean over the turns both scored);
+Cohen's kappa between the judge's item verdicts (majority over its runs) and the humans';
+Fleiss' kappa over the judge's runs on every item that all its runs answered.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from mtvbench.data.schema import STEM_TO_TASK, Task, dialogue_id
+
+Level = Literal["turn", "dialogue"]
+
+
+class AgreementError(ValueError):
+    pass
+
+
+# ------------------------------------------------------------------------------ statistics
+
+def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
+    """Cohen's kappa of two raters over the same items; ``None`` when undefined (chance
+    agreement is 1, i.e. both raters used one and the same label throughout)."""
+    if len(a) != len(b):
+        raise ValueError("raters must rate the same items")
+    n = len(a)
+    if n == 0:
+        return None
+    po = sum(x == y for x, y in zip(a, b)) / n
+    ca, cb = Counter(a), Counter(b)
+    pe = sum(ca[k] * cb[k] for k in set(ca) | set(cb)) / (n * n)
+    if pe >= 1.0:
+        return None
+    return (po - pe) / (1.0 - pe)
+
+
+def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float | None:
+    """Fleiss' kappa; ``ratings[i]`` holds the labels the raters gave item ``i`` (the same
+    number of raters per item, at least two). ``None`` when undefined."""
+    items = [list(r) for r in ratings]
+    if not items:
+        return None
+    m = len(items[0])
+    if m < 2 or any(len(r) != m for r in items):
+        raise ValueError("Fleiss' kappa needs the same number (>= 2) of ratings per item")
+    cats = sorted({x for r in items for x in r}, key=str)
+    n = len(items)
+    counts = [Counter(r) for r in items]
+    p_i = [(sum(c[k] ** 2 for k in cats) - m) / (m * (m - 1)) for c in counts]
+    p_bar = sum(p_i) / n
+    p_j = [sum(c[k] for c in counts) / (n * m) for k in cats]
+    pe = sum(p * p for p in p_j)
+    if pe >= 1.0:
+        return None
+    return (p_bar - pe) / (1.0 - pe)
+
+
+def correlations(x: Sequence[float], y: Sequence[float]) -> dict[str, float | None]:
+    """Spearman rho, Kendall tau-b and Pearson r (scipy); ``None`` when undefined."""
+    from scipy import stats
+
+    out: dict[str, float | None] = {"spearman": None, "kendall": None, "pearson": None}
+    if len(x) < 2 or len(set(x)) < 2 or len(set(y)) < 2:
+        return out
+    for name, fn in (("spearman", stats.spearmanr), ("kendall", stats.kendalltau), ("pearson", stats.pearsonr)):
+        v = float(fn(x, y)[0])
+        out[name] = None if math.isnan(v) else v
+    return out
+
+
+# ------------------------------------------------------------------------------ human file
+
+class HumanRecord(BaseModel):
+    turn_id: str
+    annotator: str = ""
+    score: float | None = None
+    item: str | None = None  # "A3"
+    verdict: Literal["Yes", "No"] | None = None
+
+
+def _task(v: str) -> Task:
+    v = v.strip()
+    if v in STEM_TO_TASK:
+        return STEM_TO_TASK[v]
+    try:
+        return Task(v)
+    except ValueError as e:
+        raise AgreementError(f"unknown task {v!r}") from e
+
+
+def _turn_id(rec: dict[str, Any], where: str) -> str:
+    if rec.get("turn_id"):
+        return str(rec["turn_id"]).strip()
+    rnd = rec.get("round", rec.get("turn", rec.get("round_index")))
+    if rnd in (None, ""):
+        raise AgreementError(f"{where}: needs 'turn_id' or a 'round'")
+    rnd = int(float(rnd))
+    if rec.get("dialogue_id"):
+        return f"{str(rec['dialogue_id']).strip()}#{rnd}"
+    if all(rec.get(k) not in (None, "") for k in ("task", "video", "event")):
+        return f"{dialogue_id(_task(str(rec['task'])), str(rec['video']).strip(), str(rec['event']).strip())}#{rnd}"
+    raise AgreementError(f"{where}: name the turn by turn_id, dialogue_id+round or task+video+event+round")
+
+
+def _verdict(v: Any, where: str) -> Literal["Yes", "No"]:
+    if isinstance(v, bool):
+        return "Yes" if v else "No"
+    s = str(v).strip().lower()
+    if s in ("yes", "y", "1", "true"):
+        return "Yes"
+    if s in ("no", "n", "0", "false"):
+        return "No"
+    raise AgreementError(f"{where}: verdict must be Yes or No, got {v!r}")
+
+
+def _item_key(v: Any) -> str:
+    s = str(v).strip().upper()
+    if s[:1] in ("Q", "A"):
+        s = s[1:]
+    return f"A{int(s)}"
+
+
+def load_human(path: Path) -> list[HumanRecord]:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: human scores file not found")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".csv":
+        raw = list(csv.DictReader(text.splitlines()))
+    elif path.suffix.lower() == ".jsonl":
+        raw = [json.loads(line) for line in text.splitlines() if line.strip()]
+    else:
+        raw = json.loads(text)
+        if isinstance(raw, dict) and "records" in raw:
+            raw = raw["records"]
+    if not isinstance(raw, list):
+        raise AgreementError(f"{path}: expected a list of records")
+    out = []
+    for i, rec in enumerate(raw):
+        where = f"{path}: record {i + 1}"
+        rec = {str(k).strip().lower(): v for k, v in rec.items()}
+        tid = _turn_id(rec, where)
+        ann = str(rec.get("annotator") or "")
+        if rec.get("item") not in (None, ""):
+            out.append(HumanRecord(turn_id=tid, annotator=ann, item=_item_key(rec["item"]),
+                                   verdict=_verdict(rec.get("verdict"), where)))
+        elif rec.get("score") not in (None, ""):
+            out.append(HumanRecord(turn_id=tid, annotator=ann, score=float(rec["score"])))
+        else:
+            raise AgreementError(f"{where}: needs 'score' (turn level) or 'item' + 'verdict' (item level)")
+    return out
+
+
+# ------------------------------------------------------------------------------ agreement
+
+class JudgeAgreement(BaseModel):
+    judge: str
+    run_dir: str
+    level: Level
+    n: int
+    spearman: float | None
+    kendall: float | None
+    pearson: float | None
+    n_items: int = 0
+    cohen_kappa: float | None = None
+    judge_runs: int = 1
+    n_items_all_runs: int = 0
+    fleiss_kappa_runs: float | None = None
+    unanimous_share: float | None = None
+
+
+class AgreementReport(BaseModel):
+    human_file: str
+    level: Level
+    rows: list[JudgeAgreement]
+    human_annotators: int
+    human_fleiss_kappa: float | None = None
+    unmatched_human_turns: dict[str, int] = {}
+
+
+def _majority(labels: Sequence[str]) -> str | None:
+    c = Counter(labels).most_common()
+    if not c or (len(c) > 1 and c[0][1] == c[1][1]):
+        return None
+    return c[0][0]
+
+
+def human_scores(records: Sequence[HumanRecord], expected: dict[str, dict[str, str]]
+                 ) -> tuple[dict[str, float], dict[tuple[str, str], str]]:
+    """Turn scores (fraction) and majority item verdicts from the human records.
+    ``expected[turn_id][A_k]`` is the checklist's expected answer."""
+    turn_ann: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    items: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    for r in records:
+        if r.score is not None:
+            turn_ann[r.turn_id][r.annotator].append(r.score)
+        elif r.item is not None and r.verdict is not None:
+            items[(r.turn_id, r.item)][r.annotator] = r.verdict
+    scores: dict[str, float] = {}
+    all_scores = [s for a in turn_ann.values() for v in a.values() for s in v]
+    scale = 100.0 if all_scores and max(all_scores) > 1.0 else 1.0
+    for tid, anns in turn_ann.items():
+        per = [sum(v) / len(v) / scale for v in anns.values()]
+        scores[tid] = sum(per) / len(per)
+    # item-level turns: share of items matching the expected answer, per annotator, averaged
+    by_turn_ann: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for (tid, key), anns in items.items():
+        exp = expected.get(tid, {}).get(key)
+        if exp is None:
+            continue
+        for ann, v in anns.items():
+            by_turn_ann[tid][ann].append(v == exp)
+    for tid, anns in by_turn_ann.items():
+        if tid in scores:
+            continue
+        per = [sum(v) / len(v) for v in anns.values()]
+        scores[tid] = sum(per) / len(per)
+    majority = {k: m for k, anns in items.items() if (m := _majority(list(anns.values()))) is not None}
+    return scores, majority
+
+
+def judge_agreement(run: Any, records: Sequence[HumanRecord], level: Level = "turn") -> tuple[JudgeAgreement, int]:
+    """Agreement of one run's judge (a :class:`~mtvbench.analysis.rundata.RunData`) with the
+    humans. Returns the row and the number of human turns the run does not hold."""
+    expected: dict[str, dict[str, str]] = {}
+    for d in run.dialogues:
+        for r in d.scored_turns:
+            expected[d.turn_id(r.index)] = {it.answer_key: it.expected for it in r.checklist or []}
+    h_scores, h_items = human_scores(records, expected)
+    j_turn = {t.turn_id: t.score for ds in run.dscores for t in ds.turns if t.score is not None}
+    unmatched = sum(1 for tid in h_scores if tid not in j_turn)
+    pairs = [(j_turn[t], h_scores[t]) for t in sorted(h_scores) if t in j_turn]
+    if level == "dialogue":
+        by_d: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for t in sorted(h_scores):
+            if t in j_turn:
+                by_d[t.rpartition("#")[0]].append((j_turn[t], h_scores[t]))
+        pairs = [(sum(j for j, _ in v) / len(v), sum(h for _, h in v) / len(v)) for v in by_d.values()]
+    corr = correlations([p[0] for p in pairs], [p[1] for p in pairs])
+    # item verdicts of the judge
+    ja, ha = [], []
+    all_runs_ratings = []
+    runs_n = run.config.judge_runs
+    for tid, runs in sorted(run.verdicts.items()):
+        ok = [v for _, v in sorted(runs.items()) if v.status == "ok" and v.verdicts]
+        for key in expected.get(tid, {}):
+            labels = [v.verdicts[key] for v in ok if key in v.verdicts]
+            if len(labels) == runs_n and runs_n >= 2:
+                all_runs_ratings.append(labels)
+            if (tid, key) in h_items and labels:
+                m = _majority(labels)
+                if m is not None:
+                    ja.append(m)
+                    ha.append(h_items[(tid, key)])
+    fk = fleiss_kappa(all_runs_ratings) if all_runs_ratings else None
+    unanimous = (sum(len(set(r)) == 1 for r in all_runs_ratings) / len(all_runs_ratings)
+                 if all_runs_ratings else None)
+    row = JudgeAgreement(judge=run.config.judge, run_dir=str(run.run_dir), level=level, n=len(pairs),
+                         spearman=corr["spearman"], kendall=corr["kendall"], pearson=corr["pearson"],
+                         n_items=len(ja), cohen_kappa=cohen_kappa(ja, ha) if ja else None, judge_runs=runs_n,
+                         n_items_all_runs=len(all_runs_ratings), fleiss_kappa_runs=fk, unanimous_share=unanimous)
+    return row, unmatched
+
+
+def agreement_report(human_file: Path, run_dirs: Sequence[Path], level: Level = "turn") -> AgreementReport:
+    from mtvbench.analysis.rundata import load_run
+
+    records = load_human(human_file)
+    rows, unmatched = [], {}
+    for rd in run_dirs:
+        run = load_run(Path(rd), bootstrap=0)
+        row, miss = judge_agreement(run, records, level)
+        rows.append(row)
+        unmatched[str(rd)] = miss
+    # human inter-annotator agreement (item level, items every annotator rated)
+    anns = sorted({r.annotator for r in records})
+    per_item: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    for r in records:
+        if r.item and r.verdict:
+            per_item[(r.turn_id, r.item)][r.annotator] = r.verdict
+    full = [[v[a] for a in anns] for v in per_item.values() if len(v) == len(anns)]
+    hk = fleiss_kappa(full) if len(anns) >= 2 and full else None
+    return AgreementReport(human_file=str(human_file), level=level, rows=rows, human_annotators=len(anns),
+                           human_fleiss_kappa=hk, unmatched_human_turns=unmatched)
+
+
+def agreement_markdown(rep: AgreementReport) -> str:
+    def f(x: float | None, scale: float = 100.0) -> str:
+        return "–" if x is None else f"{x * scale:.2f}"
+
+    lines = [f"Agreement with human scores ({rep.human_file}), per {rep.level}; correlations x100 (Table 3 layout).",
+             "", "| Judge | Spearman | Kendall-Tau | Pearson | n |", "|---|---|---|---|---|"]
+    names = [r.judge for r in rep.rows]
+    for r in rep.rows:
+        name = r.judge if names.count(r.judge) == 1 else f"{r.judge} ({Path(r.run_dir).name})"
+        lines.append(f"| {name} | {f(r.spearman)} | {f(r.kendall)} | {f(r.pearson)} | {r.n} |")
+    lines += ["", "| Judge | Cohen's kappa vs humans (items) | items | judge runs | Fleiss' kappa across runs "
+              "| items in all runs | unanimous share |", "|---|---|---|---|---|---|---|"]
+    for r in rep.rows:
+        lines.append(f"| {r.judge} | {f(r.cohen_kappa, 1)} | {r.n_items} | {r.judge_runs} | "
+                     f"{f(r.fleiss_kappa_runs, 1)} | {r.n_items_all_runs} | {f(r.unanimous_share, 1)} |")
+    lines += ["", f"Human annotators: {rep.human_annotators}"
+              + (f"; Fleiss' kappa among them (items all rated): {rep.human_fleiss_kappa:.3f}"
+                 if rep.human_fleiss_kappa is not None else "")]
+    miss = {k: v for k, v in rep.unmatched_human_turns.items() if v}
+    if miss:
+        lines.append("Human-scored turns without a judge score: "
+                     + ", ".join(f"{Path(k).name}: {v}" for k, v in miss.items()))
+    return "\n".join(lines) + "\n"

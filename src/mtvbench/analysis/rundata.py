@@ -1,0 +1,79 @@
+"""Load one run directory into memory: settings, dialogues, stored calls and scores.
+
+Scores are recomputed with :func:`mtvbench.scoring.aggregate.compute_scores` from what the
+store holds (the same function ``mtvbench score`` uses), so an analysis never depends on a
+stale ``scores.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from mtvbench.config import RunConfig
+from mtvbench.data.schema import Dialogue
+from mtvbench.judge.checklist import JudgeVerdict
+from mtvbench.run.outputs import display_name, read_config, read_snapshot
+from mtvbench.run.store import RunStore
+from mtvbench.scoring.aggregate import DialogueScore, Scores, compute_scores
+
+
+@dataclass
+class RunData:
+    run_dir: Path
+    config: RunConfig
+    dialogues: list[Dialogue]
+    videos: dict[str, Path]
+    #: final responses (outcome ok/blocked/empty), keyed by turn id
+    responses: dict[str, dict[str, Any]]
+    #: every stored judge run, whatever its status (for display)
+    all_verdicts: dict[str, dict[int, JudgeVerdict]]
+    #: judge runs that count for scoring (ok/unparsed)
+    verdicts: dict[str, dict[int, JudgeVerdict]]
+    scores: Scores
+    dscores: list[DialogueScore]
+    label: str = field(default="")
+
+    @property
+    def name(self) -> str:
+        return self.label or display_name(self.config)
+
+    @cached_property
+    def dialogue_score(self) -> dict[str, DialogueScore]:
+        return {ds.dialogue_id: ds for ds in self.dscores}
+
+    @cached_property
+    def dialogue_by_id(self) -> dict[str, Dialogue]:
+        return {d.id: d for d in self.dialogues}
+
+
+def load_run(run_dir: Path, label: str | None = None, bootstrap: int | None = None) -> RunData:
+    """Read a run directory (no API calls). ``bootstrap`` overrides the config's CI draws."""
+    run_dir = Path(run_dir)
+    cfg = read_config(run_dir)
+    snap = read_snapshot(run_dir)
+    store = RunStore(run_dir, create=False)
+    try:
+        responses = store.final_responses()
+        all_verdicts = store.verdicts()
+        verdicts = store.final_verdicts()
+    finally:
+        store.close()
+    scores, dscores = compute_scores(
+        snap.dialogues, responses, verdicts, model=cfg.model, judge=cfg.judge, judge_runs=cfg.judge_runs,
+        context=cfg.context, bootstrap=cfg.bootstrap if bootstrap is None else bootstrap, seed=cfg.seed)
+    return RunData(run_dir=run_dir, config=cfg, dialogues=snap.dialogues,
+                   videos={k: Path(v) for k, v in snap.videos.items()}, responses=responses,
+                   all_verdicts=all_verdicts, verdicts=verdicts, scores=scores, dscores=dscores,
+                   label=label or "")
+
+
+def unique_names(runs: list[RunData]) -> list[str]:
+    """Display names, made unique with the folder name when two runs share one."""
+    names = [r.name for r in runs]
+    out = []
+    for r, n in zip(runs, names):
+        out.append(f"{n} ({r.run_dir.name})" if names.count(n) > 1 else n)
+    return out

@@ -1,0 +1,181 @@
+"""Benchmark statistics in the layout of the paper's Table 1.
+
+- ``#QAs``: question-answer pairs = rounds over all dialogues (every round is a QA pair;
+  the model-turn and scored-turn counts are given beside it);
+- ``Avg. Q/V``: #QAs / number of distinct videos the dialogues use;
+- ``Long``: whether the mean video length (probed from the files) exceeds 10 minutes;
+- ``#Turns``: mean number of rounds per dialogue;
+- ``Q. Div.`` / ``A. Div.``: lexical diversity as **MTLD** (Measure of Textual Lexical
+  Diversity, McCarthy & Jarvis 2010; factor threshold 0.72, mean of the forward and the
+  backward pass) over the lower-cased word stream of all questions / all golden answers,
+  in file order. The paper follows Lee et al. (2025, MultiVerse); we have not verified
+  their exact formula, so these numbers are MTLD as defined here and may differ from the
+  paper's;
+- ``Q. Len.`` / ``A. Len.``: mean tokens per question / answer. The default tokenizer is
+  offline: the regex ``\\w+|[^\\w\\s]`` (words and single punctuation marks). The paper
+  uses the LLaMA-3.1-8B tokenizer; pass a local Hugging Face tokenizer folder to use it
+  (needs ``transformers``; loaded with ``local_files_only``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from mtvbench.data.schema import TASKS, Dialogue
+
+MTLD_THRESHOLD = 0.72
+DIVERSITY_MEASURE = "MTLD (McCarthy & Jarvis 2010, threshold 0.72, forward/backward mean)"
+REGEX_TOKENIZER = r"regex \w+|[^\w\s]"
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words (letters/digits, inner apostrophes kept) used for diversity."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _mtld_pass(tokens: Sequence[str], threshold: float) -> float | None:
+    factors = 0.0
+    types: set[str] = set()
+    count = 0
+    for tok in tokens:
+        count += 1
+        types.add(tok)
+        if len(types) / count <= threshold:
+            factors += 1
+            types, count = set(), 0
+    if count:
+        ttr = len(types) / count
+        factors += (1.0 - ttr) / (1.0 - threshold)
+    return len(tokens) / factors if factors > 0 else None
+
+
+def mtld(tokens: Sequence[str], threshold: float = MTLD_THRESHOLD) -> float | None:
+    """MTLD of a token sequence; ``None`` when undefined (no factor completes, e.g. every
+    token distinct)."""
+    if not tokens:
+        return None
+    f = _mtld_pass(tokens, threshold)
+    b = _mtld_pass(list(reversed(tokens)), threshold)
+    if f is None or b is None:
+        return None
+    return (f + b) / 2.0
+
+
+def make_tokenizer(path: str | None = None) -> tuple[str, Callable[[str], int]]:
+    """(name, count_tokens). ``path``: a local Hugging Face tokenizer folder or name in the
+    local cache; ``None``: the offline regex tokenizer."""
+    if not path:
+        return REGEX_TOKENIZER, lambda s: len(_TOKEN.findall(s))
+    try:
+        from transformers import AutoTokenizer
+    except ImportError as e:
+        raise ImportError("a Hugging Face tokenizer needs transformers: pip install 'mtvbench[hf]'") from e
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return f"hf:{path}", lambda s: len(tok.encode(s, add_special_tokens=False))
+
+
+class BenchStats(BaseModel):
+    name: str
+    dialogues: int
+    videos: int
+    qas: int
+    model_turns: int
+    scored_turns: int
+    avg_qas_per_video: float | None
+    mean_video_minutes: float | None
+    long: bool | None
+    videos_with_duration: int
+    avg_turns: float | None
+    question_diversity: float | None
+    answer_diversity: float | None
+    question_len: float | None
+    answer_len: float | None
+    tokenizer: str
+    diversity_measure: str = DIVERSITY_MEASURE
+
+
+def compute_stats(dialogues: Sequence[Dialogue], durations: dict[str, float | None], *, name: str = "all",
+                  tokenizer: tuple[str, Callable[[str], int]] | None = None) -> BenchStats:
+    tok_name, count = tokenizer or make_tokenizer(None)
+    vids = sorted({d.video for d in dialogues})
+    rounds = [r for d in dialogues for r in d.rounds]
+    qas = len(rounds)
+    durs = [durations[v] for v in vids if durations.get(v)]
+    mean_min = sum(durs) / len(durs) / 60.0 if durs else None
+    qw = [w for r in rounds for w in words(r.user)]
+    aw = [w for r in rounds for w in words(r.assistant)]
+    return BenchStats(
+        name=name, dialogues=len(dialogues), videos=len(vids), qas=qas,
+        model_turns=sum(len(d.model_turns) for d in dialogues),
+        scored_turns=sum(len(d.scored_turns) for d in dialogues),
+        avg_qas_per_video=qas / len(vids) if vids else None,
+        mean_video_minutes=mean_min, long=None if mean_min is None else mean_min > 10.0,
+        videos_with_duration=len(durs),
+        avg_turns=qas / len(dialogues) if dialogues else None,
+        question_diversity=mtld(qw), answer_diversity=mtld(aw),
+        question_len=sum(count(r.user) for r in rounds) / qas if qas else None,
+        answer_len=sum(count(r.assistant) for r in rounds) / qas if qas else None,
+        tokenizer=tok_name)
+
+
+def load_dialogues(path: Path) -> tuple[list[Dialogue], dict[str, Path], str]:
+    """A dataset root in the released layout, or a run directory (its benchmark.json)."""
+    path = Path(path)
+    if (path / "benchmark.json").exists():
+        from mtvbench.run.outputs import read_snapshot
+
+        snap = read_snapshot(path)
+        return snap.dialogues, {k: Path(v) for k, v in snap.videos.items()}, f"run {path}"
+    from mtvbench.data.official import DataError, find_video, load_benchmark
+
+    try:
+        bench = load_benchmark(path)
+    except DataError:  # e.g. videos missing: statistics of the text still make sense
+        bench = load_benchmark(path, check_videos=False)
+    videos = dict(bench.videos)
+    for d in bench.dialogues:
+        if d.video not in videos and (found := find_video(path, d.video)) is not None:
+            videos[d.video] = found
+    return bench.dialogues, videos, f"dataset {path}"
+
+
+def benchmark_stats(path: Path, tokenizer_path: str | None = None, per_task: bool = True,
+                    durations: dict[str, float | None] | None = None) -> list[BenchStats]:
+    from mtvbench.analysis.metadata import probe_durations
+
+    dialogues, videos, _ = load_dialogues(path)
+    if durations is None:
+        durations = probe_durations({v: p for v, p in videos.items() if v in {d.video for d in dialogues}})
+    tok = make_tokenizer(tokenizer_path)
+    out = [compute_stats(dialogues, durations, name="MT-Video-Bench (all)", tokenizer=tok)]
+    if per_task:
+        for t in TASKS:
+            sub = [d for d in dialogues if d.task == t]
+            if sub:
+                out.append(compute_stats(sub, durations, name=t.abbr, tokenizer=tok))
+    return out
+
+
+def stats_markdown(rows: Sequence[BenchStats]) -> str:
+    def f(x: float | None, d: int = 2) -> str:
+        return "–" if x is None else f"{x:.{d}f}"
+
+    lines = ["| | #QAs | Avg. Q/V | Long | #Turns | Q. Div. | A. Div. | Q. Len. | A. Len. | dialogues | videos "
+             "| mean video min |", "|---" * 12 + "|"]
+    for s in rows:
+        long = "–" if s.long is None else ("✔" if s.long else "✗")
+        lines.append(f"| {s.name} | {s.qas:,} | {f(s.avg_qas_per_video)} | {long} | {f(s.avg_turns)} | "
+                     f"{f(s.question_diversity)} | {f(s.answer_diversity)} | {f(s.question_len)} | "
+                     f"{f(s.answer_len)} | {s.dialogues} | {s.videos} | {f(s.mean_video_minutes)} |")
+    if rows:
+        s = rows[0]
+        lines += ["", f"Lexical diversity: {s.diversity_measure}, over lower-cased words. "
+                      f"Lengths: tokens per question/answer with the tokenizer `{s.tokenizer}`. "
+                      f"Video lengths known for {s.videos_with_duration}/{s.videos} videos."]
+    return "\n".join(lines) + "\n"

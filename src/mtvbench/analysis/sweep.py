@@ -1,0 +1,184 @@
+"""The paper's ablations: one run per setting of frames (Figure 5b), max side (Figure 5c)
+and context (Figure 4c), then their tables and plots. Figure 5a (turn count) is the
+``turns`` breakdown of any run (see :mod:`mtvbench.analysis.breakdowns`).
+
+Settings not being swept stay at the base values (the paper: 128 frames, max side 720,
+golden context). Each setting gets its own run directory named after the full setting
+(``f128-m720-golden``), so a setting shared by two axes is run once, and every run shares
+one frame cache: re-running the sweep resumes each run and asks only for what is missing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from mtvbench.config import RunConfig, build_config
+from mtvbench.data.schema import TASKS
+from mtvbench.scoring.aggregate import Scores, fmt
+
+AXES = ("frames", "max_side", "context")
+AXIS_TITLE = {"frames": "Number of frames (Figure 5b)", "max_side": "Max frame side, px (Figure 5c)",
+              "context": "Dialogue context (Figure 4c)"}
+
+
+class SweepPoint(BaseModel):
+    axis: str
+    value: str
+    run_dir: Path
+    scores: Scores | None = None
+
+
+def setting_dir(cfg: RunConfig) -> str:
+    side = "full" if cfg.max_side is None else str(cfg.max_side)
+    return f"f{cfg.frames}-m{side}-{cfg.context}"
+
+
+def plan_sweep(base: dict[str, Any], out_root: Path, *, frames: Sequence[int] = (), max_sides: Sequence[int] = (),
+               contexts: Sequence[str] = ()) -> list[tuple[str, str, RunConfig]]:
+    """(axis, value, config) per setting; configs of equal settings share one ``out``."""
+    base = dict(base)
+    base.setdefault("frames", 128)
+    base.setdefault("max_side", 720)
+    base.setdefault("context", "golden")
+    if base.get("cache_dir") is None:
+        from mtvbench.run.evaluate import default_cache_dir
+
+        base["cache_dir"] = default_cache_dir()
+    plan = []
+    for axis, values in (("frames", frames), ("max_side", max_sides), ("context", contexts)):
+        for v in values:
+            vals = {**base, axis: v, "out": out_root / "tmp"}
+            cfg = build_config(vals, source=f"sweep {axis}={v}")
+            cfg = cfg.model_copy(update={"out": Path(out_root) / setting_dir(cfg)})
+            plan.append((axis, str(v), cfg))
+    return plan
+
+
+def run_sweep(base: dict[str, Any], out_root: Path, *, frames: Sequence[int] = (), max_sides: Sequence[int] = (),
+              contexts: Sequence[str] = (), progress_factory: Callable[[RunConfig], Any] | None = None,
+              on_done: Callable[[SweepPoint], None] | None = None) -> list[SweepPoint]:
+    from mtvbench.run.evaluate import evaluate
+
+    points: list[SweepPoint] = []
+    done: dict[Path, Scores] = {}
+    for axis, value, cfg in plan_sweep(base, out_root, frames=frames, max_sides=max_sides, contexts=contexts):
+        if cfg.out not in done:
+            scores, _ = evaluate(cfg, progress_factory(cfg) if progress_factory else None)
+            done[cfg.out] = scores
+        p = SweepPoint(axis=axis, value=value, run_dir=cfg.out, scores=done[cfg.out])
+        points.append(p)
+        if on_done:
+            on_done(p)
+    return points
+
+
+def points_from_dirs(out_root: Path) -> list[SweepPoint]:
+    """Re-read a finished sweep folder (no calls): every run dir under it, placed on each
+    axis where it differs from the base only in that setting."""
+    from mtvbench.analysis.rundata import load_run
+
+    runs = [load_run(p, bootstrap=0) for p in sorted(Path(out_root).iterdir()) if (p / "config.yaml").exists()]
+    pts = []
+    for r in runs:
+        c = r.config
+        if c.max_side == 720 and c.context == "golden":
+            pts.append(SweepPoint(axis="frames", value=str(c.frames), run_dir=r.run_dir, scores=r.scores))
+        if c.frames == 128 and c.context == "golden":
+            pts.append(SweepPoint(axis="max_side", value=str(c.max_side), run_dir=r.run_dir, scores=r.scores))
+        if c.frames == 128 and c.max_side == 720:
+            pts.append(SweepPoint(axis="context", value=c.context, run_dir=r.run_dir, scores=r.scores))
+    return pts
+
+
+def _axis_points(points: Sequence[SweepPoint], axis: str) -> list[SweepPoint]:
+    pts = [p for p in points if p.axis == axis]
+    if axis in ("frames", "max_side"):
+        pts.sort(key=lambda p: float(p.value) if p.value not in ("None", "") else float("inf"))
+    else:
+        order = {"golden": 0, "self": 1, "none": 2}
+        pts.sort(key=lambda p: order.get(p.value, 9))
+    return pts
+
+
+def sweep_markdown(points: Sequence[SweepPoint]) -> str:
+    lines: list[str] = []
+    for axis in AXES:
+        pts = _axis_points(points, axis)
+        if not pts:
+            continue
+        lines += [f"### {AXIS_TITLE[axis]}", "", "| " + axis + " | Overall | " + " | ".join(t.abbr for t in TASKS)
+                  + " | run |", "|---" * (len(TASKS) + 3) + "|"]
+        for p in pts:
+            s = p.scores
+            vals = [s.overall if s else None] + [s.tasks.get(t.value) if s else None for t in TASKS]
+            lines.append(f"| {p.value} | " + " | ".join(fmt(v) for v in vals) + f" | {p.run_dir.name} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def sweep_csv(points: Sequence[SweepPoint]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["axis", "value", "Overall", *(t.abbr for t in TASKS), "run_dir"])
+    for axis in AXES:
+        for p in _axis_points(points, axis):
+            s = p.scores
+            vals = [s.overall if s else None] + [s.tasks.get(t.value) if s else None for t in TASKS]
+            w.writerow([axis, p.value, *("" if v is None else f"{v:.4f}" for v in vals), str(p.run_dir)])
+    return buf.getvalue()
+
+
+def sweep_plots(points: Sequence[SweepPoint], model: str = "") -> dict[str, bytes]:
+    from mtvbench.report import plots
+
+    out: dict[str, bytes] = {}
+    for axis in ("frames", "max_side"):
+        pts = _axis_points(points, axis)
+        if pts:
+            out[axis] = plots.line_plot([p.value for p in pts],
+                                        {model or "model": [p.scores.overall if p.scores else None for p in pts]},
+                                        title=AXIS_TITLE[axis], xlabel=axis)
+    pts = _axis_points(points, "context")
+    if pts:
+        out["context"] = plots.grouped_bars(
+            [t.abbr for t in TASKS] + ["Overall"],
+            {p.value: [p.scores.tasks.get(t.value) if p.scores else None for t in TASKS]
+             + [p.scores.overall if p.scores else None] for p in pts},
+            title=AXIS_TITLE["context"])
+    return out
+
+
+def write_sweep_report(points: Sequence[SweepPoint], out: Path, model: str = "") -> list[Path]:
+    from mtvbench.report.html import HtmlReport, Section, png_img, render_html
+    from mtvbench.run.outputs import atomic_write
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    md = sweep_markdown(points)
+    atomic_write(out / "sweep.md", md)
+    atomic_write(out / "sweep.csv", sweep_csv(points))
+    files += [out / "sweep.md", out / "sweep.csv"]
+    pngs = sweep_plots(points, model)
+    sections = []
+    for axis, png in pngs.items():
+        (out / f"sweep_{axis}.png").write_bytes(png)
+        files.append(out / f"sweep_{axis}.png")
+        from mtvbench.report.html import html_table
+
+        pts = _axis_points(points, axis)
+        rows = [[p.value] + [fmt(v) for v in ([p.scores.overall if p.scores else None]
+                                              + [p.scores.tasks.get(t.value) if p.scores else None for t in TASKS])]
+                for p in pts]
+        sections.append(Section(f"sweep-{axis}", AXIS_TITLE[axis],
+                                html_table([axis, "Overall", *(t.abbr for t in TASKS)], rows) + png_img(png, axis)))
+    atomic_write(out / "sweep.html", render_html(HtmlReport(title=f"MT-Video-Bench sweep {model}".strip(),
+                                                            sections=sections)))
+    files.append(out / "sweep.html")
+    return files

@@ -1,0 +1,260 @@
+"""Commands for reports and analyses: ``report``, ``compare``, ``agreement``, ``stats``,
+``scenes``, ``sweep`` and ``checklists``.
+
+``app`` is a typer sub-app holding all of them; each command is also a plain function of
+this module, so the main CLI can register them at the top level, e.g.
+``app.command("report")(report_cli.report)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Reports and analyses of stored runs.")
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from mtvbench.analysis.agreement import AgreementError
+    from mtvbench.analysis.metadata import MetadataError
+    from mtvbench.config import ConfigError
+    from mtvbench.data.official import DataError
+    from mtvbench.media.frames import VideoError
+    from mtvbench.models.base import UnknownModelError
+    from mtvbench.run.store import StoreMismatchError
+
+    errs: list[type[BaseException]] = [FileNotFoundError, AgreementError, MetadataError, ConfigError, DataError,
+                                       VideoError, UnknownModelError, StoreMismatchError, ImportError]
+    try:
+        from mtvbench.models.openai_api import MissingKeyError
+
+        errs.append(MissingKeyError)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(errs)
+
+
+def _guard(fn: Any) -> Any:
+    try:
+        return fn()
+    except _user_errors() as e:
+        _fail(str(e))
+
+
+def _csv_list(text: str | None, cast: Any = int) -> list[Any]:
+    if not text:
+        return []
+    try:
+        return [cast(x.strip()) for x in text.split(",") if x.strip()]
+    except ValueError as e:
+        _fail(f"bad list {text!r}: {e}")
+        raise
+
+
+@app.command()
+def report(
+    run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("report"),
+    metadata: Annotated[Path | None, typer.Option(help="CSV/JSON with category, scenes, duration per video/event")
+                        ] = None,
+    scene_cache: Annotated[Path | None, typer.Option(help="scene-count cache folder (default: the user cache)")
+                           ] = None,
+    estimate_scenes: Annotated[bool, typer.Option(help="run PySceneDetect now for uncached scene counts")] = False,
+    thumbnails: Annotated[int, typer.Option(help="thumbnail frames per video in the explorer (0: none)")] = 4,
+    bootstrap: Annotated[int | None, typer.Option(help="bootstrap draws for the CIs (default: the run's)")] = None,
+    title: Annotated[str, typer.Option(help="report title")] = "MT-Video-Bench report",
+) -> None:
+    """Leaderboard (MD/CSV/LaTeX), breakdowns and a self-contained report.html from stored runs."""
+    from mtvbench.report.build import build_report
+
+    res = _guard(lambda: build_report(run_dirs, out, metadata_file=metadata, scene_cache_dir=scene_cache,
+                                      estimate_scenes=estimate_scenes, thumbs=thumbnails, title=title,
+                                      bootstrap=bootstrap))
+    for n in res.notes:
+        err_console.print(f"[yellow]note:[/] {n}", highlight=False)
+    console.print((out / "leaderboard.md").read_text(encoding="utf-8"))
+    console.print(f"wrote {len(res.files)} files to {out} (open {out / 'report.html'})")
+
+
+@app.command()
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="run directory A (baseline)")],
+    run_b: Annotated[Path, typer.Argument(help="run directory B")],
+    n_boot: Annotated[int, typer.Option("--bootstrap", help="bootstrap draws")] = 10000,
+    seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON here")] = None,
+) -> None:
+    """B - A per task and Overall, paired bootstrap over dialogues (95% CI, p-value)."""
+    from mtvbench.analysis.compare import compare_run_dirs, comparison_markdown
+
+    comp = _guard(lambda: compare_run_dirs(str(run_a), str(run_b), n_boot=n_boot, seed=seed))
+    console.print(comparison_markdown(comp), highlight=False)
+    if json_out:
+        json_out.write_text(comp.model_dump_json(indent=2), encoding="utf-8")
+
+
+@app.command()
+def agreement(
+    run_dirs: Annotated[list[Path], typer.Argument(help="run directories, one per judge, of the same answers")],
+    human: Annotated[Path, typer.Option(help="human scores: CSV/JSON/JSONL per (dialogue, turn) or per item")],
+    level: Annotated[str, typer.Option(help="turn | dialogue")] = "turn",
+    json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON here")] = None,
+) -> None:
+    """Judge-human agreement (Table 3: Spearman, Kendall-tau, Pearson), Cohen's and Fleiss' kappa."""
+    from mtvbench.analysis.agreement import agreement_markdown, agreement_report
+
+    if level not in ("turn", "dialogue"):
+        _fail("--level must be turn or dialogue")
+    rep = _guard(lambda: agreement_report(human, run_dirs, level))  # type: ignore[arg-type]
+    console.print(agreement_markdown(rep), highlight=False)
+    if json_out:
+        json_out.write_text(rep.model_dump_json(indent=2), encoding="utf-8")
+
+
+@app.command()
+def stats(
+    path: Annotated[Path, typer.Argument(help="dataset root (released layout) or a run directory")],
+    tokenizer: Annotated[str | None, typer.Option(help="local Hugging Face tokenizer folder (default: offline "
+                                                       "regex tokenizer)")] = None,
+    per_task: Annotated[bool, typer.Option(help="also one row per task")] = True,
+    json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON here")] = None,
+) -> None:
+    """Benchmark statistics in the layout of the paper's Table 1."""
+    from mtvbench.analysis.stats import benchmark_stats, stats_markdown
+
+    rows = _guard(lambda: benchmark_stats(path, tokenizer, per_task=per_task))
+    console.print(stats_markdown(rows), highlight=False)
+    if json_out:
+        json_out.write_text(json.dumps([r.model_dump() for r in rows], indent=2), encoding="utf-8")
+
+
+@app.command()
+def scenes(
+    path: Annotated[Path, typer.Argument(help="dataset root (released layout) or a run directory")],
+    cache_dir: Annotated[Path | None, typer.Option(help="scene-count cache folder (default: the user cache)")
+                         ] = None,
+    threshold: Annotated[float, typer.Option(help="ContentDetector threshold")] = 27.0,
+    min_scene_len: Annotated[int, typer.Option(help="shortest scene, frames")] = 15,
+    out: Annotated[Path | None, typer.Option(help="also write per-dialogue counts (JSON) here")] = None,
+) -> None:
+    """Estimate scene counts per dialogue (PySceneDetect) and cache them for `report`.
+
+    Counts cover the time ranges the dialogue's questions name, or the whole video when none."""
+    from mtvbench.analysis.breakdowns import SCENE_BINS, scene_bin
+    from mtvbench.analysis.metadata import SceneCache, SceneSettings, dialogue_ranges
+    from mtvbench.analysis.stats import load_dialogues
+
+    def work() -> dict[str, Any]:
+        dialogues, videos, _ = load_dialogues(path)
+        cache = SceneCache(cache_dir, SceneSettings(threshold=threshold, min_scene_len=min_scene_len))
+        res: dict[str, Any] = {}
+        for d in dialogues:
+            v = videos.get(d.video)
+            if v is None or not Path(v).exists():
+                res[d.id] = {"scenes": None, "ranges": None, "error": "video not found"}
+                continue
+            rng = dialogue_ranges(d)
+            res[d.id] = {"scenes": cache.get(Path(v), rng), "ranges": rng}
+        return res
+
+    res = _guard(work)
+    counts = {b: 0 for b in SCENE_BINS}
+    for r in res.values():
+        b = scene_bin(r["scenes"])
+        if b:
+            counts[b] += 1
+    missing = sum(1 for r in res.values() if r["scenes"] is None)
+    console.print("scene-count distribution (dialogues): " + ", ".join(f"{k}: {v}" for k, v in counts.items())
+                  + (f"; {missing} without a video" if missing else ""))
+    if out:
+        out.write_text(json.dumps(res, indent=1), encoding="utf-8")
+
+
+@app.command()
+def sweep(
+    data: Annotated[Path, typer.Option(help="dataset root in the released layout")],
+    model: Annotated[str, typer.Option(help="model under test")],
+    out: Annotated[Path, typer.Option(help="sweep folder: one run directory per setting + the sweep report")],
+    judge: Annotated[str, typer.Option(help="judge")] = "offline",
+    frames: Annotated[str | None, typer.Option(help="e.g. 16,32,64,128,256 (Figure 5b)")] = None,
+    max_side: Annotated[str | None, typer.Option(help="e.g. 120,240,480,720,960 (Figure 5c)")] = None,
+    context: Annotated[str | None, typer.Option(help="e.g. golden,self,none (Figure 4c)")] = None,
+    model_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the model")] = None,
+    judge_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the judge")] = None,
+    model_api_key_env: Annotated[str | None, typer.Option(help="env var holding the model's key")] = None,
+    judge_api_key_env: Annotated[str | None, typer.Option(help="env var holding the judge's key")] = None,
+    judge_runs: Annotated[int, typer.Option(help="judge runs per turn")] = 3,
+    limit: Annotated[int | None, typer.Option(help="at most N dialogues per task")] = None,
+    concurrency: Annotated[int, typer.Option(help="model calls in flight")] = 16,
+    cache_dir: Annotated[Path | None, typer.Option(help="frame cache folder shared by all settings")] = None,
+) -> None:
+    """One run per setting (resumable, sharing the frame cache), then Figure 5b/5c/4c tables and plots."""
+    from mtvbench.analysis.sweep import run_sweep, write_sweep_report
+
+    fr, ms, ctx = _csv_list(frames), _csv_list(max_side), _csv_list(context, str)
+    if not (fr or ms or ctx):
+        _fail("give at least one of --frames, --max-side, --context")
+    base: dict[str, Any] = {"data": data, "model": model, "judge": judge, "judge_runs": judge_runs,
+                            "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir}
+    base = {k: v for k, v in base.items() if v is not None}
+    for role, url, env in (("model_settings", model_base_url, model_api_key_env),
+                           ("judge_settings", judge_base_url, judge_api_key_env)):
+        sub = {k: v for k, v in (("base_url", url), ("api_key_env", env)) if v is not None}
+        if sub:
+            base[role] = sub
+
+    def work() -> list[Path]:
+        points = run_sweep(base, out, frames=fr, max_sides=ms, contexts=ctx,
+                           on_done=lambda p: console.print(
+                               f"{p.axis}={p.value}: Overall {p.scores.overall if p.scores else None} ({p.run_dir})"))
+        return write_sweep_report(points, out, model)
+
+    files = _guard(work)
+    console.print((out / "sweep.md").read_text(encoding="utf-8"), highlight=False)
+    console.print(f"wrote {len(files)} files to {out}")
+
+
+@app.command()
+def checklists(
+    data: Annotated[Path, typer.Option(help="dataset root in the released layout")],
+    generator: Annotated[str, typer.Option(help="checklist writer, e.g. openai:gpt-4o")],
+    n: Annotated[int, typer.Option(help="items per checklist")] = 5,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the generator")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="env var holding the generator's key")] = None,
+    overwrite: Annotated[bool, typer.Option(help="replace existing (human-revised) entries too")] = False,
+    max_attempts: Annotated[int, typer.Option(help="asks per turn while the rules are broken")] = 3,
+    exact_split: Annotated[bool, typer.Option(help="require exactly one 'No' item (target 4/1)")] = True,
+    concurrency: Annotated[int, typer.Option(help="calls in flight")] = 4,
+) -> None:
+    """Write missing checklists (paper Figure 16) in the released layout; resumable."""
+    from mtvbench.checklists import fill_checklists
+    from mtvbench.models.base import BackendOptions, create_backend
+
+    async def go() -> Any:
+        backend = create_backend(generator, BackendOptions(base_url=base_url, api_key_env=api_key_env))
+        try:
+            return await fill_checklists(data, backend, n=n, overwrite=overwrite, concurrency=concurrency,
+                                         max_attempts=max_attempts, exact_split=exact_split)
+        finally:
+            await backend.aclose()
+
+    rep = _guard(lambda: asyncio.run(go()))
+    console.print(f"generated {rep.generated}, kept {rep.kept} existing, failed {len(rep.failed)}")
+    for f in rep.failed:
+        err_console.print(f"[red]failed[/] {f.task}/{f.video}/{f.event} round {f.round_index}: "
+                          + "; ".join(f.problems), highlight=False)
+    if rep.failed:
+        raise typer.Exit(1)

@@ -1,0 +1,233 @@
+"""One self-contained ``report.html``: opens from disk with no server and no network.
+
+Tables are plain HTML, plots are embedded PNGs (base64 data URIs), and the per-dialogue
+explorer is vanilla JavaScript over a JSON payload embedded in the page
+(``<script type="application/json">``). Nothing is fetched: no fonts, scripts, or icons.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, raw: bool = False, cls: str = "") -> str:
+    """A table; cells are escaped unless ``raw`` (then they must already be safe HTML)."""
+    def cell(x: str) -> str:
+        return x if raw else esc(x)
+
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def png_img(png: bytes, alt: str) -> str:
+    b64 = base64.b64encode(png).decode("ascii")
+    return f'<img class="plot" alt="{esc(alt)}" src="data:image/png;base64,{b64}">'
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    body: str  # safe HTML
+
+
+@dataclass
+class HtmlReport:
+    title: str
+    sections: list[Section] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: explorer payload: {"runs": [...], "dialogues": [...], "thumbs": {video: [b64 jpeg]}}
+    explorer: dict[str, Any] | None = None
+
+
+def _json_for_script(obj: Any) -> str:
+    # inside <script>, "</" could end the element; escape it (and U+2028/9 for old parsers)
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;margin:0;color:#222;
+background:#fafafa}
+header{background:#233;color:#fff;padding:12px 24px}header h1{margin:0;font-size:20px}
+nav{padding:6px 24px;background:#eef}nav a{margin-right:14px}
+main{padding:8px 24px 40px}section{margin-bottom:28px}
+table{border-collapse:collapse;margin:8px 0;font-size:13px;background:#fff}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}
+th:first-child,td:first-child{text-align:left}
+img.plot{max-width:100%;border:1px solid #ddd;margin:6px 8px 6px 0;background:#fff}
+.note{background:#fff6d8;border-left:4px solid #e0b000;padding:6px 10px;margin:6px 0}
+.ci{color:#777;font-size:11px}
+#filters{display:flex;flex-wrap:wrap;gap:12px;align-items:center;margin:8px 0;padding:8px;background:#fff;
+border:1px solid #ddd}
+#filters label{font-size:13px}
+details.dlg{background:#fff;border:1px solid #ccc;margin:6px 0;padding:4px 8px}
+details.dlg summary{cursor:pointer;font-size:14px}
+.thumbs img{height:72px;margin:4px 4px 4px 0;border:1px solid #ccc}
+.round{border-top:1px dashed #ddd;padding:4px 0;font-size:13px}
+.round.model{background:#f4f8ff}
+.lbl{font-weight:600;color:#345}
+.answer{white-space:pre-wrap}
+.ok{color:#176b17;font-weight:600}.bad{color:#b00020;font-weight:600}.na{color:#888}
+table.ck td{text-align:left}
+.score{font-weight:600}
+"""
+
+JS = r"""
+(function () {
+  "use strict";
+  var payload = JSON.parse(document.getElementById("explorer-data").textContent);
+  var runSel = document.getElementById("f-run"), taskSel = document.getElementById("f-task");
+  var minIn = document.getElementById("f-min"), maxIn = document.getElementById("f-max");
+  var textIn = document.getElementById("f-text"), list = document.getElementById("dialogues");
+  var countEl = document.getElementById("f-count");
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) { e.className = cls; }
+    if (text !== undefined && text !== null) { e.textContent = String(text); }
+    return e;
+  }
+  function fmt(x) { return (x === null || x === undefined) ? "\u2013" : Number(x).toFixed(2); }
+  payload.runs.forEach(function (r, i) {
+    var o = el("option", null, r.name); o.value = String(i); runSel.appendChild(o);
+  });
+  payload.tasks.forEach(function (t) {
+    var o = el("option", null, t.label + " (" + t.abbr + ")"); o.value = t.value; taskSel.appendChild(o);
+  });
+  function renderBody(d, run, box) {
+    var thumbs = payload.thumbs[d.video] || [];
+    if (thumbs.length) {
+      var tb = el("div", "thumbs");
+      thumbs.forEach(function (b64, k) {
+        var img = el("img"); img.alt = d.video + " frame " + (k + 1);
+        img.src = "data:image/jpeg;base64," + b64; tb.appendChild(img);
+      });
+      box.appendChild(tb);
+    }
+    var meta = d.meta || {};
+    box.appendChild(el("div", null, "video " + d.video + ", event " + d.event +
+      (meta.duration_s ? ", " + (meta.duration_s / 60).toFixed(1) + " min" : "") +
+      (meta.scenes ? ", " + meta.scenes + " scenes" : "") + (meta.category ? ", " + meta.category : "")));
+    var res = run.turns[d.id] || {};
+    d.rounds.forEach(function (r) {
+      var div = el("div", "round" + (r.model_turn ? " model" : ""));
+      var head = el("div", "lbl", "Round " + r.index + (r.ability ? " \u00b7 " + r.ability : "") +
+        (r.scored ? " \u00b7 scored" : (r.model_turn ? " \u00b7 model turn" : " \u00b7 context")));
+      div.appendChild(head);
+      var q = el("div"); q.appendChild(el("span", "lbl", "User: ")); q.appendChild(el("span", "answer", r.user));
+      div.appendChild(q);
+      var g = el("div"); g.appendChild(el("span", "lbl", "Golden: ")); g.appendChild(el("span", "answer", r.golden));
+      div.appendChild(g);
+      var t = res[String(r.index)];
+      if (r.model_turn) {
+        var a = el("div");
+        a.appendChild(el("span", "lbl", "Model: "));
+        a.appendChild(el("span", "answer", t ? t.answer : "(no stored answer)"));
+        if (t && t.outcome && t.outcome !== "ok") { a.appendChild(el("span", "bad", " [" + t.outcome + "]")); }
+        div.appendChild(a);
+      }
+      if (r.checklist && r.checklist.length) {
+        var runsN = t ? t.judge.length : 0;
+        var tbl = el("table", "ck"), hr = el("tr");
+        ["Item", "Question", "Expected"].forEach(function (h) { hr.appendChild(el("th", null, h)); });
+        for (var j = 0; j < runsN; j++) {
+          hr.appendChild(el("th", null, "Judge run " + t.judge[j].run + " (" + t.judge[j].status + ")"));
+        }
+        tbl.appendChild(hr);
+        r.checklist.forEach(function (it) {
+          var tr = el("tr");
+          tr.appendChild(el("td", null, it.key)); tr.appendChild(el("td", null, it.question));
+          tr.appendChild(el("td", null, it.expected));
+          for (var j = 0; j < runsN; j++) {
+            var v = t.judge[j].verdicts ? t.judge[j].verdicts["A" + it.key.slice(1)] : null;
+            var cls = v ? (v === it.expected ? "ok" : "bad") : "na";
+            tr.appendChild(el("td", cls, v || "\u2013"));
+          }
+          tbl.appendChild(tr);
+        });
+        div.appendChild(tbl);
+        div.appendChild(el("div", "score", "Turn score: " + fmt(t ? t.score : null)));
+      }
+      box.appendChild(div);
+    });
+  }
+  var lastKey = null;
+  function apply() {
+    var key = [runSel.value, taskSel.value, minIn.value, maxIn.value, textIn.value].join("\u0001");
+    if (key === lastKey) { return; }
+    lastKey = key;
+    var run = payload.runs[Number(runSel.value || 0)];
+    var task = taskSel.value, lo = parseFloat(minIn.value), hi = parseFloat(maxIn.value);
+    var needle = textIn.value.trim().toLowerCase();
+    if (isNaN(lo)) { lo = -Infinity; } if (isNaN(hi)) { hi = Infinity; }
+    while (list.firstChild) { list.removeChild(list.firstChild); }
+    var shown = 0;
+    payload.dialogues.forEach(function (d) {
+      if (task && d.task !== task) { return; }
+      var s = run.dialogue_scores[d.id];
+      var hasScore = (s !== null && s !== undefined);
+      if ((lo > -Infinity || hi < Infinity) && !hasScore) { return; }
+      if (hasScore && (s < lo || s > hi)) { return; }
+      if (needle && (d.id + " " + d.search).toLowerCase().indexOf(needle) < 0) { return; }
+      shown += 1;
+      var det = el("details", "dlg"); det.dataset.id = d.id; det.dataset.task = d.task;
+      det.dataset.score = hasScore ? String(s) : "";
+      var sum = el("summary");
+      sum.appendChild(el("span", "score", fmt(s)));
+      sum.appendChild(document.createTextNode("  " + d.task_abbr + " \u00b7 " + d.video + " / event " + d.event +
+        " \u00b7 " + d.rounds.length + " rounds"));
+      det.appendChild(sum);
+      var body = el("div");
+      det.appendChild(body);
+      det.addEventListener("toggle", function () {
+        if (det.open && !body.hasChildNodes()) { renderBody(d, run, body); }
+      });
+      list.appendChild(det);
+    });
+    countEl.textContent = shown + " of " + payload.dialogues.length + " dialogues shown";
+    countEl.dataset.shown = String(shown);
+  }
+  [runSel, taskSel, minIn, maxIn, textIn].forEach(function (e) {
+    e.addEventListener("input", apply); e.addEventListener("change", apply);
+  });
+  apply();
+})();
+"""
+
+
+def render_html(rep: HtmlReport) -> str:
+    nav = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in rep.sections)
+    if rep.explorer is not None:
+        nav += '<a href="#explorer">Dialogue explorer</a>'
+    notes = "".join(f'<div class="note">{esc(n)}</div>' for n in rep.notes)
+    body = "".join(f'<section id="{esc(s.id)}"><h2>{esc(s.title)}</h2>{s.body}</section>' for s in rep.sections)
+    explorer = ""
+    if rep.explorer is not None:
+        explorer = (
+            '<section id="explorer"><h2>Dialogue explorer</h2>'
+            '<div id="filters">'
+            '<label>Run <select id="f-run"></select></label>'
+            '<label>Task <select id="f-task"><option value="">all tasks</option></select></label>'
+            '<label>Score from <input id="f-min" type="number" min="0" max="100" step="1" size="5"></label>'
+            '<label>to <input id="f-max" type="number" min="0" max="100" step="1" size="5"></label>'
+            '<label>Text <input id="f-text" type="search" size="18"></label>'
+            '<span id="f-count"></span></div>'
+            '<div id="dialogues"></div></section>'
+            f'<script id="explorer-data" type="application/json">{_json_for_script(rep.explorer)}</script>'
+            f"<script>{JS}</script>")
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<link rel=\"icon\" href=\"data:,\">"
+            f"<title>{esc(rep.title)}</title><style>{CSS}</style></head><body>"
+            f"<header><h1>{esc(rep.title)}</h1></header><nav>{nav}</nav><main>{notes}{body}{explorer}</main>"
+            "</body></html>\n")

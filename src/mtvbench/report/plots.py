@@ -1,0 +1,84 @@
+"""Plots as PNG bytes (matplotlib, Agg backend; no display, no network)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+
+
+def _plt():  # type: ignore[no-untyped-def]
+    try:
+        import matplotlib
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("plots need matplotlib: pip install 'mtvbench[report]'") from e
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(fig) -> bytes:  # type: ignore[no-untyped-def]
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=100)
+    _plt().close(fig)
+    return buf.getvalue()
+
+
+def line_plot(x_labels: Sequence[str], series: Mapping[str, Sequence[float | None]], *, title: str,
+              xlabel: str = "", ylabel: str = "score (%)", counts: Sequence[int] | None = None,
+              ylim: tuple[float, float] | None = (0.0, 100.0)) -> bytes:
+    """One line per series over categorical x; ``counts`` adds grey bars (right axis), as in
+    the paper's Figure 4(a) distribution."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    xs = list(range(len(x_labels)))
+    if counts is not None:
+        ax2 = ax.twinx()
+        ax2.bar(xs, counts, color="#d0d0d0", width=0.6, zorder=0, label="dialogues")
+        ax2.set_ylabel("dialogues")
+        ax.set_zorder(ax2.get_zorder() + 1)
+        ax.patch.set_visible(False)
+    for name, vals in series.items():
+        pts = [(x, v) for x, v in zip(xs, vals) if v is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    ax.set_xticks(xs)
+    ax.set_xticklabels(list(x_labels))
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    if series:
+        ax.legend(fontsize=7, loc="best")
+    return _png(fig)
+
+
+def grouped_bars(categories: Sequence[str], series: Mapping[str, Sequence[float | None]], *, title: str,
+                 ylabel: str = "score (%)", errors: Mapping[str, Sequence[tuple[float, float] | None]] | None = None
+                 ) -> bytes:
+    """Bars grouped by category, one colour per series; optional (lo, hi) error bars."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.9 * len(categories) * max(1, len(series)) / 2), 3.6))
+    n = max(1, len(series))
+    width = 0.8 / n
+    for i, (name, vals) in enumerate(series.items()):
+        xs = [c + (i - (n - 1) / 2) * width for c in range(len(categories))]
+        ys = [v if v is not None else 0.0 for v in vals]
+        yerr = None
+        if errors and name in errors:
+            lo = [max(0.0, y - e[0]) if e else 0.0 for y, e in zip(ys, errors[name])]
+            hi = [max(0.0, e[1] - y) if e else 0.0 for y, e in zip(ys, errors[name])]
+            yerr = [lo, hi]
+        ax.bar(xs, ys, width=width, label=name, yerr=yerr, capsize=2)
+    ax.set_xticks(list(range(len(categories))))
+    ax.set_xticklabels(list(categories))
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 100)
+    ax.grid(True, axis="y", alpha=0.3)
+    if series:
+        ax.legend(fontsize=7, loc="best")
+    return _png(fig)

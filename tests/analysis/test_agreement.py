@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from mtvbench.analysis.agreement import (
+    AgreementError,
+    agreement_markdown,
+    agreement_report,
+    cohen_kappa,
+    correlations,
+    fleiss_kappa,
+    load_human,
+)
+from mtvbench.analysis.rundata import load_run
+from tests.conftest import make_dataset
+from tests.report.runs import make_store_run
+
+
+def test_cohen_kappa_hand_computed():
+    # po = 3/4; pe = .5*.25 + .5*.75 = .5; kappa = (.75 - .5) / .5
+    assert cohen_kappa(["Yes", "Yes", "No", "No"], ["Yes", "No", "No", "No"]) == pytest.approx(0.5)
+    assert cohen_kappa(["Yes", "No"], ["Yes", "No"]) == pytest.approx(1.0)
+    assert cohen_kappa(["Yes", "Yes"], ["Yes", "Yes"]) is None  # chance agreement 1: undefined
+    assert cohen_kappa([], []) is None
+
+
+def test_fleiss_kappa_hand_computed():
+    # P_i = 1, 1/3, 1, 1/3 -> mean 2/3; p_Y = p_N = 1/2 -> Pe = 1/2; kappa = (2/3 - 1/2) / (1/2) = 1/3
+    r = [["Y", "Y", "Y"], ["Y", "Y", "N"], ["N", "N", "N"], ["Y", "N", "N"]]
+    assert fleiss_kappa(r) == pytest.approx(1 / 3)
+    assert fleiss_kappa([["Y", "Y"], ["N", "N"]]) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        fleiss_kappa([["Y", "N"], ["Y"]])
+
+
+def test_correlations_hand_computed():
+    c = correlations([1, 2, 3, 4], [1, 3, 2, 4])
+    assert c["spearman"] == pytest.approx(0.8)  # 1 - 6*2/(4*15)
+    assert c["kendall"] == pytest.approx(4 / 6)  # 5 concordant, 1 discordant
+    assert c["pearson"] == pytest.approx(0.8)  # 4 / sqrt(5*5)
+    assert correlations([1, 1, 1], [1, 2, 3]) == {"spearman": None, "kendall": None, "pearson": None}
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("agree")
+    data = make_dataset(tmp / "data")
+
+    def answer(did, k, golden):  # some turns wrong so scores vary
+        return golden if (len(did) + k) % 3 else "I am not sure what happens."
+
+    # judge run 1 flips item A1 of every turn: 12 turns x 5 items, 12 items not unanimous
+    run = make_store_run(data, tmp / "run", answer=answer, judge_runs=3,
+                         flip=lambda tid, r, key: r == 1 and key == "A1")
+    return tmp, run
+
+
+def test_agreement_turn_level_and_kappas(judged):
+    tmp, run_dir = judged
+    run = load_run(run_dir, bootstrap=0)
+    turns = sorted((t.turn_id, t.score) for ds in run.dscores for t in ds.turns)
+    assert len(turns) == 12
+    # humans: the judge's score with a monotone distortion on half the turns, as percent
+    human = [(tid, 100 * s ** 2 if i % 2 else 100 * s) for i, (tid, s) in enumerate(turns)]
+    path = tmp / "human.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["turn_id", "score", "annotator"])
+        w.writerows([tid, s, "h1"] for tid, s in human)
+    rep = agreement_report(path, [run_dir])
+    row = rep.rows[0]
+    exp = correlations([s for _, s in turns], [s for _, s in human])
+    assert row.n == 12
+    assert row.spearman == pytest.approx(exp["spearman"]) and row.pearson == pytest.approx(exp["pearson"])
+    assert row.kendall == pytest.approx(exp["kendall"])
+    assert row.judge_runs == 3 and row.n_items_all_runs == 60
+    assert row.unanimous_share == pytest.approx(48 / 60)
+    # recompute Fleiss' kappa from the stored verdicts
+    ratings = []
+    for tid in sorted(run.verdicts):
+        for key in ("A1", "A2", "A3", "A4", "A5"):
+            ratings.append([run.verdicts[tid][r].verdicts[key] for r in range(3)])
+    assert row.fleiss_kappa_runs == pytest.approx(fleiss_kappa(ratings))
+    assert row.fleiss_kappa_runs < 1.0
+    md = agreement_markdown(rep)
+    assert "| offline |" in md and "Spearman" in md
+
+
+def test_agreement_item_level_cohen_kappa_and_dialogue_level(judged):
+    tmp, run_dir = judged
+    run = load_run(run_dir, bootstrap=0)
+    recs = []
+    agree = disagree = 0
+    for tid, runs in sorted(run.verdicts.items()):
+        for key in ("A1", "A2", "A3", "A4", "A5"):
+            labels = [runs[r].verdicts[key] for r in range(3)]
+            maj = max(set(labels), key=labels.count)
+            # the human disagrees with the judge's majority on item A2 of every turn
+            v = ("No" if maj == "Yes" else "Yes") if key == "A2" else maj
+            agree += v == maj
+            disagree += v != maj
+            did, _, k = tid.rpartition("#")
+            recs.append({"dialogue_id": did, "round": int(k), "item": "Q" + key[1:], "verdict": v})
+    path = tmp / "items.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in recs))
+    row = agreement_report(path, [run_dir]).rows[0]
+    assert row.n_items == 60 and disagree == 12
+    judge_maj, human = [], []
+    for r in recs:
+        tid = f"{r['dialogue_id']}#{r['round']}"
+        labels = [run.verdicts[tid][x].verdicts["A" + r["item"][1:]] for x in range(3)]
+        judge_maj.append(max(set(labels), key=labels.count))
+        human.append(r["verdict"])
+    assert row.cohen_kappa == pytest.approx(cohen_kappa(judge_maj, human))
+    assert row.cohen_kappa < 1.0
+    drow = agreement_report(path, [run_dir], level="dialogue").rows[0]
+    assert drow.n == 6
+
+
+def test_human_file_errors(tmp_path):
+    p = tmp_path / "h.json"
+    p.write_text(json.dumps([{"round": 3, "score": 1}]))
+    with pytest.raises(AgreementError, match="name the turn"):
+        load_human(p)
+    p.write_text(json.dumps([{"task": "summary", "video": "v", "event": 0, "round": 3, "item": "Q1",
+                              "verdict": "maybe"}]))
+    with pytest.raises(AgreementError, match="Yes or No"):
+        load_human(p)
+    p.write_text(json.dumps([{"task": "summary", "video": "v", "event": 0, "round": 3, "item": "Q1",
+                              "verdict": "yes"}]))
+    rec = load_human(p)[0]
+    assert rec.turn_id == "content_summary/v/0#3" and rec.item == "A1" and rec.verdict == "Yes"
+    assert not Path(tmp_path / "missing.csv").exists()
+    with pytest.raises(FileNotFoundError):
+        load_human(tmp_path / "missing.csv")

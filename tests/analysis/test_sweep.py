@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+
+from mtvbench.analysis.sweep import plan_sweep, points_from_dirs, run_sweep, write_sweep_report
+from tests.conftest import make_dataset
+from tests.report.runs import ensure_pipeline
+from tests.servers.openai_server import LoopbackServer, ServerState
+
+
+def test_plan_shares_equal_settings(tmp_path):
+    plan = plan_sweep({"data": tmp_path, "model": "oracle", "cache_dir": tmp_path / "c"}, tmp_path / "sw",
+                      frames=[64, 128], max_sides=[720, 960], contexts=["golden", "self"])
+    dirs = {(axis, v): cfg.out.name for axis, v, cfg in plan}
+    assert dirs[("frames", "128")] == dirs[("max_side", "720")] == dirs[("context", "golden")] == "f128-m720-golden"
+    assert dirs[("frames", "64")] == "f64-m720-golden" and dirs[("context", "self")] == "f128-m720-self"
+    assert all(cfg.cache_dir == tmp_path / "c" for _, _, cfg in plan)
+
+
+def test_sweep_runs_each_setting_once_and_resumes(tmp_path):
+    ensure_pipeline()
+    data = make_dataset(tmp_path / "data")
+    base = {"data": data, "model": "openai:m", "judge": "offline", "judge_runs": 1, "cache_dir": tmp_path / "cache",
+            "bootstrap": 0, "model_settings": {"base_url": None, "extra": {"retry_base_s": 0.01}}}
+
+    def reply(prompt: str, n_images: int) -> str:  # more frames, more facts: scores rise with frames
+        return ("The red square moves right and the blue circle stays. " if n_images >= 4 else "") + "A video."
+
+    state = ServerState(model_reply=reply)
+    with LoopbackServer(state) as srv:
+        base["model_settings"]["base_url"] = srv.url
+        pts = run_sweep(base, tmp_path / "sw", frames=[2, 128], contexts=["golden", "none"])
+        n_first = len(state.requests)
+        # 3 distinct settings (f128 golden is shared by both axes) x 12 scored turns asked
+        assert n_first == 3 * 12
+        assert len({p.run_dir for p in pts}) == 3
+        again = run_sweep(base, tmp_path / "sw", frames=[2, 128], contexts=["golden", "none"])
+        assert len(state.requests) == n_first  # resumed: nothing asked again
+    assert [p.scores.overall for p in pts] == [p.scores.overall for p in again]
+    fr = {p.value: p.scores.overall for p in pts if p.axis == "frames"}
+    assert fr["128"] > fr["2"]
+    files = write_sweep_report(pts, tmp_path / "sw", model="m")
+    names = {f.name for f in files}
+    assert {"sweep.md", "sweep.csv", "sweep_frames.png", "sweep_context.png", "sweep.html"} <= names
+    md = (tmp_path / "sw" / "sweep.md").read_text()
+    assert "Number of frames" in md and "| 2 |" in md and "| none |" in md
+    reread = points_from_dirs(tmp_path / "sw")
+    assert {(p.axis, p.value) for p in reread} >= {("frames", "2"), ("frames", "128"), ("context", "none")}
+    assert pytest.approx(fr["128"]) == next(p.scores.overall for p in reread if (p.axis, p.value) == ("frames", "128"))

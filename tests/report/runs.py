@@ -1,0 +1,82 @@
+"""Run directories for the report/analysis tests.
+
+``make_store_run`` writes a real run directory through the core's own writers (config,
+snapshot, SQLite store, ``score_run``) with answers scripted per turn and verdicts from the
+offline judge (several judge runs, optionally disagreeing), so tests can set exact scores
+without the frame pipeline. ``evaluate_run`` makes a run end to end with
+``mtvbench.run.evaluate.evaluate`` (skipping when that pipeline is not importable yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mtvbench.config import build_config
+from mtvbench.data.official import load_benchmark
+from mtvbench.judge.checklist import JudgeVerdict
+from mtvbench.judge.offline import judge_items
+from mtvbench.models.base import GenerationResult
+from mtvbench.run.outputs import score_run, write_config, write_snapshot
+from mtvbench.run.store import RunStore
+
+AnswerFn = Callable[[str, int, str], str]  # (dialogue id, round, golden) -> answer
+
+
+def make_store_run(data: Path, out: Path, model: str = "scripted", answer: AnswerFn | None = None,
+                   judge_runs: int = 1, flip: Callable[[str, int, str], bool] | None = None,
+                   context: str = "golden", bootstrap: int = 200) -> Path:
+    """``flip(turn_id, run, key)`` -> True inverts that judge run's verdict on that item."""
+    bench = load_benchmark(data)
+    cfg = build_config({"data": data, "model": model, "judge": "offline", "out": out, "judge_runs": judge_runs,
+                        "context": context, "bootstrap": bootstrap})
+    out.mkdir(parents=True, exist_ok=True)
+    store = RunStore(out)
+    try:
+        store.check_identity(cfg.identity())
+        write_config(out, cfg)
+        write_snapshot(out, bench.dialogues, bench.videos)
+        for d in bench.dialogues:
+            for r in d.model_turns:
+                tid = d.turn_id(r.index)
+                text = answer(d.id, r.index, r.assistant) if answer else r.assistant
+                store.put_response(tid, "prompt", GenerationResult(text=text, raw_text=text))
+                if not r.checklist:
+                    continue
+                base = judge_items(text, [it.question for it in r.checklist])
+                for run in range(judge_runs):
+                    verdicts = {}
+                    for it, v in zip(r.checklist, base):
+                        if flip and flip(tid, run, it.answer_key):
+                            v = not v
+                        verdicts[it.answer_key] = "Yes" if v else "No"
+                    store.put_verdict(tid, JudgeVerdict(run=run, status="ok", verdicts=verdicts, raw=["{}"],
+                                                        attempts=1))
+    finally:
+        store.close()
+    score_run(out)
+    return out
+
+
+def ensure_pipeline():
+    """``evaluate``, or a skip when the evaluation pipeline is not importable here."""
+    try:
+        from mtvbench.run.evaluate import evaluate
+    except ImportError as e:
+        pytest.skip(f"mtvbench.run.evaluate not importable: {e}")
+    from mtvbench.media.frames import VideoFrames
+    from mtvbench.models.base import GenerationRequest
+
+    # GenerationRequest.frames is annotated with VideoFrames imported under TYPE_CHECKING only;
+    # resolve it (harmless once the core does it itself)
+    GenerationRequest.model_rebuild(_types_namespace={"VideoFrames": VideoFrames})
+    return evaluate
+
+
+def evaluate_run(values: dict) -> Path:
+    evaluate = ensure_pipeline()
+    cfg = build_config(values)
+    evaluate(cfg)
+    return Path(cfg.out)
