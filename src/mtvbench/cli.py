@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
@@ -94,6 +95,16 @@ def validate(path: Annotated[Path, typer.Argument(help="dataset root (mtqa/, che
         raise typer.Exit(1)
 
 
+def parse_options(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"option {item!r} must look like KEY=VALUE")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
 def _run_with_progress(fn: Callable[[Progress], T], quiet: bool) -> T:
     with _progress_bar(quiet) as bar:
         return fn(RichRunProgress(bar))
@@ -129,9 +140,15 @@ def run(
     max_tokens: Annotated[int | None, typer.Option(help="max new tokens of the model")] = None,
     temperature: Annotated[float | None, typer.Option(help="sampling temperature of the model")] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="frame cache folder")] = None,
+    model_option: Annotated[list[str] | None, typer.Option(
+        help="backend setting KEY=VALUE (YAML value), repeatable, e.g. input=upload, batch_size=8")] = None,
+    judge_option: Annotated[list[str] | None, typer.Option(help="judge backend setting KEY=VALUE")] = None,
     quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
 ) -> None:
-    """Evaluate a model on a dataset; rerun the same command to resume."""
+    """Evaluate a model on a dataset; rerun the same command to resume.
+
+    --model takes a preset of the paper's models (see `mtvbench models`), or a backend spec:
+    openai:NAME, gemini:NAME, hf:PATH_OR_ID, vllm:PATH_OR_ID, oracle, refuse."""
     from mtvbench.run.evaluate import evaluate
 
     with user_errors():
@@ -140,9 +157,11 @@ def run(
                  "max_side": max_side, "frame_size": frame_size, "context": context, "judge_runs": judge_runs,
                  "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir}
         values.update({k: v for k, v in flags.items() if v is not None})
-        for role, url, env in (("model_settings", model_base_url, model_api_key_env),
-                               ("judge_settings", judge_base_url, judge_api_key_env)):
+        for role, url, env, opts in (("model_settings", model_base_url, model_api_key_env, model_option),
+                                     ("judge_settings", judge_base_url, judge_api_key_env, judge_option)):
             sub = dict(values.get(role) or {})
+            if opts:
+                sub["extra"] = {**(sub.get("extra") or {}), **parse_options(opts)}
             if url is not None:
                 sub["base_url"] = url
             if env is not None:

@@ -42,7 +42,10 @@ class RoleSettings(BaseModel):
 
 class RunConfig(BaseModel):
     data: Path
+    #: what the user asked for: a preset name (``qwen3-vl-8b-instruct``) or a backend spec
     model: str
+    #: the backend spec actually run (``hf:Qwen/...``); set from the preset, else equal to ``model``
+    model_spec: str | None = None
     judge: str = "offline"
     out: Path
     context: ContextMode = "golden"
@@ -76,10 +79,14 @@ class RunConfig(BaseModel):
         return FrameSettings(num_frames=self.frames, max_side=self.max_side, size=self.frame_size,
                              jpeg_quality=self.jpeg_quality)
 
+    @property
+    def backend_spec(self) -> str:
+        return self.model_spec or self.model
+
     def identity(self) -> dict[str, Any]:
         """The settings that define what a stored answer or verdict means (checked on resume)."""
         return {
-            "model": self.model, "judge": self.judge, "context": self.context,
+            "model": self.backend_spec, "judge": self.judge, "context": self.context,
             "frames": self.frame_settings().key(),
             "model_generation": self.model_settings.model_dump(
                 include={"max_tokens", "temperature", "top_p", "top_k", "system"}),
@@ -96,9 +103,43 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
+    """Resolve ``model`` through the preset registry (models/presets.yaml).
+
+    A preset supplies the backend spec, generation settings and frame settings of its paper
+    row; every setting present in ``values`` (flags, YAML) wins over the preset's.
+    """
+    from mtvbench.models.presets import resolve_model
+
+    if "model" not in values or values.get("model_spec"):
+        return values
+    spec, options, frames = resolve_model(str(values["model"]))
+    out = dict(values)
+    out["model_spec"] = spec
+    preset_settings = options.model_dump(exclude_none=True, exclude_defaults=True)
+    given = dict(values.get("model_settings") or {})
+    extra = {**preset_settings.pop("extra", {}), **given.pop("extra", {})}
+    merged = {**preset_settings, **given}
+    if extra:
+        merged["extra"] = extra
+    if merged:
+        out["model_settings"] = merged
+    if frames is not None:
+        if "frames" not in values:
+            out["frames"] = frames.num_frames
+        if not ({"max_side", "frame_size"} & set(values)):
+            out["max_side"] = frames.max_side
+            out["frame_size"] = frames.size
+    return out
+
+
 def build_config(values: dict[str, Any], source: str = "settings") -> RunConfig:
+    from mtvbench.models.base import UnknownModelError
+
     try:
-        return RunConfig.model_validate(values)
+        return RunConfig.model_validate(apply_preset(values))
+    except UnknownModelError as e:
+        raise ConfigError(f"{source}: field 'model': {e}") from e
     except ValidationError as e:
         lines = [f"{source}: field '{'.'.join(str(x) for x in err['loc'])}': {err['msg']}" for err in e.errors()]
         raise ConfigError("\n".join(lines)) from e

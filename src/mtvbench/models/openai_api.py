@@ -39,15 +39,17 @@ def resolve_api_key(api_key_env: str | None, base_url: str | None) -> str:
     raise MissingKeyError(f"no API key: set the environment variable {env}")
 
 
-def build_messages(request: GenerationRequest) -> list[dict[str, Any]]:
+def build_messages(request: GenerationRequest, system: str | None = None) -> list[dict[str, Any]]:
+    """Frames as JPEG image parts, then the prompt; ``request.system`` or ``system`` first."""
     content: list[dict[str, Any]] = []
     if request.frames is not None:
         for b64 in request.frames.b64():
             content.append({"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{b64}"}})
     content.append({"type": "text", "text": request.prompt})
     messages: list[dict[str, Any]] = []
-    if request.system:
-        messages.append({"role": "system", "content": request.system})
+    system = request.system or system
+    if system:
+        messages.append({"role": "system", "content": system})
     messages.append({"role": "user", "content": content if request.frames is not None else request.prompt})
     return messages
 
@@ -70,7 +72,7 @@ class OpenAIBackend:
 
     def _params(self, request: GenerationRequest) -> dict[str, Any]:
         o = self.options
-        params: dict[str, Any] = {"model": self.model, "messages": build_messages(request)}
+        params: dict[str, Any] = {"model": self.model, "messages": build_messages(request, o.system)}
         max_tokens = request.max_tokens or o.max_tokens
         if max_tokens:
             params["max_tokens"] = max_tokens

@@ -25,7 +25,7 @@ def default_cache_dir() -> Path:
 
 
 async def _execute(cfg: RunConfig, runner_args: dict, progress: Progress | None) -> RunSummary:
-    model = create_backend(cfg.model, cfg.model_settings.backend_options())
+    model = create_backend(cfg.backend_spec, cfg.model_settings.backend_options())
     judge = create_judge(cfg.judge, cfg.judge_settings.backend_options(), cfg.judge_max_attempts,
                          cfg.judge_settings.temperature)
     try:

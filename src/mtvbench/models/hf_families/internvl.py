@@ -1,0 +1,142 @@
+"""InternVL3.5 and InternVideo2.5 through their remote-code ``chat()`` API.
+
+Inputs (the published video recipe of these models): every sampled frame is cut into
+``input_size`` x ``input_size`` tiles by the dynamic-resolution rule (``max_num`` tiles, default 1:
+one 448x448 tile per frame, plus no thumbnail), normalised with the ImageNet mean and std, and
+stacked; the question is prefixed with one ``FrameK: <image>`` line per frame and the tile count
+of each frame goes in ``num_patches_list``. The paper resizes frames to 448x448 for InternVL3.5
+and 728x728 for InternVideo2.5 before this step (the presets' frame size).
+
+Think mode (InternVL3.5): the preset's system prompt is set as ``model.system_message``; the
+answer is the text after ``</think>``.
+
+Settings (``extra``): ``input_size`` (448), ``max_num`` (1), ``use_thumbnail`` (True),
+``dtype``, ``device_map``, ``use_flash_attn`` (True on CUDA).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mtvbench.models.base import BackendOptions, GenerationRequest
+from mtvbench.models.hf import GenParams, RawOutput, device_map, require_torch, system_of, torch_dtype
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+IMAGE_PLACEHOLDER = "<image>"
+
+
+def grid_candidates(min_num: int, max_num: int) -> list[tuple[int, int]]:
+    """Tile grids (columns, rows) with ``min_num <= columns * rows <= max_num``, fewest tiles first."""
+    grids = {(i, j) for n in range(min_num, max_num + 1) for i in range(1, n + 1) for j in range(1, n + 1)
+             if min_num <= i * j <= max_num}
+    return sorted(grids, key=lambda g: (g[0] * g[1], g))
+
+
+def choose_grid(width: int, height: int, size: int, min_num: int, max_num: int) -> tuple[int, int]:
+    """The grid whose aspect ratio is closest to the image's; on a tie the larger grid wins when the
+    image has more than half of that grid's pixels."""
+    aspect = width / height
+    best, best_diff = (1, 1), float("inf")
+    for cols, rows in grid_candidates(min_num, max_num):
+        diff = abs(aspect - cols / rows)
+        if diff < best_diff:
+            best, best_diff = (cols, rows), diff
+        elif diff == best_diff and width * height > 0.5 * size * size * cols * rows:
+            best = (cols, rows)
+    return best
+
+
+def tile_image(image: Any, size: int = 448, min_num: int = 1, max_num: int = 1, use_thumbnail: bool = True) -> list:
+    """Cut a PIL image into ``size`` x ``size`` tiles (row-major), plus a thumbnail when cut."""
+    from PIL import Image
+
+    cols, rows = choose_grid(image.width, image.height, size, min_num, max_num)
+    resized = image.convert("RGB").resize((size * cols, size * rows), Image.Resampling.BICUBIC)
+    tiles = [resized.crop((c * size, r * size, (c + 1) * size, (r + 1) * size))
+             for r in range(rows) for c in range(cols)]
+    if use_thumbnail and len(tiles) > 1:
+        tiles.append(image.convert("RGB").resize((size, size), Image.Resampling.BICUBIC))
+    return tiles
+
+
+def normalise(tiles: Sequence[Any], size: int) -> np.ndarray:
+    """Tiles -> float32 array (N, 3, size, size): bicubic resize, [0, 1], ImageNet mean/std."""
+    from PIL import Image
+
+    arr = np.stack([np.asarray(t.convert("RGB").resize((size, size), Image.Resampling.BICUBIC), dtype=np.float32)
+                    for t in tiles]) / 255.0
+    arr = (arr - np.array(IMAGENET_MEAN, dtype=np.float32)) / np.array(IMAGENET_STD, dtype=np.float32)
+    return arr.transpose(0, 3, 1, 2).copy()
+
+
+def frame_prefix(n: int) -> str:
+    return "".join(f"Frame{i + 1}: {IMAGE_PLACEHOLDER}\n" for i in range(n))
+
+
+def prepare_inputs(images: Sequence[Any], prompt: str, size: int = 448, max_num: int = 1,
+                   use_thumbnail: bool = True) -> tuple[np.ndarray | None, list[int], str]:
+    """(pixel values (sum of tiles, 3, size, size), tiles per frame, question with frame lines)."""
+    if not images:
+        return None, [], prompt
+    per_frame = [tile_image(im, size, 1, max_num, use_thumbnail) for im in images]
+    pixels = normalise([t for tiles in per_frame for t in tiles], size)
+    return pixels, [len(t) for t in per_frame], frame_prefix(len(images)) + prompt
+
+
+def generation_config(params: GenParams) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"max_new_tokens": params.max_new_tokens, "do_sample": params.do_sample}
+    if params.do_sample:
+        cfg.update({k: v for k, v in (("temperature", params.temperature), ("top_p", params.top_p),
+                                      ("top_k", params.top_k)) if v is not None})
+    if params.repetition_penalty is not None:
+        cfg["repetition_penalty"] = params.repetition_penalty
+    return cfg
+
+
+class InternVLEngine:
+    batch_size = 1  # chat() takes one conversation; frames of one turn already fill the batch
+
+    def __init__(self, checkpoint: str, options: BackendOptions):
+        torch, transformers = require_torch()
+        self.torch = torch
+        self.options = options
+        extra = options.extra
+        self.size = int(extra.get("input_size", 448))
+        self.max_num = int(extra.get("max_num", 1))
+        self.use_thumbnail = bool(extra.get("use_thumbnail", True))
+        kwargs: dict[str, Any] = {"dtype": torch_dtype(torch, extra.get("dtype")), "low_cpu_mem_usage": True,
+                                  "trust_remote_code": True,
+                                  "use_flash_attn": bool(extra.get("use_flash_attn", torch.cuda.is_available()))}
+        dm = device_map(torch, options)
+        if dm is not None:
+            kwargs["device_map"] = dm
+        self.model = transformers.AutoModel.from_pretrained(checkpoint, **kwargs).eval()
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, trust_remote_code=True, use_fast=False)
+        self.default_system = getattr(self.model, "system_message", None)
+        self.dtype = kwargs["dtype"]
+
+    def run(self, requests: Sequence[GenerationRequest], params: GenParams) -> list[RawOutput]:
+        outs = []
+        for r in requests:
+            images = r.frames.images() if r.frames is not None else []
+            pixels, patches, question = prepare_inputs(images, r.prompt, self.size, self.max_num, self.use_thumbnail)
+            pv = None
+            if pixels is not None:
+                pv = self.torch.from_numpy(pixels).to(self.dtype).to(next(self.model.parameters()).device)
+            self.model.system_message = system_of(r, self.options) or self.default_system
+            with self.torch.inference_mode():
+                text = self.model.chat(self.tokenizer, pv, question, generation_config(params),
+                                       num_patches_list=patches or None, history=None, return_history=False)
+            outs.append(RawOutput(text=text, completion_tokens=len(self.tokenizer(text).input_ids)))
+        return outs
+
+    def close(self) -> None:
+        del self.model
+
+
+def load(checkpoint: str, options: BackendOptions) -> InternVLEngine:
+    return InternVLEngine(checkpoint, options)

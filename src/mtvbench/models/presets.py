@@ -1,0 +1,207 @@
+"""The paper's 24 models as data: ``presets.yaml`` -> :class:`Preset` records.
+
+``resolve_model("qwen3-vl-8b-instruct")`` returns the backend spec (``hf:Qwen/Qwen3-VL-8B-Instruct``),
+the :class:`BackendOptions` (generation parameters, system prompt, family adapter) and the frame
+settings of that row (§4.1: 128 frames; longer side 720, or 448x448 / 728x728). ``name@vllm``
+swaps to another local backend the preset lists under ``alt_backends``. Any other spec with a known
+prefix (``hf:/my/ckpt``, ``openai:gpt-4o``, ``oracle``) passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from mtvbench.media.frames import FrameSettings
+from mtvbench.models.base import BackendOptions, UnknownModelError, known_prefixes, parse_spec
+
+BackendName = Literal["gemini", "openai", "hf", "vllm"]
+#: generation keys that are not BackendOptions fields; they travel in ``options.extra``
+_EXTRA_GENERATION_KEYS = ("do_sample", "repetition_penalty", "presence_penalty")
+
+
+class Generation(BaseModel):
+    """The model authors' recommended decoding settings (``None``: the backend's default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    max_new_tokens: int | None = None
+    do_sample: bool | None = None
+    repetition_penalty: float | None = None
+    presence_penalty: float | None = None
+    #: where the values come from
+    source: str = ""
+    #: False until someone compared the values with the model card
+    checked: bool = False
+
+    def summary(self) -> str:
+        parts = []
+        if self.do_sample is False:
+            parts.append("greedy")
+        for key, label in (("temperature", "T"), ("top_p", "top_p"), ("top_k", "top_k"),
+                           ("repetition_penalty", "rep"), ("presence_penalty", "pres"),
+                           ("max_new_tokens", "max")):
+            value = getattr(self, key)
+            if value is not None and not (self.do_sample is False and key in ("temperature", "top_p", "top_k")):
+                parts.append(f"{label}={value:g}" if isinstance(value, float) else f"{label}={value}")
+        text = " ".join(parts) or "API default"
+        return text if self.checked else text + " (unchecked)"
+
+
+class PaperScores(BaseModel):
+    """One row of the paper's Table 2."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    overall: float
+    OR: float
+    MR: float
+    CS: float
+    AR: float
+    TS: float
+    PI: float
+
+
+class FrameOverrides(BaseModel):
+    """The frame settings a preset fixes; ``apply`` puts them over a run's settings."""
+
+    num_frames: int
+    max_side: int | None = None
+    size: tuple[int, int] | None = None
+
+    def apply(self, settings: FrameSettings | None = None) -> FrameSettings:
+        base = settings or FrameSettings()
+        return base.model_copy(update={"num_frames": self.num_frames, "max_side": self.max_side,
+                                       "size": self.size})
+
+    def rule(self) -> str:
+        if self.size is not None:
+            return f"{self.size[0]}x{self.size[1]}"
+        return f"longer side <= {self.max_side}" if self.max_side else "original size"
+
+
+class Preset(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    display: str
+    group: str
+    backend: BackendName
+    alt_backends: list[BackendName] = Field(default_factory=list)
+    checkpoint: str
+    #: the hf family adapter (internvl, minicpm, videochat_flash, videollama3); None: generic path
+    family: str | None = None
+    frames: int = Field(128, ge=1)
+    max_side: int | None = 720
+    size: tuple[int, int] | None = None
+    system: str | None = None
+    generation: Generation = Field(default_factory=Generation)
+    #: backend-specific settings (base_url, api_key_env, adapter settings ...)
+    options: dict[str, Any] = Field(default_factory=dict)
+    notes: str | None = None
+    paper: PaperScores
+
+    def spec(self, backend: str | None = None, checkpoint: str | None = None) -> str:
+        """``backend:checkpoint``; ``checkpoint`` replaces the hub id (e.g. a local copy of it)."""
+        b = backend or self.backend
+        if b != self.backend and b not in self.alt_backends:
+            allowed = ", ".join([self.backend, *self.alt_backends])
+            raise UnknownModelError(f"preset '{self.name}' runs on {allowed}, not on {b}")
+        return f"{b}:{checkpoint or self.checkpoint}"
+
+    def frame_overrides(self) -> FrameOverrides:
+        return FrameOverrides(num_frames=self.frames, max_side=None if self.size else self.max_side,
+                              size=self.size)
+
+    def backend_options(self, backend: str | None = None) -> BackendOptions:
+        b = backend or self.backend
+        g = self.generation
+        opts = dict(self.options)
+        base_url = opts.pop("base_url", None)
+        api_key_env = opts.pop("api_key_env", None)
+        extra: dict[str, Any] = {}
+        sampling = {k: getattr(g, k) for k in _EXTRA_GENERATION_KEYS if getattr(g, k) is not None}
+        if b == "openai":
+            body = {k: v for k, v in sampling.items() if k != "do_sample"}
+            if body:
+                extra["extra_body"] = body
+        else:
+            extra.update(sampling)
+        if self.family and b == "hf":
+            extra["family"] = self.family
+        extra.update(opts)
+        temperature = g.temperature
+        if g.do_sample is False and b in ("vllm", "openai"):
+            temperature = 0.0  # greedy
+        return BackendOptions(base_url=base_url, api_key_env=api_key_env, max_tokens=g.max_new_tokens,
+                              temperature=temperature, top_p=g.top_p, top_k=g.top_k, system=self.system,
+                              extra=extra)
+
+
+class PresetFile(BaseModel):
+    presets: list[Preset]
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[tuple[Preset, ...], dict[str, Preset]]:
+    text = resources.files("mtvbench.models").joinpath("presets.yaml").read_text(encoding="utf-8")
+    data = PresetFile.model_validate(yaml.safe_load(text))
+    index: dict[str, Preset] = {}
+    for p in data.presets:
+        for alias in {_norm(p.name), _norm(p.display)}:
+            if alias in index and index[alias] is not p:
+                raise ValueError(f"presets.yaml: the name '{alias}' is used twice")
+            index[alias] = p
+    return tuple(data.presets), index
+
+
+def list_presets() -> list[Preset]:
+    """Every preset, in the order of the paper's Table 2."""
+    return list(_load()[0])
+
+
+def get_preset(name: str) -> Preset | None:
+    """The preset called ``name`` (its name or the paper's display name, any case), or ``None``."""
+    return _load()[1].get(_norm(name.partition("@")[0]))
+
+
+def resolve_model(spec: str, checkpoint: str | None = None) -> tuple[str, BackendOptions, FrameOverrides | None]:
+    """``--model`` value -> (backend spec, backend options, frame settings of the preset or None).
+
+    ``qwen3-vl-8b-instruct`` and ``qwen3-vl-8b-instruct@vllm`` use the preset; ``hf:/path``,
+    ``openai:NAME``, ``oracle`` ... pass through with default options and no frame overrides.
+    ``checkpoint`` runs a preset's settings on another copy of its weights (a local directory).
+    Explicit command-line settings should be applied on top of the returned options.
+    """
+    name, _, backend = spec.partition("@")
+    preset = get_preset(name)
+    if preset is not None:
+        b = backend.strip().lower() or None
+        return preset.spec(b, checkpoint), preset.backend_options(b), preset.frame_overrides()
+    prefix, _ = parse_spec(spec)
+    if checkpoint is not None:
+        raise UnknownModelError(f"'{spec}' is not a preset: give the checkpoint in the spec instead")
+    if prefix in known_prefixes():
+        return spec, BackendOptions(), None
+    names = [p.name for p in list_presets()]
+    close = difflib.get_close_matches(_norm(name), names, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; presets: {', '.join(names)}"
+    raise UnknownModelError(
+        f"unknown model '{spec}': not a preset and the prefix is not one of {', '.join(known_prefixes())}{hint}")
+
+
+__all__ = ["FrameOverrides", "Generation", "PaperScores", "Preset", "get_preset", "list_presets",
+           "resolve_model"]

@@ -1,0 +1,199 @@
+"""``vllm:CHECKPOINT`` — vLLM's offline engine in this process (``pip install 'mtvbench[vllm]'``, a GPU).
+
+Every ready turn goes to the engine at once (``batch_size``, default 1024): in golden context
+every turn of the benchmark is independent, so the runner hands over all turns of a video in
+one wave and vLLM schedules them with continuous batching; in self-predicted context the runner
+keeps the order within a dialogue and batches across dialogues.
+
+Two input modes (``extra["input"]``):
+
+- ``images`` (default): ``LLM.chat`` with the frames as base64 JPEG ``image_url`` parts before the
+  prompt (vLLM fills in each model's image placeholders); needs
+  ``limit_mm_per_prompt={"image": N}`` >= the frame count (set from ``extra["max_images"]``, 128).
+- ``video``: ``LLM.generate`` with the chat-template prompt of one ``{"type": "video"}`` part and
+  the frames as one ``(T, H, W, 3)`` array (optionally with the video metadata that Qwen3-VL uses
+  for timestamps, ``extra["video_metadata"]``).
+
+Settings (``extra``): ``tensor_parallel_size`` (1), ``dtype`` (``auto``), ``max_model_len``,
+``gpu_memory_utilization`` (0.9), ``max_num_seqs``, ``trust_remote_code``, ``seed``,
+``mm_processor_kwargs``, ``chat_template_kwargs``, ``do_sample``, ``repetition_penalty``,
+``presence_penalty``. Think tags are split off the answer.
+
+The conversion of a request into the engine's input is plain functions
+(:func:`chat_messages`, :func:`video_input`, :func:`sampling_kwargs`), tested without vLLM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mtvbench.models.base import (
+    BackendOptions,
+    GenerationRequest,
+    GenerationResult,
+    Usage,
+    register_backend,
+    split_thinking,
+)
+from mtvbench.models.hf import DEFAULT_MAX_NEW_TOKENS, build_messages, system_of, video_metadata
+
+
+def require_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as e:
+        raise ImportError("the vllm: backend needs vLLM (and a GPU): pip install 'mtvbench[vllm]'") from e
+    return vllm
+
+
+def chat_messages(request: GenerationRequest, system: str | None) -> list[dict[str, Any]]:
+    """OpenAI-style messages for ``LLM.chat``: frames as data-URL JPEG parts, then the prompt."""
+    content: list[dict[str, Any]] = []
+    if request.frames is not None:
+        content.extend({"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{b64}"}}
+                       for b64 in request.frames.b64())
+    content.append({"type": "text", "text": request.prompt})
+    messages: list[dict[str, Any]] = []
+    if system:
+        messages.append({"role": "system", "content": system})
+    messages.append({"role": "user", "content": content})
+    return messages
+
+
+def video_array(frames: Any) -> np.ndarray:
+    """The sampled frames as one uint8 array (T, H, W, 3)."""
+    return np.stack([np.asarray(im.convert("RGB"), dtype=np.uint8) for im in frames.images()])
+
+
+def video_input(request: GenerationRequest, prompt_text: str, with_metadata: bool = False) -> dict[str, Any]:
+    """``LLM.generate`` input: the templated prompt plus the frames as one video."""
+    item: dict[str, Any] = {"prompt": prompt_text}
+    if request.frames is not None and len(request.frames):
+        video: Any = video_array(request.frames)
+        if with_metadata:
+            video = (video, video_metadata(request.frames))
+        item["multi_modal_data"] = {"video": video}
+    return item
+
+
+def sampling_kwargs(request: GenerationRequest, options: BackendOptions) -> dict[str, Any]:
+    """``SamplingParams`` keyword arguments; greedy when ``do_sample`` is false or temperature is 0."""
+    def pick(key: str) -> Any:
+        value = getattr(request, key)
+        return value if value is not None else getattr(options, key)
+
+    extra = options.extra
+    kw: dict[str, Any] = {"max_tokens": request.max_tokens or options.max_tokens or DEFAULT_MAX_NEW_TOKENS}
+    temperature = pick("temperature")
+    greedy = extra.get("do_sample") is False or not temperature
+    kw["temperature"] = 0.0 if greedy else float(temperature)
+    if not greedy:
+        if pick("top_p") is not None:
+            kw["top_p"] = float(pick("top_p"))
+        if pick("top_k") is not None:
+            kw["top_k"] = int(pick("top_k"))
+    for key in ("repetition_penalty", "presence_penalty"):
+        if extra.get(key) is not None:
+            kw[key] = float(extra[key])
+    if extra.get("seed") is not None:
+        kw["seed"] = int(extra["seed"])
+    return kw
+
+
+def engine_kwargs(checkpoint: str, options: BackendOptions) -> dict[str, Any]:
+    """``vllm.LLM`` constructor arguments."""
+    extra = options.extra
+    mode = extra.get("input", "images")
+    kw: dict[str, Any] = {
+        "model": checkpoint,
+        "tensor_parallel_size": int(extra.get("tensor_parallel_size", 1)),
+        "dtype": extra.get("dtype", "auto"),
+        "gpu_memory_utilization": float(extra.get("gpu_memory_utilization", 0.9)),
+        "trust_remote_code": bool(extra.get("trust_remote_code", False)),
+        "limit_mm_per_prompt": {"video": 1} if mode == "video" else {"image": int(extra.get("max_images", 128))},
+    }
+    for key in ("max_model_len", "max_num_seqs", "seed", "mm_processor_kwargs"):
+        if extra.get(key) is not None:
+            kw[key] = extra[key]
+    return kw
+
+
+class VLLMBackend:
+    needs_frames = True
+
+    def __init__(self, checkpoint: str, options: BackendOptions):
+        if not checkpoint:
+            raise ValueError("vllm: needs a checkpoint, e.g. vllm:Qwen/Qwen3-VL-8B-Instruct")
+        vllm = require_vllm()
+        self.name = f"vllm:{checkpoint}"
+        self.options = options
+        self.mode = str(options.extra.get("input", "images"))
+        if self.mode not in ("images", "video"):
+            raise ValueError(f"vllm: input must be images or video, got {self.mode!r}")
+        self.batch_size = int(options.extra.get("batch_size", 1024))
+        self.vllm = vllm
+        self.llm = vllm.LLM(**engine_kwargs(checkpoint, options))
+        self.template_kwargs = dict(options.extra.get("chat_template_kwargs", {}))
+        self._processor: Any = None
+
+    def _prompt_text(self, request: GenerationRequest) -> str:
+        if self._processor is None:
+            from transformers import AutoProcessor
+
+            self._processor = AutoProcessor.from_pretrained(
+                self.llm.llm_engine.model_config.model, trust_remote_code=bool(self.options.extra.get(
+                    "trust_remote_code", False)))
+        return self._processor.apply_chat_template(build_messages(request, system_of(request, self.options), "video"),
+                                                   add_generation_prompt=True, tokenize=False,
+                                                   **self.template_kwargs)
+
+    def _run_sync(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        params = [self.vllm.SamplingParams(**sampling_kwargs(r, self.options)) for r in requests]
+        start = time.perf_counter()
+        try:
+            if self.mode == "video":
+                inputs = [video_input(r, self._prompt_text(r), bool(self.options.extra.get("video_metadata")))
+                          for r in requests]
+                outputs = self.llm.generate(inputs, params, use_tqdm=False)
+            else:
+                convs = [chat_messages(r, system_of(r, self.options)) for r in requests]
+                outputs = self.llm.chat(convs, params, use_tqdm=False,
+                                        chat_template_kwargs=self.template_kwargs or None)
+        except Exception as e:  # noqa: BLE001 - recorded per turn, never a crash
+            latency = time.perf_counter() - start
+            return [GenerationResult(outcome="error", error=f"{type(e).__name__}: {e}", latency_s=latency)
+                    for _ in requests]
+        latency = (time.perf_counter() - start) / max(1, len(requests))
+        results = []
+        for out in outputs:
+            comp = out.outputs[0] if out.outputs else None
+            raw = comp.text if comp is not None else ""
+            text, reasoning = split_thinking(raw)
+            usage = Usage(prompt_tokens=len(out.prompt_token_ids or []),
+                          completion_tokens=len(comp.token_ids) if comp is not None else 0)
+            usage.total_tokens = usage.prompt_tokens + usage.completion_tokens
+            finish = getattr(comp, "finish_reason", None)
+            results.append(GenerationResult(text=text, raw_text=raw, reasoning=reasoning,
+                                            outcome="ok" if text else "empty",
+                                            error=None if text else f"no text (finish {finish})",
+                                            usage=usage, latency_s=latency))
+        return results
+
+    async def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        return await asyncio.to_thread(self._run_sync, list(requests))
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        return (await self.generate_batch([request]))[0]
+
+    async def aclose(self) -> None:
+        self.llm = None
+
+
+@register_backend("vllm")
+def _factory(name: str, options: BackendOptions) -> VLLMBackend:
+    return VLLMBackend(name, options)

@@ -1,0 +1,266 @@
+"""A real HTTP server on 127.0.0.1 that speaks the Gemini Developer API REST protocol the
+google-genai SDK uses:
+
+- ``POST /{v}/models/{model}:generateContent`` (JSON; ``inlineData`` / ``fileData`` / ``text`` parts),
+- ``POST /upload/{v}/files`` with ``X-Goog-Upload-Command: start`` -> ``X-Goog-Upload-URL`` header,
+  then ``POST`` of the bytes to that URL (``upload, finalize``) -> ``X-Goog-Upload-Status: final``
+  and ``{"file": ...}``,
+- ``GET /{v}/files/{id}`` (``PROCESSING`` for the first ``processing_polls`` polls, then ``ACTIVE``),
+- ``DELETE /{v}/files/{id}``.
+
+Replies: ``"Answer to: <question> [frames=<n inline images>] [files=<n file parts>]"`` or what
+``model_reply`` returns. ``block`` can make a reply safety-blocked (``"prompt"``: prompt_feedback;
+``"finish"``: finish_reason SAFETY) or ``"empty"`` (no candidates). ``rate_limit_every`` answers the
+first attempt of every k-th distinct body with 429 RESOURCE_EXHAUSTED and a RetryInfo delay.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class GeminiState:
+    model_reply: Callable[[str, int, int], str] | None = None
+    #: question text -> "prompt" | "finish" | "empty" | None
+    block: Callable[[str], str | None] | None = None
+    rate_limit_every: int = 0
+    #: answer every generateContent with 429 (quota exhausted for good)
+    rate_limit_always: bool = False
+    retry_delay: str = "0.05s"
+    processing_polls: int = 1
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    counters: Counter = field(default_factory=Counter)
+    #: file id -> {"name", "mimeType", "sizeBytes", "data": bytes, "polls": int, "deleted": bool}
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    attempts: Counter = field(default_factory=Counter)
+    api_keys: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def uploads_of(self, display_name: str) -> int:
+        return sum(1 for f in self.files.values() if f.get("displayName") == display_name)
+
+
+def _get(d: dict[str, Any], camel: str, snake: str) -> Any:
+    """The API accepts both spellings of a field; the SDK sends a mix of them."""
+    return d.get(camel, d.get(snake))
+
+
+def _question(prompt: str) -> str:
+    return prompt.rsplit("Current question: ", 1)[-1]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    state: GeminiState
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+    def _send(self, code: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+
+    def _base(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def _file_json(self, fid: str) -> dict[str, Any]:
+        f = self.state.files[fid]
+        state = "ACTIVE" if f["polls"] >= self.state.processing_polls else "PROCESSING"
+        return {"name": f"files/{fid}", "displayName": f.get("displayName", ""), "mimeType": f["mimeType"],
+                "sizeBytes": str(len(f["data"])), "uri": f"{self._base()}/v1beta/files/{fid}", "state": state}
+
+    # ------------------------------------------------------------------ routes
+    def do_POST(self) -> None:  # noqa: N802
+        try:
+            self._post()
+        except Exception as e:  # a bug in the request: answer 500 with the reason instead of hanging up
+            self._send(500, {"error": {"code": 500, "message": f"server error: {e!r}", "status": "INTERNAL"}})
+
+    def _post(self) -> None:
+        st = self.state
+        raw = self._body()
+        with st.lock:
+            st.api_keys.append(self.headers.get("x-goog-api-key", ""))
+        path = self.path.split("?", 1)[0]
+        if re.fullmatch(r"/upload/[^/]+/files", path):
+            return self._upload_start(raw)
+        m = re.fullmatch(r"/upload-session/([0-9a-f]+)", path)
+        if m:
+            return self._upload_chunk(m.group(1), raw)
+        m = re.fullmatch(r"/[^/]+/models/([^/:]+):generateContent", path)
+        if m:
+            return self._generate(m.group(1), raw)
+        self._send(404, {"error": {"code": 404, "message": f"no route {path}", "status": "NOT_FOUND"}})
+
+    def do_GET(self) -> None:  # noqa: N802
+        st = self.state
+        m = re.fullmatch(r"/[^/]+/files/([0-9a-f]+)", self.path.split("?", 1)[0])
+        with st.lock:
+            if not m or m.group(1) not in st.files or st.files[m.group(1)]["deleted"]:
+                self._send(404, {"error": {"code": 404, "message": "no such file", "status": "NOT_FOUND"}})
+                return
+            st.counters["file_gets"] += 1
+            st.files[m.group(1)]["polls"] += 1
+            obj = self._file_json(m.group(1))
+        self._send(200, obj)
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        st = self.state
+        m = re.fullmatch(r"/[^/]+/files/([0-9a-f]+)", self.path.split("?", 1)[0])
+        with st.lock:
+            if not m or m.group(1) not in st.files:
+                self._send(404, {"error": {"code": 404, "message": "no such file", "status": "NOT_FOUND"}})
+                return
+            st.files[m.group(1)]["deleted"] = True
+            st.counters["deletes"] += 1
+        self._send(200, {})
+
+    # ------------------------------------------------------------------ Files API
+    def _upload_start(self, raw: bytes) -> None:
+        st = self.state
+        if self.headers.get("X-Goog-Upload-Protocol") != "resumable" or \
+                self.headers.get("X-Goog-Upload-Command") != "start":
+            self._send(400, {"error": {"code": 400, "message": "expected a resumable start", "status": "INVALID"}})
+            return
+        meta = (json.loads(raw or b"{}").get("file") or {})
+        sid = uuid.uuid4().hex
+        with st.lock:
+            st.counters["upload_starts"] += 1
+            st.sessions[sid] = {"meta": meta, "data": b"",
+                                "size": int(self.headers.get("X-Goog-Upload-Header-Content-Length", "0")),
+                                "mime": self.headers.get("X-Goog-Upload-Header-Content-Type", "")}
+        self._send(200, {}, {"X-Goog-Upload-URL": f"{self._base()}/upload-session/{sid}",
+                             "X-Goog-Upload-Status": "active"})
+
+    def _upload_chunk(self, sid: str, raw: bytes) -> None:
+        st = self.state
+        command = self.headers.get("X-Goog-Upload-Command", "")
+        offset = int(self.headers.get("X-Goog-Upload-Offset", "-1"))
+        with st.lock:
+            sess = st.sessions.get(sid)
+            if sess is None or offset != len(sess["data"]):
+                self._send(400, {"error": {"code": 400, "message": "bad session/offset", "status": "INVALID"}})
+                return
+            sess["data"] += raw
+            if "finalize" not in command:
+                self._send(200, {}, {"X-Goog-Upload-Status": "active"})
+                return
+            fid = uuid.uuid4().hex[:12]
+            st.files[fid] = {"displayName": _get(sess["meta"], "displayName", "display_name") or "",
+                             "mimeType": sess["mime"] or _get(sess["meta"], "mimeType", "mime_type") or "",
+                             "data": sess["data"], "polls": 0, "deleted": False}
+            st.counters["uploads"] += 1
+            obj = {"file": self._file_json(fid)}
+        self._send(200, obj, {"X-Goog-Upload-Status": "final"})
+
+    # ------------------------------------------------------------------ generateContent
+    def _generate(self, model: str, raw: bytes) -> None:
+        st = self.state
+        body = json.loads(raw)
+        key = hashlib.sha1(raw).hexdigest()
+        text, n_inline, file_uris = "", 0, []
+        for content in body.get("contents", []):
+            for part in content.get("parts", []):
+                if "text" in part:
+                    text = part["text"]
+                elif _get(part, "inlineData", "inline_data"):
+                    blob = _get(part, "inlineData", "inline_data")
+                    n_inline += 1
+                    data = base64.urlsafe_b64decode(blob["data"] + "=" * (-len(blob["data"]) % 4))
+                    if _get(blob, "mimeType", "mime_type") == "image/jpeg" and not data.startswith(b"\xff\xd8"):
+                        raise ValueError("inline image is not a JPEG")
+                elif _get(part, "fileData", "file_data"):
+                    file_uris.append(_get(_get(part, "fileData", "file_data"), "fileUri", "file_uri"))
+        with st.lock:
+            st.attempts[key] += 1
+            attempt = st.attempts[key]
+            ordinal = len(st.attempts)
+            st.counters["generate"] += 1
+            st.requests.append({"model": model, "text": text, "inline": n_inline, "files": file_uris,
+                                "system": body.get("systemInstruction"), "config": body.get("generationConfig", {}),
+                                "safety": body.get("safetySettings"), "attempt": attempt})
+            missing = [u for u in file_uris if self._file_missing(u)]
+        if missing:
+            self._send(400, {"error": {"code": 400, "message": f"unknown file {missing[0]}",
+                                       "status": "INVALID_ARGUMENT"}})
+            return
+        if st.rate_limit_always or (attempt == 1 and st.rate_limit_every and ordinal % st.rate_limit_every == 0):
+            with st.lock:
+                st.counters["rate_limited"] += 1
+            self._send(429, {"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).",
+                                       "status": "RESOURCE_EXHAUSTED",
+                                       "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                                                    "retryDelay": st.retry_delay}]}})
+            return
+        usage = {"promptTokenCount": 10 + 258 * n_inline, "candidatesTokenCount": 7,
+                 "totalTokenCount": 17 + 258 * n_inline}
+        block = st.block(_question(text)) if st.block else None
+        if block == "prompt":
+            self._send(200, {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": usage})
+            return
+        if block == "empty":
+            self._send(200, {"candidates": [], "usageMetadata": usage})
+            return
+        if block == "finish":
+            self._send(200, {"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "SAFETY",
+                                             "safetyRatings": [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT",
+                                                                "probability": "HIGH", "blocked": True}]}],
+                             "usageMetadata": usage})
+            return
+        if st.model_reply is not None:
+            reply = st.model_reply(text, n_inline, len(file_uris))
+        else:
+            reply = f"Answer to: {_question(text)} [frames={n_inline}] [files={len(file_uris)}]"
+        parts = [{"text": reply}]
+        thinking = _get(body.get("generationConfig", {}), "thinkingConfig", "thinking_config") or {}
+        if _get(thinking, "includeThoughts", "include_thoughts"):
+            parts.insert(0, {"text": "thinking about the frames", "thought": True})
+        self._send(200, {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                                         "index": 0}],
+                         "usageMetadata": usage, "modelVersion": model})
+
+    def _file_missing(self, uri: str) -> bool:
+        fid = uri.rstrip("/").rsplit("/", 1)[-1]
+        f = self.state.files.get(fid)
+        return f is None or f["deleted"]
+
+
+class GeminiServer:
+    def __init__(self, state: GeminiState | None = None):
+        self.state = state or GeminiState()
+        handler = type("Handler", (_Handler,), {"state": self.state})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self) -> GeminiServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
