@@ -1,0 +1,140 @@
+"""Benchmark the construction pipeline: seconds per stage per minute of video.
+
+    python benchmarks/build.py                        # 2 videos x 60 s, 320x240, 25 fps, loopback server
+    python benchmarks/build.py --seconds 120 --backend offline --width 640 --height 360
+
+Videos are synthetic (tests/build/synth.py: a hard cut every ``--scene-s`` seconds, a
+coloured object per scene, the same object colour recurring every other scene). LLM stages
+answer with the scripted replies of the tests (tests/build/scripts.py), either through the
+real OpenAI-compatible loopback HTTP server (``loopback``: includes JPEG/base64/HTTP cost)
+or in process (``offline``: pipeline overhead only). Detection uses the tests' colour-blob
+detector (YOLO time is model- and hardware-specific and not measured here). Model latency
+of a real API is NOT included: multiply the number of calls printed by your model's
+latency (divided by ``--concurrency``) to estimate it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+from tests.build import synth  # noqa: E402
+from tests.build.conftest import ColourBlobDetector  # noqa: E402
+from tests.build.scripts import Scripted  # noqa: E402
+
+from mtvbench.build.pipeline import ALL_STAGES, BuildConfig, Builder  # noqa: E402
+from mtvbench.build.workspace import Workspace  # noqa: E402
+from mtvbench.models.base import (  # noqa: E402
+    BackendOptions,
+    GenerationRequest,
+    GenerationResult,
+    create_backend,
+)
+
+
+class OfflineScripted:
+    """An in-process backend answering like the scripted loopback server."""
+
+    name = "offline-scripted"
+
+    def __init__(self) -> None:
+        self.script = Scripted()
+        self.calls = 0
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        self.calls += 1
+        n = len(request.frames) if request.frames is not None else 0
+        text = self.script(request.prompt, n)
+        return GenerationResult(text=text, raw_text=text)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def make_video(path: Path, seconds: float, scene_s: float, fps: int) -> Path:
+    scenes = []
+    n_scenes = max(1, round(seconds / scene_s))
+    hues = [10, 100, 40, 140, 70, 160]
+    for i in range(n_scenes):
+        colour = synth.RED if i % 2 == 0 else synth.BLUE
+        scenes.append(synth.Scene(int(scene_s * fps), hue=hues[i % len(hues)], sat=60 + 20 * (i % 4),
+                                  val=(90 + 10 * (i % 3), 190), obj=("square" if i % 2 == 0 else "disc", colour)))
+    return synth.write_scenes(path, scenes, fps=fps)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--videos", type=int, default=2)
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--scene-s", type=float, default=6.0)
+    ap.add_argument("--fps", type=int, default=25)
+    ap.add_argument("--width", type=int, default=320)
+    ap.add_argument("--height", type=int, default=240)
+    ap.add_argument("--backend", choices=["loopback", "offline"], default="loopback")
+    ap.add_argument("--concurrency", type=int, default=8)
+    args = ap.parse_args()
+    synth.SIZE = (args.width, args.height)  # the generator reads the frame size from the module
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        t0 = time.perf_counter()
+        for i in range(args.videos):
+            make_video(root / "raw" / f"v{i}.mp4", args.seconds, args.scene_s, args.fps)
+        print(f"generated {args.videos} x {args.seconds:.0f} s videos ({args.width}x{args.height}, {args.fps} fps) "
+              f"in {time.perf_counter() - t0:.1f} s")
+        ws = Workspace(root / "ws")
+        vids = ws.register(root / "raw")
+        minutes = args.videos * args.seconds / 60
+        cfg = BuildConfig(concurrency=args.concurrency)
+
+        server = None
+        if args.backend == "loopback":
+            from tests.servers.openai_server import LoopbackServer, ServerState
+
+            server = LoopbackServer(ServerState(model_reply=Scripted())).__enter__()
+            backend = create_backend("openai:bench", BackendOptions(base_url=server.url, api_key_env="MTV_BENCH_NONE"))
+        else:
+            backend = OfflineScripted()
+        roles = {r: backend for r in ("caption", "merge", "score", "generate", "checklist")}
+        builder = Builder(ws, cfg, backends=roles, detector=ColourBlobDetector())
+        rows: list[tuple[str, float, int]] = []
+
+        async def run_stages() -> None:
+            for stage in ALL_STAGES:
+                n_req = len(server.state.requests) if server else backend.calls
+                t = time.perf_counter()
+                reports = await builder.run_stage(stage, vids)
+                dt = time.perf_counter() - t
+                bad = [r for r in reports if r.status in ("failed", "incomplete")]
+                if bad:
+                    print(f"  {stage}: {[(r.video, r.status, r.message) for r in bad]}")
+                rows.append((stage, dt, (len(server.state.requests) if server else backend.calls) - n_req))
+            await backend.aclose()
+
+        try:
+            asyncio.run(run_stages())
+            t = time.perf_counter()
+            rep = builder.export(vids, root / "out", video_mode="link")
+            rows.append(("export", time.perf_counter() - t, 0))
+        finally:
+            if server is not None:
+                server.__exit__(None, None, None)
+
+        print(f"\nbackend: {args.backend}; {minutes:.1f} minute(s) of video; {rep.dialogues} dialogues exported")
+        print(f"{'stage':<12}{'seconds':>10}{'s / video-min':>16}{'model calls':>14}")
+        for stage, dt, calls in rows:
+            print(f"{stage:<12}{dt:>10.2f}{dt / minutes:>16.2f}{calls:>14}")
+        total = sum(dt for _, dt, _ in rows)
+        print(f"{'total':<12}{total:>10.2f}{total / minutes:>16.2f}{sum(c for *_, c in rows):>14}")
+
+
+if __name__ == "__main__":
+    main()

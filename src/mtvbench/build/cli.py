@@ -1,0 +1,213 @@
+"""``mtvbench build ...`` — the construction pipeline on the command line (``build_app``).
+
+Every stage can run alone (it reads the artifacts of earlier stages from the workspace)
+or all together with ``all``. ``--videos DIR`` registers the videos of DIR in the
+workspace (a sub-folder name is the video's category); later commands may omit it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mtvbench.build.detect import DetectorError
+from mtvbench.build.export import ReviewError, adjudicate, load_queue, record_review
+from mtvbench.build.pipeline import ALL_STAGES, BuildConfig, Builder, BuildError, StageReport
+from mtvbench.build.split import SplitSettings
+from mtvbench.build.workspace import Workspace, WorkspaceError
+from mtvbench.models.base import UnknownModelError
+
+build_app = typer.Typer(add_completion=False, no_args_is_help=True,
+                        help="Build MT-Video-Bench-style dialogues from raw videos (paper §3.2).")
+review_app = typer.Typer(add_completion=False, no_args_is_help=True,
+                         help="Human verification: two annotators per dialogue, a senior adjudicates.")
+build_app.add_typer(review_app, name="review")
+console = Console()
+err = Console(stderr=True)
+
+WS = Annotated[Path, typer.Option("--workspace", "-w", help="Build workspace folder (created if missing).")]
+Videos = Annotated[Path | None, typer.Option("--videos", help="Folder of raw videos to register "
+                                                             "(sub-folder name = category).")]
+Only = Annotated[list[str] | None, typer.Option("--video", help="Only this video (repeatable).")]
+Model = Annotated[str | None, typer.Option("--model", "-m", help="Model spec for every LLM role, e.g. openai:gpt-4o.")]
+BaseUrl = Annotated[str | None, typer.Option("--base-url", help="Base URL of an OpenAI-compatible server.")]
+KeyEnv = Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")]
+Conc = Annotated[int, typer.Option("--concurrency", help="Concurrent model calls per stage.")]
+Force = Annotated[bool, typer.Option("--force", help="Redo the stage even where it is done.")]
+Config = Annotated[Path | None, typer.Option("--config", help="YAML/JSON file of BuildConfig fields.")]
+
+
+def _config(config: Path | None, model: str | None, base_url: str | None, api_key_env: str | None,
+            concurrency: int, **over: object) -> BuildConfig:
+    data: dict = {}
+    if config is not None:
+        text = config.read_text(encoding="utf-8")
+        if config.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text) or {}
+        else:
+            data = json.loads(text)
+    cfg = BuildConfig.model_validate(data)
+    if model:
+        cfg.model = model
+    if base_url or api_key_env:
+        cfg.backend = cfg.backend.model_copy(update={k: v for k, v in
+                                                     {"base_url": base_url, "api_key_env": api_key_env}.items() if v})
+    cfg.concurrency = concurrency
+    for k, v in over.items():
+        if v is not None:
+            setattr(cfg, k, v)
+    return cfg
+
+
+def _print_report(r: StageReport) -> None:
+    colour = {"done": "green", "skipped": "dim", "incomplete": "yellow", "failed": "red"}[r.status]
+    extra = f" ({r.failures} failure(s) listed in the artifact)" if r.failures else ""
+    msg = f" — {r.message}" if r.message and r.status != "skipped" else ""
+    console.print(f"[{colour}]{r.stage:<11} {r.video:<24} {r.status}[/] {r.seconds:6.1f}s{extra}{msg}",
+                  highlight=False)
+
+
+def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str] | None, cfg: BuildConfig,
+         force: bool, export: dict | None = None) -> None:
+    try:
+        ws = Workspace(workspace)
+        if videos is not None:
+            ws.register(videos)
+        vids = ws.videos(only)
+        builder = Builder(ws, cfg, on_report=_print_report)
+
+        async def go() -> None:
+            try:
+                await builder.run(stages, vids, force)
+            finally:
+                await builder.aclose()
+
+        if stages:
+            asyncio.run(go())
+        if export is not None:
+            rep = builder.export(vids, **export)
+            console.print(f"exported {rep.dialogues} dialogue(s) ({rep.checklists} checklist entries) of "
+                          f"{len(rep.videos)} video(s) to {rep.out}")
+            for name, why in rep.skipped_videos.items():
+                console.print(f"[yellow]skipped {name}[/]: {why}")
+            console.print(f"review queue: {rep.review}")
+    except (BuildError, WorkspaceError, DetectorError, UnknownModelError, ReviewError) as e:
+        err.print(f"[bold red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    failed = [r for r in builder.reports if r.status == "failed"]
+    if failed:
+        raise typer.Exit(1)
+
+
+def _stage_command(stage: str, help_text: str) -> None:
+    @build_app.command(stage, help=help_text)
+    def command(workspace: WS, videos: Videos = None, video: Only = None, model: Model = None,
+                base_url: BaseUrl = None, api_key_env: KeyEnv = None, concurrency: Conc = 4, force: Force = False,
+                config: Config = None,
+                detector: Annotated[str | None, typer.Option(help="'yolo' or module:factory")] = None,
+                detector_weights: Annotated[str | None, typer.Option(help="YOLO11 weights file (e.g. yolo11n.pt)")]
+                = None,
+                split_detector: Annotated[str | None, typer.Option(help="content (default) or adaptive")] = None,
+                no_objects: Annotated[bool, typer.Option("--no-objects", help="Cross-scene units from themes only "
+                                                         "(no key frames, detection or memory bank).")] = False,
+                retry_failed: Annotated[bool, typer.Option(help="Re-ask dialogues that failed the rules.")] = False,
+                ) -> None:
+        cfg = _config(config, model, base_url, api_key_env, concurrency, detector=detector,
+                      detector_weights=detector_weights, retry_failed=retry_failed or None,
+                      objects=False if no_objects else None)
+        if split_detector:
+            cfg.split = SplitSettings(detector=split_detector)  # type: ignore[arg-type]
+        _run([stage], workspace, videos, video, cfg, force)
+
+    command.__name__ = f"build_{stage}"
+
+
+_HELP = {
+    "split": "1. Split videos into shot clips (PySceneDetect).",
+    "caption": "2. Caption each clip with an MLLM (frames from the clip only).",
+    "merge": "3. Merge adjacent clips of the same scene (LLM judgement, two passes).",
+    "keyframes": "4. Key frames at 2 FPS: sharp, not a near-repeat (histogram similarity <= 0.9).",
+    "detect": "5. Detect objects on key frames (YOLO11 via ultralytics) and save crops.",
+    "objects": "6-7. Caption object crops and build the object memory bank (persistent IDs).",
+    "crossscene": "8. Group segments sharing objects or themes into cross-scene units.",
+    "score": "9. Score every unit for the six tasks (1-6); keep tasks scored 5-6.",
+    "generate": "10. Generate 5-8 round dialogues (Figures 8-14), checked and re-asked.",
+    "checklists": "11. Generate checklists (Figure 16) for the evaluated rounds.",
+}
+for _stage in ALL_STAGES:
+    _stage_command(_stage, _HELP[_stage])
+
+
+@build_app.command("export", help="12. Write the released layout, metadata.json and the review queue.")
+def build_export(workspace: WS, videos: Videos = None, video: Only = None,
+                 out: Annotated[Path | None, typer.Option("--out", help="Dataset folder (default WS/dataset).")] = None,
+                 accepted_only: Annotated[bool, typer.Option(help="Only dialogues accepted in review.")] = False,
+                 video_mode: Annotated[str, typer.Option(help="copy, link (hard link) or symlink")] = "copy") -> None:
+    mode: Literal["copy", "link", "symlink"] = video_mode  # type: ignore[assignment]
+    _run([], workspace, videos, video, BuildConfig(), False,
+         export={"out": out, "accepted_only": accepted_only, "video_mode": mode})
+
+
+@build_app.command("all", help="Every stage in order, then export.")
+def build_all_cmd(workspace: WS, videos: Videos = None, video: Only = None, model: Model = None,
+                  base_url: BaseUrl = None, api_key_env: KeyEnv = None, concurrency: Conc = 4, force: Force = False,
+                  config: Config = None,
+                  detector: Annotated[str | None, typer.Option(help="'yolo' or module:factory")] = None,
+                  detector_weights: Annotated[str | None, typer.Option(help="YOLO11 weights file")] = None,
+                  no_objects: Annotated[bool, typer.Option("--no-objects")] = False,
+                  out: Annotated[Path | None, typer.Option("--out")] = None,
+                  accepted_only: Annotated[bool, typer.Option()] = False) -> None:
+    cfg = _config(config, model, base_url, api_key_env, concurrency, detector=detector,
+                  detector_weights=detector_weights, objects=False if no_objects else None)
+    _run(list(ALL_STAGES), workspace, videos, video, cfg, force,
+         export={"out": out, "accepted_only": accepted_only, "video_mode": "copy"})
+
+
+@review_app.command("record", help="Record one annotator's decision on a dialogue.")
+def review_record(workspace: WS, item: Annotated[str, typer.Option("--id", help="video/unit/task")],
+                  annotator: Annotated[str, typer.Option()],
+                  decision: Annotated[str, typer.Option(help="accept|reject")],
+                  note: Annotated[str, typer.Option()] = "") -> None:
+    if decision not in ("accept", "reject"):
+        err.print("[bold red]error:[/] --decision must be accept or reject")
+        raise typer.Exit(2)
+    try:
+        status = record_review(Workspace(workspace), item, annotator, decision, note)  # type: ignore[arg-type]
+    except ReviewError as e:
+        err.print(f"[bold red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    console.print(f"{item}: {status}")
+
+
+@review_app.command("adjudicate", help="A senior annotator's decision on a disagreement.")
+def review_adjudicate(workspace: WS, item: Annotated[str, typer.Option("--id")],
+                      senior: Annotated[str, typer.Option()], decision: Annotated[str, typer.Option()],
+                      note: Annotated[str, typer.Option()] = "") -> None:
+    if decision not in ("accept", "reject"):
+        err.print("[bold red]error:[/] --decision must be accept or reject")
+        raise typer.Exit(2)
+    try:
+        status = adjudicate(Workspace(workspace), item, senior, decision, note)  # type: ignore[arg-type]
+    except ReviewError as e:
+        err.print(f"[bold red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    console.print(f"{item}: {status}")
+
+
+@review_app.command("status", help="List the review queue.")
+def review_status(workspace: WS) -> None:
+    q = load_queue(Workspace(workspace))
+    t = Table("id", "task", "kind", "annotations", "status")
+    for it in q.items.values():
+        t.add_row(it.id, it.task.label, it.kind, ", ".join(f"{a.annotator}:{a.decision}" for a in it.annotations),
+                  it.status)
+    console.print(t)
+    console.print(q.counts())

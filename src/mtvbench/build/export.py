@@ -1,0 +1,297 @@
+"""Stage 12 — export to the released layout, the metadata file and the human review queue.
+
+Output (``--out``, default ``WS/dataset``)::
+
+    mtqa/<task>.json                 released layout (docs/official-format.md)
+    checklist/<task>_CheckList.json
+    videos/<video>.<ext>             whole videos (copied, hard-linked or symlinked)
+    metadata.json                    BuildMetadata: per video category, duration, scene count,
+                                     clip and segment ranges; per dialogue its unit, single/cross-scene
+                                     kind, segments and time ranges
+
+Dialogue ``event_index`` values are integers numbered per video over every generated
+dialogue in unit order, so they do not change when an export is restricted to accepted
+dialogues.
+
+**Human verification** (paper §3.2): ``WS/review_queue.json`` holds one item per generated
+dialogue (its rounds and checklists, a content hash, the annotators' decisions and the
+adjudication). Each dialogue is reviewed by two annotators (:func:`record_review`); when
+they agree that is the outcome, when they disagree a senior annotator decides
+(:func:`adjudicate`). Re-exporting keeps decisions for dialogues whose content has not
+changed. ``accepted_only=True`` exports only dialogues whose status is ``accepted``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from mtvbench.build.records import (
+    ChecklistResult,
+    CrossSceneResult,
+    GenerateResult,
+    MergeResult,
+    SplitResult,
+    VideoRecord,
+)
+from mtvbench.build.workspace import Workspace
+from mtvbench.checklists.dataset import atomic_write_json
+from mtvbench.checklists.generator import entry_from_items
+from mtvbench.data.schema import TASKS, ChecklistItem, Task
+
+Decision = Literal["accept", "reject"]
+Status = Literal["pending", "accepted", "rejected", "needs_adjudication"]
+
+
+# ------------------------------------------------------------------ metadata
+
+
+class VideoMeta(BaseModel):
+    category: str
+    duration_s: float
+    scene_count: int
+    clip_count: int
+    clips: list[tuple[float, float]]
+    segments: list[tuple[float, float]]
+
+
+class DialogueMeta(BaseModel):
+    task: Task
+    video: str
+    event: str
+    unit: str
+    kind: Literal["single", "cross"]
+    segments: list[int]
+    ranges: list[tuple[float, float]]
+    objects: list[str] = Field(default_factory=list)
+
+
+class BuildMetadata(BaseModel):
+    """``metadata.json`` of a built dataset; dialogues keyed by ``task/video/event`` (Dialogue.id)."""
+
+    format: Literal["mtvbench-build-metadata"] = "mtvbench-build-metadata"
+    version: int = 1
+    videos: dict[str, VideoMeta] = Field(default_factory=dict)
+    dialogues: dict[str, DialogueMeta] = Field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ review queue
+
+
+class Annotation(BaseModel):
+    annotator: str
+    decision: Decision
+    note: str = ""
+    at: str = ""
+
+
+class ReviewItem(BaseModel):
+    id: str  # "<video>/<unit>/<task>": stable across exports
+    task: Task
+    video: str
+    event: str
+    unit: str
+    kind: Literal["single", "cross"]
+    ranges: list[tuple[float, float]]
+    rounds: list[dict[str, str | None]]
+    checklists: dict[int, list[ChecklistItem]] = Field(default_factory=dict)
+    content_hash: str
+    annotations: list[Annotation] = Field(default_factory=list)
+    adjudication: Annotation | None = None
+
+    @property
+    def status(self) -> Status:
+        if self.adjudication is not None:
+            return "accepted" if self.adjudication.decision == "accept" else "rejected"
+        if len(self.annotations) < 2:
+            return "pending"
+        a, b = self.annotations[0].decision, self.annotations[1].decision
+        if a != b:
+            return "needs_adjudication"
+        return "accepted" if a == "accept" else "rejected"
+
+
+class ReviewQueue(BaseModel):
+    items: dict[str, ReviewItem] = Field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {"pending": 0, "accepted": 0, "rejected": 0, "needs_adjudication": 0}
+        for it in self.items.values():
+            out[it.status] += 1
+        return out
+
+
+class ReviewError(ValueError):
+    pass
+
+
+def queue_path(ws: Workspace) -> Path:
+    return ws.root / "review_queue.json"
+
+
+def load_queue(ws: Workspace) -> ReviewQueue:
+    p = queue_path(ws)
+    return ReviewQueue.model_validate_json(p.read_text(encoding="utf-8")) if p.exists() else ReviewQueue()
+
+
+def save_queue(ws: Workspace, q: ReviewQueue) -> None:
+    atomic_write_json(queue_path(ws), q.model_dump(mode="json"))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def record_review(ws: Workspace, item_id: str, annotator: str, decision: Decision, note: str = "") -> Status:
+    """One annotator's decision (an annotator's later decision replaces their earlier one)."""
+    q = load_queue(ws)
+    it = q.items.get(item_id)
+    if it is None:
+        raise ReviewError(f"no dialogue {item_id!r} in the review queue")
+    existing = next((a for a in it.annotations if a.annotator == annotator), None)
+    if existing is None and len(it.annotations) >= 2:
+        raise ReviewError(f"{item_id} already has two annotators "
+                          f"({', '.join(a.annotator for a in it.annotations)}); "
+                          "a senior annotator decides disagreements with `review adjudicate`")
+    mine = Annotation(annotator=annotator, decision=decision, note=note, at=_now())
+    if existing is None:
+        it.annotations.append(mine)
+    else:
+        it.annotations = [mine if a.annotator == annotator else a for a in it.annotations]
+    save_queue(ws, q)
+    return it.status
+
+
+def adjudicate(ws: Workspace, item_id: str, senior: str, decision: Decision, note: str = "") -> Status:
+    """The senior annotator's final decision on a dialogue the two annotators disagree on."""
+    q = load_queue(ws)
+    it = q.items.get(item_id)
+    if it is None:
+        raise ReviewError(f"no dialogue {item_id!r} in the review queue")
+    if it.status != "needs_adjudication" and it.adjudication is None:
+        raise ReviewError(f"{item_id} is {it.status}: adjudication is only for disagreements")
+    if senior in {a.annotator for a in it.annotations}:
+        raise ReviewError(f"{senior} annotated {item_id}; the senior annotator must be someone else")
+    it.adjudication = Annotation(annotator=senior, decision=decision, note=note, at=_now())
+    save_queue(ws, q)
+    return it.status
+
+
+# ------------------------------------------------------------------ export
+
+
+class ExportReport(BaseModel):
+    out: str
+    dialogues: int = 0
+    by_task: dict[str, int] = Field(default_factory=dict)
+    checklists: int = 0
+    videos: list[str] = Field(default_factory=list)
+    skipped_videos: dict[str, str] = Field(default_factory=dict)
+    review: dict[str, int] = Field(default_factory=dict)
+
+
+def _hash(obj: object) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _place_video(src: Path, dst: Path, mode: str) -> None:
+    if dst.exists() or dst.is_symlink():
+        if dst.resolve() == src.resolve() or (dst.stat().st_size == src.stat().st_size and mode == "copy"):
+            return
+        dst.unlink()
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if mode == "symlink":
+        dst.symlink_to(src.resolve())
+        return
+    if mode == "link":
+        try:
+            os.link(src, dst)
+            return
+        except OSError:
+            pass
+    shutil.copy2(src, dst)
+
+
+def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = None, *,
+                   accepted_only: bool = False, video_mode: Literal["copy", "link", "symlink"] = "copy"
+                   ) -> ExportReport:
+    out = Path(out) if out is not None else ws.root / "dataset"
+    report = ExportReport(out=str(out))
+    queue = load_queue(ws)
+    mtqa: dict[Task, dict[str, list[dict]]] = {t: {} for t in TASKS}
+    checklists: dict[Task, dict[str, dict[str, list[dict]]]] = {t: {} for t in TASKS}
+    meta = BuildMetadata()
+    used_videos: list[VideoRecord] = []
+    for v in videos:
+        split = ws.load(v.name, "split", SplitResult)
+        merge = ws.load(v.name, "merge", MergeResult)
+        cross = ws.load(v.name, "crossscene", CrossSceneResult)
+        gen = ws.load(v.name, "generate", GenerateResult)
+        cks = ws.load(v.name, "checklists", ChecklistResult)
+        if split is None or merge is None or cross is None or gen is None:
+            report.skipped_videos[v.name] = "stages up to 'generate' have not all been run"
+            continue
+        units = {u.id: u for u in cross.units}
+        order = {u.id: i for i, u in enumerate(cross.units)}
+        keys = sorted(gen.dialogues, key=lambda k: (order.get(gen.dialogues[k].unit, 1 << 30),
+                                                     TASKS.index(gen.dialogues[k].task)))
+        exported_any = False
+        for event, key in enumerate(keys):
+            d = gen.dialogues[key]
+            unit = units.get(d.unit)
+            if unit is None:
+                continue
+            rounds = [{"User": r.user, "Assistant": r.assistant, "Ability": r.ability} for r in d.rounds]
+            ck = (cks.checklists.get(key, {}) if cks else {})
+            item_id = f"{v.name}/{d.unit}/{d.task.value}"
+            h = _hash({"rounds": rounds, "checklists": {str(k): [i.model_dump() for i in v_] for k, v_ in ck.items()}})
+            old = queue.items.get(item_id)
+            item = ReviewItem(id=item_id, task=d.task, video=v.name, event=str(event), unit=d.unit, kind=unit.kind,
+                              ranges=unit.ranges, rounds=[dict(r) for r in rounds], checklists=ck, content_hash=h)
+            if old is not None and old.content_hash == h:
+                item.annotations, item.adjudication = old.annotations, old.adjudication
+            queue.items[item_id] = item
+            if accepted_only and item.status != "accepted":
+                continue
+            mtqa[d.task].setdefault(v.name, []).append(
+                {"event_index": event, "mtqa": {f"Round {r.index}": rd for r, rd in zip(d.rounds, rounds)}})
+            entries = [entry_from_items(k, items) for k, items in sorted(ck.items())]
+            if entries:
+                checklists[d.task].setdefault(v.name, {})[str(event)] = entries
+                report.checklists += len(entries)
+            meta.dialogues[f"{d.task.value}/{v.name}/{event}"] = DialogueMeta(
+                task=d.task, video=v.name, event=str(event), unit=d.unit, kind=unit.kind, segments=unit.segments,
+                ranges=unit.ranges, objects=unit.objects)
+            report.dialogues += 1
+            report.by_task[d.task.value] = report.by_task.get(d.task.value, 0) + 1
+            exported_any = True
+        if exported_any:
+            used_videos.append(v)
+            meta.videos[v.name] = VideoMeta(
+                category=v.category, duration_s=split.duration_s, scene_count=len(merge.segments),
+                clip_count=len(split.clips), clips=[(c.start_s, c.end_s) for c in split.clips],
+                segments=[(s.start_s, s.end_s) for s in merge.segments])
+    for t in TASKS:
+        atomic_write_json(out / "mtqa" / f"{t.official_stem}.json", mtqa[t])
+        atomic_write_json(out / "checklist" / f"{t.official_stem}_CheckList.json", checklists[t])
+    for v in used_videos:
+        src = Path(v.path)
+        _place_video(src, out / "videos" / f"{v.name}{src.suffix.lower()}", video_mode)
+        report.videos.append(v.name)
+    atomic_write_json(out / "metadata.json", meta.model_dump(mode="json"))
+    save_queue(ws, queue)
+    report.review = queue.counts()
+    return report
+
+
+def load_metadata(root: str | Path) -> BuildMetadata | None:
+    """``<root>/metadata.json`` of a built dataset, or None when there is none."""
+    p = Path(root) / "metadata.json"
+    return BuildMetadata.model_validate_json(p.read_text(encoding="utf-8")) if p.exists() else None

@@ -1,0 +1,111 @@
+"""Stage 9 — task scoring: the MLLM rates each unit for each of the six tasks on 1-6.
+
+Paper §3.2: "we prompt MLLMs to evaluate the scene's capabilities, scoring them on a scale
+from 1 to 6. Only those tasks that receive a score of 5 or 6 are selected". One call per
+unit, with frames sampled from the unit's ranges only and the unit's captions. The reply
+is read as a JSON object (any of the task's key, label, abbreviation or file stem as key)
+or as ``<task>: <score>`` lines; a reply missing a task or giving a score outside 1-6 is
+re-asked (bounded), then recorded as a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+from mtvbench.build.clipframes import sample_ranges_frames
+from mtvbench.build.llm import StageModel, find_json_object
+from mtvbench.build.records import Failure, ScoreResult, Unit, UnitScores, hms
+from mtvbench.data.schema import TASKS, Task
+from mtvbench.media.frames import FrameSettings
+from mtvbench.prompts.generation import SCORE_PROMPT, TASK_DEFINITIONS
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z]", "", s.lower())
+
+
+_ALIASES: dict[str, Task] = {}
+for _t in TASKS:
+    for _name in (_t.value, _t.label, _t.abbr, _t.official_stem):
+        _ALIASES[_norm(_name)] = _t
+
+
+def where(unit: Unit) -> str:
+    spans = " and ".join(f"from {hms(s)} to {hms(e)}" for s, e in unit.ranges)
+    return f"the video clip{'s' if len(unit.ranges) > 1 else ''} {spans}"
+
+
+def material(unit: Unit) -> str:
+    pairs = zip(unit.ranges, unit.captions)
+    return "\n".join(f"Scene {k} ({hms(s)} to {hms(e)}): {c}" for k, ((s, e), c) in enumerate(pairs, 1))
+
+
+def score_prompt(unit: Unit) -> str:
+    tasks = "\n".join(f"- {t.value}: {t.label} — {TASK_DEFINITIONS[t]}" for t in TASKS)
+    shape = "{" + ", ".join(f'"{t.value}": 1-6' for t in TASKS) + "}"
+    return SCORE_PROMPT.format(where=where(unit), material=material(unit), tasks=tasks, shape=shape)
+
+
+def _as_score(v: object) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)) and float(v).is_integer():
+        return int(v)
+    if isinstance(v, str) and (m := re.match(r"\s*(\d+)", v)):
+        return int(m.group(1))
+    if isinstance(v, dict):
+        return _as_score(v.get("score"))
+    return None
+
+
+def parse_scores(text: str) -> tuple[dict[Task, int], list[str]]:
+    """(scores found, problems). Problems name missing tasks and out-of-range scores."""
+    found: dict[Task, int] = {}
+    obj = find_json_object(text)
+    if obj is not None:
+        for k, v in obj.items():
+            t = _ALIASES.get(_norm(str(k)))
+            sc = _as_score(v)
+            if t is not None and sc is not None:
+                found[t] = sc
+    if len(found) < len(TASKS):
+        for line in text.splitlines():
+            m = re.match(r"^\W*([A-Za-z _\-]+?)\W*[:=\-]\s*\**\s*(\d+)", line)
+            if m and (t := _ALIASES.get(_norm(m.group(1)))) is not None:
+                found.setdefault(t, int(m.group(2)))
+    problems = [f"missing a score for {t.value}" for t in TASKS if t not in found]
+    problems += [f"score for {t.value} must be 1-6, got {s}" for t, s in found.items() if not 1 <= s <= 6]
+    return found, problems
+
+
+async def score_units(video: str, path: Path, units: list[Unit], model: StageModel,
+                      previous: ScoreResult | None = None, min_score: int = 5, num_frames: int = 16,
+                      max_attempts: int = 3, frame_settings: FrameSettings | None = None) -> ScoreResult:
+    out = ScoreResult(video=video, min_score=min_score, units=dict(previous.units) if previous else {})
+    settings = frame_settings or FrameSettings(num_frames=num_frames, max_side=448)
+
+    async def one(unit: Unit) -> None:
+        frames = await asyncio.to_thread(sample_ranges_frames, path, unit.ranges, num_frames, settings)
+        base = score_prompt(unit)
+        prompt = base
+        problems: list[str] = []
+        for attempt in range(1, max_attempts + 1):
+            text, err = await model.ask(f"score/{video}/{unit.id}/try{attempt}", prompt, frames)
+            if text is None:
+                out.failures.append(Failure(item=f"unit {unit.id}", problems=[err]))
+                return
+            scores, problems = parse_scores(text)
+            if not problems:
+                out.units[unit.id] = UnitScores(
+                    unit=unit.id, scores={t.value: s for t, s in scores.items()},
+                    selected=[t for t in TASKS if scores[t] >= min_score])
+                return
+            prompt = base + "\n\nYour previous reply could not be used: " + "; ".join(problems) + \
+                ". Reply with the JSON object only."
+        out.failures.append(Failure(item=f"unit {unit.id}", problems=problems))
+
+    await asyncio.gather(*(one(u) for u in units if u.id not in out.units))
+    out.complete = all(u.id in out.units for u in units)
+    return out
