@@ -188,3 +188,10 @@ def test_built_dataset_can_be_evaluated(built: dict, tmp_path: Path) -> None:
     assert set(scores.tasks) == {t.value for t in TASKS}
     assert all(v is not None and 0 <= v <= 100 for v in scores.tasks.values())
     assert scores.overall is not None
+    # the report reads the built dataset's metadata.json by itself: categories and scene counts
+    from mtvbench.report.build import build_report
+
+    build_report([tmp_path / "run"], tmp_path / "report", thumbs=0)
+    meta = json.loads((tmp_path / "report" / "metadata.json").read_text())
+    assert {m["category"] for m in meta.values()} == {"Sports", "Movie"}
+    assert all(m["scenes"] and m["scenes"] >= 1 and m["scenes_source"] == "file" for m in meta.values())

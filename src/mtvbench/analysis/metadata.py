@@ -100,6 +100,8 @@ def load_metadata_file(path: Path) -> list[MetaRow]:
         raise MetadataError(f"{path}: not JSON ({e})") from e
     if isinstance(data, list):
         return [_row(rec, f"{path}[{i}]") for i, rec in enumerate(data)]
+    if isinstance(data, dict) and data.get("format") == "mtvbench-build-metadata":
+        return _rows_from_build_metadata(data, path)
     if not isinstance(data, dict):
         raise MetadataError(f"{path}: expected a list or a mapping")
     for video, val in data.items():
@@ -110,6 +112,24 @@ def load_metadata_file(path: Path) -> list[MetaRow]:
         rows.append(_row({"video": video, **base}, f"{path}:{video}"))
         for ev, rec in (events or {}).items():
             rows.append(_row({"video": video, "event": ev, **rec}, f"{path}:{video}:{ev}"))
+    return rows
+
+
+def _rows_from_build_metadata(data: dict[str, Any], path: Path) -> list[MetaRow]:
+    """``metadata.json`` written by ``mtvbench build export``: category and duration per video;
+    per dialogue, the scene count is the number of the video's shot clips that overlap the
+    time ranges the dialogue was generated from."""
+    rows: list[MetaRow] = []
+    videos = data.get("videos") or {}
+    for video, v in videos.items():
+        rows.append(_row({"video": video, "category": v.get("category"), "duration_s": v.get("duration_s")},
+                         f"{path}:{video}"))
+    for did, d in (data.get("dialogues") or {}).items():
+        clips = (videos.get(d.get("video")) or {}).get("clips") or []
+        ranges = d.get("ranges") or []
+        n = sum(1 for c0, c1 in clips if any(c0 < r1 and r0 < c1 for r0, r1 in ranges))
+        rows.append(_row({"video": d.get("video"), "event": d.get("event"), "scenes": n or None},
+                         f"{path}:{did}"))
     return rows
 
 

@@ -248,6 +248,9 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
             dialogues.setdefault(d.id, d)
         for k, v in r.videos.items():
             videos.setdefault(k, v)
+    if metadata_file is None:  # a dataset made by `mtvbench build export` carries its metadata
+        found = [Path(r.config.data) / "metadata.json" for r in runs]
+        metadata_file = next((f for f in found if f.exists()), None)
     cache = SceneCache(scene_cache_dir)
     meta = resolve_metadata(list(dialogues.values()), videos, metadata_file=metadata_file, scene_cache=cache,
                             estimate_scenes=estimate_scenes)
