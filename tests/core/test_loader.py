@@ -4,10 +4,9 @@ import copy
 import json
 from pathlib import Path
 
-from tests.conftest import checklist_entry, make_dataset
-
 from mtvbench.data.official import load_official
 from mtvbench.data.schema import Task, is_model_turn
+from tests.conftest import checklist_entry, make_dataset
 
 
 def _errors(problems):

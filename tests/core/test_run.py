@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import make_dataset, write_video
-from tests.servers.openai_server import Faults, LoopbackServer, ServerState
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
 from mtvbench.config import build_config
 from mtvbench.run.evaluate import evaluate
+from tests.conftest import make_dataset, write_video
+from tests.servers.openai_server import Faults, LoopbackServer, ServerState
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
