@@ -22,22 +22,11 @@ class ConfigError(ValueError):
     pass
 
 
-class RoleSettings(BaseModel):
+class RoleSettings(BackendOptions):
     """Connection and generation settings of one role (model under test, or judge)."""
 
-    base_url: str | None = None
-    api_key_env: str | None = None
-    timeout_s: float = 300.0
-    max_retries: int = 6
-    max_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    system: str | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
-
     def backend_options(self) -> BackendOptions:
-        return BackendOptions(**self.model_dump())
+        return BackendOptions.model_validate(self.model_dump())
 
 
 class RunConfig(BaseModel):

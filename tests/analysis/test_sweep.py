@@ -4,7 +4,6 @@ import pytest
 
 from mtvbench.analysis.sweep import plan_sweep, points_from_dirs, run_sweep, write_sweep_report
 from tests.conftest import make_dataset
-from tests.report.runs import ensure_pipeline
 from tests.servers.openai_server import LoopbackServer, ServerState
 
 
@@ -18,7 +17,6 @@ def test_plan_shares_equal_settings(tmp_path):
 
 
 def test_sweep_runs_each_setting_once_and_resumes(tmp_path):
-    ensure_pipeline()
     data = make_dataset(tmp_path / "data")
     base = {"data": data, "model": "openai:m", "judge": "offline", "judge_runs": 1, "cache_dir": tmp_path / "cache",
             "bootstrap": 0, "model_settings": {"base_url": None, "extra": {"retry_base_s": 0.01}}}

@@ -12,13 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from mtvbench.config import build_config
+from mtvbench.config import RunConfig, build_config
 from mtvbench.data.official import load_benchmark
 from mtvbench.judge.checklist import JudgeVerdict
 from mtvbench.judge.offline import judge_items
 from mtvbench.models.base import GenerationResult
+from mtvbench.run.evaluate import evaluate
 from mtvbench.run.outputs import score_run, write_config, write_snapshot
 from mtvbench.run.store import RunStore
 
@@ -30,8 +29,9 @@ def make_store_run(data: Path, out: Path, model: str = "scripted", answer: Answe
                    context: str = "golden", bootstrap: int = 200) -> Path:
     """``flip(turn_id, run, key)`` -> True inverts that judge run's verdict on that item."""
     bench = load_benchmark(data)
-    cfg = build_config({"data": data, "model": model, "judge": "offline", "out": out, "judge_runs": judge_runs,
-                        "context": context, "bootstrap": bootstrap})
+    # a scripted model is no backend: the run config is built directly, without preset resolution
+    cfg = RunConfig.model_validate({"data": data, "model": model, "judge": "offline", "out": out,
+                                    "judge_runs": judge_runs, "context": context, "bootstrap": bootstrap})
     out.mkdir(parents=True, exist_ok=True)
     store = RunStore(out)
     try:
@@ -60,23 +60,7 @@ def make_store_run(data: Path, out: Path, model: str = "scripted", answer: Answe
     return out
 
 
-def ensure_pipeline():
-    """``evaluate``, or a skip when the evaluation pipeline is not importable here."""
-    try:
-        from mtvbench.run.evaluate import evaluate
-    except ImportError as e:
-        pytest.skip(f"mtvbench.run.evaluate not importable: {e}")
-    from mtvbench.media.frames import VideoFrames
-    from mtvbench.models.base import GenerationRequest
-
-    # GenerationRequest.frames is annotated with VideoFrames imported under TYPE_CHECKING only;
-    # resolve it (harmless once the core does it itself)
-    GenerationRequest.model_rebuild(_types_namespace={"VideoFrames": VideoFrames})
-    return evaluate
-
-
 def evaluate_run(values: dict) -> Path:
-    evaluate = ensure_pipeline()
     cfg = build_config(values)
     evaluate(cfg)
     return Path(cfg.out)

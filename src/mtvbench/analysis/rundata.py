@@ -15,9 +15,8 @@ from typing import Any
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Dialogue
 from mtvbench.judge.checklist import JudgeVerdict
-from mtvbench.run.outputs import display_name, read_config, read_snapshot
-from mtvbench.run.store import RunStore
-from mtvbench.scoring.aggregate import DialogueScore, Scores, compute_scores
+from mtvbench.run.outputs import display_name, load_scored
+from mtvbench.scoring.aggregate import DialogueScore, Scores
 
 
 @dataclass
@@ -51,22 +50,10 @@ class RunData:
 
 def load_run(run_dir: Path, label: str | None = None, bootstrap: int | None = None) -> RunData:
     """Read a run directory (no API calls). ``bootstrap`` overrides the config's CI draws."""
-    run_dir = Path(run_dir)
-    cfg = read_config(run_dir)
-    snap = read_snapshot(run_dir)
-    store = RunStore(run_dir, create=False)
-    try:
-        responses = store.final_responses()
-        all_verdicts = store.verdicts()
-        verdicts = store.final_verdicts()
-    finally:
-        store.close()
-    scores, dscores = compute_scores(
-        snap.dialogues, responses, verdicts, model=cfg.model, judge=cfg.judge, judge_runs=cfg.judge_runs,
-        context=cfg.context, bootstrap=cfg.bootstrap if bootstrap is None else bootstrap, seed=cfg.seed)
-    return RunData(run_dir=run_dir, config=cfg, dialogues=snap.dialogues,
-                   videos={k: Path(v) for k, v in snap.videos.items()}, responses=responses,
-                   all_verdicts=all_verdicts, verdicts=verdicts, scores=scores, dscores=dscores,
+    r = load_scored(run_dir, bootstrap)
+    return RunData(run_dir=r.run_dir, config=r.config, dialogues=r.snapshot.dialogues,
+                   videos={k: Path(v) for k, v in r.snapshot.videos.items()}, responses=r.responses,
+                   all_verdicts=r.all_verdicts, verdicts=r.verdicts, scores=r.scores, dscores=r.dscores,
                    label=label or "")
 
 

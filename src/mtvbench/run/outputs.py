@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from pydantic import BaseModel
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Dialogue
+from mtvbench.judge.checklist import JudgeVerdict
 from mtvbench.report.leaderboard import leaderboard_markdown
 from mtvbench.run.store import RunStore
 from mtvbench.scoring.aggregate import DialogueScore, Scores, compute_scores
@@ -68,20 +70,43 @@ def display_name(cfg: RunConfig) -> str:
     return cfg.model if cfg.context == "golden" else f"{cfg.model} [{cfg.context} context]"
 
 
-def score_run(run_dir: Path) -> tuple[Scores, list[DialogueScore]]:
-    """Recompute scores from what is stored and write the score files. No API calls."""
+@dataclass
+class ScoredRun:
+    """Everything a run directory holds, rescored (no API calls)."""
+
+    run_dir: Path
+    config: RunConfig
+    snapshot: RunSnapshot
+    responses: dict[str, dict[str, Any]]
+    all_verdicts: dict[str, dict[int, JudgeVerdict]]
+    verdicts: dict[str, dict[int, JudgeVerdict]]
+    scores: Scores
+    dscores: list[DialogueScore]
+
+
+def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
+    """Read a run directory and recompute its scores; ``bootstrap`` overrides the CI draws."""
     run_dir = Path(run_dir)
     cfg = read_config(run_dir)
     snap = read_snapshot(run_dir)
     store = RunStore(run_dir, create=False)
     try:
         responses = store.final_responses()
+        all_verdicts = store.verdicts()
         verdicts = store.final_verdicts()
     finally:
         store.close()
     scores, dscores = compute_scores(
         snap.dialogues, responses, verdicts, model=cfg.model, judge=cfg.judge, judge_runs=cfg.judge_runs,
-        context=cfg.context, bootstrap=cfg.bootstrap, seed=cfg.seed)
+        context=cfg.context, bootstrap=cfg.bootstrap if bootstrap is None else bootstrap, seed=cfg.seed)
+    return ScoredRun(run_dir, cfg, snap, responses, all_verdicts, verdicts, scores, dscores)
+
+
+def score_run(run_dir: Path) -> tuple[Scores, list[DialogueScore]]:
+    """Recompute scores from what is stored and write the score files. No API calls."""
+    run = load_scored(run_dir)
+    run_dir, cfg, snap = run.run_dir, run.config, run.snapshot
+    responses, verdicts, scores, dscores = run.responses, run.verdicts, run.scores, run.dscores
     atomic_write(run_dir / "scores.json", scores.model_dump_json(indent=2))
     note = None
     if cfg.judge == "offline":
