@@ -1,0 +1,230 @@
+"""Process-safe on-disk cache of sampled frames.
+
+A video is decoded once per (content fingerprint, :meth:`FrameSettings.key`). An entry is
+a directory ``<root>/<key[:2]>/<key>/`` holding ``0000.jpg``, ``0001.jpg``, ... and a
+``meta.json``. Entries are written into a temporary directory beside it and renamed into
+place, so a reader sees a whole entry or none. A per-key ``fcntl.flock`` lock file
+(``<root>/.locks/<key>.lock``) makes a second process (or thread) wait for the first
+decode instead of decoding again. A small in-process LRU keeps recent
+:class:`VideoFrames` objects (with their memoised base64) in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+
+from mtvbench.media.frames import FrameSettings, VideoError, VideoFrames, sample_frames
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no cross-process lock
+    fcntl = None  # type: ignore[assignment]
+
+#: Bump when sampling, resizing or encoding changes so that old entries are not reused.
+CACHE_VERSION = 1
+_CHUNK = 1 << 20
+_META = "meta.json"
+#: (resolved path, size, mtime_ns, inode) -> fingerprint, so repeated lookups do not re-read the file
+_FP_MEMO: dict[tuple[str, int, int, int], str] = {}
+
+
+def fingerprint(path: Path) -> str:
+    """Content fingerprint: 32 hex digits of blake2b over the file size and three 1 MiB chunks.
+
+    The chunks are the head, the middle and the tail of the file (the whole file when it is
+    at most 3 MiB). It does not depend on the path or mtime, so copies and renames share
+    cache entries; it is cheap (3 MiB read) even for multi-GB videos.
+    """
+    path = Path(path)
+    try:
+        st = path.stat()
+        memo_key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+        if memo_key in _FP_MEMO:
+            return _FP_MEMO[memo_key]
+        size = st.st_size
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f"mtvbench-fp1:{size}:".encode())
+        with open(path, "rb") as f:
+            if size <= 3 * _CHUNK:
+                h.update(f.read())
+            else:
+                for offset in (0, size // 2 - _CHUNK // 2, size - _CHUNK):
+                    f.seek(offset)
+                    h.update(f.read(_CHUNK))
+    except OSError as e:
+        raise VideoError(f"{path}: cannot read ({e.strerror or e})") from e
+    if len(_FP_MEMO) > 4096:
+        _FP_MEMO.clear()
+    _FP_MEMO[memo_key] = h.hexdigest()
+    return _FP_MEMO[memo_key]
+
+
+class FrameCache:
+    """Sampled frames per (video content, settings), on disk under ``root`` (``None``: no cache).
+
+    ``stats`` counts ``hits`` (``memory_hits`` + ``disk_hits``), ``misses`` and ``decodes``.
+    """
+
+    def __init__(self, root: Path | None, memory_items: int | None = None) -> None:
+        self.root = Path(root) if root is not None else None
+        #: size of the in-process LRU; by default 8 with a disk cache, 0 without (decode every time)
+        self.memory_items = memory_items if memory_items is not None else (8 if self.root else 0)
+        self.stats: dict[str, int] = {"hits": 0, "memory_hits": 0, "disk_hits": 0, "misses": 0, "decodes": 0}
+        self._lru: OrderedDict[str, VideoFrames] = OrderedDict()
+        self._mutex = threading.Lock()
+
+    # ------------------------------------------------------------------ public
+
+    def key(self, path: Path, settings: FrameSettings) -> str:
+        return f"{fingerprint(path)}-{settings.key()}-v{CACHE_VERSION}"
+
+    def entry_dir(self, key: str) -> Path | None:
+        return None if self.root is None else self.root / key[:2] / key
+
+    def get(self, path: Path, settings: FrameSettings | None = None) -> VideoFrames:
+        """Frames of ``path`` for ``settings``: from memory, from disk, or decoded once."""
+        path = Path(path)
+        settings = settings or FrameSettings()
+        key = self.key(path, settings)
+        frames = self._memory_get(key)
+        if frames is not None:
+            self._count("hits", "memory_hits")
+            return _at(frames, path)
+        entry = self.entry_dir(key)
+        if entry is None:
+            self._count("misses", "decodes")
+            return self._remember(key, sample_frames(path, settings))
+        frames = _load(entry, path, settings)
+        if frames is None:
+            with _locked(entry.parent.parent / ".locks" / f"{key}.lock"):
+                frames = _load(entry, path, settings)  # another process may have finished meanwhile
+                if frames is None:
+                    self._count("misses", "decodes")
+                    frames = sample_frames(path, settings)
+                    _store(entry, frames, key)
+                    return self._remember(key, frames)
+        self._count("hits", "disk_hits")
+        return self._remember(key, frames)
+
+    def clear_memory(self) -> None:
+        with self._mutex:
+            self._lru.clear()
+
+    # ------------------------------------------------------------------ internals
+
+    def _count(self, *names: str) -> None:
+        with self._mutex:
+            for n in names:
+                self.stats[n] += 1
+
+    def _memory_get(self, key: str) -> VideoFrames | None:
+        with self._mutex:
+            frames = self._lru.get(key)
+            if frames is not None:
+                self._lru.move_to_end(key)
+            return frames
+
+    def _remember(self, key: str, frames: VideoFrames) -> VideoFrames:
+        if self.memory_items > 0:
+            with self._mutex:
+                self._lru[key] = frames
+                self._lru.move_to_end(key)
+                while len(self._lru) > self.memory_items:
+                    self._lru.popitem(last=False)
+        return frames
+
+
+def _at(frames: VideoFrames, path: Path) -> VideoFrames:
+    """The same frames reported for ``path`` (same content may live under several names)."""
+    if frames.video == path:
+        return frames
+    out = dataclasses.replace(frames, video=path)
+    out.__dict__.update({k: v for k, v in frames.__dict__.items() if k in ("_b64", "_images")})
+    return out
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    """Exclusive ``flock`` on ``lock_path`` (per open file, so threads exclude each other too)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+b") as f:
+        if fcntl is not None:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _frame_name(i: int) -> str:
+    return f"{i:04d}.jpg"
+
+
+def _store(entry: Path, frames: VideoFrames, key: str) -> None:
+    """Write the entry into a temp dir beside it, then rename it into place."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=entry.parent))
+    try:
+        for i, jpeg in enumerate(frames.jpegs):
+            (tmp / _frame_name(i)).write_bytes(jpeg)
+        meta = {
+            "key": key,
+            "version": CACHE_VERSION,
+            "video": str(frames.video),
+            "settings": frames.settings.model_dump(mode="json"),
+            "indices": frames.indices,
+            "timestamps": frames.timestamps,
+            "width": frames.width,
+            "height": frames.height,
+            "source_width": frames.source_width,
+            "source_height": frames.source_height,
+            "total_frames": frames.total_frames,
+            "duration_s": frames.duration_s,
+            "files": [_frame_name(i) for i in range(len(frames.jpegs))],
+        }
+        (tmp / _META).write_text(json.dumps(meta, indent=1))
+        if entry.exists():  # a broken entry (we hold the lock, so nobody is writing it)
+            shutil.rmtree(entry, ignore_errors=True)
+        os.replace(tmp, entry)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (entry / _META).exists():
+            raise
+
+
+def _load(entry: Path, path: Path, settings: FrameSettings) -> VideoFrames | None:
+    """The stored entry, or ``None`` when it is missing or incomplete."""
+    try:
+        meta = json.loads((entry / _META).read_text())
+        jpegs = [(entry / name).read_bytes() for name in meta["files"]]
+        if len(jpegs) != len(meta["indices"]):
+            return None
+        return VideoFrames(
+            video=path,
+            settings=settings,
+            indices=list(meta["indices"]),
+            timestamps=list(meta["timestamps"]),
+            width=int(meta["width"]),
+            height=int(meta["height"]),
+            source_width=int(meta["source_width"]),
+            source_height=int(meta["source_height"]),
+            total_frames=int(meta["total_frames"]),
+            duration_s=float(meta["duration_s"]),
+            jpegs=jpegs,
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+__all__ = ["CACHE_VERSION", "FrameCache", "fingerprint"]

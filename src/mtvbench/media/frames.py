@@ -1,0 +1,601 @@
+"""Exact uniform frame sampling with PyAV.
+
+"Frame ``i``" is the ``i``-th frame that a full sequential decode
+(``for f in container.decode(stream)``) yields, in presentation order (packets the decoder
+rejects as invalid data are skipped, as the ffmpeg tool does). Sampling never
+returns a nearby key frame instead: it is exact on variable frame rate files, on time
+bases that are not ``1/fps`` and on MP4 edit lists (packets flagged *discard*, which the
+decoder drops, are not counted as frames).
+
+How it stays fast (:func:`sample_frames`):
+
+1. Demux every packet once *without decoding* to learn the presentation timeline: the
+   sorted pts of the packets that are not discarded. ``i`` maps to ``timeline[i]``.
+2. For each target pts, find the last key frame (in decode order) at or before the
+   target's packet whose pts is not after the target.
+3. Seek to that key frame and decode forward only until the target comes out; several
+   targets in one GOP share one run, a run never seeks backwards and never decodes past
+   the last target. Packets that are not targets are decoded with
+   ``skip_frame=NONREF``: frames nothing refers to are skipped, which cannot change
+   any other frame.
+4. Each target is resized by swscale (bicubic) and encoded to JPEG once.
+
+If the timeline cannot be trusted (packets without pts, duplicate pts, no usable key
+frames) or a target does not come out, the sampler falls back to a plain sequential
+decode, which is the definition itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import av
+import numpy as np
+from av.video.reformatter import VideoReformatter
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    from av.container import InputContainer
+    from av.video.frame import VideoFrame
+    from av.video.stream import VideoStream
+    from PIL import Image
+
+log = logging.getLogger(__name__)
+
+#: swscale filter used for every resize (and for the colour conversion to RGB).
+INTERPOLATION = "BICUBIC"
+#: Decode non-target packets with ``skip_frame=NONREF`` (exact: skipped frames are unreferenced).
+SKIP_NONREF = True
+#: FFmpeg "video" codecs that render text files (any .txt opens as ``tty``/``ansi``).
+_TEXT_CODECS = frozenset({"ansi", "bintext", "xbin", "idf"})
+#: Packets fed past a target's own packet before we decide the decoder dropped it.
+_MAX_LOOKAHEAD = 64
+
+
+class FrameSettings(BaseModel):
+    """How frames are sampled and stored. Part of every cache key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    num_frames: int = Field(128, ge=1)
+    #: the longer side is scaled down to this (never up), aspect kept; ``None`` keeps the size
+    max_side: int | None = Field(720, ge=1)
+    #: fixed ``(width, height)``, e.g. ``(448, 448)``; overrides ``max_side`` (aspect not kept)
+    size: tuple[int, int] | None = None
+    jpeg_quality: int = Field(90, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _check_size(self) -> FrameSettings:
+        if self.size is not None and min(self.size) < 1:
+            raise ValueError(f"size must be positive, got {self.size}")
+        return self
+
+    def key(self) -> str:
+        """Short stable string, e.g. ``n128-m720-q90`` or ``n32-448x448-q90``."""
+        if self.size is not None:
+            geom = f"{self.size[0]}x{self.size[1]}"
+        elif self.max_side is not None:
+            geom = f"m{self.max_side}"
+        else:
+            geom = "orig"
+        return f"n{self.num_frames}-{geom}-q{self.jpeg_quality}"
+
+    def output_size(self, width: int, height: int, sar: Fraction | None = None) -> tuple[int, int]:
+        """Size of the stored frames for a ``width`` x ``height`` source (``sar``: pixel aspect)."""
+        if self.size is not None:
+            return self.size
+        w = float(width) * (float(sar) if sar else 1.0)
+        h = float(height)
+        if self.max_side is not None and max(w, h) > self.max_side:
+            scale = self.max_side / max(w, h)
+            w, h = w * scale, h * scale
+        return max(1, round(w)), max(1, round(h))
+
+
+class VideoError(Exception):
+    """A video could not be read; the message names the file and what is wrong."""
+
+
+class VideoInfo(BaseModel):
+    """What :func:`probe` learns without decoding."""
+
+    total_frames: int
+    duration_s: float
+    avg_fps: float
+    width: int
+    height: int
+    codec: str
+    #: frame count the container header claims (edit lists can make it larger than ``total_frames``)
+    reported_frames: int = 0
+
+
+@dataclass
+class VideoFrames:
+    """Sampled frames of one video, JPEG-encoded once."""
+
+    video: Path
+    settings: FrameSettings
+    indices: list[int]
+    timestamps: list[float]
+    width: int
+    height: int
+    source_width: int
+    source_height: int
+    total_frames: int
+    duration_s: float
+    jpegs: list[bytes] = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.jpegs)
+
+    def b64(self) -> list[str]:
+        """Base64 of each JPEG (memoised)."""
+        memo = self.__dict__.get("_b64")
+        if memo is None:
+            memo = [base64.b64encode(j).decode("ascii") for j in self.jpegs]
+            self.__dict__["_b64"] = memo
+        return memo
+
+    def images(self) -> list[Image.Image]:
+        """The JPEGs decoded to RGB PIL images (lazy, memoised)."""
+        memo = self.__dict__.get("_images")
+        if memo is None:
+            from PIL import Image
+
+            memo = []
+            for j in self.jpegs:
+                im = Image.open(io.BytesIO(j))
+                im.load()
+                memo.append(im.convert("RGB") if im.mode != "RGB" else im)
+            self.__dict__["_images"] = memo
+        return memo
+
+
+def uniform_indices(total: int, num: int) -> list[int]:
+    """``num`` evenly spaced indices in ``[0, total)``; every index when ``total <= num``.
+
+    The indices are ``np.round(np.linspace(0, total - 1, num))`` (NumPy rounds halves to
+    the even integer). The first and the last frame are always included.
+    """
+    if total < 1:
+        raise ValueError(f"total must be >= 1, got {total}")
+    if num < 1:
+        raise ValueError(f"num must be >= 1, got {num}")
+    if total <= num:
+        return list(range(total))
+    return [int(i) for i in np.round(np.linspace(0, total - 1, num))]
+
+
+# ---------------------------------------------------------------------------- opening
+
+
+def _open(path: Path) -> tuple[InputContainer, VideoStream]:
+    if not path.exists():
+        raise VideoError(f"{path}: no such file")
+    if not path.is_file():
+        raise VideoError(f"{path}: not a regular file")
+    try:
+        container = av.open(str(path), mode="r")
+    except Exception as e:
+        raise VideoError(f"{path}: cannot open as a video ({_why(e)})") from e
+    if not container.streams.video:
+        container.close()
+        raise VideoError(f"{path}: has no video stream")
+    stream = container.streams.video[0]
+    if stream.codec_context is None or not stream.codec_context.codec:
+        container.close()
+        raise VideoError(f"{path}: no decoder for its video stream")
+    codec = stream.codec_context.codec.name
+    if codec in _TEXT_CODECS:
+        container.close()
+        raise VideoError(f"{path}: is not a video (FFmpeg reads it as text art, codec {codec!r})")
+    stream.thread_type = "AUTO"
+    return container, stream
+
+
+def _why(e: BaseException) -> str:
+    msg = str(e).strip() or type(e).__name__
+    return f"{type(e).__name__}: {msg}" if type(e).__name__ not in msg else msg
+
+
+# ---------------------------------------------------------------------------- timeline
+
+
+@dataclass
+class _Timeline:
+    """Packets of the video stream in decode order, learned by demuxing only."""
+
+    pts: list[int | None] = field(default_factory=list)
+    dts: list[int | None] = field(default_factory=list)
+    key: list[bool] = field(default_factory=list)
+    discard: list[bool] = field(default_factory=list)
+    duration: list[int] = field(default_factory=list)
+
+    def shown(self) -> list[int]:
+        """Sorted pts of the frames a full decode shows (packets not flagged discard)."""
+        return sorted(p for p, d in zip(self.pts, self.discard, strict=True) if p is not None and not d)
+
+    def problem(self) -> str | None:
+        """Why the seek-based path cannot be used, or ``None``."""
+        if not self.pts:
+            return "no packets"
+        if any(p is None for p in self.pts):
+            return "packets without pts"
+        if len(set(self.pts)) != len(self.pts):
+            return "duplicate pts"
+        if not any(self.key):
+            return "no key frames"
+        return None
+
+
+def _scan(container: InputContainer, stream: VideoStream) -> _Timeline:
+    tl = _Timeline()
+    for pkt in container.demux(stream):
+        if pkt.size == 0:  # the demuxer's final flush packet
+            continue
+        tl.pts.append(pkt.pts)
+        tl.dts.append(pkt.dts)
+        tl.key.append(bool(pkt.is_keyframe))
+        tl.discard.append(bool(pkt.is_discard))
+        tl.duration.append(int(pkt.duration or 0))
+    return tl
+
+
+def _duration_s(shown: list[int], tl: _Timeline, tb: Fraction, fps: float) -> float:
+    if not shown:
+        return 0.0
+    by_pts = {p: d for p, d in zip(tl.pts, tl.duration, strict=True) if p is not None}
+    last = by_pts.get(shown[-1], 0)
+    if last <= 0:
+        if len(shown) > 1:
+            last = int(np.median(np.diff(shown)))
+        elif fps > 0:
+            last = round(1 / (fps * tb))
+    return float((shown[-1] - shown[0] + max(last, 0)) * tb)
+
+
+def _fps(stream: VideoStream) -> float:
+    rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+    return float(rate) if rate else 0.0
+
+
+def probe(path: Path, *, exact: bool = True) -> VideoInfo:
+    """Frame count, duration, fps, size and codec, without decoding.
+
+    With ``exact`` (default) the packets are demuxed (not decoded) so that ``total_frames``
+    is the number of frames a full decode yields; otherwise the header's values are used.
+    """
+    path = Path(path)
+    container, stream = _open(path)
+    try:
+        fps = _fps(stream)
+        tb = stream.time_base or Fraction(1, 1)
+        reported = int(stream.frames or 0)
+        total, duration = 0, 0.0
+        if exact:
+            tl = _scan(container, stream)
+            if tl.problem() is None:
+                shown = tl.shown()
+                total, duration = len(shown), _duration_s(shown, tl, tb, fps)
+            else:
+                total = len(tl.pts) - sum(tl.discard)
+        if total <= 0:
+            if stream.duration:
+                duration = float(stream.duration * tb)
+            elif container.duration:
+                duration = container.duration / av.time_base
+            total = reported or (round(duration * fps) if fps else 0)
+        if not duration and fps and total:
+            duration = total / fps
+        if exact and total and duration:
+            fps = total / duration
+        return VideoInfo(
+            total_frames=total,
+            duration_s=duration,
+            avg_fps=fps,
+            width=stream.codec_context.width,
+            height=stream.codec_context.height,
+            codec=stream.codec_context.codec.name,
+            reported_frames=reported,
+        )
+    except VideoError:
+        raise
+    except Exception as e:
+        raise VideoError(f"{path}: cannot read ({_why(e)})") from e
+    finally:
+        container.close()
+
+
+# ---------------------------------------------------------------------------- encoding
+
+
+class _Encoder:
+    """Resize + RGB (swscale, one cached context) + JPEG (Pillow)."""
+
+    def __init__(self, settings: FrameSettings, src_w: int, src_h: int, sar: Fraction | None) -> None:
+        self.settings = settings
+        self.sar = sar
+        self.source_width, self.source_height = src_w, src_h
+        self.width = self.height = 0
+        if src_w > 0 and src_h > 0:
+            self.width, self.height = settings.output_size(src_w, src_h, sar)
+        self._sws = VideoReformatter()
+
+    def __call__(self, frame: VideoFrame) -> bytes:
+        if self.width == 0:  # the header did not say; use the first frame
+            self.source_width, self.source_height = frame.width, frame.height
+            self.width, self.height = self.settings.output_size(frame.width, frame.height, self.sar)
+        rgb = self._sws.reformat(
+            frame, width=self.width, height=self.height, format="rgb24", interpolation=INTERPOLATION
+        )
+        buf = io.BytesIO()
+        rgb.to_image().save(buf, format="JPEG", quality=self.settings.jpeg_quality)
+        return buf.getvalue()
+
+
+def _decode(stream: VideoStream, packet: av.Packet | None) -> list[VideoFrame]:
+    """Decode one packet; a packet the decoder rejects as invalid data is skipped (as ffmpeg does)."""
+    try:
+        return stream.decode(packet)
+    except av.InvalidDataError as e:
+        log.debug("skipping an undecodable packet (pts %s): %s", getattr(packet, "pts", None), e)
+        return []
+
+
+def _decode_all(container: InputContainer, stream: VideoStream) -> Iterator[VideoFrame]:
+    """``container.decode(stream)``, skipping undecodable packets."""
+    for packet in container.demux(stream):
+        yield from _decode(stream, packet)
+
+
+class _Fallback(Exception):
+    """The seek-based path cannot give exact frames; decode sequentially instead."""
+
+
+# ---------------------------------------------------------------------------- seek path
+
+
+def _start_keyframes(tl: _Timeline, targets: list[int], pos: dict[int, int]) -> dict[int, int]:
+    keys = [i for i, k in enumerate(tl.key) if k]
+    starts: dict[int, int] = {}
+    for t in targets:
+        j = bisect_right(keys, pos[t]) - 1
+        while j >= 0 and tl.pts[keys[j]] > t:  # type: ignore[operator]
+            j -= 1  # open GOP: a leading frame needs the previous GOP
+        if j < 0:
+            raise _Fallback(f"no key frame before pts {t}")
+        starts[t] = keys[j]
+    return starts
+
+
+def _packets_from(
+    container: InputContainer, stream: VideoStream, tl: _Timeline, pos: dict[int, int], k: int
+) -> Iterator[tuple[int, av.Packet]]:
+    """Seek so that the next packet yielded is packet ``k`` (a key frame), then go on in order."""
+    ts = tl.dts[k] if tl.dts[k] is not None else tl.pts[k]
+    earliest = min((d if d is not None else p) for d, p in zip(tl.dts, tl.pts, strict=True))  # type: ignore[type-var]
+    for attempt in (ts, earliest):
+        container.seek(attempt, stream=stream, backward=True, any_frame=False)
+        started = False
+        for pkt in container.demux(stream):
+            if pkt.size == 0:
+                continue
+            i = pos.get(pkt.pts) if pkt.pts is not None else None
+            if i is None:
+                raise _Fallback(f"unknown packet pts {pkt.pts} after seeking")
+            if not started:
+                if i > k:
+                    break  # landed after the key frame: retry from the start
+                if i < k:
+                    continue  # landed earlier: skip without decoding
+                started = True
+            yield i, pkt
+        else:
+            if not started:
+                raise _Fallback(f"seek to packet {k} found no packets")
+            return
+    raise _Fallback(f"could not seek to key frame packet {k}")
+
+
+def _decode_targets(
+    container: InputContainer,
+    stream: VideoStream,
+    tl: _Timeline,
+    targets: list[int],
+    convert: Callable[[VideoFrame], bytes],
+) -> dict[int, bytes]:
+    """Decode the frames whose pts are ``targets`` (sorted); pts -> JPEG."""
+    pos = {p: i for i, p in enumerate(tl.pts) if p is not None}
+    starts = _start_keyframes(tl, targets, pos)
+    want = set(targets)
+    got: dict[int, bytes] = {}
+    cc = stream.codec_context
+    skip = SKIP_NONREF
+
+    def take(frames: list[VideoFrame]) -> None:
+        for f in frames:
+            if f.pts in want and f.pts not in got:
+                if f.is_corrupt:
+                    raise _Fallback(f"frame at pts {f.pts} decoded as corrupt")
+                got[f.pts] = convert(f)
+
+    packets: Iterator[tuple[int, av.Packet]] | None = None
+    run_start = fed = -1
+    for t in targets:
+        if t in got:
+            continue
+        k = starts[t]
+        if packets is None or k < run_start or k > fed:
+            packets = _packets_from(container, stream, tl, pos, k)
+            run_start, fed = k, k - 1
+        limit = pos[t] + _MAX_LOOKAHEAD
+        for i, pkt in packets:
+            fed = i
+            if skip:
+                cc.skip_frame = "DEFAULT" if pkt.pts in want else "NONREF"
+            take(_decode(stream, pkt))
+            if t in got or i > limit:
+                break
+        else:  # end of file: drain the decoder; later targets need a new seek
+            cc.skip_frame = "DEFAULT"
+            take(_decode(stream, None))
+            packets = None
+        if t not in got:
+            raise _Fallback(f"frame at pts {t} did not come out of the decoder")
+    cc.skip_frame = "DEFAULT"
+    return got
+
+
+# ---------------------------------------------------------------------------- fallback
+
+
+def _sequential(
+    path: Path, settings: FrameSettings, expected_total: int | None
+) -> tuple[list[int], list[float], list[bytes], int, float, tuple[int, int, int, int]]:
+    """Full decode: the definition of frame indices. Two passes only if the count is unknown."""
+    total = expected_total
+    for _ in range(2):
+        container, stream = _open(path)
+        try:
+            fps = _fps(stream)
+            indices = uniform_indices(total, settings.num_frames) if total else []
+            wanted = set(indices)
+            jpegs: dict[int, bytes] = {}
+            times: list[float] = []
+            enc: _Encoder | None = None
+            n = 0
+            last_s = 0.0  # duration of the last frame
+            for frame in _decode_all(container, stream):
+                t = frame.time
+                times.append(float(t) if t is not None else (n / fps if fps else float(n)))
+                last_s = float(frame.duration * frame.time_base) if frame.duration and frame.time_base else 0.0
+                if n in wanted:
+                    if enc is None:
+                        enc = _Encoder(settings, frame.width, frame.height, stream.sample_aspect_ratio)
+                    jpegs[n] = enc(frame)
+                n += 1
+            if n == 0:
+                raise VideoError(f"{path}: no decodable video frames")
+            if n == total and len(jpegs) == len(indices) and enc is not None:
+                t0 = times[0]
+                step = last_s or ((times[-1] - t0) / (n - 1) if n > 1 else (1 / fps if fps else 0.0))
+                return (
+                    indices,
+                    [times[i] - t0 for i in indices],
+                    [jpegs[i] for i in indices],
+                    n,
+                    times[-1] - t0 + step,
+                    (enc.width, enc.height, enc.source_width, enc.source_height),
+                )
+            total = n
+        except VideoError:
+            raise
+        except Exception as e:
+            raise VideoError(f"{path}: decoding failed ({_why(e)})") from e
+        finally:
+            container.close()
+    raise VideoError(f"{path}: frame count changes between two full decodes")
+
+
+# ---------------------------------------------------------------------------- entry point
+
+
+def sample_frames(path: Path, settings: FrameSettings | None = None) -> VideoFrames:
+    """Decode ``settings.num_frames`` uniformly spaced frames of ``path`` exactly (see module doc)."""
+    path = Path(path)
+    settings = settings or FrameSettings()
+    container, stream = _open(path)
+    reason: str | None = None
+    total_hint: int | None = None
+    try:
+        tb = stream.time_base or Fraction(1, 1)
+        fps = _fps(stream)
+        tl = _scan(container, stream)
+        reason = tl.problem()
+        if reason is None and stream.codec_context.codec.intra_only is False and all(tl.key) and len(tl.key) > 1:
+            reason = "every packet is flagged key frame"
+        if reason is None:
+            shown = tl.shown()
+            total_hint = len(shown)
+            if not shown:
+                raise VideoError(f"{path}: has no frames to show")
+            indices = uniform_indices(len(shown), settings.num_frames)
+            targets = [shown[i] for i in indices]
+            cc = stream.codec_context
+            enc = _Encoder(settings, cc.width, cc.height, stream.sample_aspect_ratio)
+            try:
+                got = _decode_targets(container, stream, tl, targets, enc)
+            except _Fallback as e:
+                reason = str(e)
+            else:
+                return VideoFrames(
+                    video=path,
+                    settings=settings,
+                    indices=indices,
+                    timestamps=[float((t - shown[0]) * tb) for t in targets],
+                    width=enc.width,
+                    height=enc.height,
+                    source_width=enc.source_width,
+                    source_height=enc.source_height,
+                    total_frames=len(shown),
+                    duration_s=_duration_s(shown, tl, tb, fps),
+                    jpegs=[got[t] for t in targets],
+                )
+    except VideoError:
+        raise
+    except Exception as e:
+        raise VideoError(f"{path}: cannot decode ({_why(e)})") from e
+    finally:
+        container.close()
+
+    log.warning("%s: exact seeking not possible (%s); decoding sequentially", path, reason)
+    indices, times, jpegs, total, duration, (w, h, sw, sh) = _sequential(path, settings, total_hint)
+    return VideoFrames(
+        video=path,
+        settings=settings,
+        indices=indices,
+        timestamps=times,
+        width=w,
+        height=h,
+        source_width=sw,
+        source_height=sh,
+        total_frames=total,
+        duration_s=duration,
+        jpegs=jpegs,
+    )
+
+
+def reference_frames(path: Path) -> Iterator[VideoFrame]:
+    """Every frame of a full sequential decode (the definition of frame indices; for tests)."""
+    container, stream = _open(Path(path))
+    try:
+        yield from _decode_all(container, stream)
+    finally:
+        container.close()
+
+
+def encode_frame(frame: VideoFrame, settings: FrameSettings, sar: Fraction | None = None) -> bytes:
+    """Resize and JPEG-encode one decoded frame exactly as :func:`sample_frames` does."""
+    return _Encoder(settings, frame.width, frame.height, sar)(frame)
+
+
+__all__ = [
+    "FrameSettings",
+    "VideoError",
+    "VideoFrames",
+    "VideoInfo",
+    "encode_frame",
+    "probe",
+    "reference_frames",
+    "sample_frames",
+    "uniform_indices",
+]
+
