@@ -229,3 +229,13 @@ def test_video_shorter_than_frames(tmp_path: Path) -> None:
         evaluate(cfg_for(root, tmp_path / "run", srv.url, tmp_path / "cache", frames=128, judge="offline"))
     per_video = {r["images"] for r in model_requests(srv.state)}
     assert per_video == {3, 24}  # every frame of the short video; 24 of 24 for the other
+
+
+def test_frames_as_one_video_part_for_vllm_servers(dataset: Path, tmp_path: Path) -> None:
+    with LoopbackServer() as srv:
+        evaluate(cfg_for(dataset, tmp_path / "run", srv.url, tmp_path / "cache", judge="offline", limit=1,
+                         model_settings={"base_url": srv.url, "extra": {"video_part": True}}))
+    reqs = model_requests(srv.state)
+    assert reqs and all(r["images"] == 4 for r in reqs)
+    parts = reqs[0]["body"]["messages"][0]["content"]
+    assert [p["type"] for p in parts] == ["video_url", "text"]

@@ -61,6 +61,10 @@ def _text_and_images(body: dict[str, Any]) -> tuple[str, int]:
         for part in content or []:
             if part.get("type") == "image_url":
                 n_img += 1
+            elif part.get("type") == "video_url":  # vLLM style: data:video/jpeg;base64,<jpeg>,<jpeg>,...
+                url = part["video_url"]["url"]
+                assert url.startswith("data:video/jpeg;base64,")
+                n_img += len(url.split(",")) - 1
             elif part.get("type") == "text":
                 text = part["text"]
     return text, n_img

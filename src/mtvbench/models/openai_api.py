@@ -2,7 +2,8 @@
 
 This covers OpenAI itself, vLLM and SGLang servers, Doubao (Volcengine Ark), DashScope and
 others: point ``--model-base-url`` (or ``OPENAI_BASE_URL``) at the server. Frames go as
-base64 JPEG ``image_url`` parts followed by the text prompt. The key is read from the
+base64 JPEG ``image_url`` parts followed by the text prompt (``--model-option video_part=true``
+sends them as one video part instead, for vLLM servers). The key is read from the
 environment variable named by ``api_key_env`` (default ``OPENAI_API_KEY``) and is never
 stored.
 """
@@ -39,10 +40,16 @@ def resolve_api_key(api_key_env: str | None, base_url: str | None) -> str:
     raise MissingKeyError(f"no API key: set the environment variable {env}")
 
 
-def build_messages(request: GenerationRequest, system: str | None = None) -> list[dict[str, Any]]:
-    """Frames as JPEG image parts, then the prompt; ``request.system`` or ``system`` first."""
+def build_messages(request: GenerationRequest, system: str | None = None, video_part: bool = False
+                   ) -> list[dict[str, Any]]:
+    """Frames as JPEG image parts (or, with ``video_part``, one ``video_url`` part holding the
+    comma-joined base64 JPEG frames as ``data:video/jpeg``, which vLLM's OpenAI server reads
+    as one video), then the prompt; ``request.system`` or ``system`` first."""
     content: list[dict[str, Any]] = []
-    if request.frames is not None:
+    if request.frames is not None and video_part:
+        url = "data:video/jpeg;base64," + ",".join(request.frames.b64())
+        content.append({"type": "video_url", "video_url": {"url": url}})
+    elif request.frames is not None:
         for b64 in request.frames.b64():
             content.append({"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{b64}"}})
     content.append({"type": "text", "text": request.prompt})
@@ -72,7 +79,8 @@ class OpenAIBackend:
 
     def _params(self, request: GenerationRequest) -> dict[str, Any]:
         o = self.options
-        params: dict[str, Any] = {"model": self.model, "messages": build_messages(request, o.system)}
+        messages = build_messages(request, o.system, video_part=bool(o.extra.get("video_part", False)))
+        params: dict[str, Any] = {"model": self.model, "messages": messages}
         max_tokens = request.max_tokens or o.max_tokens
         if max_tokens:
             params["max_tokens"] = max_tokens
