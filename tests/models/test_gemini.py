@@ -186,3 +186,23 @@ def test_missing_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
         create_backend("gemini:gemini-2.5-pro")
     monkeypatch.setenv("GOOGLE_API_KEY", "k")
     assert create_backend("gemini:gemini-2.5-pro").name == "gemini:gemini-2.5-pro"
+
+
+def test_mtvbench_run_on_bundled_sample_uploads_each_video_once(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from mtvbench.cli import app
+    from mtvbench.data.sample import materialize
+
+    data = materialize(tmp_path / "sample")
+    with GeminiServer() as srv:
+        res = CliRunner().invoke(app, [
+            "run", "--data", str(data), "--model", "gemini:gemini-test", "--judge", "offline",
+            "--out", str(tmp_path / "run"), "--model-base-url", srv.url, "--model-api-key-env", KEY_ENV,
+            "--model-option", "input=upload", "--model-option", "upload_poll_s=0.01", "--frames", "8",
+            "--judge-runs", "1", "--cache-dir", str(tmp_path / "cache"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    n_videos = len(list((data / "videos").glob("*.mp4")))
+    assert srv.state.counters["uploads"] == n_videos  # one upload per video for every turn of the run
+    s = json.loads((tmp_path / "run" / "scores.json").read_text())
+    assert s["complete"] and s["counts"]["scored_turns"] == len(srv.state.requests)
