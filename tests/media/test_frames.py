@@ -196,6 +196,46 @@ def test_exact_vs_full_decode(videos: dict[str, Path], kind: str, num: int, no_f
         assert ref_jpegs[vf.indices[1]] != ref_jpegs[vf.indices[1] - 1]
 
 
+@pytest.mark.parametrize("workers", ["1", "3"])
+@pytest.mark.parametrize("kind", ["cfr", "edit_list_open_gop", "mkv_ntsc"])
+def test_exact_with_any_worker_count(
+    videos: dict[str, Path], kind: str, workers: str, monkeypatch: pytest.MonkeyPatch, no_fallback: None
+) -> None:
+    monkeypatch.setenv("MTVBENCH_DECODE_WORKERS", workers)
+    settings = FrameSettings(num_frames=11, max_side=96)
+    ref_jpegs, _ = reference(videos[kind], settings)
+    vf = sample_frames(videos[kind], settings)
+    assert vf.jpegs == [ref_jpegs[i] for i in vf.indices]
+
+
+def test_decodes_only_up_to_each_runs_last_target(videos: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every packet fed lies between a run's key frame and its last target; none twice."""
+    path = videos["open_gop"]
+    monkeypatch.setenv("MTVBENCH_DECODE_WORKERS", "1")
+    fed: list[int] = []
+    real = fr._decode
+
+    def spy(stream: object, packet: av.Packet | None) -> list:
+        if packet is not None:
+            fed.append(packet.pts)
+        return real(stream, packet)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fr, "_decode", spy)
+    settings = FrameSettings(num_frames=6, max_side=32)
+    sample_frames(path, settings)
+    container, stream = fr._open(path)
+    tl = fr._scan(container, stream)
+    container.close()
+    pos = {p: i for i, p in enumerate(tl.pts)}
+    shown = tl.shown()
+    targets = [shown[i] for i in uniform_indices(len(shown), 6)]
+    starts = fr._start_keyframes(tl, targets, pos)
+    runs = fr._plan_runs(targets, pos, starts)
+    allowed = [i for run in runs for i in range(starts[run[0]], max(pos[t] for t in run) + 1)]
+    assert sorted(pos[p] for p in fed) == sorted(allowed)
+    assert len(runs) > 1 and len(fed) < len(tl.pts)
+
+
 def test_edit_list_counts_only_shown_frames(videos: dict[str, Path]) -> None:
     path = videos["edit_list"]
     cut = sample_frames(path, FrameSettings(num_frames=1000, max_side=None))
@@ -272,6 +312,9 @@ def test_pydantic_field_keeps_the_object(cfr_video: Path) -> None:
     vf.b64()
     req = Request(frames=vf)
     assert req.frames is vf and req.frames.b64() is vf.b64()
+    from mtvbench.models.base import GenerationRequest
+
+    assert GenerationRequest(id="x", prompt="p", frames=vf).frames is vf
 
 
 def test_probe(videos: dict[str, Path]) -> None:
@@ -314,6 +357,20 @@ def test_bad_file_raises_video_error(bad_files: dict[str, Path], kind: str) -> N
     assert str(path) in str(err.value)
     with pytest.raises(VideoError, match=str(path.name)):
         probe(path)
+
+
+def test_truncated_download_gives_the_frames_that_exist(tmp_path: Path) -> None:
+    from videogen import write_video
+
+    full = write_video(tmp_path / "full.mp4", 96, faststart=True)
+    cut = tmp_path / "partial.mp4"
+    data = full.read_bytes()
+    cut.write_bytes(data[: int(len(data) * 0.6)])  # index says 96 frames, the data stops early
+    settings = FrameSettings(num_frames=8, max_side=64)
+    vf = sample_frames(cut, settings)
+    ref_jpegs, _ = reference(cut, settings)
+    assert 10 < vf.total_frames == len(ref_jpegs) < 96
+    assert vf.jpegs == [ref_jpegs[i] for i in vf.indices]
 
 
 def test_corrupt_packets_never_leak_av_errors(tmp_path: Path, cfr_video: Path) -> None:

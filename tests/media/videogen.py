@@ -44,15 +44,18 @@ def write_video(
     bframes: int = 2,
     open_gop: bool = False,
     codec: str = "libx264",
+    faststart: bool = False,
 ) -> Path:
-    """Encode ``n`` pattern frames. ``pts`` (in ``time_base``) makes a variable frame rate file."""
+    """Encode ``n`` pattern frames. ``pts`` (in ``time_base``) makes a variable frame rate file;
+    ``faststart`` puts the MP4 index first (so a truncated file still opens)."""
     width, height = size
     rate = Fraction(rate)
     tb = time_base or 1 / rate
     if pts is None:
         step = 1 / (rate * tb)
         pts = [round(i * step) for i in range(n)]
-    with av.open(str(path), "w") as out:
+    options = {"movflags": "faststart"} if faststart else {}
+    with av.open(str(path), "w", options=options) as out:
         stream = out.add_stream(codec, rate=rate)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.time_base = tb

@@ -1,8 +1,8 @@
 """Exact uniform frame sampling with PyAV.
 
 "Frame ``i``" is the ``i``-th frame that a full sequential decode
-(``for f in container.decode(stream)``) yields, in presentation order (packets the decoder
-rejects as invalid data are skipped, as the ffmpeg tool does). Sampling never
+(``for f in container.decode(stream)``) yields, in presentation order (like the ffmpeg
+tool, packets the decoder rejects are skipped and reading stops at a read error). Sampling never
 returns a nearby key frame instead: it is exact on variable frame rate files, on time
 bases that are not ``1/fps`` and on MP4 edit lists (packets flagged *discard*, which the
 decoder drops, are not counted as frames).
@@ -13,12 +13,14 @@ How it stays fast (:func:`sample_frames`):
    sorted pts of the packets that are not discarded. ``i`` maps to ``timeline[i]``.
 2. For each target pts, find the last key frame (in decode order) at or before the
    target's packet whose pts is not after the target.
-3. Seek to that key frame and decode forward only until the target comes out; several
-   targets in one GOP share one run, a run never seeks backwards and never decodes past
-   the last target. Packets that are not targets are decoded with
-   ``skip_frame=NONREF``: frames nothing refers to are skipped, which cannot change
-   any other frame.
-4. Each target is resized by swscale (bicubic) and encoded to JPEG once.
+3. Group the targets into runs (several targets in one GOP share one run). A run seeks
+   to its key frame, feeds packets up to its last target and then drains the decoder,
+   so nothing after the last target is decoded. Packets that are not targets are
+   decoded with ``skip_frame=NONREF``: frames nothing refers to are skipped, which
+   cannot change any other frame.
+4. Worker threads (one per CPU, at most :data:`MAX_WORKERS`), each with its own
+   container and single-threaded decoder, take runs from a shared queue.
+5. Each target is resized by swscale (bicubic) and encoded to JPEG once.
 
 If the timeline cannot be trusted (packets without pts, duplicate pts, no usable key
 frames) or a target does not come out, the sampler falls back to a plain sequential
@@ -30,8 +32,12 @@ from __future__ import annotations
 import base64
 import io
 import logging
+import os
+import queue
+import threading
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -54,10 +60,10 @@ log = logging.getLogger(__name__)
 INTERPOLATION = "BICUBIC"
 #: Decode non-target packets with ``skip_frame=NONREF`` (exact: skipped frames are unreferenced).
 SKIP_NONREF = True
+#: At most this many decoder threads work on one video (env ``MTVBENCH_DECODE_WORKERS`` overrides).
+MAX_WORKERS = 4
 #: FFmpeg "video" codecs that render text files (any .txt opens as ``tty``/``ansi``).
 _TEXT_CODECS = frozenset({"ansi", "bintext", "xbin", "idf"})
-#: Packets fed past a target's own packet before we decide the decoder dropped it.
-_MAX_LOOKAHEAD = 64
 
 
 class FrameSettings(BaseModel):
@@ -223,6 +229,15 @@ class _Timeline:
         """Sorted pts of the frames a full decode shows (packets not flagged discard)."""
         return sorted(p for p, d in zip(self.pts, self.discard, strict=True) if p is not None and not d)
 
+    def earliest(self) -> int:
+        """The smallest timestamp (dts, else pts): seeking there lands on the first packet."""
+        memo = self.__dict__.get("_earliest")
+        if memo is None:
+            stamps = (d if d is not None else p for d, p in zip(self.dts, self.pts, strict=True))
+            memo = min(x for x in stamps if x is not None)
+            self.__dict__["_earliest"] = memo
+        return memo
+
     def problem(self) -> str | None:
         """Why the seek-based path cannot be used, or ``None``."""
         if not self.pts:
@@ -236,9 +251,23 @@ class _Timeline:
         return None
 
 
+def _demux(container: InputContainer, stream: VideoStream) -> Iterator[av.Packet]:
+    """``container.demux(stream)`` that ends, with a warning, at a read error (like ffmpeg does)."""
+    packets = container.demux(stream)
+    while True:
+        try:
+            pkt = next(packets)
+        except StopIteration:
+            return
+        except av.FFmpegError as e:
+            log.warning("%s: stopped reading at an error: %s", container.name, e)
+            return
+        yield pkt
+
+
 def _scan(container: InputContainer, stream: VideoStream) -> _Timeline:
     tl = _Timeline()
-    for pkt in container.demux(stream):
+    for pkt in _demux(container, stream):
         if pkt.size == 0:  # the demuxer's final flush packet
             continue
         tl.pts.append(pkt.pts)
@@ -351,9 +380,13 @@ def _decode(stream: VideoStream, packet: av.Packet | None) -> list[VideoFrame]:
 
 
 def _decode_all(container: InputContainer, stream: VideoStream) -> Iterator[VideoFrame]:
-    """``container.decode(stream)``, skipping undecodable packets."""
-    for packet in container.demux(stream):
+    """``container.decode(stream)``, skipping undecodable packets and stopping at read errors."""
+    drained = False
+    for packet in _demux(container, stream):
+        drained = packet.size == 0  # the demuxer's last packet flushes the decoder
         yield from _decode(stream, packet)
+    if not drained:
+        yield from _decode(stream, None)
 
 
 class _Fallback(Exception):
@@ -381,11 +414,10 @@ def _packets_from(
 ) -> Iterator[tuple[int, av.Packet]]:
     """Seek so that the next packet yielded is packet ``k`` (a key frame), then go on in order."""
     ts = tl.dts[k] if tl.dts[k] is not None else tl.pts[k]
-    earliest = min((d if d is not None else p) for d, p in zip(tl.dts, tl.pts, strict=True))  # type: ignore[type-var]
-    for attempt in (ts, earliest):
+    for attempt in (ts, tl.earliest()):
         container.seek(attempt, stream=stream, backward=True, any_frame=False)
         started = False
-        for pkt in container.demux(stream):
+        for pkt in _demux(container, stream):
             if pkt.size == 0:
                 continue
             i = pos.get(pkt.pts) if pkt.pts is not None else None
@@ -405,20 +437,43 @@ def _packets_from(
     raise _Fallback(f"could not seek to key frame packet {k}")
 
 
-def _decode_targets(
+def _plan_runs(targets: list[int], pos: dict[int, int], starts: dict[int, int]) -> list[list[int]]:
+    """Group sorted targets into runs: one seek each, then decoding forward only.
+
+    A target joins the current run when its key frame lies inside the run (the run's
+    decoder has already been there), so one GOP is decoded once for all its targets.
+    """
+    runs: list[list[int]] = []
+    run_start = last = -1
+    for t in targets:
+        k = starts[t]
+        if not runs or k < run_start or k > last:
+            runs.append([t])
+            run_start, last = k, pos[t]
+        else:
+            runs[-1].append(t)
+            last = max(last, pos[t])
+    return runs
+
+
+def _decode_run(
     container: InputContainer,
     stream: VideoStream,
     tl: _Timeline,
-    targets: list[int],
+    pos: dict[int, int],
+    k: int,
+    run: list[int],
     convert: Callable[[VideoFrame], bytes],
-) -> dict[int, bytes]:
-    """Decode the frames whose pts are ``targets`` (sorted); pts -> JPEG."""
-    pos = {p: i for i, p in enumerate(tl.pts) if p is not None}
-    starts = _start_keyframes(tl, targets, pos)
-    want = set(targets)
-    got: dict[int, bytes] = {}
+    got: dict[int, bytes],
+) -> None:
+    """Seek to key frame packet ``k``, feed packets up to the run's last target, then drain.
+
+    Draining (instead of feeding more packets until the decoder's reorder delay releases
+    the target) means no packet after the last target is ever decoded.
+    """
+    want = set(run)
+    last = max(pos[t] for t in run)
     cc = stream.codec_context
-    skip = SKIP_NONREF
 
     def take(frames: list[VideoFrame]) -> None:
         for f in frames:
@@ -427,31 +482,93 @@ def _decode_targets(
                     raise _Fallback(f"frame at pts {f.pts} decoded as corrupt")
                 got[f.pts] = convert(f)
 
-    packets: Iterator[tuple[int, av.Packet]] | None = None
-    run_start = fed = -1
-    for t in targets:
-        if t in got:
-            continue
-        k = starts[t]
-        if packets is None or k < run_start or k > fed:
-            packets = _packets_from(container, stream, tl, pos, k)
-            run_start, fed = k, k - 1
-        limit = pos[t] + _MAX_LOOKAHEAD
-        for i, pkt in packets:
-            fed = i
-            if skip:
+    try:
+        for i, pkt in _packets_from(container, stream, tl, pos, k):
+            if SKIP_NONREF:
                 cc.skip_frame = "DEFAULT" if pkt.pts in want else "NONREF"
             take(_decode(stream, pkt))
-            if t in got or i > limit:
+            if i >= last:
                 break
-        else:  # end of file: drain the decoder; later targets need a new seek
-            cc.skip_frame = "DEFAULT"
-            take(_decode(stream, None))
-            packets = None
-        if t not in got:
-            raise _Fallback(f"frame at pts {t} did not come out of the decoder")
-    cc.skip_frame = "DEFAULT"
+    finally:
+        cc.skip_frame = "DEFAULT"
+    take(_decode(stream, None))  # the next run seeks, which resets the drained decoder
+    missing = want.difference(got)
+    if missing:
+        raise _Fallback(f"frame at pts {min(missing)} did not come out of the decoder")
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _workers() -> int:
+    env = os.environ.get("MTVBENCH_DECODE_WORKERS", "")
+    return max(1, int(env)) if env.isdigit() else min(_cpus(), MAX_WORKERS)
+
+
+def _decode_worker(
+    path: Path,
+    tl: _Timeline,
+    pos: dict[int, int],
+    starts: dict[int, int],
+    todo: queue.SimpleQueue[list[int]],
+    enc: _Encoder,
+    threads: int,
+    failed: threading.Event,
+) -> dict[int, bytes]:
+    """Take runs from ``todo`` until it is empty; own container and decoder (``threads``: 0 = auto)."""
+    container, stream = _open(path)
+    got: dict[int, bytes] = {}
+    try:
+        if threads == 1:
+            stream.thread_type = "NONE"  # type: ignore[assignment]
+        stream.codec_context.thread_count = threads
+        while not failed.is_set():
+            try:
+                run = todo.get_nowait()
+            except queue.Empty:
+                break
+            _decode_run(container, stream, tl, pos, starts[run[0]], run, enc, got)
+    except BaseException:
+        failed.set()  # the other workers stop too: the caller falls back or raises
+        raise
+    finally:
+        container.close()
     return got
+
+
+def _decode_parallel(
+    path: Path, tl: _Timeline, targets: list[int], settings: FrameSettings, size: tuple[int, int, Fraction | None]
+) -> tuple[dict[int, bytes], _Encoder]:
+    """Decode the targets (pts -> JPEG); runs are shared out to worker threads.
+
+    Each worker has its own container and a single-threaded decoder and takes the next run
+    when it is done with one (PyAV releases the GIL while decoding). On few CPUs this
+    scales better than FFmpeg's frame threads, which gain little on packets skipped as
+    non-reference and restart at every seek.
+    """
+    pos = {p: i for i, p in enumerate(tl.pts) if p is not None}
+    starts = _start_keyframes(tl, targets, pos)
+    runs = _plan_runs(targets, pos, starts)
+    todo: queue.SimpleQueue[list[int]] = queue.SimpleQueue()
+    for run in runs:
+        todo.put(run)
+    src_w, src_h, sar = size
+    workers = min(_workers(), len(runs)) if src_w and src_h else 1
+    encoders = [_Encoder(settings, src_w, src_h, sar) for _ in range(workers)]
+    failed = threading.Event()
+    if workers == 1:
+        return _decode_worker(path, tl, pos, starts, todo, encoders[0], 0, failed), encoders[0]
+    threads = max(1, _cpus() // workers)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mtvbench-decode") as pool:
+        futures = [pool.submit(_decode_worker, path, tl, pos, starts, todo, e, threads, failed) for e in encoders]
+        got: dict[int, bytes] = {}
+        for f in futures:
+            got.update(f.result())
+    return got, encoders[0]
 
 
 # ---------------------------------------------------------------------------- fallback
@@ -529,10 +646,10 @@ def sample_frames(path: Path, settings: FrameSettings | None = None) -> VideoFra
                 raise VideoError(f"{path}: has no frames to show")
             indices = uniform_indices(len(shown), settings.num_frames)
             targets = [shown[i] for i in indices]
-            cc = stream.codec_context
-            enc = _Encoder(settings, cc.width, cc.height, stream.sample_aspect_ratio)
+            size = (stream.codec_context.width, stream.codec_context.height, stream.sample_aspect_ratio)
+            container.close()  # the workers open their own
             try:
-                got = _decode_targets(container, stream, tl, targets, enc)
+                got, enc = _decode_parallel(path, tl, targets, settings, size)
             except _Fallback as e:
                 reason = str(e)
             else:
