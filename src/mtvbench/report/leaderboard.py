@@ -80,23 +80,29 @@ def column_ranks(rows: Sequence[tuple[str, Scores]], digits: int = 2) -> list[li
     return out
 
 
+def marked_cells(s: Scores, ranks: list[int | None], marks: tuple[str, str], ci_format: str | None,
+                 missing: str | None = None) -> list[str]:
+    """One row's cells: ``marks`` (format strings) wrap the best / second value; ``ci_format``
+    (two ``{}``) appends the 95% CI when given."""
+    cells = []
+    for j, (v, key) in enumerate(zip(row_values(s), CI_KEYS)):
+        txt = missing if v is None and missing is not None else fmt(v)
+        if ranks[j] in (1, 2):
+            txt = marks[ranks[j] - 1].format(txt)
+        c = s.ci95.get(key)
+        if ci_format and c is not None and v is not None:
+            txt += ci_format.format(fmt(c[0]), fmt(c[1]))
+        cells.append(txt)
+    return cells
+
+
 def leaderboard_markdown_marked(rows: Sequence[tuple[str, Scores]], ci: bool = True) -> str:
     """Table 2 layout in Markdown: best **bold**, second <u>underlined</u>, CI under each value."""
     ordered = _ordered(rows)
     ranks = column_ranks(ordered)
     lines = ["| Model | " + " | ".join(COLUMNS) + " |", "|---" + "|---:" * len(COLUMNS) + "|"]
     for (name, s), rk in zip(ordered, ranks):
-        cells = []
-        for j, (v, key) in enumerate(zip(row_values(s), CI_KEYS)):
-            txt = fmt(v)
-            if rk[j] == 1:
-                txt = f"**{txt}**"
-            elif rk[j] == 2:
-                txt = f"<u>{txt}</u>"
-            c = s.ci95.get(key)
-            if ci and c is not None and v is not None:
-                txt += f" [{fmt(c[0])}, {fmt(c[1])}]"
-            cells.append(txt)
+        cells = marked_cells(s, rk, ("**{}**", "<u>{}</u>"), " [{}, {}]" if ci else None)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", "Best in **bold**, second <u>underlined</u>; [lo, hi] = 95% bootstrap CI over dialogues."]
     return "\n".join(lines) + "\n"
@@ -154,17 +160,8 @@ def leaderboard_latex(rows: Sequence[tuple[str, Scores]], ci: bool = True,
              r"\cmidrule(lr){3-5}\cmidrule(lr){6-8}",
              "Model & " + " & ".join(latex_escape(c) for c in COLUMNS) + r" \\", r"\midrule"]
     for (name, s), rk in zip(ordered, ranks):
-        cells = []
-        for j, (v, key) in enumerate(zip(row_values(s), CI_KEYS)):
-            txt = "--" if v is None else fmt(v)
-            if rk[j] == 1:
-                txt = rf"\textbf{{{txt}}}"
-            elif rk[j] == 2:
-                txt = rf"\underline{{{txt}}}"
-            c = s.ci95.get(key)
-            if ci and c is not None and v is not None:
-                txt += rf" {{\scriptsize [{fmt(c[0])}, {fmt(c[1])}]}}"
-            cells.append(txt)
+        cells = marked_cells(s, rk, (r"\textbf{{{}}}", r"\underline{{{}}}"),
+                             r" {{\scriptsize [{}, {}]}}" if ci else None, missing="--")
         lines.append(latex_escape(name) + " & " + " & ".join(cells) + r" \\")
     note = " The best and second-best values are in bold and underlined."
     if ci:
