@@ -51,7 +51,7 @@ class RunConfig(BaseModel):
     seed: int = 0
     bootstrap: int = Field(1000, ge=0)
     model_settings: RoleSettings = Field(default_factory=RoleSettings)
-    judge_settings: RoleSettings = Field(default_factory=lambda: RoleSettings(max_tokens=512))
+    judge_settings: RoleSettings = Field(default_factory=RoleSettings)
 
     @field_validator("frame_size", mode="before")
     @classmethod
