@@ -45,6 +45,9 @@ class RunConfig(BaseModel):
     judge_runs: int = Field(3, ge=1)
     judge_max_attempts: int = Field(3, ge=1)
     concurrency: int = Field(16, ge=1)
+    #: videos whose frames are held (and whose turns run) at once; raise it to give a local
+    #: engine (hf/vllm) bigger batches across videos, at the cost of memory
+    videos_in_flight: int = Field(2, ge=1)
     judge_concurrency: int | None = None
     limit: int | None = Field(None, ge=1)
     cache_dir: Path | None = None

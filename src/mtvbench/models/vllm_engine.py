@@ -26,6 +26,7 @@ The conversion of a request into the engine's input is plain functions
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -139,6 +140,7 @@ class VLLMBackend:
         self.vllm = vllm
         self.llm = vllm.LLM(**engine_kwargs(checkpoint, options))
         self.template_kwargs = dict(options.extra.get("chat_template_kwargs", {}))
+        self._lock = threading.Lock()
         self._processor: Any = None
 
     def _prompt_text(self, request: GenerationRequest) -> str:
@@ -184,8 +186,12 @@ class VLLMBackend:
                                             usage=usage, latency_s=latency))
         return results
 
+    def _run_locked(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        with self._lock:  # one engine, not thread-safe: batches of videos in flight take turns
+            return self._run_sync(requests)
+
     async def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        return await asyncio.to_thread(self._run_sync, list(requests))
+        return await asyncio.to_thread(self._run_locked, list(requests))
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         return (await self.generate_batch([request]))[0]

@@ -3,7 +3,7 @@ arrive, every result committed to the run store the moment it exists.
 
 Work is grouped by video so that each video is decoded (or read from the frame cache) once
 and its encoded payload is reused by every turn of every dialogue of that video; at most
-``VIDEOS_IN_FLIGHT`` videos hold frames in memory at a time. Within a video the rounds run
+``videos_in_flight`` videos hold frames in memory at a time. Within a video the rounds run
 in *waves*: in golden/none context one wave holds every pending round (all independent); in
 self context wave *i* holds the *i*-th pending round of each dialogue, so a dialogue's
 rounds stay in order while dialogues still run side by side (and batch, for local backends).
@@ -25,7 +25,6 @@ from mtvbench.models.base import GenerationRequest, GenerationResult, ModelBacke
 from mtvbench.run.plan import build_request, rounds_to_call
 from mtvbench.run.store import RunStore
 
-VIDEOS_IN_FLIGHT = 2
 #: abort when this many calls in a row failed and none succeeded yet (bad key, wrong URL, ...)
 ABORT_AFTER_FAILURES = 8
 
@@ -71,7 +70,7 @@ class Runner:
         self.summary = RunSummary()
         self.call_sem = asyncio.Semaphore(cfg.concurrency)
         self.judge_sem = asyncio.Semaphore(cfg.judge_concurrency or cfg.concurrency)
-        self.video_sem = asyncio.Semaphore(VIDEOS_IN_FLIGHT)
+        self.video_sem = asyncio.Semaphore(cfg.videos_in_flight)
         self.judge_tasks: set[asyncio.Task[None]] = set()
         self.answers: dict[str, str] = {}
         self._failures_in_row = 0
