@@ -12,6 +12,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
@@ -36,7 +37,7 @@ T = TypeVar("T")
 
 
 def fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
     raise typer.Exit(code)
 
 
@@ -74,7 +75,7 @@ def _progress_bar(quiet: bool) -> RichProgress:
 def _print_problems(problems: list[Problem]) -> None:
     for p in problems:
         style = "red" if p.level == "error" else "yellow"
-        err_console.print(f"[{style}]{p.render()}[/]", highlight=False)
+        err_console.print(f"[{style}]{escape(p.render())}[/]", highlight=False)
 
 
 @app.command()
@@ -112,7 +113,7 @@ def _run_with_progress(fn: Callable[[Progress], T], quiet: bool) -> T:
 
 def _summarise(summary: RunSummary) -> None:
     for video, msg in summary.failed_videos.items():
-        err_console.print(f"[red]video failed[/] {video}: {msg}", highlight=False)
+        err_console.print(f"[red]video failed[/] {escape(video)}: {escape(msg)}", highlight=False)
     if summary.call_errors or summary.pending_turns or summary.judge_errors:
         err_console.print(
             f"[yellow]incomplete[/]: {summary.call_errors} model calls failed, {summary.pending_turns} turns "

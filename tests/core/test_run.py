@@ -239,3 +239,21 @@ def test_frames_as_one_video_part_for_vllm_servers(dataset: Path, tmp_path: Path
     assert reqs and all(r["images"] == 4 for r in reqs)
     parts = reqs[0]["body"]["messages"][0]["content"]
     assert [p["type"] for p in parts] == ["video_url", "text"]
+
+
+def test_rejected_key_aborts_cleanly_and_is_not_stored(dataset: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-live-ABCDEF0123456789"
+    monkeypatch.setenv("MY_MODEL_KEY", secret)
+    with LoopbackServer(ServerState(unauthorized=True)) as srv:
+        res = CliRunner().invoke(app, ["run", "--data", str(dataset), "--model", "openai:m", "--judge", "offline",
+                                       "--out", str(tmp_path / "run"), "--model-base-url", srv.url,
+                                       "--model-api-key-env", "MY_MODEL_KEY", "--frames", "4", "--concurrency", "1",
+                                       "--cache-dir", str(tmp_path / "c"), "--quiet"])
+    assert res.exit_code == 2 and "failed 8 calls in a row" in res.output and "HTTP 401" in res.output
+    assert "Incorrect API key provided: ***" in res.output
+    assert secret not in res.output and "Traceback" not in res.output
+    assert len(srv.state.requests) == 8  # stopped instead of hammering the server with a bad key
+    for f in (tmp_path / "run").rglob("*"):
+        if f.is_file():
+            assert secret.encode() not in f.read_bytes(), f

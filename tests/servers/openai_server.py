@@ -43,6 +43,7 @@ class ServerState:
     faults: Faults = field(default_factory=Faults)
     model_reply: Callable[[str, int], str] | None = None
     think: bool = False
+    unauthorized: bool = False  # 401 echoing the key, as some providers do
     requests: list[dict[str, Any]] = field(default_factory=list)
     attempts: Counter = field(default_factory=Counter)
     served_ok: Counter = field(default_factory=Counter)
@@ -117,6 +118,10 @@ class _Handler(BaseHTTPRequestHandler):
             st.requests.append({"key": key, "judge": is_judge, "text": text, "images": n_img,
                                 "attempt": attempt, "body": body, "t": time.time()})
             st.auth_headers.append(self.headers.get("Authorization", ""))
+        if st.unauthorized:
+            key_used = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            self._send(401, {"error": {"message": f"Incorrect API key provided: {key_used}."}})
+            return
         f = st.faults
         first = attempt == 1
         if first and f.rate_limit_every and ordinal % f.rate_limit_every == 0:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mtvbench.media.frames import VideoFrames
 
@@ -47,6 +47,23 @@ class GenerationRequest(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET)", re.IGNORECASE)
+_KEYLIKE = re.compile(r"\b(sk|AIza|key)[-_][A-Za-z0-9*_\-]{8,}")
+
+
+def redact_secrets(text: str | None) -> str | None:
+    """Remove API keys from a message before it is stored or shown: the values of environment
+    variables named like keys/tokens/secrets, and key-shaped strings (``sk-...``)."""
+    if not text:
+        return text
+    import os
+
+    for name, value in os.environ.items():
+        if value and len(value) >= 8 and _SECRET_ENV.search(name) and value in text:
+            text = text.replace(value, "***")
+    return _KEYLIKE.sub("***", text)
+
+
 class GenerationResult(BaseModel):
     """What one call returned. ``text`` is what gets judged (after any ``</think>``)."""
 
@@ -58,6 +75,11 @@ class GenerationResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
     attempts: int = 1
+
+    @field_validator("error")
+    @classmethod
+    def _no_secrets(cls, v: str | None) -> str | None:
+        return redact_secrets(v)  # every backend's error text, before anything can store or print it
 
 
 _THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)

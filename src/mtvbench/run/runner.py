@@ -21,7 +21,13 @@ from mtvbench.data.schema import Benchmark, Dialogue, Round
 from mtvbench.judge.checklist import Judge
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import VideoError, VideoFrames
-from mtvbench.models.base import GenerationRequest, GenerationResult, ModelBackend, generate_many
+from mtvbench.models.base import (
+    GenerationRequest,
+    GenerationResult,
+    ModelBackend,
+    generate_many,
+    redact_secrets,
+)
 from mtvbench.run.plan import build_request, rounds_to_call
 from mtvbench.run.store import RunStore
 
@@ -128,7 +134,7 @@ class Runner:
             if not self._any_success and self._failures_in_row >= ABORT_AFTER_FAILURES:
                 self._abort = RunAborted(
                     f"the model backend failed {self._failures_in_row} calls in a row and none succeeded; "
-                    f"last error: {res.error}")
+                    f"last error: {redact_secrets(res.error)}")
             return False
         self._any_success = True
         self._failures_in_row = 0
@@ -147,20 +153,23 @@ class Runner:
     async def _call_wave(self, wave: list[tuple[_Pending, Round]], frames: VideoFrames | None) -> list[bool]:
         requests = [self._request(p, r, frames) for p, r in wave]
         batch_size = getattr(self.model, "batch_size", 0)
-        results: list[GenerationResult] = []
         if batch_size and hasattr(self.model, "generate_batch"):
+            ok: list[bool] = []
             for i in range(0, len(requests), batch_size):
+                chunk = list(zip(wave, requests))[i : i + batch_size]
                 async with self.call_sem:
-                    results.extend(await generate_many(self.model, requests[i : i + batch_size]))
-        else:
-            async def one(req: GenerationRequest) -> GenerationResult:
-                async with self.call_sem:
-                    if self._abort:
-                        return GenerationResult(outcome="error", error="run aborted")
-                    return await self.model.generate(req)
+                    results = await generate_many(self.model, [req for _, req in chunk])
+                ok += [self._record(p.dialogue, r, req.prompt, res) for ((p, r), req), res in zip(chunk, results)]
+            return ok
 
-            results = list(await asyncio.gather(*(one(r) for r in requests)))
-        return [self._record(p.dialogue, r, req.prompt, res) for (p, r), req, res in zip(wave, requests, results)]
+        async def one(item: tuple[_Pending, Round], req: GenerationRequest) -> bool:
+            async with self.call_sem:
+                if self._abort:  # not sent, not stored: asked on the next run
+                    return False
+                res = await self.model.generate(req)
+            return self._record(item[0].dialogue, item[1], req.prompt, res)  # stored as it arrives
+
+        return list(await asyncio.gather(*(one(item, req) for item, req in zip(wave, requests))))
 
     async def _video(self, video: str, pending: list[_Pending]) -> None:
         async with self.video_sem:

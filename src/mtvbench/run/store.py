@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mtvbench.judge.checklist import JudgeVerdict
-from mtvbench.models.base import GenerationResult
+from mtvbench.models.base import GenerationResult, redact_secrets
 
 #: response outcomes that are final (a resumed run does not ask again)
 FINAL_OUTCOMES = ("ok", "blocked", "empty")
@@ -80,7 +80,7 @@ class RunStore:
     def put_response(self, turn_id: str, prompt: str, res: GenerationResult) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (turn_id, prompt, res.text, res.raw_text, res.reasoning, res.outcome, res.error,
+            (turn_id, prompt, res.text, res.raw_text, res.reasoning, res.outcome, redact_secrets(res.error),
              res.usage.model_dump_json(), res.latency_s, res.attempts, time.time()),
         )
         self.db.commit()
@@ -103,7 +103,7 @@ class RunStore:
         self.db.execute(
             "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?)",
             (turn_id, v.run, v.status, json.dumps(v.verdicts) if v.verdicts is not None else None,
-             json.dumps(v.raw), v.attempts, v.error, time.time()),
+             json.dumps(v.raw), v.attempts, redact_secrets(v.error), time.time()),
         )
         self.db.commit()
 
