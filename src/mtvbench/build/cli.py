@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -176,11 +176,16 @@ def review_record(workspace: WS, item: Annotated[str, typer.Option("--id", help=
                   annotator: Annotated[str, typer.Option()],
                   decision: Annotated[str, typer.Option(help="accept|reject")],
                   note: Annotated[str, typer.Option()] = "") -> None:
+    _review_action(record_review, workspace, item, annotator, decision, note)
+
+
+def _review_action(action: Any, workspace: Path, item: str, who: str, decision: str, note: str) -> None:
+    """Record one annotator's or the senior's decision; bad input is one clear error."""
     if decision not in ("accept", "reject"):
         err.print("[bold red]error:[/] --decision must be accept or reject")
         raise typer.Exit(2)
     try:
-        status = record_review(Workspace(workspace), item, annotator, decision, note)  # type: ignore[arg-type]
+        status = action(Workspace(workspace), item, who, decision, note)
     except ReviewError as e:
         err.print(f"[bold red]error:[/] {e}")
         raise typer.Exit(2) from None
@@ -191,15 +196,7 @@ def review_record(workspace: WS, item: Annotated[str, typer.Option("--id", help=
 def review_adjudicate(workspace: WS, item: Annotated[str, typer.Option("--id")],
                       senior: Annotated[str, typer.Option()], decision: Annotated[str, typer.Option()],
                       note: Annotated[str, typer.Option()] = "") -> None:
-    if decision not in ("accept", "reject"):
-        err.print("[bold red]error:[/] --decision must be accept or reject")
-        raise typer.Exit(2)
-    try:
-        status = adjudicate(Workspace(workspace), item, senior, decision, note)  # type: ignore[arg-type]
-    except ReviewError as e:
-        err.print(f"[bold red]error:[/] {e}")
-        raise typer.Exit(2) from None
-    console.print(f"{item}: {status}")
+    _review_action(adjudicate, workspace, item, senior, decision, note)
 
 
 @review_app.command("status", help="List the review queue.")
