@@ -3,9 +3,9 @@
     python benchmarks/build.py                        # 2 videos x 60 s, 320x240, 25 fps, loopback server
     python benchmarks/build.py --seconds 120 --backend offline --width 640 --height 360
 
-Videos are synthetic (tests/build/synth.py: a hard cut every ``--scene-s`` seconds, a
+Videos are synthetic (tests/construct/synth.py: a hard cut every ``--scene-s`` seconds, a
 coloured object per scene, the same object colour recurring every other scene). LLM stages
-answer with the scripted replies of the tests (tests/build/scripts.py), either through the
+answer with the scripted replies of the tests (tests/construct/scripts.py), either through the
 real OpenAI-compatible loopback HTTP server (``loopback``: includes JPEG/base64/HTTP cost)
 or in process (``offline``: pipeline overhead only). Detection uses the tests' colour-blob
 detector (YOLO time is model- and hardware-specific and not measured here). Model latency
@@ -26,12 +26,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from tests.build import synth  # noqa: E402
-from tests.build.conftest import ColourBlobDetector  # noqa: E402
-from tests.build.scripts import Scripted  # noqa: E402
+from tests.construct import synth  # noqa: E402
+from tests.construct.conftest import ColourBlobDetector  # noqa: E402
+from tests.construct.scripts import Scripted  # noqa: E402
 
-from mtvbench.build.pipeline import ALL_STAGES, BuildConfig, Builder  # noqa: E402
-from mtvbench.build.workspace import Workspace  # noqa: E402
+from mtvbench.construct.pipeline import ALL_STAGES, BuildConfig, Builder  # noqa: E402
+from mtvbench.construct.workspace import Workspace  # noqa: E402
 from mtvbench.models.base import (  # noqa: E402
     BackendOptions,
     GenerationRequest,

@@ -12,14 +12,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from mtvbench.errors import ConfigError
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.base import BackendOptions
 
 ContextMode = Literal["golden", "self", "none"]
-
-
-class ConfigError(ValueError):
-    pass
 
 
 class RoleSettings(BackendOptions):

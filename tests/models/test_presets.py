@@ -10,9 +10,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from mtvbench.cli.models import models_command
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.base import UnknownModelError
-from mtvbench.models.cli import models_command
 from mtvbench.models.presets import get_preset, list_presets, resolve_model
 
 PAPER = Path("/work/shared/paper/MT-Video-Bench-paper.txt")

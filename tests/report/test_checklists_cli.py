@@ -4,7 +4,7 @@ import json
 
 from typer.testing import CliRunner
 
-from mtvbench.report.cli import app
+from mtvbench.cli import app
 from tests.conftest import make_dataset
 from tests.servers.openai_server import LoopbackServer, ServerState
 

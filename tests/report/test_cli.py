@@ -6,7 +6,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from mtvbench.report.cli import app
+from mtvbench.cli import app
 from tests.conftest import make_dataset
 from tests.report.runs import make_store_run
 

@@ -33,11 +33,12 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from mtvbench.data.schema import STEM_TO_TASK, Task, dialogue_id
+from mtvbench.errors import InputError, MtvbenchError
 
 Level = Literal["turn", "dialogue"]
 
 
-class AgreementError(ValueError):
+class AgreementError(MtvbenchError, ValueError):
     pass
 
 
@@ -148,7 +149,7 @@ def _item_key(v: Any) -> str:
 def load_human(path: Path) -> list[HumanRecord]:
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: human scores file not found")
+        raise InputError(f"{path}: human scores file not found")
     text = path.read_text(encoding="utf-8")
     if path.suffix.lower() == ".csv":
         raw = list(csv.DictReader(text.splitlines()))

@@ -29,11 +29,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from mtvbench.data.schema import Dialogue
+from mtvbench.errors import InputError, MissingExtraError, MtvbenchError
 
 log = logging.getLogger(__name__)
 
 
-class MetadataError(ValueError):
+class MetadataError(MtvbenchError, ValueError):
     pass
 
 
@@ -87,7 +88,7 @@ def load_metadata_file(path: Path) -> list[MetaRow]:
     ``video -> {event -> {...}}``."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: metadata file not found")
+        raise InputError(f"{path}: metadata file not found")
     text = path.read_text(encoding="utf-8")
     rows: list[MetaRow] = []
     if path.suffix.lower() == ".csv":
@@ -208,8 +209,7 @@ def detect_scene_count(video: Path, span: tuple[float, float] | None, settings: 
     try:
         from scenedetect import ContentDetector, detect
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("scene estimation needs PySceneDetect: pip install 'mtvbench[build]' "
-                          "(scenedetect, opencv-python-headless)") from e
+        raise MissingExtraError("scene estimation (PySceneDetect)", "build", "scenedetect") from e
     kwargs: dict[str, Any] = {"show_progress": False, "start_in_scene": True}
     if span is not None:
         kwargs["start_time"] = span[0]

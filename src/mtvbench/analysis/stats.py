@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mtvbench.data.schema import TASKS, Dialogue
+from mtvbench.errors import MissingExtraError
 
 MTLD_THRESHOLD = 0.72
 DIVERSITY_MEASURE = "MTLD (McCarthy & Jarvis 2010, threshold 0.72, forward/backward mean)"
@@ -75,7 +76,7 @@ def make_tokenizer(path: str | None = None) -> tuple[str, Callable[[str], int]]:
     try:
         from transformers import AutoTokenizer
     except ImportError as e:
-        raise ImportError("a Hugging Face tokenizer needs transformers: pip install 'mtvbench[hf]'") from e
+        raise MissingExtraError("a Hugging Face tokenizer", "hf", "transformers") from e
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return f"hf:{path}", lambda s: len(tok.encode(s, add_special_tokens=False))
 

@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mtvbench.data.schema import ChecklistItem
+from mtvbench.errors import MtvbenchError
 from mtvbench.models.base import GenerationRequest, ModelBackend
 from mtvbench.prompts.generation import render_checklist_prompt
 
@@ -47,7 +48,7 @@ _NOT_SELF_CONTAINED = re.compile(
 )
 
 
-class ChecklistError(RuntimeError):
+class ChecklistError(MtvbenchError):
     """No acceptable checklist after the allowed attempts; ``problems`` says what still fails."""
 
     def __init__(self, problems: list[str], items: list[ChecklistItem] | None = None):

@@ -25,6 +25,7 @@ from mtvbench.data.schema import (
     Task,
     is_model_turn,
 )
+from mtvbench.errors import MtvbenchError
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm", ".mov", ".avi")
 _ROUND = re.compile(r"^Round (\d+)$")
@@ -52,7 +53,7 @@ class Problem(BaseModel):
         return f"{self.level.upper()}: {' '.join(where)}: {self.message}"
 
 
-class DataError(Exception):
+class DataError(MtvbenchError):
     """Raised when a dataset has errors; ``problems`` lists every one."""
 
     def __init__(self, problems: list[Problem]):

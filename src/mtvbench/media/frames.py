@@ -48,6 +48,8 @@ import numpy as np
 from av.video.reformatter import VideoReformatter
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from mtvbench.errors import MtvbenchError
+
 if TYPE_CHECKING:
     from av.container import InputContainer
     from av.video.frame import VideoFrame
@@ -106,7 +108,7 @@ class FrameSettings(BaseModel):
         return max(1, round(w)), max(1, round(h))
 
 
-class VideoError(Exception):
+class VideoError(MtvbenchError):
     """A video could not be read; the message names the file and what is wrong."""
 
 

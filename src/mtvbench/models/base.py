@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mtvbench.errors import MtvbenchError
 from mtvbench.media.frames import VideoFrames
 
 Outcome = Literal["ok", "blocked", "empty", "error"]
@@ -150,11 +151,11 @@ def register_backend(prefix: str) -> Callable[[BackendFactory], BackendFactory]:
     return deco
 
 
-class UnknownModelError(ValueError):
+class UnknownModelError(MtvbenchError, ValueError):
     pass
 
 
-class MissingKeyError(RuntimeError):
+class MissingKeyError(MtvbenchError):
     """No API key in the environment for a backend that needs one."""
 
 

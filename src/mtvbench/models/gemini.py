@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from mtvbench.errors import ConfigError, MissingExtraError
 from mtvbench.models.base import (
     BackendOptions,
     GenerationRequest,
@@ -58,6 +59,7 @@ except ImportError as _e:  # pragma: no cover - exercised only without the extra
 else:
     _IMPORT_ERROR = None
 
+
 T = TypeVar("T")
 
 KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
@@ -70,8 +72,7 @@ SAFETY_CATEGORIES = ("HARM_CATEGORY_HARASSMENT", "HARM_CATEGORY_HATE_SPEECH", "H
 
 def _require_sdk() -> None:
     if _IMPORT_ERROR is not None:
-        raise ImportError("the gemini: backend needs the google-genai SDK: pip install 'mtvbench[gemini]'") \
-            from _IMPORT_ERROR
+        raise MissingExtraError("the gemini: backend", "gemini", "google-genai") from _IMPORT_ERROR
 
 
 def _truthy(value: str | None) -> bool:
@@ -170,14 +171,14 @@ class GeminiBackend:
     def __init__(self, model: str, options: BackendOptions):
         _require_sdk()
         if not model:
-            raise ValueError("gemini: needs a model name, e.g. gemini:gemini-2.5-pro")
+            raise ConfigError("gemini: needs a model name, e.g. gemini:gemini-2.5-pro")
         self.name = f"gemini:{model}"
         self.model = model
         self.options = options
         extra = options.extra
         self.input_mode = str(extra.get("input", "frames"))
         if self.input_mode not in ("frames", "upload"):
-            raise ValueError(f"gemini: input must be 'frames' or 'upload', got {self.input_mode!r}")
+            raise ConfigError(f"gemini: input must be 'frames' or 'upload', got {self.input_mode!r}")
         self.policy = RetryPolicy(max_retries=options.max_retries, base_s=float(extra.get("retry_base_s", 1.0)))
         self.poll_s = float(extra.get("upload_poll_s", 2.0))
         self.upload_timeout_s = float(extra.get("upload_timeout_s", 600.0))
@@ -186,7 +187,7 @@ class GeminiBackend:
         self.vertex = use_vertex() and not options.api_key_env
         if self.vertex:
             if self.input_mode == "upload":
-                raise ValueError("gemini: input=upload needs the Gemini Developer API (Vertex AI has no Files API)")
+                raise ConfigError("gemini: input=upload needs the Gemini Developer API (Vertex AI has no Files API)")
             self.client = genai.Client(http_options=http)
         else:
             self.client = genai.Client(api_key=resolve_key(options.api_key_env), http_options=http)

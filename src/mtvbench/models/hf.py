@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from mtvbench.errors import ConfigError, MissingExtraError
 from mtvbench.models.base import (
     BackendOptions,
     GenerationRequest,
@@ -48,18 +49,13 @@ from mtvbench.models.base import (
 DEFAULT_MAX_NEW_TOKENS = 1024
 
 
-class MissingExtraError(ImportError):
-    pass
-
-
 def require_torch() -> tuple[Any, Any]:
     """(torch, transformers), or a clear error naming the extra."""
     try:
         import torch
         import transformers
     except ImportError as e:
-        raise MissingExtraError(
-            f"the hf: backend needs torch and transformers ({e.name} is missing): pip install 'mtvbench[hf]'") from e
+        raise MissingExtraError("the hf: backend", "hf", e.name) from e
     return torch, transformers
 
 
@@ -128,7 +124,7 @@ def torch_dtype(torch: Any, name: str | None) -> Any:
     try:
         return getattr(torch, str(name))
     except AttributeError as e:
-        raise ValueError(f"hf: unknown dtype {name!r} (bfloat16, float16, float32)") from e
+        raise ConfigError(f"hf: unknown dtype {name!r} (bfloat16, float16, float32)") from e
 
 
 def device_map(torch: Any, options: BackendOptions) -> Any:
@@ -204,7 +200,7 @@ class GenericEngine:
         if mode == "auto":
             mode = "video" if getattr(self.processor, "video_processor", None) is not None else "images"
         if mode not in ("video", "images"):
-            raise ValueError(f"hf: input must be video, images or auto, got {mode!r}")
+            raise ConfigError(f"hf: input must be video, images or auto, got {mode!r}")
         self.mode = mode
         self.batch_size = int(extra.get("batch_size", 4))
         self.template_kwargs = dict(extra.get("chat_template_kwargs", {}))
@@ -308,7 +304,7 @@ class HFBackend:
 
     def __init__(self, checkpoint: str, options: BackendOptions, engine: Engine | None = None):
         if not checkpoint:
-            raise ValueError("hf: needs a checkpoint, e.g. hf:Qwen/Qwen3-VL-8B-Instruct or hf:/path/to/dir")
+            raise ConfigError("hf: needs a checkpoint, e.g. hf:Qwen/Qwen3-VL-8B-Instruct or hf:/path/to/dir")
         self.name = f"hf:{checkpoint}"
         self.options = options
         self.engine = engine if engine is not None else make_engine(checkpoint, options)

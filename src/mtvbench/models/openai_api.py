@@ -16,6 +16,7 @@ from typing import Any
 
 import openai
 
+from mtvbench.errors import ConfigError
 from mtvbench.models.base import (
     BackendOptions,
     GenerationRequest,
@@ -64,7 +65,7 @@ def build_messages(request: GenerationRequest, system: str | None = None, video_
 class OpenAIBackend:
     def __init__(self, model: str, options: BackendOptions):
         if not model:
-            raise ValueError("openai: needs a model name, e.g. openai:gpt-4o")
+            raise ConfigError("openai: needs a model name, e.g. openai:gpt-4o")
         self.name = f"openai:{model}"
         self.model = model
         self.options = options

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from mtvbench.errors import ConfigError, MissingExtraError
 from mtvbench.models.base import (
     BackendOptions,
     GenerationRequest,
@@ -48,7 +49,7 @@ def require_vllm() -> Any:
     try:
         import vllm
     except ImportError as e:
-        raise ImportError("the vllm: backend needs vLLM (and a GPU): pip install 'mtvbench[vllm]'") from e
+        raise MissingExtraError("the vllm: backend (and a GPU)", "vllm", "vllm") from e
     return vllm
 
 
@@ -129,13 +130,13 @@ class VLLMBackend:
 
     def __init__(self, checkpoint: str, options: BackendOptions):
         if not checkpoint:
-            raise ValueError("vllm: needs a checkpoint, e.g. vllm:Qwen/Qwen3-VL-8B-Instruct")
+            raise ConfigError("vllm: needs a checkpoint, e.g. vllm:Qwen/Qwen3-VL-8B-Instruct")
         vllm = require_vllm()
         self.name = f"vllm:{checkpoint}"
         self.options = options
         self.mode = str(options.extra.get("input", "images"))
         if self.mode not in ("images", "video"):
-            raise ValueError(f"vllm: input must be images or video, got {self.mode!r}")
+            raise ConfigError(f"vllm: input must be images or video, got {self.mode!r}")
         self.batch_size = int(options.extra.get("batch_size", 1024))
         self.vllm = vllm
         self.llm = vllm.LLM(**engine_kwargs(checkpoint, options))

@@ -17,6 +17,7 @@ from mtvbench.analysis.breakdowns import Breakdown, all_breakdowns, breakdown_cs
 from mtvbench.analysis.metadata import DialogueMeta, SceneCache, resolve_metadata
 from mtvbench.analysis.rundata import RunData, load_run, unique_names
 from mtvbench.data.schema import TASKS, Dialogue
+from mtvbench.errors import InputError
 from mtvbench.report import plots
 from mtvbench.report.html import HtmlReport, Section, esc, html_table, png_img, render_html
 from mtvbench.report.leaderboard import (
@@ -218,7 +219,7 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
                  scene_cache_dir: Path | None = None, estimate_scenes: bool = False, thumbs: int = 4,
                  title: str = "MT-Video-Bench report", bootstrap: int | None = None) -> ReportResult:
     if not run_dirs:
-        raise ValueError("give at least one run directory")
+        raise InputError("give at least one run directory")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     res = ReportResult(out=out)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 
+from mtvbench.errors import MissingExtraError
+
 
 def _plt():  # type: ignore[no-untyped-def]
     try:
         import matplotlib
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("plots need matplotlib: pip install 'mtvbench[report]'") from e
+        raise MissingExtraError("plots", "report", "matplotlib") from e
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 

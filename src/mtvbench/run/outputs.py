@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Dialogue
+from mtvbench.errors import RunDirError
 from mtvbench.judge.checklist import JudgeVerdict
 from mtvbench.report.leaderboard import leaderboard_markdown
 from mtvbench.run.store import RunStore
@@ -50,7 +51,7 @@ def write_config(run_dir: Path, cfg: RunConfig) -> None:
 def read_config(run_dir: Path) -> RunConfig:
     path = run_dir / "config.yaml"
     if not path.exists():
-        raise FileNotFoundError(f"{path}: missing (is {run_dir} a run directory?)")
+        raise RunDirError(f"{path}: missing (is {run_dir} a run directory?)")
     return RunConfig.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
 
 
@@ -62,7 +63,7 @@ def write_snapshot(run_dir: Path, dialogues: list[Dialogue], videos: dict[str, P
 def read_snapshot(run_dir: Path) -> RunSnapshot:
     path = run_dir / "benchmark.json"
     if not path.exists():
-        raise FileNotFoundError(f"{path}: missing (is {run_dir} a run directory?)")
+        raise RunDirError(f"{path}: missing (is {run_dir} a run directory?)")
     return RunSnapshot.model_validate_json(path.read_text(encoding="utf-8"))
 
 

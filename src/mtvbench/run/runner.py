@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Benchmark, Dialogue, Round
+from mtvbench.errors import MtvbenchError
 from mtvbench.judge.checklist import Judge
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import VideoError, VideoFrames
@@ -35,7 +36,7 @@ from mtvbench.run.store import RunStore
 ABORT_AFTER_FAILURES = 8
 
 
-class RunAborted(RuntimeError):
+class RunAborted(MtvbenchError):
     pass
 
 

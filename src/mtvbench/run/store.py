@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mtvbench.errors import RunDirError
 from mtvbench.judge.checklist import JudgeVerdict
 from mtvbench.models.base import GenerationResult, redact_secrets
 
@@ -34,7 +35,7 @@ CREATE TABLE IF NOT EXISTS verdicts (
 """
 
 
-class StoreMismatchError(RuntimeError):
+class StoreMismatchError(RunDirError):
     pass
 
 
@@ -44,7 +45,7 @@ class RunStore:
     def __init__(self, run_dir: Path, create: bool = True):
         self.path = Path(run_dir) / self.FILENAME
         if not create and not self.path.exists():
-            raise FileNotFoundError(f"{self.path}: no run store here (is this a run directory?)")
+            raise RunDirError(f"{self.path}: no run store here (is this a run directory?)")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=30.0)
         self.db.execute("PRAGMA journal_mode=WAL")

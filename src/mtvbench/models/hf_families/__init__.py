@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from mtvbench.errors import ConfigError
 from mtvbench.models.base import BackendOptions
 
 if TYPE_CHECKING:
@@ -32,6 +33,6 @@ FAMILIES = {
 
 def load_family(family: str, checkpoint: str, options: BackendOptions) -> Engine:
     if family not in FAMILIES:
-        raise ValueError(f"hf: unknown family {family!r}; known: generic, {', '.join(sorted(FAMILIES))}")
+        raise ConfigError(f"hf: unknown family {family!r}; known: generic, {', '.join(sorted(FAMILIES))}")
     module = importlib.import_module(FAMILIES[family])
     return module.load(checkpoint, options)

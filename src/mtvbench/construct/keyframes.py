@@ -25,7 +25,8 @@ import av
 import numpy as np
 from pydantic import BaseModel
 
-from mtvbench.build.records import KeyFrame, KeyFrames
+from mtvbench.construct.records import KeyFrame, KeyFrames
+from mtvbench.errors import MissingExtraError
 from mtvbench.media.frames import VideoError
 
 
@@ -42,7 +43,7 @@ def _cv2():  # noqa: ANN202
     try:
         import cv2
     except ImportError as e:  # pragma: no cover
-        raise RuntimeError("key frames need OpenCV: pip install 'mtvbench[build]'") from e
+        raise MissingExtraError("key frames", "build", "opencv-python-headless") from e
     return cv2
 
 

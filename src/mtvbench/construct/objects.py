@@ -7,7 +7,7 @@ detection; only missing captions are asked on a re-run.
 features are:
 
 - its detector label (``person``, ``car``, ...);
-- its caption (text similarity: :mod:`mtvbench.build.textsim` — lexical cosine by default,
+- its caption (text similarity: :mod:`mtvbench.construct.textsim` — lexical cosine by default,
   sentence embeddings with ``--text-embedder``);
 - a colour feature of the crop: the hue-saturation histogram (30 x 32 bins, HSV,
   summing to 1), compared by correlation (``cv2.HISTCMP_CORREL``, clipped at 0).
@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from mtvbench.build.clipframes import image_frames
-from mtvbench.build.llm import StageModel
-from mtvbench.build.records import (
+from mtvbench.construct.clipframes import image_frames
+from mtvbench.construct.llm import StageModel
+from mtvbench.construct.records import (
     Appearance,
     BankEntry,
     Detection,
@@ -45,7 +45,7 @@ from mtvbench.build.records import (
     MergeResult,
     ObjectsResult,
 )
-from mtvbench.build.textsim import LexicalSimilarity, TextSimilarity
+from mtvbench.construct.textsim import LexicalSimilarity, TextSimilarity
 from mtvbench.prompts.generation import OBJECT_CAPTION_PROMPT
 
 

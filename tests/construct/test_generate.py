@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from mtvbench.build.generate import check_dialogue, generate_dialogues, parse_dialogue
-from mtvbench.build.llm import StageModel
-from mtvbench.build.records import GenRound, ScoreResult, Unit, UnitScores
-from mtvbench.build.score import parse_scores, score_units
+from mtvbench.construct.generate import check_dialogue, generate_dialogues, parse_dialogue
+from mtvbench.construct.llm import StageModel
+from mtvbench.construct.records import GenRound, ScoreResult, Unit, UnitScores
+from mtvbench.construct.score import parse_scores, score_units
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.models.base import BackendOptions, create_backend
-from tests.build.scripts import Scripted, good_dialogue
+from tests.construct.scripts import Scripted, good_dialogue
 from tests.servers.openai_server import LoopbackServer, ServerState
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 
-from mtvbench.build.records import ChecklistResult, Failure, GenerateResult
 from mtvbench.checklists.generator import checklist_outcome
+from mtvbench.construct.records import ChecklistResult, Failure, GenerateResult
 from mtvbench.data.schema import is_model_turn
 from mtvbench.models.base import ModelBackend
 

@@ -1,4 +1,4 @@
-"""``mtvbench models``: the presets of the paper's 24 models (wire with ``app.command("models")(models_command)``)."""
+"""``mtvbench models``: the presets of the paper's 24 models."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from mtvbench.cli.common import console, fail
 from mtvbench.models.presets import Preset, get_preset, list_presets
 
 
@@ -36,12 +36,10 @@ def models_command(
     as_json: Annotated[bool, typer.Option("--json", help="print the presets as JSON")] = False,
 ) -> None:
     """List the model presets: `--model <preset>` runs that row of Table 2 with the paper's settings."""
-    console = Console()
     if name is not None:
         p = get_preset(name)
         if p is None:
-            console.print(f"[red]error:[/] no preset named {name!r}; run `mtvbench models` for the list")
-            raise typer.Exit(2)
+            fail(f"no preset named {name!r}; run `mtvbench models` for the list")
         if as_json:
             print(json.dumps(p.model_dump(mode="json"), indent=2))
             return

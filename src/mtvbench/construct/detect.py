@@ -19,7 +19,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from mtvbench.build.records import Box, Detection, Detections, KeyFrames
+from mtvbench.construct.records import Box, Detection, Detections, KeyFrames
+from mtvbench.errors import MtvbenchError
 
 
 @runtime_checkable
@@ -31,7 +32,7 @@ class Detector(Protocol):
         ...
 
 
-class DetectorError(RuntimeError):
+class DetectorError(MtvbenchError):
     pass
 
 

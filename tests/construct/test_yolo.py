@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mtvbench.build.detect import Detector, DetectorError, YoloDetector, detect_objects, load_detector
-from mtvbench.build.keyframes import extract_keyframes
+from mtvbench.construct.detect import Detector, DetectorError, YoloDetector, detect_objects, load_detector
+from mtvbench.construct.keyframes import extract_keyframes
 
 
 def test_missing_weights_is_a_clear_error(tmp_path: Path) -> None:

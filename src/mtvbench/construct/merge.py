@@ -11,7 +11,7 @@ yes/no word (or a JSON ``{"same_scene": true}``); an unreadable reply counts as 
 is listed as a failure.
 
 Optional pre-filter (``prefilter_below``): when the text similarity of the two captions
-(:mod:`mtvbench.build.textsim`) is below the value, the pair is "No" without asking.
+(:mod:`mtvbench.construct.textsim`) is below the value, the pair is "No" without asking.
 Decisions are stored, so an interrupted merge resumes without asking twice.
 """
 
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 
-from mtvbench.build.llm import StageModel, find_json_object
-from mtvbench.build.records import Captions, Failure, MergeDecision, MergeResult, Segment, SplitResult, hms
-from mtvbench.build.textsim import TextSimilarity
+from mtvbench.construct.llm import StageModel, find_json_object
+from mtvbench.construct.records import Captions, Failure, MergeDecision, MergeResult, Segment, SplitResult, hms
+from mtvbench.construct.textsim import TextSimilarity
 from mtvbench.prompts.generation import MERGE_PROMPT
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)

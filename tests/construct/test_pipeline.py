@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mtvbench.build.cli import build_app
-from mtvbench.build.export import load_metadata, load_queue
-from mtvbench.build.records import CrossSceneResult, GenerateResult, MergeResult
-from mtvbench.build.workspace import Workspace
+from mtvbench.cli.construct import build_app
+from mtvbench.construct.export import load_metadata, load_queue
+from mtvbench.construct.records import CrossSceneResult, GenerateResult, MergeResult
+from mtvbench.construct.workspace import Workspace
 from mtvbench.data.official import load_official
 from mtvbench.data.schema import TASKS
-from tests.build.scripts import Scripted
-from tests.build.synth import BLUE, RED, Scene, three_scene_video, write_scenes
+from tests.construct.scripts import Scripted
+from tests.construct.synth import BLUE, RED, Scene, three_scene_video, write_scenes
 from tests.servers.openai_server import LoopbackServer, ServerState
 
 runner = CliRunner()
@@ -34,7 +34,7 @@ def _build(ws: Path, videos: Path | None, url: str, *extra: str):  # noqa: ANN20
     config = ws.parent / "build.json"
     config.write_text(json.dumps({"crossscene": {"theme_threshold": None}}))  # links by shared objects only
     args = ["all", "--workspace", str(ws), "--model", "openai:builder", "--base-url", url, "--api-key-env",
-            "MTV_TEST_NO_KEY", "--detector", "tests.build.conftest:make_detector", "--config", str(config), *extra]
+            "MTV_TEST_NO_KEY", "--detector", "tests.construct.conftest:make_detector", "--config", str(config), *extra]
     if videos is not None:
         args += ["--videos", str(videos)]
     return runner.invoke(build_app, args)

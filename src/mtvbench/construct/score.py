@@ -14,9 +14,9 @@ import asyncio
 import re
 from pathlib import Path
 
-from mtvbench.build.clipframes import sample_ranges_frames
-from mtvbench.build.llm import StageModel, find_json_object
-from mtvbench.build.records import Failure, ScoreResult, Unit, UnitScores, hms
+from mtvbench.construct.clipframes import sample_ranges_frames
+from mtvbench.construct.llm import StageModel, find_json_object
+from mtvbench.construct.records import Failure, ScoreResult, Unit, UnitScores, hms
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.media.frames import FrameSettings
 from mtvbench.prompts.generation import SCORE_PROMPT, TASK_DEFINITIONS

@@ -16,6 +16,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Protocol
 
+from mtvbench.errors import MtvbenchError
 from mtvbench.judge.offline import content_words
 
 
@@ -46,7 +47,8 @@ class EmbeddingSimilarity:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as e:
-            raise RuntimeError("--text-embedder needs sentence-transformers: pip install sentence-transformers") from e
+            raise MtvbenchError("--text-embedder needs sentence-transformers",
+                                hint="install it with: pip install sentence-transformers") from e
         self.name = f"embedding:{model}"
         self.model = SentenceTransformer(model)
         self._cache: dict[str, list[float]] = {}

@@ -1,10 +1,5 @@
-"""Commands for reports and analyses: ``report``, ``compare``, ``agreement``, ``stats``,
-``scenes``, ``sweep`` and ``checklists``.
-
-``app`` is a typer sub-app holding all of them; each command is also a plain function of
-this module, so the main CLI can register them at the top level, e.g.
-``app.command("report")(report_cli.report)``.
-"""
+"""Reports and analyses of stored runs: ``report``, ``compare``, ``agreement``, ``stats``,
+``scenes``, ``sweep`` and ``checklists`` (mounted at the top level of ``mtvbench``)."""
 
 from __future__ import annotations
 
@@ -14,44 +9,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Reports and analyses of stored runs.")
-console = Console()
-err_console = Console(stderr=True)
-
-
-def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(code)
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from mtvbench.analysis.agreement import AgreementError
-    from mtvbench.analysis.metadata import MetadataError
-    from mtvbench.config import ConfigError
-    from mtvbench.data.official import DataError
-    from mtvbench.media.frames import VideoError
-    from mtvbench.models.base import UnknownModelError
-    from mtvbench.run.store import StoreMismatchError
-
-    errs: list[type[BaseException]] = [FileNotFoundError, AgreementError, MetadataError, ConfigError, DataError,
-                                       VideoError, UnknownModelError, StoreMismatchError, ImportError]
-    try:
-        from mtvbench.models.openai_api import MissingKeyError
-
-        errs.append(MissingKeyError)
-    except ImportError:  # pragma: no cover
-        pass
-    return tuple(errs)
-
-
-def _guard(fn: Any) -> Any:
-    try:
-        return fn()
-    except _user_errors() as e:
-        _fail(str(e))
+from mtvbench.cli.common import emit, fail, note, say
 
 
 def _csv_list(text: str | None, cast: Any = int) -> list[Any]:
@@ -60,11 +19,9 @@ def _csv_list(text: str | None, cast: Any = int) -> list[Any]:
     try:
         return [cast(x.strip()) for x in text.split(",") if x.strip()]
     except ValueError as e:
-        _fail(f"bad list {text!r}: {e}")
-        raise
+        fail(f"bad list {text!r}: {e}")
 
 
-@app.command()
 def report(
     run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
     out: Annotated[Path, typer.Option(help="output folder")] = Path("report"),
@@ -80,16 +37,14 @@ def report(
     """Leaderboard (MD/CSV/LaTeX), breakdowns and a self-contained report.html from stored runs."""
     from mtvbench.report.build import build_report
 
-    res = _guard(lambda: build_report(run_dirs, out, metadata_file=metadata, scene_cache_dir=scene_cache,
-                                      estimate_scenes=estimate_scenes, thumbs=thumbnails, title=title,
-                                      bootstrap=bootstrap))
+    res = build_report(run_dirs, out, metadata_file=metadata, scene_cache_dir=scene_cache,
+                       estimate_scenes=estimate_scenes, thumbs=thumbnails, title=title, bootstrap=bootstrap)
     for n in res.notes:
-        err_console.print(f"[yellow]note:[/] {n}", highlight=False)
-    console.print((out / "leaderboard.md").read_text(encoding="utf-8"))
-    console.print(f"wrote {len(res.files)} files to {out} (open {out / 'report.html'})")
+        note("note", n)
+    emit((out / "leaderboard.md").read_text(encoding="utf-8"))
+    say(f"wrote {len(res.files)} files to {out} (open {out / 'report.html'})")
 
 
-@app.command()
 def compare(
     run_a: Annotated[Path, typer.Argument(help="run directory A (baseline)")],
     run_b: Annotated[Path, typer.Argument(help="run directory B")],
@@ -100,13 +55,12 @@ def compare(
     """B - A per task and Overall, paired bootstrap over dialogues (95% CI, p-value)."""
     from mtvbench.analysis.compare import compare_run_dirs, comparison_markdown
 
-    comp = _guard(lambda: compare_run_dirs(str(run_a), str(run_b), n_boot=n_boot, seed=seed))
-    console.print(comparison_markdown(comp), highlight=False)
+    comp = compare_run_dirs(str(run_a), str(run_b), n_boot=n_boot, seed=seed)
+    emit(comparison_markdown(comp))
     if json_out:
         json_out.write_text(comp.model_dump_json(indent=2), encoding="utf-8")
 
 
-@app.command()
 def agreement(
     run_dirs: Annotated[list[Path], typer.Argument(help="run directories, one per judge, of the same answers")],
     human: Annotated[Path, typer.Option(help="human scores: CSV/JSON/JSONL per (dialogue, turn) or per item")],
@@ -117,14 +71,13 @@ def agreement(
     from mtvbench.analysis.agreement import agreement_markdown, agreement_report
 
     if level not in ("turn", "dialogue"):
-        _fail("--level must be turn or dialogue")
-    rep = _guard(lambda: agreement_report(human, run_dirs, level))  # type: ignore[arg-type]
-    console.print(agreement_markdown(rep), highlight=False)
+        fail("--level must be turn or dialogue")
+    rep = agreement_report(human, run_dirs, level)  # type: ignore[arg-type]
+    emit(agreement_markdown(rep))
     if json_out:
         json_out.write_text(rep.model_dump_json(indent=2), encoding="utf-8")
 
 
-@app.command()
 def stats(
     path: Annotated[Path, typer.Argument(help="dataset root (released layout) or a run directory")],
     tokenizer: Annotated[str | None, typer.Option(help="local Hugging Face tokenizer folder (default: offline "
@@ -135,13 +88,12 @@ def stats(
     """Benchmark statistics in the layout of the paper's Table 1."""
     from mtvbench.analysis.stats import benchmark_stats, stats_markdown
 
-    rows = _guard(lambda: benchmark_stats(path, tokenizer, per_task=per_task))
-    console.print(stats_markdown(rows), highlight=False)
+    rows = benchmark_stats(path, tokenizer, per_task=per_task)
+    emit(stats_markdown(rows))
     if json_out:
         json_out.write_text(json.dumps([r.model_dump() for r in rows], indent=2), encoding="utf-8")
 
 
-@app.command()
 def scenes(
     path: Annotated[Path, typer.Argument(help="dataset root (released layout) or a run directory")],
     cache_dir: Annotated[Path | None, typer.Option(help="scene-count cache folder (default: the user cache)")
@@ -170,20 +122,19 @@ def scenes(
             res[d.id] = {"scenes": cache.get(Path(v), rng), "ranges": rng}
         return res
 
-    res = _guard(work)
+    res = work()
     counts = {b: 0 for b in SCENE_BINS}
     for r in res.values():
         b = scene_bin(r["scenes"])
         if b:
             counts[b] += 1
     missing = sum(1 for r in res.values() if r["scenes"] is None)
-    console.print("scene-count distribution (dialogues): " + ", ".join(f"{k}: {v}" for k, v in counts.items())
+    say("scene-count distribution (dialogues): " + ", ".join(f"{k}: {v}" for k, v in counts.items())
                   + (f"; {missing} without a video" if missing else ""))
     if out:
         out.write_text(json.dumps(res, indent=1), encoding="utf-8")
 
 
-@app.command()
 def sweep(
     data: Annotated[Path, typer.Option(help="dataset root in the released layout")],
     model: Annotated[str, typer.Option(help="model under test")],
@@ -206,7 +157,7 @@ def sweep(
 
     fr, ms, ctx = _csv_list(frames), _csv_list(max_side), _csv_list(context, str)
     if not (fr or ms or ctx):
-        _fail("give at least one of --frames, --max-side, --context")
+        fail("give at least one of --frames, --max-side, --context")
     base: dict[str, Any] = {"data": data, "model": model, "judge": judge, "judge_runs": judge_runs,
                             "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir}
     base = {k: v for k, v in base.items() if v is not None}
@@ -218,16 +169,15 @@ def sweep(
 
     def work() -> list[Path]:
         points = run_sweep(base, out, frames=fr, max_sides=ms, contexts=ctx,
-                           on_done=lambda p: console.print(
+                           on_done=lambda p: say(
                                f"{p.axis}={p.value}: Overall {p.scores.overall if p.scores else None} ({p.run_dir})"))
         return write_sweep_report(points, out, model)
 
-    files = _guard(work)
-    console.print((out / "sweep.md").read_text(encoding="utf-8"), highlight=False)
-    console.print(f"wrote {len(files)} files to {out}")
+    files = work()
+    emit((out / "sweep.md").read_text(encoding="utf-8"))
+    say(f"wrote {len(files)} files to {out}")
 
 
-@app.command()
 def checklists(
     data: Annotated[Path, typer.Option(help="dataset root in the released layout")],
     generator: Annotated[str, typer.Option(help="checklist writer, e.g. openai:gpt-4o")],
@@ -251,10 +201,10 @@ def checklists(
         finally:
             await backend.aclose()
 
-    rep = _guard(lambda: asyncio.run(go()))
-    console.print(f"generated {rep.generated}, kept {rep.kept} existing, failed {len(rep.failed)}")
+    rep = asyncio.run(go())
+    say(f"generated {rep.generated}, kept {rep.kept} existing, failed {len(rep.failed)}")
     for f in rep.failed:
-        err_console.print(f"[red]failed[/] {f.task}/{f.video}/{f.event} round {f.round_index}: "
-                          + "; ".join(f.problems), highlight=False)
+        note("failed", f"{f.task}/{f.video}/{f.event} round {f.round_index}: " + "; ".join(f.problems),
+             style="red")
     if rep.failed:
         raise typer.Exit(1)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from mtvbench.build.crossscene import CrossSceneSettings, retrieve_units
-from mtvbench.build.detect import detect_objects
-from mtvbench.build.keyframes import extract_keyframes
-from mtvbench.build.llm import StageModel
-from mtvbench.build.objects import BankSettings, MemoryBank, Observation, build_objects
-from mtvbench.build.records import MergeResult, Segment
+from mtvbench.construct.crossscene import CrossSceneSettings, retrieve_units
+from mtvbench.construct.detect import detect_objects
+from mtvbench.construct.keyframes import extract_keyframes
+from mtvbench.construct.llm import StageModel
+from mtvbench.construct.objects import BankSettings, MemoryBank, Observation, build_objects
+from mtvbench.construct.records import MergeResult, Segment
 from mtvbench.models.base import BackendOptions, create_backend
-from tests.build.conftest import ColourBlobDetector
-from tests.build.scripts import Scripted
+from tests.construct.conftest import ColourBlobDetector
+from tests.construct.scripts import Scripted
 from tests.servers.openai_server import LoopbackServer, ServerState
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from mtvbench.build.clipframes import sample_clip_frames
-from mtvbench.build.llm import StageModel
-from mtvbench.build.records import Captions, Failure, SplitResult, hms
+from mtvbench.construct.clipframes import sample_clip_frames
+from mtvbench.construct.llm import StageModel
+from mtvbench.construct.records import Captions, Failure, SplitResult, hms
 from mtvbench.media.frames import FrameSettings
 from mtvbench.prompts.generation import CLIP_CAPTION_PROMPT
 

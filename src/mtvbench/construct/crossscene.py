@@ -21,8 +21,8 @@ from collections import defaultdict
 
 from pydantic import BaseModel
 
-from mtvbench.build.records import CrossSceneResult, MergeResult, ObjectsResult, Unit, hms
-from mtvbench.build.textsim import LexicalSimilarity, TextSimilarity
+from mtvbench.construct.records import CrossSceneResult, MergeResult, ObjectsResult, Unit, hms
+from mtvbench.construct.textsim import LexicalSimilarity, TextSimilarity
 
 
 class CrossSceneSettings(BaseModel):

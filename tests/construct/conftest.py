@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mtvbench.build.records import Box
-from tests.build.synth import three_scene_video
+from mtvbench.construct.records import Box
+from tests.construct.synth import three_scene_video
 
 
 class ColourBlobDetector:

@@ -14,8 +14,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from mtvbench.build.clipframes import shown_timeline
-from mtvbench.build.records import Clip, SplitResult
+from mtvbench.construct.clipframes import shown_timeline
+from mtvbench.construct.records import Clip, SplitResult
+from mtvbench.errors import MissingExtraError
 from mtvbench.media.frames import VideoError
 
 
@@ -29,7 +30,7 @@ def _detector(settings: SplitSettings):  # noqa: ANN202 - scenedetect types
     try:
         from scenedetect import AdaptiveDetector, ContentDetector
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise RuntimeError("the split stage needs PySceneDetect: pip install 'mtvbench[build]'") from e
+        raise MissingExtraError("the split stage", "build", "scenedetect") from e
     if settings.detector == "adaptive":
         return AdaptiveDetector(adaptive_threshold=settings.threshold or 3.0, min_scene_len=settings.min_scene_len)
     return ContentDetector(threshold=settings.threshold or 27.0, min_scene_len=settings.min_scene_len)

@@ -33,7 +33,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mtvbench.build.records import (
+from mtvbench.checklists.dataset import atomic_write_json
+from mtvbench.checklists.generator import entry_from_items
+from mtvbench.construct.records import (
     ChecklistResult,
     CrossSceneResult,
     GenerateResult,
@@ -41,10 +43,9 @@ from mtvbench.build.records import (
     SplitResult,
     VideoRecord,
 )
-from mtvbench.build.workspace import Workspace
-from mtvbench.checklists.dataset import atomic_write_json
-from mtvbench.checklists.generator import entry_from_items
+from mtvbench.construct.workspace import Workspace
 from mtvbench.data.schema import TASKS, ChecklistItem, Task
+from mtvbench.errors import MtvbenchError
 
 Decision = Literal["accept", "reject"]
 Status = Literal["pending", "accepted", "rejected", "needs_adjudication"]
@@ -128,7 +129,7 @@ class ReviewQueue(BaseModel):
         return out
 
 
-class ReviewError(ValueError):
+class ReviewError(MtvbenchError, ValueError):
     pass
 
 

@@ -23,17 +23,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mtvbench.build.caption import caption_clips
-from mtvbench.build.checklist_stage import make_checklists
-from mtvbench.build.crossscene import CrossSceneSettings, retrieve_units
-from mtvbench.build.detect import Detector, DetectorError, detect_objects, load_detector
-from mtvbench.build.export import ExportReport, export_dataset
-from mtvbench.build.generate import generate_dialogues
-from mtvbench.build.keyframes import KeyFrameSettings, extract_keyframes
-from mtvbench.build.llm import StageModel
-from mtvbench.build.merge import merge_clips
-from mtvbench.build.objects import BankSettings, build_objects
-from mtvbench.build.records import (
+from mtvbench.construct.caption import caption_clips
+from mtvbench.construct.checklist_stage import make_checklists
+from mtvbench.construct.crossscene import CrossSceneSettings, retrieve_units
+from mtvbench.construct.detect import Detector, DetectorError, detect_objects, load_detector
+from mtvbench.construct.export import ExportReport, export_dataset
+from mtvbench.construct.generate import generate_dialogues
+from mtvbench.construct.keyframes import KeyFrameSettings, extract_keyframes
+from mtvbench.construct.llm import StageModel
+from mtvbench.construct.merge import merge_clips
+from mtvbench.construct.objects import BankSettings, build_objects
+from mtvbench.construct.records import (
     Captions,
     ChecklistResult,
     CrossSceneResult,
@@ -46,10 +46,11 @@ from mtvbench.build.records import (
     SplitResult,
     VideoRecord,
 )
-from mtvbench.build.score import score_units
-from mtvbench.build.split import SplitSettings, split_video
-from mtvbench.build.textsim import TextSimilarity, make_textsim
-from mtvbench.build.workspace import Workspace, WorkspaceError
+from mtvbench.construct.score import score_units
+from mtvbench.construct.split import SplitSettings, split_video
+from mtvbench.construct.textsim import TextSimilarity, make_textsim
+from mtvbench.construct.workspace import Workspace, WorkspaceError
+from mtvbench.errors import MtvbenchError
 from mtvbench.media.frames import FrameSettings, VideoError
 from mtvbench.models.base import BackendOptions, ModelBackend, create_backend
 
@@ -95,7 +96,7 @@ class StageReport(BaseModel):
     message: str = ""
 
 
-class BuildError(RuntimeError):
+class BuildError(MtvbenchError):
     pass
 
 

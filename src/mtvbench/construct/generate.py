@@ -39,10 +39,10 @@ import asyncio
 import re
 from pathlib import Path
 
-from mtvbench.build.clipframes import sample_ranges_frames
-from mtvbench.build.llm import StageModel
-from mtvbench.build.records import Failure, GeneratedDialogue, GenerateResult, GenRound, ScoreResult, Unit, hms
-from mtvbench.build.score import material, where
+from mtvbench.construct.clipframes import sample_ranges_frames
+from mtvbench.construct.llm import StageModel
+from mtvbench.construct.records import Failure, GeneratedDialogue, GenerateResult, GenRound, ScoreResult, Unit, hms
+from mtvbench.construct.score import material, where
 from mtvbench.data.schema import ALL_ROUNDS_TASKS, Task
 from mtvbench.media.frames import FrameSettings
 from mtvbench.prompts.generation import (

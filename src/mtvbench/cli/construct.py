@@ -13,23 +13,17 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from mtvbench.build.detect import DetectorError
-from mtvbench.build.export import ReviewError, adjudicate, load_queue, record_review
-from mtvbench.build.pipeline import ALL_STAGES, BuildConfig, Builder, BuildError, StageReport
-from mtvbench.build.split import SplitSettings
-from mtvbench.build.workspace import Workspace, WorkspaceError
-from mtvbench.models.base import UnknownModelError
+from mtvbench.cli.common import console, fail, new_app, note, say, styled
+from mtvbench.construct.export import adjudicate, load_queue, record_review
+from mtvbench.construct.pipeline import ALL_STAGES, BuildConfig, Builder, StageReport
+from mtvbench.construct.split import SplitSettings
+from mtvbench.construct.workspace import Workspace
 
-build_app = typer.Typer(add_completion=False, no_args_is_help=True,
-                        help="Build MT-Video-Bench-style dialogues from raw videos (paper §3.2).")
-review_app = typer.Typer(add_completion=False, no_args_is_help=True,
-                         help="Human verification: two annotators per dialogue, a senior adjudicates.")
+build_app = new_app("Build MT-Video-Bench-style dialogues from raw videos (paper §3.2).")
+review_app = new_app("Human verification: two annotators per dialogue, a senior adjudicates.")
 build_app.add_typer(review_app, name="review")
-console = Console()
-err = Console(stderr=True)
 
 WS = Annotated[Path, typer.Option("--workspace", "-w", help="Build workspace folder (created if missing).")]
 Videos = Annotated[Path | None, typer.Option("--videos", help="Folder of raw videos to register "
@@ -71,37 +65,33 @@ def _print_report(r: StageReport) -> None:
     colour = {"done": "green", "skipped": "dim", "incomplete": "yellow", "failed": "red"}[r.status]
     extra = f" ({r.failures} failure(s) listed in the artifact)" if r.failures else ""
     msg = f" — {r.message}" if r.message and r.status != "skipped" else ""
-    console.print(f"[{colour}]{r.stage:<11} {r.video:<24} {r.status}[/] {r.seconds:6.1f}s{extra}{msg}",
-                  highlight=False)
+    line = styled([(f"{r.stage:<11} {r.video:<24} {r.status}", colour), (f" {r.seconds:6.1f}s{extra}{msg}", None)])
+    console.print(line, highlight=False, soft_wrap=True)
 
 
 def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str] | None, cfg: BuildConfig,
          force: bool, export: dict | None = None) -> None:
-    try:
-        ws = Workspace(workspace)
-        if videos is not None:
-            ws.register(videos)
-        vids = ws.videos(only)
-        builder = Builder(ws, cfg, on_report=_print_report)
+    ws = Workspace(workspace)
+    if videos is not None:
+        ws.register(videos)
+    vids = ws.videos(only)
+    builder = Builder(ws, cfg, on_report=_print_report)
 
-        async def go() -> None:
-            try:
-                await builder.run(stages, vids, force)
-            finally:
-                await builder.aclose()
+    async def go() -> None:
+        try:
+            await builder.run(stages, vids, force)
+        finally:
+            await builder.aclose()
 
-        if stages:
-            asyncio.run(go())
-        if export is not None:
-            rep = builder.export(vids, **export)
-            console.print(f"exported {rep.dialogues} dialogue(s) ({rep.checklists} checklist entries) of "
-                          f"{len(rep.videos)} video(s) to {rep.out}")
-            for name, why in rep.skipped_videos.items():
-                console.print(f"[yellow]skipped {name}[/]: {why}")
-            console.print(f"review queue: {rep.review}")
-    except (BuildError, WorkspaceError, DetectorError, UnknownModelError, ReviewError) as e:
-        err.print(f"[bold red]error:[/] {e}")
-        raise typer.Exit(2) from None
+    if stages:
+        asyncio.run(go())
+    if export is not None:
+        rep = builder.export(vids, **export)
+        say(f"exported {rep.dialogues} dialogue(s) ({rep.checklists} checklist entries) of "
+                      f"{len(rep.videos)} video(s) to {rep.out}")
+        for name, why in rep.skipped_videos.items():
+            note(f"skipped {name}", why)
+        say(f"review queue: {rep.review}")
     failed = [r for r in builder.reports if r.status == "failed"]
     if failed:
         raise typer.Exit(1)
@@ -182,14 +172,9 @@ def review_record(workspace: WS, item: Annotated[str, typer.Option("--id", help=
 def _review_action(action: Any, workspace: Path, item: str, who: str, decision: str, note: str) -> None:
     """Record one annotator's or the senior's decision; bad input is one clear error."""
     if decision not in ("accept", "reject"):
-        err.print("[bold red]error:[/] --decision must be accept or reject")
-        raise typer.Exit(2)
-    try:
-        status = action(Workspace(workspace), item, who, decision, note)
-    except ReviewError as e:
-        err.print(f"[bold red]error:[/] {e}")
-        raise typer.Exit(2) from None
-    console.print(f"{item}: {status}")
+        fail("--decision must be accept or reject")
+    status = action(Workspace(workspace), item, who, decision, note)
+    say(f"{item}: {status}")
 
 
 @review_app.command("adjudicate", help="A senior annotator's decision on a disagreement.")
@@ -207,4 +192,4 @@ def review_status(workspace: WS) -> None:
         t.add_row(it.id, it.task.label, it.kind, ", ".join(f"{a.annotator}:{a.decision}" for a in it.annotations),
                   it.status)
     console.print(t)
-    console.print(q.counts())
+    say(str(q.counts()))

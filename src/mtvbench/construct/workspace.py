@@ -24,14 +24,15 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from mtvbench.build.records import Manifest, VideoRecord
 from mtvbench.checklists.dataset import atomic_write_json
+from mtvbench.construct.records import Manifest, VideoRecord
 from mtvbench.data.official import VIDEO_SUFFIXES
+from mtvbench.errors import MtvbenchError
 
 M = TypeVar("M", bound=BaseModel)
 
 
-class WorkspaceError(RuntimeError):
+class WorkspaceError(MtvbenchError):
     pass
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from mtvbench.build.clipframes import sample_clip_frames, sample_ranges_frames
-from mtvbench.build.keyframes import KeyFrameSettings, extract_keyframes
-from mtvbench.build.split import SplitSettings, split_video
-from tests.build.synth import FPS, Scene, write_scenes
+from mtvbench.construct.clipframes import sample_clip_frames, sample_ranges_frames
+from mtvbench.construct.keyframes import KeyFrameSettings, extract_keyframes
+from mtvbench.construct.split import SplitSettings, split_video
+from tests.construct.synth import FPS, Scene, write_scenes
 
 FRAME = 1 / FPS
 

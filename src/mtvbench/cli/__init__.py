@@ -1,0 +1,33 @@
+"""``mtvbench`` command line: one thin module per command group, one error handler.
+
+- :mod:`mtvbench.cli.common`: consoles, the error handler every group uses, safe printing.
+- :mod:`mtvbench.cli.evaluate`: ``validate``, ``run``, ``score``, ``demo``.
+- :mod:`mtvbench.cli.analyses`: ``report``, ``compare``, ``agreement``, ``stats``, ``scenes``,
+  ``sweep``, ``checklists``.
+- :mod:`mtvbench.cli.models`: ``models``.
+- :mod:`mtvbench.cli.construct`: ``build ...`` (construction, paper §3.2).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from mtvbench.cli import analyses, evaluate, models
+from mtvbench.cli.common import new_app
+from mtvbench.cli.construct import build_app
+
+app = new_app("MT-Video-Bench: multi-turn, video-grounded dialogue evaluation of multimodal LLMs.")
+
+for _name in ("validate", "run", "score", "demo"):
+    app.command(_name)(getattr(evaluate, _name))
+for _name in ("report", "compare", "agreement", "stats", "scenes", "sweep", "checklists"):
+    app.command(_name)(getattr(analyses, _name))
+app.command("models")(models.models_command)
+app.add_typer(build_app, name="build", help="Construct a benchmark from raw videos (paper §3.2).")
+
+#: kept for callers of the earlier module layout
+parse_options = evaluate.parse_options
+
+
+def main() -> None:  # pragma: no cover
+    app(sys.argv[1:])

@@ -1,0 +1,126 @@
+"""What every command group shares: consoles, the one error handler, safe printing.
+
+- :class:`MtvbenchGroup` is the click group class of every typer app of mtvbench. Its
+  ``invoke`` is the single place where a :class:`~mtvbench.errors.MtvbenchError` becomes
+  one message on stderr and its exit code (no traceback), where Ctrl-C becomes exit 130,
+  and where an unexpected exception is reported as an internal error (the traceback is
+  shown with ``MTVBENCH_DEBUG=1``).
+- Text from datasets, models, servers and users is never parsed as rich markup here:
+  :func:`say`, :func:`warn` and :func:`fail` take plain strings and print them literally.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any, NoReturn
+
+import click
+import typer
+from rich.console import Console
+from rich.text import Text
+from typer.core import TyperGroup
+
+from mtvbench.errors import MtvbenchError
+from mtvbench.util.files import describe_os_error
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console for the current stream and terminal size (read at each command, not at import)."""
+    probe = Console(stderr=stderr)
+    if probe.is_terminal or os.environ.get("COLUMNS"):
+        return probe
+    # wide enough for the Table 2 layout when the output goes to a file or a pipe
+    return Console(stderr=stderr, width=160, soft_wrap=False)
+
+
+class _LazyConsole:
+    """``console.print(...)`` on a console made for the stream as it is now (tests swap streams)."""
+
+    def __init__(self, stderr: bool):
+        self.stderr = stderr
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(make_console(self.stderr), name)
+
+
+console: Console = _LazyConsole(stderr=False)  # type: ignore[assignment]
+err_console: Console = _LazyConsole(stderr=True)  # type: ignore[assignment]
+
+
+def styled(parts: list[tuple[str, str | None]]) -> Text:
+    """A line from (text, style) parts; the text is literal, never markup."""
+    t = Text()
+    for s, style in parts:
+        t.append(s, style=style or "")
+    return t
+
+
+def say(message: str, style: str | None = None) -> None:
+    console.print(Text(message, style=style or ""), highlight=False, soft_wrap=True)
+
+
+def emit(text: str) -> None:
+    """Text printed exactly as is (Markdown, JSON, CSV): no markup, no wrapping, no highlighting."""
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+
+
+def note(label: str, message: str, style: str = "yellow") -> None:
+    err_console.print(styled([(f"{label}: ", style), (message, None)]), highlight=False, soft_wrap=True)
+
+
+def warn(message: str) -> None:
+    note("warning", message)
+
+
+def print_error(message: str) -> None:
+    err_console.print(styled([("error: ", "bold red"), (message, None)]), highlight=False, soft_wrap=True)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    print_error(message)
+    raise typer.Exit(code)
+
+
+def handle_exception(e: BaseException) -> int:
+    """Print ``e`` for the user and return the exit code (the one policy of every command)."""
+    if isinstance(e, MtvbenchError):
+        print_error(str(e))
+        return e.exit_code
+    if isinstance(e, KeyboardInterrupt):
+        note("interrupted", "everything finished so far is stored; run the same command again to resume")
+        return 130
+    if isinstance(e, OSError) and e.errno is not None:
+        print_error(describe_os_error(getattr(e, "filename", None) or "(file)", e, "failed"))
+        return 2
+    if isinstance(e, RecursionError):
+        print_error("input nested too deeply to process")
+        return 2
+    if os.environ.get("MTVBENCH_DEBUG"):
+        traceback.print_exception(e)
+    print_error(f"internal error: {type(e).__name__}: {e}")
+    note("hint", "this is a bug of mtvbench; rerun with MTVBENCH_DEBUG=1 for the traceback and report it",
+         style="dim")
+    return 1
+
+
+class MtvbenchGroup(TyperGroup):
+    """The group class of every mtvbench typer app: one error handler for all commands."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException,
+                SystemExit):
+            raise
+        except BaseException as e:  # noqa: BLE001 - this is the one place that turns errors into exits
+            code = handle_exception(e)
+            sys.stdout.flush()
+            raise typer.Exit(code) from None
+
+
+def new_app(help: str, **kw: Any) -> typer.Typer:  # noqa: A002 - typer's own name
+    return typer.Typer(cls=MtvbenchGroup, add_completion=False, no_args_is_help=True,
+                       pretty_exceptions_enable=False, help=help, **kw)
