@@ -16,6 +16,7 @@ from mtvbench.analysis.agreement import (
     load_human,
 )
 from mtvbench.analysis.rundata import load_run
+from mtvbench.errors import InputError
 from tests.conftest import make_dataset
 from tests.report.runs import make_store_run
 
@@ -135,5 +136,5 @@ def test_human_file_errors(tmp_path):
     rec = load_human(p)[0]
     assert rec.turn_id == "content_summary/v/0#3" and rec.item == "A1" and rec.verdict == "Yes"
     assert not Path(tmp_path / "missing.csv").exists()
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(InputError, match="not found"):
         load_human(tmp_path / "missing.csv")
