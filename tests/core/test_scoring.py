@@ -51,7 +51,11 @@ def test_aggregation_without_rounding() -> None:
     # d1 = (1 + .2 + .4)/3 = 0.5333..., d2 = 0.4 -> task = 0.46666... (authors' rounding would differ)
     assert dscores[0].score == pytest.approx(1.6 / 3)
     assert scores.tasks["object_reference"] == pytest.approx(100 * (1.6 / 3 + 0.4) / 2)
-    assert scores.overall == pytest.approx(scores.tasks["object_reference"])  # only one task present
+    # only one task present: no paper Overall, a partial one over 1/6 tasks, and the run is INCOMPLETE
+    assert scores.overall is None and scores.tasks_scored == 1
+    assert scores.overall_partial == pytest.approx(scores.tasks["object_reference"])
+    assert not scores.complete and "5 of 6 tasks without a score" in scores.incomplete_reasons[0]
+    assert scores.overall_label().startswith("partial, 1/6 tasks: ")
     assert scores.counts.scored_turns == 4 and scores.counts.unscored_judge_runs == 0
 
 

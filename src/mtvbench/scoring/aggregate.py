@@ -149,20 +149,38 @@ def bootstrap_ci(dscores: Sequence[DialogueScore], n: int = 1000, seed: int = 0,
     ci: dict[str, tuple[float, float]] = {}
     for t, d in draws.items():
         ci[t.value] = (float(np.percentile(d, lo) * 100), float(np.percentile(d, hi) * 100))
-    ov = np.mean(np.stack(list(draws.values())), axis=0)
-    ci["overall"] = (float(np.percentile(ov, lo) * 100), float(np.percentile(ov, hi) * 100))
+    if len(draws) == len(TASKS):  # Overall (and its CI) exists only over all six tasks
+        ov = np.mean(np.stack(list(draws.values())), axis=0)
+        ci["overall"] = (float(np.percentile(ov, lo) * 100), float(np.percentile(ov, hi) * 100))
     for name, group in (("perceptivity", PERCEPTIVITY), ("interactivity", INTERACTIVITY)):
         parts = [draws[t] for t in group if t in draws]
-        if parts:
+        if len(parts) == len(group):
             g = np.mean(np.stack(parts), axis=0)
             ci[name] = (float(np.percentile(g, lo) * 100), float(np.percentile(g, hi) * 100))
     return ci
 
 
-class Scores(BaseModel):
-    """The ``scores.json`` contract; all scores in percent (0-100)."""
+#: version of the ``scores.json`` layout (bumped when a field changes meaning)
+SCORES_SCHEMA_VERSION = 2
 
+
+class Scores(BaseModel):
+    """The ``scores.json`` contract; all scores in percent (0-100).
+
+    ``overall`` is the paper's Overall: the plain mean of the SIX task scores, and None
+    unless all six have one. When fewer tasks have a score (a task subset on purpose,
+    missing checklists, failed calls), ``overall_partial`` holds the mean of the
+    ``tasks_scored`` that do, and every display says "partial, k/6 tasks". ``complete`` is
+    False whenever anything is missing (a model turn without a response, a judge run
+    without a verdict, a task or dialogue without a score); ``incomplete_reasons`` says
+    what, with counts, and every display marks the score INCOMPLETE.
+    """
+
+    schema_version: int = SCORES_SCHEMA_VERSION
+    mtvbench_version: str = ""
     overall: float | None
+    overall_partial: float | None = None
+    tasks_scored: int = 0
     perceptivity: float | None
     interactivity: float | None
     tasks: dict[str, float | None]
@@ -175,30 +193,66 @@ class Scores(BaseModel):
     judge_run_std: float | None = None
     context: str = "golden"
     complete: bool = True
+    incomplete_reasons: list[str] = Field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return "complete" if self.complete else "INCOMPLETE"
+
+    def overall_label(self, digits: int = 2) -> str:
+        """Overall for display: the number, or ``partial, k/6 tasks: x`` / ``–``."""
+        if self.overall is not None:
+            return f"{self.overall:.{digits}f}"
+        if self.overall_partial is not None:
+            return f"partial, {self.tasks_scored}/{len(TASKS)} tasks: {self.overall_partial:.{digits}f}"
+        return "–"
 
 
 def pct(x: float | None) -> float | None:
     return None if x is None else 100.0 * x
 
 
+def incomplete_reasons(counts: Counts, task_scores: Mapping[Task, float]) -> list[str]:
+    out = []
+    missing_tasks = [t.abbr for t in TASKS if t not in task_scores]
+    if missing_tasks:
+        out.append(f"{len(missing_tasks)} of {len(TASKS)} tasks without a score ({', '.join(missing_tasks)})")
+    if counts.missing_responses:
+        out.append(f"{counts.missing_responses} scored turns without a model response")
+    if counts.unscored_judge_runs:
+        out.append(f"{counts.unscored_judge_runs} judge runs without a verdict")
+    if counts.unscored_turns:
+        out.append(f"{counts.unscored_turns} turns without any judge verdict")
+    if counts.dialogues_without_score:
+        out.append(f"{counts.dialogues_without_score} dialogues without a score")
+    return out
+
+
 def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
                    verdicts: Mapping[str, Mapping[int, JudgeVerdict]], *, model: str, judge: str,
                    judge_runs: int, context: str = "golden", bootstrap: int = 1000, seed: int = 0
                    ) -> tuple[Scores, list[DialogueScore]]:
+    from mtvbench import __version__
+
     dscores, counts = score_dialogues(dialogues, responses, verdicts, judge_runs)
     tm = task_means(dscores)
     runs = per_run_overall(dscores, judge_runs)
     finite = [r for r in runs if r is not None]
     std = float(np.std(finite, ddof=1)) if len(finite) > 1 else (0.0 if finite else None)
+    reasons = incomplete_reasons(counts, tm)
+    all_tasks = len(tm) == len(TASKS)
     scores = Scores(
-        overall=pct(overall(tm)),
-        perceptivity=pct(group_mean(tm, PERCEPTIVITY)),
-        interactivity=pct(group_mean(tm, INTERACTIVITY)),
+        mtvbench_version=__version__,
+        overall=pct(overall(tm)) if all_tasks else None,
+        overall_partial=None if all_tasks else pct(overall(tm)),
+        tasks_scored=len(tm),
+        perceptivity=pct(group_mean(tm, PERCEPTIVITY)) if all(t in tm for t in PERCEPTIVITY) else None,
+        interactivity=pct(group_mean(tm, INTERACTIVITY)) if all(t in tm for t in INTERACTIVITY) else None,
         tasks={t.value: pct(tm.get(t)) for t in TASKS},
         ci95=bootstrap_ci(dscores, n=bootstrap, seed=seed),
         counts=counts, model=model, judge=judge, judge_runs=judge_runs,
-        judge_run_overall=runs, judge_run_std=std, context=context,
-        complete=counts.missing_responses == 0 and counts.unscored_judge_runs == 0,
+        judge_run_overall=runs if all_tasks else [None for _ in runs], judge_run_std=std if all_tasks else None,
+        context=context, complete=not reasons, incomplete_reasons=reasons,
     )
     return scores, dscores
 
