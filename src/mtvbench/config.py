@@ -6,6 +6,7 @@ them (``model_api_key_env``), and only that name is stored.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from mtvbench.errors import ConfigError
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.base import BackendOptions
+from mtvbench.prompts import PromptStyle
 
 ContextMode = Literal["golden", "self", "none"]
 
@@ -35,6 +37,8 @@ class RunConfig(BaseModel):
     judge: str = "offline"
     out: Path
     context: ContextMode = "golden"
+    #: ``paper`` (Figure 15) or ``authors`` (the authors' infer_qwen25vl.py prompt; part of the run's identity)
+    prompt_style: PromptStyle = "paper"
     frames: int = Field(128, ge=1)
     max_side: int | None = Field(720, ge=16)
     frame_size: tuple[int, int] | None = None
@@ -74,12 +78,15 @@ class RunConfig(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         """The settings that define what a stored answer or verdict means (checked on resume)."""
-        return {
+        identity: dict[str, Any] = {
             "model": self.backend_spec, "judge": self.judge, "context": self.context,
             "frames": self.frame_settings().key(),
             "model_generation": self.model_settings.model_dump(
                 include={"max_tokens", "temperature", "top_p", "top_k", "system"}),
         }
+        if self.prompt_style != "paper":  # absent for the default, so run directories made before it resume
+            identity["prompt_style"] = self.prompt_style
+        return identity
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
@@ -92,27 +99,49 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def _merge_extra(preset: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """Given settings win; a given ``extra_body`` adds to the preset's instead of replacing it."""
+    merged = {**preset, **given}
+    if isinstance(preset.get("extra_body"), dict) and isinstance(given.get("extra_body"), dict):
+        merged["extra_body"] = {**preset["extra_body"], **given["extra_body"]}
+    return merged
+
+
 def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     """Resolve ``model`` through the preset registry (models/presets.yaml).
 
     A preset supplies the backend spec, generation settings and frame settings of its paper
-    row; every setting present in ``values`` (flags, YAML) wins over the preset's.
+    row; every setting present in ``values`` (flags, YAML) wins over the preset's. The model
+    option ``served_name`` names the checkpoint on an OpenAI-compatible server (``PRESET@openai``).
     """
-    from mtvbench.models.presets import resolve_model
+    from mtvbench.models.base import UnknownModelError
+    from mtvbench.models.presets import get_preset, resolve_model
 
     if "model" not in values or values.get("model_spec"):
         return values
-    spec, options, frames = resolve_model(str(values["model"]))
+    model = str(values["model"])
+    given = dict(values.get("model_settings") or {})
+    given_extra = dict(given.pop("extra", None) or {})
+    served_name = given_extra.pop("served_name", None)
+    spec, options, frames = resolve_model(model, served_name=None if served_name is None else str(served_name))
     out = dict(values)
     out["model_spec"] = spec
     preset_settings = options.model_dump(exclude_none=True, exclude_defaults=True)
-    given = dict(values.get("model_settings") or {})
-    extra = {**preset_settings.pop("extra", {}), **given.pop("extra", {})}
+    extra = _merge_extra(preset_settings.pop("extra", {}), given_extra)
     merged = {**preset_settings, **given}
     if extra:
         merged["extra"] = extra
     if merged:
         out["model_settings"] = merged
+    preset = get_preset(model)
+    if preset is not None:
+        preset.check_prompt_style(str(values.get("prompt_style", "paper")))
+        if (spec.startswith("openai:") and not preset.closed and not merged.get("base_url")
+                and not os.environ.get("OPENAI_BASE_URL")):
+            how = f" (e.g. `{preset.serve}`)" if preset.serve else ""
+            raise UnknownModelError(
+                f"'{model}' runs on an OpenAI-compatible server you start{how}: give its URL with "
+                "--model-base-url http://HOST:PORT/v1 (or model_settings.base_url, or OPENAI_BASE_URL)")
     if frames is not None:
         if "frames" not in values:
             out["frames"] = frames.num_frames

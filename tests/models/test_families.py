@@ -54,9 +54,12 @@ def test_internvl_think_preset_and_generation_config() -> None:
     assert p is not None
     opts = p.backend_options()
     params = GenParams.of(GenerationRequest(id="x", prompt="q"), opts)
-    assert internvl.generation_config(params) == {"max_new_tokens": 8192, "do_sample": True, "temperature": 0.6}
+    # the authors' eval/infer_internvl.py generation_config, Think and No Think
+    assert internvl.generation_config(params) == {"max_new_tokens": 8192, "do_sample": True, "temperature": 0.6,
+                                                  "top_p": 0.001, "repetition_penalty": 1.05}
     nothink = GenParams.of(GenerationRequest(id="x", prompt="q"), get_preset("internvl3.5-8b").backend_options())
-    assert internvl.generation_config(nothink) == {"max_new_tokens": 1024, "do_sample": False}
+    assert internvl.generation_config(nothink) == {"max_new_tokens": 1024, "do_sample": True, "temperature": 0.1,
+                                                   "top_p": 0.001, "repetition_penalty": 1.05}
 
 
 # ------------------------------------------------------------------------------ MiniCPM
@@ -111,8 +114,8 @@ def test_vllm_inputs(frames) -> None:
     assert item["prompt"] == "PROMPT" and video.shape == (4, 448, 448, 3) and video.dtype == np.uint8
     assert meta["frames_indices"] == frames.indices and meta["total_num_frames"] == 24
     _, opts, _ = _resolve("qwen3-vl-8b-instruct@vllm")
-    assert sampling_kwargs(req, opts) == {"max_tokens": 16384, "temperature": 0.7, "top_p": 0.8, "top_k": 20,
-                                          "repetition_penalty": 1.0, "presence_penalty": 1.5}
+    assert sampling_kwargs(req, opts) == {"max_tokens": 1024, "temperature": 0.7, "top_p": 0.8, "top_k": 20,
+                                          "repetition_penalty": 1.0}
     _, greedy, _ = _resolve("llava-onevision-7b@vllm")
     assert sampling_kwargs(req, greedy) == {"max_tokens": 1024, "temperature": 0.0}
     ek = engine_kwargs("Qwen/Qwen3-VL-8B-Instruct", BackendOptions(extra={"tensor_parallel_size": 2}))

@@ -16,6 +16,7 @@ from mtvbench.models.base import UnknownModelError
 from mtvbench.models.presets import get_preset, list_presets, resolve_model
 
 PAPER = Path("/work/shared/paper/MT-Video-Bench-paper.txt")
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 #: Table 2 rows: display name -> Overall
 TABLE2_OVERALL = {
@@ -64,8 +65,8 @@ def test_paper_scores_match_the_paper_text() -> None:
 def test_resolve_model_preset_and_passthrough() -> None:
     spec, opts, frames = resolve_model("qwen3-vl-8b-instruct")
     assert spec == "hf:Qwen/Qwen3-VL-8B-Instruct"
-    assert (opts.temperature, opts.top_p, opts.top_k, opts.max_tokens) == (0.7, 0.8, 20, 16384)
-    assert opts.extra["presence_penalty"] == 1.5
+    assert (opts.temperature, opts.top_p, opts.top_k, opts.max_tokens) == (0.7, 0.8, 20, 1024)
+    assert opts.extra == {"do_sample": True, "repetition_penalty": 1.0}
     assert frames is not None and frames.apply(FrameSettings(jpeg_quality=80)) == FrameSettings(
         num_frames=128, max_side=720, size=None, jpeg_quality=80)
     spec, opts, frames = resolve_model("InternVL3.5-8B (Think)")  # the paper's display name works too
@@ -82,9 +83,97 @@ def test_resolve_model_preset_and_passthrough() -> None:
     assert resolve_model("hf:/my/ckpt") == ("hf:/my/ckpt", resolve_model("oracle")[1], None)
     with pytest.raises(UnknownModelError, match="did you mean.*qwen3-vl-8b-instruct"):
         resolve_model("qwen3-vl-8b-instrct")
-    with pytest.raises(UnknownModelError, match="runs on hf"):
+    with pytest.raises(UnknownModelError, match="runs on hf, openai, not on vllm"):
         resolve_model("internvl3.5-8b@vllm")
     assert get_preset("MINICPM-V4.5") is get_preset("minicpm-v4.5")
+
+
+def test_every_open_preset_runs_on_an_openai_compatible_server() -> None:
+    for p in list_presets():
+        if p.closed:
+            assert "openai" not in p.alt_backends or p.backend == "openai"
+            continue
+        assert "openai" in p.backends(), p.name
+        spec, opts, frames = resolve_model(f"{p.name}@openai")
+        assert spec == f"openai:{p.checkpoint}"  # what `vllm serve <checkpoint>` exposes
+        assert frames == p.frame_overrides()  # same frames and size rule as the local backends
+        assert opts.system == p.system and opts.max_tokens == p.generation.max_new_tokens
+        assert "family" not in opts.extra  # the hf adapter does not apply on a server
+        assert not set(p.options) & set(opts.extra), p.name  # nor do the adapter's own settings
+        g = p.generation
+        assert opts.temperature == (0.0 if g.do_sample is False else g.temperature)
+        assert (opts.top_p, opts.top_k) == (g.top_p, g.top_k)
+        assert opts.extra.get("repetition_penalty") == g.repetition_penalty
+    spec, opts, _ = resolve_model("minicpm-v4.5@openai")
+    assert opts.extra["extra_body"] == {"stop_token_ids": [1, 151645]}  # the MiniCPM-V CookBook's vLLM guide
+    assert resolve_model("llava-onevision-7b@openai")[1].extra["video_part"] is True
+
+
+def test_served_name_overrides_the_checkpoint_id_on_servers_only() -> None:
+    spec, _, _ = resolve_model("internvl3.5-4b-think@openai", served_name="ivl-think")
+    assert spec == "openai:ivl-think"
+    with pytest.raises(UnknownModelError, match="use 'internvl3.5-4b-think@openai'"):
+        resolve_model("internvl3.5-4b-think", served_name="ivl-think")
+    with pytest.raises(UnknownModelError, match="not a preset"):
+        resolve_model("openai:gpt-4o", served_name="x")
+
+
+def test_generation_follows_the_authors_scripts() -> None:
+    """InternVL3.5 and Qwen rows use the values of eval/infer_internvl.py and eval/infer_qwen25vl.py."""
+    for p in list_presets():
+        g = p.generation
+        if p.display.startswith("InternVL3.5"):
+            think = "(Think)" in p.display
+            assert (g.do_sample, g.temperature, g.top_p, g.repetition_penalty, g.max_new_tokens) == (
+                True, 0.6 if think else 0.1, 0.001, 1.05, 8192 if think else 1024), p.name
+            assert p.authors_script == "infer_internvl.py" and "infer_internvl.py" in g.source and g.checked
+        elif p.display.startswith("Qwen"):
+            # the script: max_new_tokens = 1024 if "Instruct" in the model name else 8196
+            assert g.max_new_tokens == (1024 if "Instruct" in p.checkpoint else 8196), p.name
+            assert g.presence_penalty is None  # transformers generate() has none: the authors' runs had none
+            assert p.authors_script == "infer_qwen25vl.py" and "infer_qwen25vl.py" in g.source
+        else:
+            assert p.authors_script is None, p.name
+
+
+def test_checked_values_and_checkpoints_name_their_source() -> None:
+    url = re.compile(r"https://\S+")
+    for p in list_presets():
+        if p.generation.checked and not p.closed:
+            assert url.search(p.generation.source), p.name
+        if not p.generation.checked:
+            assert "not" in p.generation.source, p.name  # says what was not seen
+        if p.checkpoint_source is not None:
+            assert url.fullmatch(p.checkpoint_source), p.name
+    checked = {p.name for p in list_presets() if p.generation.checked and not p.closed}
+    assert checked == {"qwen3-vl-32b-instruct", "qwen3-vl-8b-instruct", "qwen3-vl-4b-instruct",
+                       "internvl3.5-38b-think", "internvl3.5-38b", "internvl3.5-8b-think", "internvl3.5-8b",
+                       "internvl3.5-4b-think", "internvl3.5-4b"}
+
+
+def test_llava_video_runs_on_a_server_under_its_published_id() -> None:
+    p = get_preset("llava-video-7b")
+    assert p is not None and p.checkpoint == "lmms-lab/LLaVA-Video-7B-Qwen2" and p.backends() == ["openai"]
+    assert p.notes and "LLaVA-NeXT" in p.notes and "server" in p.notes
+    assert resolve_model("llava-video-7b")[0] == "openai:lmms-lab/LLaVA-Video-7B-Qwen2"
+    with pytest.raises(UnknownModelError, match="runs on openai, not on hf"):
+        resolve_model("llava-video-7b@hf")
+    assert all("llava-hf/LLaVA-Video" not in q.checkpoint for q in list_presets())
+
+
+def test_readme_table2_shows_every_row_and_its_serve_command() -> None:
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Reproduce Table 2"):text.index("## Reports and analyses")]
+    for p in list_presets():
+        row = next((line for line in section.splitlines() if line.startswith(f"| {p.display} |")), None)
+        assert row is not None, p.display
+        assert f"{p.paper.overall:.2f}" in row
+        if p.backend != "openai" or p.closed:
+            assert f"--model {p.name} " in row, p.name
+        if p.serve:
+            assert f"`{p.serve}`" in row, p.name
+        elif not p.closed:
+            assert "not verified" in row or "none verified" in row, p.name
 
 
 def test_models_command_lists_every_row() -> None:

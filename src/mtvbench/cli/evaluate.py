@@ -100,6 +100,8 @@ def run(
     max_side: Annotated[int | None, typer.Option(help="longer side of a frame at most this (px)")] = None,
     frame_size: Annotated[str | None, typer.Option(help="fixed frame size WxH, e.g. 448x448")] = None,
     context: Annotated[str | None, typer.Option(help="golden | self | none")] = None,
+    prompt_style: Annotated[str | None, typer.Option(
+        help="paper (Figure 15) | authors (the authors' Qwen script's prompt, to reproduce their numbers)")] = None,
     judge_runs: Annotated[int | None, typer.Option(help="judge runs per turn, averaged")] = None,
     concurrency: Annotated[int | None, typer.Option(help="model calls in flight")] = None,
     limit: Annotated[int | None, typer.Option(help="at most N dialogues per task")] = None,
@@ -120,7 +122,7 @@ def run(
     values: dict[str, Any] = load_yaml(config) if config else {}
     flags = {"data": data, "model": model, "judge": judge, "out": out, "frames": frames,
              "max_side": max_side, "frame_size": frame_size, "context": context, "judge_runs": judge_runs,
-             "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir}
+             "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir, "prompt_style": prompt_style}
     values.update({k: v for k, v in flags.items() if v is not None})
     for role, url, env, opts in (("model_settings", model_base_url, model_api_key_env, model_option),
                                  ("judge_settings", judge_base_url, judge_api_key_env, judge_option)):

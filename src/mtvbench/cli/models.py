@@ -48,6 +48,12 @@ def models_command(
         console.print(f"  backend:    {p.spec()}{also}")
         if p.family:
             console.print(f"  adapter:    {p.family}")
+        console.print(f"  checkpoint: {p.checkpoint_source or 'id not verified'}", markup=False, highlight=False)
+        if p.serve:
+            console.print(f"  serve:      {p.serve}  (then --model {p.name}@openai --model-base-url URL)",
+                          markup=False, highlight=False)
+        if p.authors_script:
+            console.print(f"  authors:    eval/{p.authors_script}", markup=False, highlight=False)
         console.print(f"  frames:     {p.frames}, {p.frame_overrides().rule()}")
         console.print(f"  generation: {p.generation.summary()}  [dim]source: {p.generation.source}[/]")
         if p.options:
@@ -67,5 +73,5 @@ def models_command(
         print(json.dumps([p.model_dump(mode="json") for p in presets], indent=2))
         return
     console.print(presets_table(presets))
-    console.print("Generation values marked (unchecked) were written down from the model cards without "
-                  "network access; compare them with the cards before publishing numbers.", style="dim")
+    console.print("Generation values marked (unchecked) were not all seen at their source; `mtvbench models NAME` "
+                  "shows the source of every value. Compare them before publishing numbers.", style="dim")

@@ -44,8 +44,10 @@ def resolve_api_key(api_key_env: str | None, base_url: str | None) -> str:
 def build_messages(request: GenerationRequest, system: str | None = None, video_part: bool = False
                    ) -> list[dict[str, Any]]:
     """Frames as JPEG image parts (or, with ``video_part``, one ``video_url`` part holding the
-    comma-joined base64 JPEG frames as ``data:video/jpeg``, which vLLM's OpenAI server reads
-    as one video), then the prompt; ``request.system`` or ``system`` first."""
+    comma-joined base64 JPEG frames as ``data:video/jpeg``, a form only vLLM's OpenAI server reads
+    as one video; recent vLLM versions keep at most ``--media-io-kwargs '{"video": {"num_frames": N}}'``
+    frames of it, 32 by default, so start the server with ``num_frames`` -1), then the prompt;
+    ``request.system`` or ``system`` first."""
     content: list[dict[str, Any]] = []
     if request.frames is not None and video_part:
         url = "data:video/jpeg;base64," + ",".join(request.frames.b64())
@@ -79,8 +81,14 @@ class OpenAIBackend:
         )
 
     def _params(self, request: GenerationRequest) -> dict[str, Any]:
+        """The request: messages, then the generation settings. ``temperature``, ``top_p``,
+        ``max_tokens`` and ``presence_penalty`` are OpenAI API parameters; ``top_k``,
+        ``repetition_penalty`` and ``min_p`` are not, so they go in ``extra_body`` (vLLM and SGLang
+        servers read them from the request body); ``do_sample: false`` means greedy (temperature 0).
+        An ``extra_body`` option is sent as given, over the mapped values."""
         o = self.options
-        messages = build_messages(request, o.system, video_part=bool(o.extra.get("video_part", False)))
+        x = o.extra
+        messages = build_messages(request, o.system, video_part=bool(x.get("video_part", False)))
         params: dict[str, Any] = {"model": self.model, "messages": messages}
         max_tokens = request.max_tokens or o.max_tokens
         if max_tokens:
@@ -89,12 +97,20 @@ class OpenAIBackend:
             value = getattr(request, key) if getattr(request, key) is not None else getattr(o, key)
             if value is not None:
                 params[key] = value
+        if x.get("do_sample") is False and "temperature" not in params:
+            params["temperature"] = 0.0
+        if x.get("presence_penalty") is not None:
+            params["presence_penalty"] = x["presence_penalty"]
+        body: dict[str, Any] = {}
         top_k = request.top_k if request.top_k is not None else o.top_k
-        extra_body = dict(o.extra.get("extra_body", {}))
         if top_k is not None:
-            extra_body["top_k"] = top_k  # vLLM/SGLang read it from the body
-        if extra_body:
-            params["extra_body"] = extra_body
+            body["top_k"] = top_k
+        for key in ("repetition_penalty", "min_p"):
+            if x.get(key) is not None:
+                body[key] = x[key]
+        body.update(x.get("extra_body") or {})
+        if body:
+            params["extra_body"] = body
         return params
 
     async def _call(self, params: dict[str, Any]) -> Any:

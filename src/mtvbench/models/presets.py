@@ -2,9 +2,15 @@
 
 ``resolve_model("qwen3-vl-8b-instruct")`` returns the backend spec (``hf:Qwen/Qwen3-VL-8B-Instruct``),
 the :class:`BackendOptions` (generation parameters, system prompt, family adapter) and the frame
-settings of that row (§4.1: 128 frames; longer side 720, or 448x448 / 728x728). ``name@vllm``
-swaps to another local backend the preset lists under ``alt_backends``. Any other spec with a known
-prefix (``hf:/my/ckpt``, ``openai:gpt-4o``, ``oracle``) passes through unchanged.
+settings of that row (§4.1: 128 frames; longer side 720, or 448x448 / 728x728). ``name@vllm`` or
+``name@openai`` swaps to another backend the preset lists under ``alt_backends``: every open model
+runs on an OpenAI-compatible server that serves its checkpoint (``openai:<checkpoint>``, or
+``openai:<served_name>``) with the same frames, generation parameters and system prompt. Any other
+spec with a known prefix (``hf:/my/ckpt``, ``openai:gpt-4o``, ``oracle``) passes through unchanged.
+
+Generation parameters use one vocabulary for every backend: ``BackendOptions`` fields plus
+``extra["do_sample"]``, ``extra["repetition_penalty"]`` and ``extra["presence_penalty"]``; each backend
+maps them to its own API (the OpenAI backend sends the ones the OpenAI API lacks in the request body).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from mtvbench.media.frames import FrameSettings
 from mtvbench.models.base import BackendOptions, UnknownModelError, known_prefixes, parse_spec
 
 BackendName = Literal["gemini", "openai", "hf", "vllm"]
+#: the authors' released inference scripts (NJU-LINK/MT-Video-Bench, eval/)
+AuthorsScript = Literal["infer_qwen25vl.py", "infer_internvl.py"]
 #: generation keys that are not BackendOptions fields; they travel in ``options.extra``
 _EXTRA_GENERATION_KEYS = ("do_sample", "repetition_penalty", "presence_penalty")
 
@@ -38,9 +46,9 @@ class Generation(BaseModel):
     do_sample: bool | None = None
     repetition_penalty: float | None = None
     presence_penalty: float | None = None
-    #: where the values come from
+    #: where every value comes from, with URLs
     source: str = ""
-    #: False until someone compared the values with the model card
+    #: True only when every value was seen at the URLs in ``source``
     checked: bool = False
 
     def summary(self) -> str:
@@ -98,6 +106,12 @@ class Preset(BaseModel):
     backend: BackendName
     alt_backends: list[BackendName] = Field(default_factory=list)
     checkpoint: str
+    #: a URL where the checkpoint id was seen; None: not verified
+    checkpoint_source: str | None = None
+    #: the authors' released inference script for this row (decides whether --prompt-style authors applies)
+    authors_script: AuthorsScript | None = None
+    #: the command that serves the checkpoint for ``<name>@openai``; None: no command was verified
+    serve: str | None = None
     #: the hf family adapter (internvl, minicpm, videochat_flash, videollama3); None: generic path
     family: str | None = None
     frames: int = Field(128, ge=1)
@@ -105,17 +119,26 @@ class Preset(BaseModel):
     size: tuple[int, int] | None = None
     system: str | None = None
     generation: Generation = Field(default_factory=Generation)
-    #: backend-specific settings (base_url, api_key_env, adapter settings ...)
+    #: settings of the preset's own backend (base_url, api_key_env, adapter settings ...)
     options: dict[str, Any] = Field(default_factory=dict)
+    #: settings added when the checkpoint runs on an OpenAI-compatible server (video_part, extra_body ...)
+    openai_options: dict[str, Any] = Field(default_factory=dict)
     notes: str | None = None
     paper: PaperScores
 
+    @property
+    def closed(self) -> bool:
+        return self.group == "closed"
+
+    def backends(self) -> list[str]:
+        return [self.backend, *self.alt_backends]
+
     def spec(self, backend: str | None = None, checkpoint: str | None = None) -> str:
-        """``backend:checkpoint``; ``checkpoint`` replaces the hub id (e.g. a local copy of it)."""
+        """``backend:checkpoint``; ``checkpoint`` replaces the hub id (a local copy of it, or the name a
+        server exposes it under)."""
         b = backend or self.backend
-        if b != self.backend and b not in self.alt_backends:
-            allowed = ", ".join([self.backend, *self.alt_backends])
-            raise UnknownModelError(f"preset '{self.name}' runs on {allowed}, not on {b}")
+        if b not in self.backends():
+            raise UnknownModelError(f"preset '{self.name}' runs on {', '.join(self.backends())}, not on {b}")
         return f"{b}:{checkpoint or self.checkpoint}"
 
     def frame_overrides(self) -> FrameOverrides:
@@ -125,17 +148,12 @@ class Preset(BaseModel):
     def backend_options(self, backend: str | None = None) -> BackendOptions:
         b = backend or self.backend
         g = self.generation
-        opts = dict(self.options)
+        opts = dict(self.options) if b == self.backend else {}
+        if b == "openai":
+            opts.update(self.openai_options)
         base_url = opts.pop("base_url", None)
         api_key_env = opts.pop("api_key_env", None)
-        extra: dict[str, Any] = {}
-        sampling = {k: getattr(g, k) for k in _EXTRA_GENERATION_KEYS if getattr(g, k) is not None}
-        if b == "openai":
-            body = {k: v for k, v in sampling.items() if k != "do_sample"}
-            if body:
-                extra["extra_body"] = body
-        else:
-            extra.update(sampling)
+        extra: dict[str, Any] = {k: getattr(g, k) for k in _EXTRA_GENERATION_KEYS if getattr(g, k) is not None}
         if self.family and b == "hf":
             extra["family"] = self.family
         extra.update(opts)
@@ -145,6 +163,22 @@ class Preset(BaseModel):
         return BackendOptions(base_url=base_url, api_key_env=api_key_env, max_tokens=g.max_new_tokens,
                               temperature=temperature, top_p=g.top_p, top_k=g.top_k, system=self.system,
                               extra=extra)
+
+    def check_prompt_style(self, style: str) -> None:
+        """Refuse ``--prompt-style authors`` where it would not reproduce the authors' run."""
+        if style != "authors" or self.authors_script == "infer_qwen25vl.py":
+            return
+        if self.authors_script == "infer_internvl.py":
+            raise UnknownModelError(
+                f"--prompt-style authors is not available for '{self.name}': the authors' infer_internvl.py "
+                "sends no history block but passes the earlier rounds as chat turns, and for the rounds it asked "
+                "it stores its whole 128-frame prompt as the user text of the turn, so InternVL's chat() puts "
+                "the frames into the first such turn; mtvbench does not reproduce that. Use --prompt-style paper")
+        raise UnknownModelError(
+            f"--prompt-style authors is not available for '{self.name}': the authors released no inference "
+            "script for it (only infer_qwen25vl.py for the Qwen rows and infer_internvl.py). Use --prompt-style "
+            f"paper, or give the backend spec (e.g. --model hf:{self.checkpoint}) to apply the Qwen script's "
+            "prompt format anyway")
 
 
 class PresetFile(BaseModel):
@@ -178,22 +212,29 @@ def get_preset(name: str) -> Preset | None:
     return _load()[1].get(_norm(name.partition("@")[0]))
 
 
-def resolve_model(spec: str, checkpoint: str | None = None) -> tuple[str, BackendOptions, FrameOverrides | None]:
+def resolve_model(spec: str, checkpoint: str | None = None, served_name: str | None = None
+                  ) -> tuple[str, BackendOptions, FrameOverrides | None]:
     """``--model`` value -> (backend spec, backend options, frame settings of the preset or None).
 
-    ``qwen3-vl-8b-instruct`` and ``qwen3-vl-8b-instruct@vllm`` use the preset; ``hf:/path``,
-    ``openai:NAME``, ``oracle`` ... pass through with default options and no frame overrides.
-    ``checkpoint`` runs a preset's settings on another copy of its weights (a local directory).
+    ``qwen3-vl-8b-instruct``, ``qwen3-vl-8b-instruct@vllm`` and ``qwen3-vl-8b-instruct@openai`` use the
+    preset; ``hf:/path``, ``openai:NAME``, ``oracle`` ... pass through with default options and no frame
+    overrides. ``checkpoint`` runs a preset's settings on another copy of its weights (a local
+    directory); ``served_name`` is the model name an OpenAI-compatible server exposes the checkpoint
+    under (default: the checkpoint id, which is what ``vllm serve <checkpoint>`` exposes).
     Explicit command-line settings should be applied on top of the returned options.
     """
     name, _, backend = spec.partition("@")
     preset = get_preset(name)
     if preset is not None:
         b = backend.strip().lower() or None
-        return preset.spec(b, checkpoint), preset.backend_options(b), preset.frame_overrides()
+        if served_name is not None and (b or preset.backend) != "openai":
+            raise UnknownModelError(f"served_name names the model on an OpenAI-compatible server: use "
+                                    f"'{preset.name}@openai' with it, not '{spec}'")
+        return (preset.spec(b, served_name or checkpoint), preset.backend_options(b),
+                preset.frame_overrides())
     prefix, _ = parse_spec(spec)
-    if checkpoint is not None:
-        raise UnknownModelError(f"'{spec}' is not a preset: give the checkpoint in the spec instead")
+    if checkpoint is not None or served_name is not None:
+        raise UnknownModelError(f"'{spec}' is not a preset: give the checkpoint or served name in the spec instead")
     if prefix in known_prefixes():
         return spec, BackendOptions(), None
     names = [p.name for p in list_presets()]

@@ -15,7 +15,7 @@ from mtvbench.config import ContextMode
 from mtvbench.data.schema import Dialogue, Round
 from mtvbench.media.frames import VideoFrames
 from mtvbench.models.base import GenerationRequest
-from mtvbench.prompts import render_inference_prompt
+from mtvbench.prompts import PromptStyle, render_inference_prompt
 
 
 def rounds_to_call(dialogue: Dialogue, context: ContextMode) -> list[Round]:
@@ -43,7 +43,9 @@ def history_for(dialogue: Dialogue, index: int, context: ContextMode,
 
 
 def build_request(dialogue: Dialogue, rnd: Round, context: ContextMode, frames: VideoFrames | None,
-                  own_answers: Mapping[int, str] | None = None) -> GenerationRequest:
-    prompt = render_inference_prompt(history_for(dialogue, rnd.index, context, own_answers), rnd.user)
+                  own_answers: Mapping[int, str] | None = None, prompt_style: PromptStyle = "paper"
+                  ) -> GenerationRequest:
+    prompt = render_inference_prompt(history_for(dialogue, rnd.index, context, own_answers), rnd.user,
+                                     prompt_style)
     return GenerationRequest(id=dialogue.turn_id(rnd.index), prompt=prompt, frames=frames,
                              golden_answer=rnd.assistant)

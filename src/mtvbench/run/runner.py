@@ -149,7 +149,7 @@ class Runner:
         if self.cfg.context == "self":
             own = {r.index: self.answers[p.dialogue.turn_id(r.index)] for r in p.dialogue.rounds
                    if r.index < rnd.index}
-        return build_request(p.dialogue, rnd, self.cfg.context, frames, own)
+        return build_request(p.dialogue, rnd, self.cfg.context, frames, own, self.cfg.prompt_style)
 
     async def _call_wave(self, wave: list[tuple[_Pending, Round]], frames: VideoFrames | None) -> list[bool]:
         requests = [self._request(p, r, frames) for p, r in wave]

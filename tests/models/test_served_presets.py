@@ -1,0 +1,185 @@
+"""Paper presets on an OpenAI-compatible server (``PRESET@openai``), checked on the wire.
+
+A real HTTP server on 127.0.0.1 (tests/servers/openai_server.py) records every request body; the
+runs go through the real CLI with real videos, so these tests see exactly what a vLLM or SGLang
+server would receive: model name, frames (count and pixel size), generation parameters, the
+parameters the OpenAI API lacks in the body, the system prompt and the prompt text.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from mtvbench.cli import app
+from mtvbench.config import ConfigError, build_config
+from mtvbench.models.base import BackendOptions, GenerationRequest
+from mtvbench.models.openai_api import OpenAIBackend
+from mtvbench.models.presets import get_preset
+from tests.conftest import make_dataset, write_video
+from tests.servers.openai_server import LoopbackServer
+
+#: the scored turns of make_dataset: two per dialogue, one dialogue per task
+TURNS = 12
+
+
+@pytest.fixture(scope="module")
+def big_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test dataset with videos larger than the size rules: 130 frames, landscape 1280x720 and
+    portrait 480x800, so 128 frames are sampled and every size rule must shrink them."""
+    root = make_dataset(tmp_path_factory.mktemp("served") / "data")
+    write_video(root / "videos" / "vid0.mp4", n_frames=130, size=(1280, 720))
+    write_video(root / "videos" / "vid1.mp4", n_frames=130, size=(480, 800))
+    return root
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("frame-cache")
+
+
+def run_cli(data: Path, out: Path, cache: Path, model: str, *args: str) -> Any:
+    return CliRunner().invoke(app, ["run", "--data", str(data), "--model", model, "--judge", "offline",
+                                    "--out", str(out), "--cache-dir", str(cache), "--concurrency", "4",
+                                    "--quiet", *args])
+
+
+def model_bodies(srv: LoopbackServer) -> list[dict[str, Any]]:
+    return [r["body"] for r in srv.state.requests if not r["judge"]]
+
+
+def frame_sizes(body: dict[str, Any]) -> list[tuple[int, int]]:
+    sizes = []
+    for part in body["messages"][-1]["content"]:
+        if part["type"] == "image_url":
+            url = part["image_url"]["url"]
+            assert url.startswith("data:image/jpeg;base64,")
+            img = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+            assert img.format == "JPEG"
+            sizes.append(img.size)
+    return sizes
+
+
+def test_qwen_preset_on_a_served_model(big_data: Path, cache: Path, tmp_path: Path) -> None:
+    with LoopbackServer() as srv:
+        res = run_cli(big_data, tmp_path / "run", cache, "qwen3-vl-8b-instruct@openai", "--model-base-url", srv.url)
+    assert res.exit_code == 0, res.output
+    bodies = model_bodies(srv)
+    assert len(bodies) == TURNS
+    for body in bodies:
+        assert body["model"] == "Qwen/Qwen3-VL-8B-Instruct"  # the checkpoint id `vllm serve` exposes
+        assert [m["role"] for m in body["messages"]] == ["user"]  # no system prompt for this row
+        sizes = frame_sizes(body)
+        assert len(sizes) == 128  # 128 of the 130 frames
+        assert set(sizes) in ({(720, 405)}, {(432, 720)})  # longer side 720, aspect kept
+        assert (body["temperature"], body["top_p"], body["max_tokens"]) == (0.7, 0.8, 1024)
+        # not in the OpenAI API: sent in the body (extra_body), where vLLM and SGLang read them
+        assert (body["top_k"], body["repetition_penalty"]) == (20, 1.0)
+        assert "presence_penalty" not in body
+        assert body["messages"][-1]["content"][-1]["text"].startswith("You're an AI assistant")
+
+
+def test_internvl_think_preset_on_a_served_model(big_data: Path, cache: Path, tmp_path: Path) -> None:
+    think = get_preset("internvl3.5-8b-think")
+    assert think is not None and think.system
+    with LoopbackServer() as srv:
+        res = run_cli(big_data, tmp_path / "run", cache, "internvl3.5-8b-think@openai", "--model-base-url", srv.url,
+                      "--model-option", "served_name=internvl-think", "--limit", "1")
+    assert res.exit_code == 0, res.output
+    bodies = model_bodies(srv)
+    assert len(bodies) == TURNS
+    for body in bodies:
+        assert body["model"] == "internvl-think"  # --model-option served_name=...
+        assert body["messages"][0] == {"role": "system", "content": think.system}
+        sizes = frame_sizes(body)
+        assert len(sizes) == 128 and set(sizes) == {(448, 448)}
+        assert (body["temperature"], body["top_p"], body["max_tokens"]) == (0.6, 0.001, 8192)
+        assert body["repetition_penalty"] == 1.05 and "top_k" not in body
+
+
+def test_frames_as_one_video_part(big_data: Path, cache: Path, tmp_path: Path) -> None:
+    with LoopbackServer() as srv:
+        res = run_cli(big_data, tmp_path / "run", cache, "qwen3-vl-4b-thinking@openai", "--model-base-url", srv.url,
+                      "--model-option", "video_part=true")
+    assert res.exit_code == 0, res.output
+    for body in model_bodies(srv):
+        parts = body["messages"][-1]["content"]
+        assert [p["type"] for p in parts] == ["video_url", "text"]
+        url = parts[0]["video_url"]["url"]
+        assert url.startswith("data:video/jpeg;base64,") and len(url.split(",")) == 1 + 128
+        assert body["max_tokens"] == 8196
+
+
+def test_authors_prompt_style_on_the_wire_and_in_the_run_identity(big_data: Path, cache: Path,
+                                                                  tmp_path: Path) -> None:
+    with LoopbackServer() as srv:
+        res = run_cli(big_data, tmp_path / "run", cache, "qwen2.5-vl-7b@openai", "--model-base-url", srv.url,
+                      "--prompt-style", "authors")
+        assert res.exit_code == 0, res.output
+        texts = [r["text"] for r in srv.state.requests if not r["judge"]]
+        summary_r3 = next(t for t in texts if t.endswith("Question 3 about the summary clip?"))
+        history = []
+        for k in (1, 2):
+            history += [f"User: Question {k} about the summary clip?",
+                        f"Assistant: The red square moves right in round {k} and the blue circle stays."]
+        assert summary_r3 == ("You're an AI assistant helping to answer questions about a video. Use the conversation "
+                              f"history if helpful.\nConversation history:\n{history}\nCurrent question:\n"
+                              "Question 3 about the summary clip?")
+        # answers made with another prompt style are never reused: the same run directory refuses paper
+        again = run_cli(big_data, tmp_path / "run", cache, "qwen2.5-vl-7b@openai", "--model-base-url", srv.url)
+    assert again.exit_code == 2 and "prompt_style" in again.output and "Traceback" not in again.output
+
+
+def test_served_preset_without_server_url_is_one_clear_error(big_data: Path, cache: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    res = run_cli(big_data, tmp_path / "run", cache, "qwen3-vl-8b-instruct@openai")
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "field 'model'" in res.output and "--model-base-url" in res.output
+    assert "vllm serve Qwen/Qwen3-VL-8B-Instruct" in res.output
+    assert not (tmp_path / "run").exists()  # nothing half-written
+
+
+def test_authors_style_refused_where_it_would_not_reproduce_the_authors(tmp_path: Path) -> None:
+    base = {"data": tmp_path, "out": tmp_path / "r", "prompt_style": "authors"}
+    with pytest.raises(ConfigError, match="infer_internvl.py sends no history block"):
+        build_config({**base, "model": "internvl3.5-8b-think"})
+    with pytest.raises(ConfigError, match="released no inference script"):
+        build_config({**base, "model": "minicpm-v4.5"})
+    assert build_config({**base, "model": "qwen3-vl-8b-thinking"}).prompt_style == "authors"
+    assert build_config({**base, "model": "openai:my-model"}).prompt_style == "authors"  # a plain spec: user's call
+    with pytest.raises(ConfigError, match="prompt_style"):
+        build_config({**base, "model": "oracle", "prompt_style": "fancy"})
+    paper = build_config({"data": tmp_path, "out": tmp_path / "r", "model": "oracle"})
+    assert paper.prompt_style == "paper" and "prompt_style" not in paper.identity()  # old run dirs still resume
+    assert build_config({**base, "model": "oracle"}).identity()["prompt_style"] == "authors"
+
+
+def test_given_extra_body_adds_to_the_presets(tmp_path: Path) -> None:
+    cfg = build_config({"data": tmp_path, "out": tmp_path / "r", "model": "minicpm-v4.5@openai",
+                        "model_settings": {"base_url": "http://127.0.0.1:9/v1",
+                                           "extra": {"extra_body": {"min_p": 0.05}, "served_name": "mc"}}})
+    assert cfg.backend_spec == "openai:mc" and "served_name" not in cfg.model_settings.extra
+    assert cfg.model_settings.extra["extra_body"] == {"stop_token_ids": [1, 151645], "min_p": 0.05}
+
+
+def test_generation_mapping_of_the_openai_backend() -> None:
+    def params(**extra: Any) -> dict[str, Any]:
+        opts = BackendOptions(base_url="http://127.0.0.1:9/v1", max_tokens=64, temperature=0.3, top_p=0.9, top_k=5,
+                              extra=extra)
+        return OpenAIBackend("m", opts)._params(GenerationRequest(id="t", prompt="hi"))
+
+    p = params(repetition_penalty=1.05, presence_penalty=1.5, min_p=0.1, do_sample=True)
+    assert {k: p[k] for k in ("model", "max_tokens", "temperature", "top_p", "presence_penalty")} == {
+        "model": "m", "max_tokens": 64, "temperature": 0.3, "top_p": 0.9, "presence_penalty": 1.5}
+    assert p["extra_body"] == {"top_k": 5, "repetition_penalty": 1.05, "min_p": 0.1}
+    assert params(extra_body={"top_k": 7, "chat_template_kwargs": {"enable_thinking": False}})["extra_body"] == {
+        "top_k": 7, "chat_template_kwargs": {"enable_thinking": False}}  # an explicit extra_body wins
+    greedy = OpenAIBackend("m", BackendOptions(base_url="http://127.0.0.1:9/v1", extra={"do_sample": False}))
+    assert greedy._params(GenerationRequest(id="t", prompt="hi"))["temperature"] == 0.0
