@@ -75,7 +75,7 @@ def display(value: Value, col: Col) -> str:
     if isinstance(value, float) and col.kind == "num":
         return f"{value:.{col.digits}f}"
     if isinstance(value, int) and col.kind == "num":
-        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+        return f"{value:,}"
     return str(value)
 
 
@@ -84,13 +84,13 @@ def to_markdown(t: TextTable) -> str:
     if t.title:
         out += [f"### {markdown(t.title)}", ""]
     for line in t.intro:
-        out += [markdown(line), ""]
+        out += [markdown(line, line_start=True), ""]
     out.append("| " + " | ".join(markdown(c.name) for c in t.columns) + " |")
     out.append("|" + "|".join("---:" if c.kind == "num" else "---" for c in t.columns) + "|")
     for row in t.rows:
         out.append("| " + " | ".join(markdown(display(v, c)) for v, c in zip(row, t.columns)) + " |")
     for line in t.notes:
-        out += ["", markdown(line)]
+        out += ["", markdown(line, line_start=True)]
     return "\n".join(out) + "\n"
 
 

@@ -75,13 +75,15 @@ _MD_PUNCT = re.compile(r"([\\`*_\[\]|~!$])")
 _MD_LINE_START = re.compile(r"^([#+=-]|\d+(?=[.)]))")
 
 
-def markdown(text: object) -> str:
-    """Text for a Markdown table cell or paragraph: shown literally by any CommonMark/GFM
+def markdown(text: object, *, line_start: bool = False) -> str:
+    """Text for a Markdown table cell or inside a line: shown literally by any CommonMark/GFM
     renderer and kept on one line (a newline becomes ``<br>``), so it can never end a table
-    row, open an HTML element, a link or an image, or start a heading or list."""
+    row or open an HTML element, a link, an image or math. With ``line_start`` (the text
+    begins a paragraph) it cannot start a heading or a list either."""
     s = _html.escape(str(text), quote=False)
     s = _MD_PUNCT.sub(r"\\\1", s)
-    s = _MD_LINE_START.sub(lambda m: m.group() + "\\" if m.group()[0].isdigit() else "\\" + m.group(), s)
+    if line_start:
+        s = _MD_LINE_START.sub(lambda m: m.group() + "\\" if m.group()[0].isdigit() else "\\" + m.group(), s)
     s = _LINE_BREAK.sub("<br>", s)
     return _CONTROL_ALL.sub(_visible, s)
 
