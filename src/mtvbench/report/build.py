@@ -48,6 +48,8 @@ class ReportResult:
     out: Path
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: (display name, scores) of every run, in the order given
+    rows: list[tuple[str, Scores]] = field(default_factory=list)
 
 
 def _shrink(jpeg: bytes, max_side: int) -> bytes:
@@ -233,6 +235,7 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
     runs = [load_run(Path(d), bootstrap=bootstrap) for d in run_dirs]
     names = unique_names(runs)
     rows = [(n, r.scores) for n, r in zip(names, runs)]
+    res.rows = rows
     if any(r.config.judge == "offline" for r in runs):
         res.notes.append(OFFLINE_NOTE)
     res.notes += incomplete_notes(rows)

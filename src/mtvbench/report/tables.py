@@ -41,12 +41,14 @@ MISSING = "–"
 @dataclass(frozen=True)
 class Col:
     """A column: ``kind`` is ``id`` (never cut), ``text`` (may wrap) or ``num`` (right-aligned,
-    rounded to ``digits`` for display; ints as they are). ``key`` names it in CSV and JSON."""
+    rounded to ``digits`` for display; ints as they are). ``key`` names it in CSV and JSON.
+    An ``optional`` column is left out of a terminal table too narrow for it (a note says so)."""
 
     name: str
     kind: Kind = "text"
     digits: int = 2
     key: str | None = None
+    optional: bool = False
 
     @property
     def field(self) -> str:
@@ -111,18 +113,20 @@ def to_records(t: TextTable) -> list[dict[str, Value]]:
 
 #: a wrapping column narrower than this is useless; below it, rows become blocks
 MIN_TEXT_WIDTH = 8
+#: optional columns are left out until every wrapping column can be this wide
+COMFORT_TEXT_WIDTH = 16
 
 
 def _cells(t: TextTable) -> list[list[str]]:
     return [[terminal(display(v, c)) for v, c in zip(row, t.columns)] for row in t.rows]
 
 
-def _widths(t: TextTable, cells: list[list[str]]) -> list[int]:
-    """The narrowest each column may be: ids and numbers whole, text down to MIN_TEXT_WIDTH."""
+def _widths(t: TextTable, cells: list[list[str]], text_width: int = MIN_TEXT_WIDTH) -> list[int]:
+    """The narrowest each column may be: ids and numbers whole, text down to ``text_width``."""
     out = []
     for j, c in enumerate(t.columns):
         longest = max([cell_len(terminal(c.name))] + [cell_len(r[j]) for r in cells])
-        out.append(min(longest, MIN_TEXT_WIDTH) if c.kind == "text" else longest)
+        out.append(min(longest, text_width) if c.kind == "text" else longest)
     return out
 
 
@@ -134,8 +138,27 @@ def _fits(widths: list[int], width: int) -> bool:
     return sum(widths) + _GAP * (len(widths) - 1) <= width
 
 
+def _drop_optional(t: TextTable, width: int) -> TextTable:
+    """``t`` without as many optional columns (rightmost first) as it takes to fit ``width``."""
+    keep = list(range(len(t.columns)))
+    widths = _widths(t, _cells(t), COMFORT_TEXT_WIDTH)
+    for j in reversed(range(len(t.columns))):
+        if _fits([widths[k] for k in keep], width):
+            break
+        if t.columns[j].optional:
+            keep.remove(j)
+    if len(keep) == len(t.columns) or not _fits([widths[k] for k in keep], width):
+        return t
+    hidden = ", ".join(c.name for j, c in enumerate(t.columns) if j not in keep)
+    return TextTable(columns=[t.columns[k] for k in keep], rows=[[r[k] for k in keep] for r in t.rows],
+                     title=t.title, intro=t.intro, row_styles=t.row_styles, note_style=t.note_style,
+                     notes=[*t.notes, f"Not shown at this width: {hidden} (--format md, csv or json shows every "
+                                      "column)."])
+
+
 def to_rich(t: TextTable, width: int) -> RenderableType:
     """The table for a terminal ``width`` columns wide (see the module docstring)."""
+    t = _drop_optional(t, width)
     cells = _cells(t)
     styles = t.row_styles or [None] * len(t.rows)
     parts: list[RenderableType] = []
