@@ -177,23 +177,17 @@ def to_rich(t: TextTable, width: int) -> RenderableType:
         for row, style in zip(cells, styles):
             table.add_row(*(Text(v) for v in row), style=style)
         parts.append(table)
-    else:  # too narrow for columns: one block per row, identifiers first and whole
+    else:  # too narrow for columns: one block per row, identifiers first and whole, a line per field
         if t.title:
             parts.append(rich_text(t.title, "bold"))
         ids = [j for j, c in enumerate(t.columns) if c.kind == "id"] or [0]
         for row, style in zip(cells, styles):
-            head = Text(" ".join(row[j] for j in ids), style=f"bold {style or ''}".strip())
-            rest = Text("  ")
-            first = True
+            parts.append(Text(" ".join(row[j] for j in ids), style=f"bold {style or ''}".strip()))
             for j, c in enumerate(t.columns):
-                if j in ids:
-                    continue
-                if not first:
-                    rest.append(" · ", style="dim")
-                first = False
-                rest.append(terminal(c.name) + ": ", style="dim")
-                rest.append(row[j], style=style or "")
-            parts += [head, rest] if len(t.columns) > len(ids) else [head]
+                if j not in ids:
+                    line = Text("  " + terminal(c.name) + ": ", style="dim")
+                    line.append(row[j], style=style or "")
+                    parts.append(line)
     if t.notes:
         parts += [rich_text(line, t.note_style) for line in t.notes]
     return Group(*parts)

@@ -14,7 +14,7 @@ Markdown            :func:`markdown` (HTML specials as entities; ``|``, backslas
                     inline-markup characters backslash-escaped; newlines as ``<br>``)
 CSV                 :func:`csv_cell` (OWASP: a text cell starting with ``= + - @``, tab or
                     CR gets a leading ``'``; numbers stay numbers)
-LaTeX               :func:`latex` (the ten specials, plus ``< > |``; newlines as spaces)
+LaTeX               :func:`latex` (the ten specials, plus ``< > | [ ]``; newlines as spaces)
 HTML text/attrs     :func:`html`
 JSON in ``<script>`` :func:`json_for_script` (``< > &`` and U+2028/2029 as ``\\uXXXX``)
 plot labels         :func:`plot_label` (mathtext is switched off by the plotting code;
@@ -96,8 +96,8 @@ _CSV_CONTROL = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{_UNICODE_INVISI
 def csv_cell(value: object, digits: int = 4) -> str:
     """A CSV cell: ``None`` is empty, numbers are written as numbers (``digits`` decimals for
     floats; a negative number stays numeric), and text that a spreadsheet would run as a
-    formula gets a leading ``'`` (OWASP). Control characters other than tab and newlines are
-    made visible; the csv module quotes the rest."""
+    formula gets a leading ``'`` (OWASP). Control characters other than tab and line breaks
+    are made visible, line breaks become LF; the csv module quotes the rest."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -107,17 +107,22 @@ def csv_cell(value: object, digits: int = 4) -> str:
     if isinstance(value, float):
         return "" if not math.isfinite(value) else f"{value:.{digits}f}"
     s = _CSV_CONTROL.sub(_visible, str(value))
-    return "'" + s if s.startswith(_CSV_FORMULA_START) else s
+    s = "'" + s if s.startswith(_CSV_FORMULA_START) else s
+    # a lone CR is not quoted by csv writers ending lines with LF: make every line break LF
+    return s.replace("\r\n", "\n").replace("\r", "\n")
 
 
 _LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
-                  "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
+                  "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+                  # a "[" right after \\ or \midrule would be read as their optional argument
+                  "[": "{[}", "]": "{]}"}
 
 
 def latex(text: object) -> str:
-    """Text for LaTeX: every special character escaped; line breaks and controls become
-    spaces (a blank line would end the paragraph inside a table)."""
+    """Text for LaTeX: the ten special characters escaped, ``< > |`` as text symbols,
+    brackets braced; line breaks and controls become spaces (a blank line would end the
+    paragraph inside a table)."""
     s = _LINE_BREAK.sub(" ", str(text))
     s = _CONTROL_ALL.sub(" ", s)
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in s)
@@ -143,6 +148,8 @@ def json_for_script(obj: Any) -> str:
 def plot_label(text: object, max_len: int = 60) -> str:
     """Text for a plot title, tick or legend label. The plotting code draws every such text
     with mathtext and usetex off (``$\\foo$`` is shown as typed); here control characters
-    become visible and very long labels are shortened with an ellipsis."""
+    become visible, very long labels are shortened with an ellipsis, and a leading ``_``
+    (which hides a legend entry in matplotlib) is kept visible."""
     s = terminal(text)
-    return s if len(s) <= max_len else s[: max_len - 1] + "…"
+    s = s if len(s) <= max_len else s[: max_len - 1] + "…"
+    return " " + s if s.startswith("_") else s
