@@ -6,6 +6,8 @@ matplotlib mathtext, Markdown table cells, LaTeX, terminal control codes, layout
 
 from __future__ import annotations
 
+import re
+
 MARKUP = "[/x] [bold]b[/bold] [link=http://x]l[/link]"
 SCRIPT = "<!--<script> </script><b>bold</b> & <img src=x onerror=alert(1)>"
 FORMULA = "=cmd|' /C calc'!A0"
@@ -25,3 +27,22 @@ ALL_IN_ONE = " ".join([MARKUP, SCRIPT, FORMULA, MATH, PIPE, NEWLINE, SEPARATORS,
 
 #: control characters that must never reach a terminal raw
 RAW_CONTROLS = ("\x1b", "\x07", "\r", "\u2028", "\u2029")
+
+_LATEX_ESCAPES = re.compile(r"\\textasciitilde\{\}|\\textasciicircum\{\}|\\textbackslash\{\}|\\textless\{\}"
+                            r"|\\textgreater\{\}|\\textbar\{\}|\\[&%$#_{}]|\{\[\}|\{\]\}")
+
+
+def latex_unescaped(text: str) -> set[str]:
+    """LaTeX special characters left in ``text`` once every escape sequence is removed."""
+    return set(_LATEX_ESCAPES.sub("", text)) & set("&%$#_{}~^\\[]\n\r")
+
+
+def markdown_rows(text: str) -> list[list[str]]:
+    """Cells of every Markdown table row in ``text`` (split on unescaped pipes); a row cut
+    by wrapping would show up as a line with fewer cells."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("|"):
+            cells = re.split(r"(?<!\\)\|", line.replace("\\\\", "\0"))
+            rows.append([c.strip().replace("\0", "\\\\") for c in cells[1:-1]])
+    return rows

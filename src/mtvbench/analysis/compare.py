@@ -116,12 +116,12 @@ def comparison_table(c: Comparison) -> TextTable:
         if reasons:
             notes.append(f"{which} is INCOMPLETE: " + "; ".join(reasons))
     return TextTable(
-        columns=[Col("", "id", key="measure"), Col("A", "num", key="a"), Col("B", "num", key="b"),
+        columns=[Col("", "text", key="measure"), Col("A", "num", key="a"), Col("B", "num", key="b"),
                  Col("B - A", "num", key="diff"), Col("95% CI", "text", key="ci95"),
-                 Col("p", "num", digits=4, key="p_value"), Col("paired dialogues", "num", key="n")],
+                 Col("p", "num", digits=4, key="p_value"), Col("pairs", "num", key="n")],
         rows=rows,
-        intro=[f"Paired bootstrap over dialogues ({c.n_boot} draws, seed {c.seed}): B - A, percentage points.",
-               f"A = {c.run_a}; B = {c.run_b}."],
+        intro=[f"Paired bootstrap over dialogues ({c.n_boot} draws, seed {c.seed}): B - A, percentage points; "
+               "pairs = dialogues scored in both runs.", f"A = {c.run_a}; B = {c.run_b}."],
         notes=notes)
 
 

@@ -167,12 +167,13 @@ def benchmark_stats(path: Path, tokenizer_path: str | None = None, per_task: boo
 def stats_table(rows: Sequence[BenchStats]) -> TextTable:
     """Table 1 layout (one row per subset), the measures named in a note."""
     cols = [Col("Set", "id", key="name"), Col("#QAs", "num", key="qas"),
-            Col("Avg. Q/V", "num", key="avg_qas_per_video"), Col("Long", "text", key="long"),
+            Col("Avg. Q/V", "num", key="avg_qas_per_video"), Col("Long", "text", key="long", optional=True),
             Col("#Turns", "num", key="avg_turns"),
             Col("Q. Div.", "num", key="question_diversity"), Col("A. Div.", "num", key="answer_diversity"),
-            Col("Q. Len.", "num", key="question_len"), Col("A. Len.", "num", key="answer_len"),
-            Col("dialogues", "num", key="dialogues"), Col("videos", "num", key="videos"),
-            Col("mean video min", "num", key="mean_video_minutes")]
+            Col("Q. Len.", "num", key="question_len", optional=True),
+            Col("A. Len.", "num", key="answer_len", optional=True),
+            Col("dialogues", "num", key="dialogues", optional=True), Col("videos", "num", key="videos", optional=True),
+            Col("mean video min", "num", key="mean_video_minutes", optional=True)]
     body: list[list[Value]] = [
         [s.name, s.qas, s.avg_qas_per_video, None if s.long is None else ("✔" if s.long else "✗"), s.avg_turns,
          s.question_diversity, s.answer_diversity, s.question_len, s.answer_len, s.dialogues, s.videos,

@@ -31,7 +31,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from mtvbench.errors import MtvbenchError
-from mtvbench.util.escape import terminal
+from mtvbench.util.escape import rich_text, terminal
 from mtvbench.util.files import describe_os_error
 
 
@@ -212,6 +212,8 @@ def print_leaderboard(rows: Sequence[tuple[str, Any]], fmt: OutputFormat | str, 
     elif kind == "md":
         emit(markdown if markdown is not None else leaderboard_markdown(rows))
     else:
-        console.print(leaderboard_table(rows, title=title), highlight=False)
+        c = make_console()
+        c.print(leaderboard_table(rows, title=title), highlight=False)
         for name, s in rows:
-            say(f"{name}: {counts_summary(s.counts)}" if len(rows) > 1 else counts_summary(s.counts), style="dim")
+            line = f"{name}: {counts_summary(s.counts)}" if len(rows) > 1 else counts_summary(s.counts)
+            c.print(rich_text(line, "dim"), highlight=False)
