@@ -7,6 +7,7 @@ matplotlib mathtext, Markdown table cells, LaTeX, terminal control codes, layout
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 
 MARKUP = "[/x] [bold]b[/bold] [link=http://x]l[/link]"
 SCRIPT = "<!--<script> </script><b>bold</b> & <img src=x onerror=alert(1)>"
@@ -46,3 +47,50 @@ def markdown_rows(text: str) -> list[list[str]]:
             cells = re.split(r"(?<!\\)\|", line.replace("\\\\", "\0"))
             rows.append([c.strip().replace("\0", "\\\\") for c in cells[1:-1]])
     return rows
+
+
+class PageReader(HTMLParser):
+    """What a browser would see: table rows (cells as text, ``<br>`` as a newline), every
+    start tag, the text of every ``<script>``, and the tags that follow the first script."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self.tags: list[str] = []
+        self.scripts: list[str] = []
+        self.after_script: list[str] = []
+        self._in_script = False
+        self._cell: list[str] | None = None
+        self.feed(page)
+        self.close()
+
+    @property
+    def cells(self) -> list[str]:
+        return [c for row in self.rows for c in row]
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if self.scripts and not self._in_script:
+            self.after_script.append(tag)
+        if tag == "script":
+            self._in_script = True
+            self.scripts.append("")
+        elif tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag == "br" and self._cell is not None:
+            self._cell.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_script = False
+        elif tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.scripts[-1] += data
+        elif self._cell is not None:
+            self._cell.append(data)

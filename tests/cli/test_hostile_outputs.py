@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from typer.testing import CliRunner
 
 from mtvbench.cli import app
 from mtvbench.util.escape import terminal
-from tests.cli.hostile import MARKUP, MATH, RAW_CONTROLS, SCRIPT, latex_unescaped, markdown_rows
+from tests.cli.hostile import MARKUP, MATH, RAW_CONTROLS, SCRIPT, PageReader, latex_unescaped, markdown_rows
 from tests.conftest import make_dataset
 from tests.report.runs import make_store_run
 from tests.servers.openai_server import LoopbackServer, ServerState
@@ -98,35 +97,6 @@ def test_score_markdown_csv_json(runs):
     assert json.loads(j.stdout)["model"] == MODEL
 
 
-class _Page(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.scripts: list[str] = []
-        self.cells: list[str] = []
-        self._script = False
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "script":
-            self._script = True
-            self.scripts.append("")
-        elif tag in ("td", "th"):
-            self._cell = []
-
-    def handle_endtag(self, tag):
-        if tag == "script":
-            self._script = False
-        elif tag in ("td", "th") and self._cell is not None:
-            self.cells.append("".join(self._cell))
-            self._cell = None
-
-    def handle_data(self, data):
-        if self._script:
-            self.scripts[-1] += data
-        elif self._cell is not None:
-            self._cell.append(data)
-
-
 def test_report_every_sink(runs):
     tmp, _, _, a, b = runs
     out = tmp / "rep"
@@ -137,8 +107,7 @@ def test_report_every_sink(runs):
     rows = markdown_rows(r.stdout)
     assert len(rows) == 4 and len({len(x) for x in rows}) == 1
     # HTML: two scripts (data, code), the payload is valid JSON holding the reply, names in cells
-    page = _Page()
-    page.feed((out / "report.html").read_text())
+    page = PageReader((out / "report.html").read_text())
     assert len(page.scripts) == 2
     payload = json.loads(page.scripts[0])
     answers = [t["answer"] for run in payload["runs"] for turns in run["turns"].values() for t in turns.values()]

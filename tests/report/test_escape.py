@@ -8,13 +8,12 @@ import csv
 import io
 import json
 import re
-from html.parser import HTMLParser
 
 import pytest
 from rich.console import Console
 
 from mtvbench.util.escape import csv_cell, html, json_for_script, latex, markdown, plot_label, rich_text, terminal
-from tests.cli.hostile import ALL_IN_ONE, CORPUS, MATH, RAW_CONTROLS, latex_unescaped
+from tests.cli.hostile import ALL_IN_ONE, CORPUS, MATH, RAW_CONTROLS, PageReader, latex_unescaped
 
 
 @pytest.mark.parametrize("text", CORPUS + [ALL_IN_ONE])
@@ -35,41 +34,13 @@ def test_terminal_keeps_lines_only_when_asked():
     assert terminal("a\nb\x1b[2J", multiline=True) == "a\nb\\x1b[2J"
 
 
-class _Cells(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.rows: list[list[str]] = []
-        self.tags: list[str] = []
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(tag)
-        if tag == "tr":
-            self.rows.append([])
-        elif tag in ("td", "th"):
-            self._cell = []
-        elif tag == "br" and self._cell is not None:
-            self._cell.append("\n")
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._cell is not None:
-            self.rows[-1].append("".join(self._cell))
-            self._cell = None
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell.append(data)
-
-
 @pytest.mark.parametrize("text", CORPUS + [ALL_IN_ONE])
 def test_markdown_cell_renders_as_the_same_text_in_one_cell(text):
     from markdown_it import MarkdownIt  # rich's own Markdown parser, GFM tables enabled
 
     md = f"| name | n |\n|---|---|\n| {markdown(text)} | 1 |\n"
     assert md.count("\n") == 3  # the row stays one line
-    rendered = MarkdownIt("commonmark").enable("table").render(md)
-    p = _Cells()
-    p.feed(rendered)
+    p = PageReader(MarkdownIt("commonmark").enable("table").render(md))
     assert p.rows[1][1] == "1" and len(p.rows[1]) == 2  # no extra cell, the row is not cut
     # the only tags are the table's own and <br> for line breaks: no <script>, <img>, <a>, <em>
     assert set(p.tags) <= {"table", "thead", "tbody", "tr", "th", "td", "br"}
@@ -106,37 +77,13 @@ def test_latex_leaves_no_special_character_unescaped(text):
     assert "\x1b" not in out and "\u2028" not in out
 
 
-class _Scripts(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.scripts: list[str] = []
-        self.after: list[str] = []
-        self._in = False
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "script":
-            self._in = True
-            self.scripts.append("")
-        elif not self._in:
-            self.after.append(tag)
-
-    def handle_endtag(self, tag):
-        if tag == "script":
-            self._in = False
-
-    def handle_data(self, data):
-        if self._in:
-            self.scripts[-1] += data
-
-
 def test_json_in_script_cannot_end_or_comment_out_the_element():
     payload = {"replies": CORPUS + [ALL_IN_ONE], "key <!--": "</script>"}
     text = json_for_script(payload)
     assert not set(text) & set("<>&\u2028\u2029")
     page = f'<script id="d" type="application/json">{text}</script><p id="after">x</p><script>1</script>'
-    p = _Scripts()
-    p.feed(page)
-    assert len(p.scripts) == 2 and p.after == ["p"]  # the page goes on after the data block
+    p = PageReader(page)
+    assert len(p.scripts) == 2 and p.after_script == ["p", "script"]  # the page goes on after the data block
     assert json.loads(p.scripts[0]) == payload
 
 

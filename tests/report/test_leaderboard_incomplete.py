@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-from html.parser import HTMLParser
 
 import pytest
 from rich.console import Console
@@ -20,6 +19,7 @@ from mtvbench.report.leaderboard import (
     ordered,
 )
 from mtvbench.scoring.aggregate import Counts, Scores
+from tests.cli.hostile import PageReader
 
 TASKS6 = ["object_reference", "memory_recall", "content_summary", "answer_refusal", "topic_shifting",
           "proactive_interaction"]
@@ -97,28 +97,6 @@ def test_terminal_table_says_incomplete_at_80_columns():
     assert out.index("solid") < out.index("weak") < out.index("flaky")
 
 
-class _Table(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.rows: list[list[str]] = []
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "tr":
-            self.rows.append([])
-        elif tag in ("td", "th"):
-            self._cell = []
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._cell is not None:
-            self.rows[-1].append("".join(self._cell))
-            self._cell = None
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell.append(data)
-
-
 def test_report_html_of_a_run_with_a_missing_task(tmp_path):
     from mtvbench.report.build import build_report
     from tests.conftest import make_dataset
@@ -130,8 +108,7 @@ def test_report_html_of_a_run_with_a_missing_task(tmp_path):
     res = build_report([run], tmp_path / "rep", thumbs=0, bootstrap=20)
     html = (tmp_path / "rep" / "report.html").read_text()
     lb = html.split('<table class="lb">')[1].split("</table>")[0]
-    p = _Table()
-    p.feed("<table>" + lb + "</table>")
+    p = PageReader("<table>" + lb + "</table>")
     header, row = p.rows[0], p.rows[1]
     assert header[-1] == "Status" and row[0] == "five-tasks" and row[-1] == "INCOMPLETE"
     assert row[1] == "partial, 5/6 tasks: 100.00"

@@ -238,7 +238,8 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
     res.rows = rows
     if any(r.config.judge == "offline" for r in runs):
         res.notes.append(OFFLINE_NOTE)
-    res.notes += incomplete_notes(rows)
+    incomplete = incomplete_notes(rows)
+    res.notes += incomplete
 
     def write(name: str, data: str | bytes) -> None:
         if isinstance(data, bytes):
@@ -247,7 +248,8 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
             atomic_write_text(out / name, data)
         res.files.append(out / name)
 
-    write("leaderboard.md", leaderboard_markdown_marked(rows) + "".join(f"\n> {markdown(n)}\n" for n in res.notes))
+    write("leaderboard.md", leaderboard_markdown_marked(rows)  # (it lists the incomplete runs itself)
+          + "".join(f"\n> {markdown(n)}\n" for n in res.notes if n not in incomplete))
     write("leaderboard.csv", leaderboard_csv(rows))
     write("leaderboard.tex", leaderboard_latex(rows))
 
