@@ -71,4 +71,4 @@ def test_markdown_marked_and_existing_functions_unchanged():
     md = leaderboard_markdown_marked(ROWS)
     assert "| best | **70.00** [65.50, 74.25] |" in md and "<u>55.00</u>" in md
     assert leaderboard_markdown(ROWS).startswith("| Model | Overall |")
-    assert leaderboard_table(ROWS).row_count == 4
+    assert len(leaderboard_table(ROWS).table.rows) == 4

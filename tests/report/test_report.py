@@ -13,6 +13,7 @@ from mtvbench.report.build import build_report
 from tests.conftest import make_dataset
 from tests.report.runs import make_store_run
 
+HOSTILE_REPLY = "I <b>do</b> not know <!--<script> </script>.\u2028[/x] $\\foo$ =cmd|' /C calc'!A0"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run"]
 
@@ -23,9 +24,10 @@ def reported(tmp_path_factory):
     data = make_dataset(tmp / "data")
     a = make_store_run(data, tmp / "oracle", model="oracle", judge_runs=3,
                        flip=lambda tid, r, key: r == 1 and key == "A1")
-    # "half" answers round 3 right and refuses round 5: dialogue scores differ from the oracle's
+    # "half" answers round 3 right and refuses round 5: dialogue scores differ from the oracle's;
+    # the refusal is hostile to the page (an unclosed comment + script start, a script end, U+2028)
     b = make_store_run(data, tmp / "half", model="half",
-                       answer=lambda did, k, golden: golden if k == 3 else "I <b>do</b> not know </script>.")
+                       answer=lambda did, k, golden: golden if k == 3 else HOSTILE_REPLY)
     meta = tmp / "meta.json"
     meta.write_text(json.dumps({"vid0": {"category": "Sports", "events": {"0": {"scenes": 3}, "2": {"scenes": 12}}},
                                 "vid1": {"category": "Film"}}))
@@ -66,8 +68,9 @@ def test_html_is_self_contained(reported):
     assert html.count("data:image/png;base64,") >= 5
     # the answer's markup stays text: the payload cannot close its <script>
     payload = html.split('<script id="explorer-data" type="application/json">')[1].split("</script>")[0]
-    data = json.loads(payload.replace("<\\/", "</"))
-    assert any("</script>" in (t["answer"] or "") for t in data["runs"][1]["turns"]["memory_recall/vid1/1"].values())
+    assert not set(payload) & set("<>&\u2028")
+    data = json.loads(payload)
+    assert any(t["answer"] == HOSTILE_REPLY for t in data["runs"][1]["turns"]["memory_recall/vid1/1"].values())
     assert len(data["thumbs"]["vid0"]) == 4 and len(data["dialogues"]) == 6
 
 
@@ -126,7 +129,8 @@ def test_report_in_headless_chromium(reported):
             assert page.locator(".thumbs img").count() == 4
             body = page.locator("details.dlg").first.inner_text()
             assert "Golden:" in body and "Model:" in body and "Judge run 0 (ok)" in body
-            assert "I <b>do</b> not know </script>." in body  # shown as text, not markup
+            assert "I <b>do</b> not know <!--<script> </script>." in body  # shown as text, not markup
+            assert "[/x] $\\foo$ =cmd|' /C calc'!A0" in body
             # MTVBENCH_REPORT_SCREENSHOT=path keeps the screenshot somewhere to look at
             shot = Path(os.environ.get("MTVBENCH_REPORT_SCREENSHOT") or tmp / "report.png")
             page.screenshot(path=str(shot), full_page=True)

@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from mtvbench.data.schema import STEM_TO_TASK, Task, dialogue_id
 from mtvbench.errors import InputError, MtvbenchError
+from mtvbench.report.tables import Col, TextTable, to_markdown
 
 Level = Literal["turn", "dialogue"]
 
@@ -310,26 +311,50 @@ def agreement_report(human_file: Path, run_dirs: Sequence[Path], level: Level = 
                            human_fleiss_kappa=hk, unmatched_human_turns=unmatched)
 
 
-def agreement_markdown(rep: AgreementReport) -> str:
-    def f(x: float | None, scale: float = 100.0) -> str:
-        return "–" if x is None else f"{x * scale:.2f}"
-
-    lines = [f"Agreement with human scores ({rep.human_file}), per {rep.level}; correlations x100 (Table 3 layout).",
-             "", "| Judge | Spearman | Kendall-Tau | Pearson | n |", "|---|---|---|---|---|"]
+def _judge_names(rep: AgreementReport) -> list[str]:
     names = [r.judge for r in rep.rows]
-    for r in rep.rows:
-        name = r.judge if names.count(r.judge) == 1 else f"{r.judge} ({Path(r.run_dir).name})"
-        lines.append(f"| {name} | {f(r.spearman)} | {f(r.kendall)} | {f(r.pearson)} | {r.n} |")
-    lines += ["", "| Judge | Cohen's kappa vs humans (items) | items | judge runs | Fleiss' kappa across runs "
-              "| items in all runs | unanimous share |", "|---|---|---|---|---|---|---|"]
-    for r in rep.rows:
-        lines.append(f"| {r.judge} | {f(r.cohen_kappa, 1)} | {r.n_items} | {r.judge_runs} | "
-                     f"{f(r.fleiss_kappa_runs, 1)} | {r.n_items_all_runs} | {f(r.unanimous_share, 1)} |")
-    lines += ["", f"Human annotators: {rep.human_annotators}"
-              + (f"; Fleiss' kappa among them (items all rated): {rep.human_fleiss_kappa:.3f}"
-                 if rep.human_fleiss_kappa is not None else "")]
+    return [r.judge if names.count(r.judge) == 1 else f"{r.judge} ({Path(r.run_dir).name})" for r in rep.rows]
+
+
+def _pct(x: float | None) -> float | None:
+    return None if x is None else 100.0 * x
+
+
+def agreement_tables(rep: AgreementReport) -> list[TextTable]:
+    """Table 3 layout (correlations x100) and the judge's consistency table."""
+    names = _judge_names(rep)
+    corr = TextTable(
+        columns=[Col("Judge", "id"), Col("Spearman", "num"), Col("Kendall-Tau", "num"), Col("Pearson", "num"),
+                 Col("n", "num")],
+        rows=[[n, _pct(r.spearman), _pct(r.kendall), _pct(r.pearson), r.n] for n, r in zip(names, rep.rows)],
+        intro=[f"Agreement with human scores ({rep.human_file}), per {rep.level}; correlations x100 "
+               "(Table 3 layout)."])
+    notes = [f"Human annotators: {rep.human_annotators}"
+             + (f"; Fleiss' kappa among them (items all rated): {rep.human_fleiss_kappa:.3f}"
+                if rep.human_fleiss_kappa is not None else "")]
     miss = {k: v for k, v in rep.unmatched_human_turns.items() if v}
     if miss:
-        lines.append("Human-scored turns without a judge score: "
+        notes.append("Human-scored turns without a judge score: "
                      + ", ".join(f"{Path(k).name}: {v}" for k, v in miss.items()))
-    return "\n".join(lines) + "\n"
+    kappa = TextTable(
+        columns=[Col("Judge", "id"), Col("Cohen's kappa vs humans (items)", "num"), Col("items", "num"),
+                 Col("judge runs", "num"), Col("Fleiss' kappa across runs", "num"), Col("items in all runs", "num"),
+                 Col("unanimous share", "num")],
+        rows=[[n, r.cohen_kappa, r.n_items, r.judge_runs, r.fleiss_kappa_runs, r.n_items_all_runs, r.unanimous_share]
+              for n, r in zip(names, rep.rows)],
+        notes=notes)
+    return [corr, kappa]
+
+
+def agreement_csv_table(rep: AgreementReport) -> TextTable:
+    """One row per judge with every measure (correlations as coefficients, not x100)."""
+    keys = ["spearman", "kendall", "pearson", "n", "n_items", "cohen_kappa", "judge_runs", "n_items_all_runs",
+            "fleiss_kappa_runs", "unanimous_share"]
+    return TextTable(columns=[Col("judge", "id"), Col("run_dir", "id"), Col("level", "text")]
+                     + [Col(k, "num", digits=4) for k in keys],
+                     rows=[[n, r.run_dir, r.level, *(getattr(r, k) for k in keys)]
+                           for n, r in zip(_judge_names(rep), rep.rows)])
+
+
+def agreement_markdown(rep: AgreementReport) -> str:
+    return "\n".join(to_markdown(t) for t in agreement_tables(rep))

@@ -15,7 +15,8 @@ from pydantic import BaseModel
 
 from mtvbench.analysis.metadata import DialogueMeta
 from mtvbench.data.schema import TASKS, Dialogue
-from mtvbench.scoring.aggregate import DialogueScore
+from mtvbench.report.tables import MISSING, Col, TextTable, to_markdown
+from mtvbench.scoring.aggregate import DialogueScore, fmt
 
 SCENE_BINS = ("1-5", "6-10", "11-15", "16-20", ">20")
 TURN_BINS = ("5", "6", "7", "8")
@@ -132,34 +133,35 @@ def all_breakdowns(dialogues: Sequence[Dialogue], dscores: Sequence[DialogueScor
     ]
 
 
-def _f(x: float | None) -> str:
-    return "–" if x is None else f"{x:.2f}"
+def _cell(r: BinRow | None, task: str | None = None) -> str:
+    if r is None:
+        return f"{MISSING} (0)"
+    v, n = (r.score, r.n) if task is None else (r.tasks[task], r.task_n[task])
+    return f"{fmt(v)} ({n})"
 
 
-def breakdown_markdown(items: Sequence[Breakdown], per_task: bool = True) -> str:
+def breakdown_tables(items: Sequence[Breakdown], per_task: bool = True) -> list[TextTable]:
     """Runs as rows, bins as columns (``score (n)``); then, per run, tasks x bins."""
     if not items:
-        return ""
+        return []
     first = items[0]
     labels = [r.label for r in first.rows]
     for b in items[1:]:
         labels += [r.label for r in b.rows if r.label not in labels]
-    lines = [f"### {first.title}", "", "| Run | " + " | ".join(labels) + " | unknown |",
-             "|---" * (len(labels) + 2) + "|"]
-    for b in items:
-        by = {r.label: r for r in b.rows}
-        cells = [f"{_f(by[lab].score)} ({by[lab].n})" if lab in by else "– (0)" for lab in labels]
-        lines.append(f"| {b.run} | " + " | ".join(cells) + f" | {b.unknown} |")
+    bins = [Col(lab, "text") for lab in labels]
+    out = [TextTable(columns=[Col("Run", "id"), *bins, Col("unknown", "num")], title=first.title,
+                     rows=[[b.run, *(_cell({r.label: r for r in b.rows}.get(lab)) for lab in labels), b.unknown]
+                           for b in items])]
     if per_task:
         for b in items:
             by = {r.label: r for r in b.rows}
-            lines += ["", f"Per task — {b.run}:", "", "| Task | " + " | ".join(labels) + " |",
-                      "|---" * (len(labels) + 1) + "|"]
-            for t in TASKS:
-                cells = [f"{_f(by[lab].tasks[t.value])} ({by[lab].task_n[t.value]})" if lab in by else "– (0)"
-                         for lab in labels]
-                lines.append(f"| {t.abbr} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+            out.append(TextTable(columns=[Col("Task", "id"), *bins], intro=[f"Per task — {b.run}:"],
+                                 rows=[[t.abbr, *(_cell(by.get(lab), t.value) for lab in labels)] for t in TASKS]))
+    return out
+
+
+def breakdown_markdown(items: Sequence[Breakdown], per_task: bool = True) -> str:
+    return "\n".join(to_markdown(t) for t in breakdown_tables(items, per_task))
 
 
 def breakdown_csv_rows(items: Sequence[Breakdown]) -> list[dict[str, object]]:

@@ -20,7 +20,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Task
-from mtvbench.scoring.aggregate import DialogueScore
+from mtvbench.report.tables import Col, TextTable, Value, to_markdown
+from mtvbench.scoring.aggregate import DialogueScore, fmt
 
 
 class Diff(BaseModel):
@@ -42,6 +43,9 @@ class Comparison(BaseModel):
     rows: list[Diff]
     unpaired_a: int
     unpaired_b: int
+    #: why run A / B is incomplete (``Scores.incomplete_reasons``); empty when complete or unknown
+    incomplete_a: list[str] = []
+    incomplete_b: list[str] = []
 
 
 def _p_two_sided(d: np.ndarray) -> float:
@@ -88,20 +92,41 @@ def paired_bootstrap(a: Sequence[DialogueScore], b: Sequence[DialogueScore], *, 
                       unpaired_a=len(sa) - len(paired), unpaired_b=len(sb) - len(paired))
 
 
-def comparison_markdown(c: Comparison) -> str:
-    def f(x: float | None, d: int = 2) -> str:
-        return "–" if x is None else f"{x:.{d}f}"
+def comparison_table(c: Comparison) -> TextTable:
+    """B - A per task and group. An Overall (or Perceptivity/Interactivity) over fewer tasks
+    than it is defined on is labelled ``partial, k/n tasks``; incomplete runs are named with
+    their reasons."""
+    task_n = {r.name: r.n for r in c.rows}
+    groups = {"overall": TASKS, "perceptivity": PERCEPTIVITY, "interactivity": INTERACTIVITY}
 
-    lines = [f"Paired bootstrap over dialogues ({c.n_boot} draws, seed {c.seed}): B - A, percentage points.",
-             f"A = {c.run_a}; B = {c.run_b}.", "",
-             "| | A | B | B - A | 95% CI | p | paired dialogues |", "|---|---|---|---|---|---|---|"]
-    for r in c.rows:
-        ci = f"[{f(r.ci95[0])}, {f(r.ci95[1])}]" if r.ci95 else "–"
-        p = "–" if r.p_value is None else (f"{r.p_value:.4f}")
-        lines.append(f"| {r.label} | {f(r.a)} | {f(r.b)} | {f(r.diff)} | {ci} | {p} | {r.n} |")
+    def label(r: Diff) -> str:
+        tasks = groups.get(r.name)
+        if tasks is None:
+            return r.label
+        k = sum(1 for t in tasks if task_n.get(t.value, 0) > 0)
+        return r.label if k == len(tasks) else f"{r.label} (partial, {k}/{len(tasks)} tasks)"
+
+    rows: list[list[Value]] = [
+        [label(r), r.a, r.b, r.diff, f"[{fmt(r.ci95[0])}, {fmt(r.ci95[1])}]" if r.ci95 else None, r.p_value, r.n]
+        for r in c.rows]
+    notes = []
     if c.unpaired_a or c.unpaired_b:
-        lines += ["", f"Left out (scored in one run only): {c.unpaired_a} in A, {c.unpaired_b} in B."]
-    return "\n".join(lines) + "\n"
+        notes.append(f"Left out (scored in one run only): {c.unpaired_a} in A, {c.unpaired_b} in B.")
+    for which, reasons in (("A", c.incomplete_a), ("B", c.incomplete_b)):
+        if reasons:
+            notes.append(f"{which} is INCOMPLETE: " + "; ".join(reasons))
+    return TextTable(
+        columns=[Col("", "text", key="measure"), Col("A", "num", key="a"), Col("B", "num", key="b"),
+                 Col("B - A", "num", key="diff"), Col("95% CI", "text", key="ci95"),
+                 Col("p", "num", digits=4, key="p_value"), Col("pairs", "num", key="n")],
+        rows=rows,
+        intro=[f"Paired bootstrap over dialogues ({c.n_boot} draws, seed {c.seed}): B - A, percentage points; "
+               "pairs = dialogues scored in both runs.", f"A = {c.run_a}; B = {c.run_b}."],
+        notes=notes)
+
+
+def comparison_markdown(c: Comparison) -> str:
+    return to_markdown(comparison_table(c))
 
 
 def compare_run_dirs(dir_a: str, dir_b: str, *, n_boot: int = 10000, seed: int = 0) -> Comparison:
@@ -113,4 +138,6 @@ def compare_run_dirs(dir_a: str, dir_b: str, *, n_boot: int = 10000, seed: int =
     na, nb = ra.name, rb.name
     if na == nb:
         na, nb = f"{na} ({ra.run_dir.name})", f"{nb} ({rb.run_dir.name})"
-    return paired_bootstrap(ra.dscores, rb.dscores, n_boot=n_boot, seed=seed, name_a=na, name_b=nb)
+    comp = paired_bootstrap(ra.dscores, rb.dscores, n_boot=n_boot, seed=seed, name_a=na, name_b=nb)
+    comp.incomplete_a, comp.incomplete_b = list(ra.scores.incomplete_reasons), list(rb.scores.incomplete_reasons)
+    return comp

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from mtvbench.data.schema import TASKS, Dialogue
 from mtvbench.errors import MissingExtraError
+from mtvbench.report.tables import Col, TextTable, Value, to_markdown
 
 MTLD_THRESHOLD = 0.72
 DIVERSITY_MEASURE = "MTLD (McCarthy & Jarvis 2010, threshold 0.72, forward/backward mean)"
@@ -163,20 +164,28 @@ def benchmark_stats(path: Path, tokenizer_path: str | None = None, per_task: boo
     return out
 
 
-def stats_markdown(rows: Sequence[BenchStats]) -> str:
-    def f(x: float | None, d: int = 2) -> str:
-        return "–" if x is None else f"{x:.{d}f}"
-
-    lines = ["| | #QAs | Avg. Q/V | Long | #Turns | Q. Div. | A. Div. | Q. Len. | A. Len. | dialogues | videos "
-             "| mean video min |", "|---" * 12 + "|"]
-    for s in rows:
-        long = "–" if s.long is None else ("✔" if s.long else "✗")
-        lines.append(f"| {s.name} | {s.qas:,} | {f(s.avg_qas_per_video)} | {long} | {f(s.avg_turns)} | "
-                     f"{f(s.question_diversity)} | {f(s.answer_diversity)} | {f(s.question_len)} | "
-                     f"{f(s.answer_len)} | {s.dialogues} | {s.videos} | {f(s.mean_video_minutes)} |")
+def stats_table(rows: Sequence[BenchStats]) -> TextTable:
+    """Table 1 layout (one row per subset), the measures named in a note."""
+    cols = [Col("Set", "id", key="name"), Col("#QAs", "num", key="qas"),
+            Col("Avg. Q/V", "num", key="avg_qas_per_video"), Col("Long", "text", key="long", optional=True),
+            Col("#Turns", "num", key="avg_turns"),
+            Col("Q. Div.", "num", key="question_diversity"), Col("A. Div.", "num", key="answer_diversity"),
+            Col("Q. Len.", "num", key="question_len", optional=True),
+            Col("A. Len.", "num", key="answer_len", optional=True),
+            Col("dialogues", "num", key="dialogues", optional=True), Col("videos", "num", key="videos", optional=True),
+            Col("mean video min", "num", key="mean_video_minutes", optional=True)]
+    body: list[list[Value]] = [
+        [s.name, s.qas, s.avg_qas_per_video, None if s.long is None else ("✔" if s.long else "✗"), s.avg_turns,
+         s.question_diversity, s.answer_diversity, s.question_len, s.answer_len, s.dialogues, s.videos,
+         s.mean_video_minutes] for s in rows]
+    notes = []
     if rows:
         s = rows[0]
-        lines += ["", f"Lexical diversity: {s.diversity_measure}, over lower-cased words. "
-                      f"Lengths: tokens per question/answer with the tokenizer `{s.tokenizer}`. "
-                      f"Video lengths known for {s.videos_with_duration}/{s.videos} videos."]
-    return "\n".join(lines) + "\n"
+        notes.append(f"Lexical diversity: {s.diversity_measure}, over lower-cased words. "
+                     f"Lengths: tokens per question/answer with the tokenizer '{s.tokenizer}'. "
+                     f"Video lengths known for {s.videos_with_duration}/{s.videos} videos.")
+    return TextTable(columns=cols, rows=body, notes=notes)
+
+
+def stats_markdown(rows: Sequence[BenchStats]) -> str:
+    return to_markdown(stats_table(rows))

@@ -20,7 +20,9 @@ from pydantic import BaseModel
 
 from mtvbench.config import RunConfig, build_config
 from mtvbench.data.schema import TASKS
-from mtvbench.scoring.aggregate import Scores, fmt
+from mtvbench.report.tables import Col, TextTable, Value, display, to_markdown
+from mtvbench.scoring.aggregate import Scores
+from mtvbench.util.escape import csv_cell
 
 AXES = ("frames", "max_side", "context")
 AXIS_TITLE = {"frames": "Number of frames (Figure 5b)", "max_side": "Max frame side, px (Figure 5c)",
@@ -106,31 +108,52 @@ def _axis_points(points: Sequence[SweepPoint], axis: str) -> list[SweepPoint]:
     return pts
 
 
-def sweep_markdown(points: Sequence[SweepPoint]) -> str:
-    lines: list[str] = []
+def point_label(p: SweepPoint) -> str:
+    """One line for a finished setting: ``frames=16: Overall 20.00 (complete)``, rounded."""
+    if p.scores is None:
+        return f"{p.axis}={p.value}: no scores ({p.run_dir})"
+    return f"{p.axis}={p.value}: Overall {p.scores.overall_label()} ({p.scores.status}; {p.run_dir})"
+
+
+def _row(p: SweepPoint) -> list[Value]:
+    s = p.scores
+    return ([p.value, s.overall_label() if s else None] + [s.tasks.get(t.value) if s else None for t in TASKS]
+            + [s.status if s else None, p.run_dir.name])
+
+
+def sweep_tables(points: Sequence[SweepPoint]) -> list[TextTable]:
+    """One table per swept axis: Overall (or ``partial, k/6 tasks: x``), tasks, status, run folder."""
+    out = []
     for axis in AXES:
         pts = _axis_points(points, axis)
         if not pts:
             continue
-        lines += [f"### {AXIS_TITLE[axis]}", "", "| " + axis + " | Overall | " + " | ".join(t.abbr for t in TASKS)
-                  + " | run |", "|---" * (len(TASKS) + 3) + "|"]
-        for p in pts:
-            s = p.scores
-            vals = [s.overall if s else None] + [s.tasks.get(t.value) if s else None for t in TASKS]
-            lines.append(f"| {p.value} | " + " | ".join(fmt(v) for v in vals) + f" | {p.run_dir.name} |")
-        lines.append("")
-    return "\n".join(lines)
+        notes = [f"{p.value}: INCOMPLETE — " + "; ".join(p.scores.incomplete_reasons)
+                 for p in pts if p.scores is not None and not p.scores.complete]
+        out.append(TextTable(
+            columns=[Col(axis, "id"), Col("Overall", "text")] + [Col(t.abbr, "num") for t in TASKS]
+            + [Col("status", "text"), Col("run", "id")],
+            rows=[_row(p) for p in pts], title=AXIS_TITLE[axis], notes=notes,
+            row_styles=[None if p.scores is not None and p.scores.complete else "yellow" for p in pts]))
+    return out
+
+
+def sweep_markdown(points: Sequence[SweepPoint]) -> str:
+    return "\n".join(to_markdown(t) for t in sweep_tables(points))
 
 
 def sweep_csv(points: Sequence[SweepPoint]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["axis", "value", "Overall", *(t.abbr for t in TASKS), "run_dir"])
+    w.writerow(["axis", "value", "Overall", *(t.abbr for t in TASKS), "status", "overall_partial", "tasks_scored",
+                "run_dir"])
     for axis in AXES:
         for p in _axis_points(points, axis):
             s = p.scores
             vals = [s.overall if s else None] + [s.tasks.get(t.value) if s else None for t in TASKS]
-            w.writerow([axis, p.value, *("" if v is None else f"{v:.4f}" for v in vals), str(p.run_dir)])
+            w.writerow([axis, csv_cell(p.value), *(csv_cell(v) for v in vals), s.status if s else "",
+                        csv_cell(s.overall_partial if s else None), csv_cell(s.tasks_scored if s else None),
+                        csv_cell(str(p.run_dir))])
     return buf.getvalue()
 
 
@@ -155,30 +178,25 @@ def sweep_plots(points: Sequence[SweepPoint], model: str = "") -> dict[str, byte
 
 
 def write_sweep_report(points: Sequence[SweepPoint], out: Path, model: str = "") -> list[Path]:
-    from mtvbench.report.html import HtmlReport, Section, png_img, render_html
-    from mtvbench.run.outputs import atomic_write
+    from mtvbench.report.html import HtmlReport, Section, html_table, png_img, render_html
+    from mtvbench.util.files import atomic_write_bytes, atomic_write_text
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     files = []
-    md = sweep_markdown(points)
-    atomic_write(out / "sweep.md", md)
-    atomic_write(out / "sweep.csv", sweep_csv(points))
+    atomic_write_text(out / "sweep.md", sweep_markdown(points))
+    atomic_write_text(out / "sweep.csv", sweep_csv(points))
     files += [out / "sweep.md", out / "sweep.csv"]
     pngs = sweep_plots(points, model)
+    tables = {t.columns[0].name: t for t in sweep_tables(points)}
     sections = []
     for axis, png in pngs.items():
-        (out / f"sweep_{axis}.png").write_bytes(png)
+        atomic_write_bytes(out / f"sweep_{axis}.png", png)
         files.append(out / f"sweep_{axis}.png")
-        from mtvbench.report.html import html_table
-
-        pts = _axis_points(points, axis)
-        rows = [[p.value] + [fmt(v) for v in ([p.scores.overall if p.scores else None]
-                                              + [p.scores.tasks.get(t.value) if p.scores else None for t in TASKS])]
-                for p in pts]
+        t = tables[axis]
+        rows = [[display(v, c) for v, c in zip(r, t.columns)] for r in t.rows]
         sections.append(Section(f"sweep-{axis}", AXIS_TITLE[axis],
-                                html_table([axis, "Overall", *(t.abbr for t in TASKS)], rows) + png_img(png, axis)))
-    atomic_write(out / "sweep.html", render_html(HtmlReport(title=f"MT-Video-Bench sweep {model}".strip(),
-                                                            sections=sections)))
+                                html_table([c.name for c in t.columns], rows) + png_img(png, axis)))
+    atomic_write_text(out / "sweep.html", render_html(HtmlReport(title=f"MT-Video-Bench sweep {model}".strip(),
+                                                                 sections=sections)))
     files.append(out / "sweep.html")
     return files

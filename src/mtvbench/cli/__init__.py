@@ -11,12 +11,22 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
+
+import typer
 
 from mtvbench.cli import analyses, evaluate, models
-from mtvbench.cli.common import new_app
+from mtvbench.cli.common import new_app, version_callback
 from mtvbench.cli.construct import build_app
 
 app = new_app("MT-Video-Bench: multi-turn, video-grounded dialogue evaluation of multimodal LLMs.")
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True,
+                                                help="Print the mtvbench version and exit.")] = False) -> None:
+    """MT-Video-Bench: multi-turn, video-grounded dialogue evaluation of multimodal LLMs."""
+
 
 for _name in ("validate", "run", "score", "demo"):
     app.command(_name)(getattr(evaluate, _name))

@@ -10,7 +10,18 @@ from typing import Annotated, Any
 
 import typer
 
-from mtvbench.cli.common import emit, fail, note, say
+from mtvbench.cli.common import (
+    FormatOption,
+    OutputFormat,
+    emit,
+    fail,
+    note,
+    print_leaderboard,
+    print_tables,
+    resolve_format,
+    say,
+)
+from mtvbench.util.files import atomic_write_text
 
 
 def _csv_list(text: str | None, cast: Any = int) -> list[Any]:
@@ -33,6 +44,7 @@ def report(
     thumbnails: Annotated[int, typer.Option(help="thumbnail frames per video in the explorer (0: none)")] = 4,
     bootstrap: Annotated[int | None, typer.Option(help="bootstrap draws for the CIs (default: the run's)")] = None,
     title: Annotated[str, typer.Option(help="report title")] = "MT-Video-Bench report",
+    output_format: FormatOption = OutputFormat.auto,
 ) -> None:
     """Leaderboard (MD/CSV/LaTeX), breakdowns and a self-contained report.html from stored runs."""
     from mtvbench.report.build import build_report
@@ -41,8 +53,9 @@ def report(
                        estimate_scenes=estimate_scenes, thumbs=thumbnails, title=title, bootstrap=bootstrap)
     for n in res.notes:
         note("note", n)
-    emit((out / "leaderboard.md").read_text(encoding="utf-8"))
-    say(f"wrote {len(res.files)} files to {out} (open {out / 'report.html'})")
+    print_leaderboard(res.rows, output_format, title=title,
+                      markdown=(out / "leaderboard.md").read_text(encoding="utf-8"))
+    note("wrote", f"{len(res.files)} files to {out} (open {out / 'report.html'})", style="green")
 
 
 def compare(
@@ -51,14 +64,15 @@ def compare(
     n_boot: Annotated[int, typer.Option("--bootstrap", help="bootstrap draws")] = 10000,
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON here")] = None,
+    output_format: FormatOption = OutputFormat.auto,
 ) -> None:
     """B - A per task and Overall, paired bootstrap over dialogues (95% CI, p-value)."""
-    from mtvbench.analysis.compare import compare_run_dirs, comparison_markdown
+    from mtvbench.analysis.compare import compare_run_dirs, comparison_table
 
     comp = compare_run_dirs(str(run_a), str(run_b), n_boot=n_boot, seed=seed)
-    emit(comparison_markdown(comp))
     if json_out:
-        json_out.write_text(comp.model_dump_json(indent=2), encoding="utf-8")
+        atomic_write_text(json_out, comp.model_dump_json(indent=2))
+    print_tables([comparison_table(comp)], output_format, json_obj=comp.model_dump(mode="json"))
 
 
 def agreement(
@@ -66,16 +80,18 @@ def agreement(
     human: Annotated[Path, typer.Option(help="human scores: CSV/JSON/JSONL per (dialogue, turn) or per item")],
     level: Annotated[str, typer.Option(help="turn | dialogue")] = "turn",
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON here")] = None,
+    output_format: FormatOption = OutputFormat.auto,
 ) -> None:
     """Judge-human agreement (Table 3: Spearman, Kendall-tau, Pearson), Cohen's and Fleiss' kappa."""
-    from mtvbench.analysis.agreement import agreement_markdown, agreement_report
+    from mtvbench.analysis.agreement import agreement_csv_table, agreement_report, agreement_tables
 
     if level not in ("turn", "dialogue"):
         fail("--level must be turn or dialogue")
     rep = agreement_report(human, run_dirs, level)  # type: ignore[arg-type]
-    emit(agreement_markdown(rep))
     if json_out:
-        json_out.write_text(rep.model_dump_json(indent=2), encoding="utf-8")
+        atomic_write_text(json_out, rep.model_dump_json(indent=2))
+    tables = [agreement_csv_table(rep)] if output_format == OutputFormat.csv else agreement_tables(rep)
+    print_tables(tables, output_format, json_obj=rep.model_dump(mode="json"))
 
 
 def stats(
@@ -84,14 +100,16 @@ def stats(
                                                        "regex tokenizer)")] = None,
     per_task: Annotated[bool, typer.Option(help="also one row per task")] = True,
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON here")] = None,
+    output_format: FormatOption = OutputFormat.auto,
 ) -> None:
     """Benchmark statistics in the layout of the paper's Table 1."""
-    from mtvbench.analysis.stats import benchmark_stats, stats_markdown
+    from mtvbench.analysis.stats import benchmark_stats, stats_table
 
     rows = benchmark_stats(path, tokenizer, per_task=per_task)
-    emit(stats_markdown(rows))
+    records = [r.model_dump(mode="json") for r in rows]
     if json_out:
-        json_out.write_text(json.dumps([r.model_dump() for r in rows], indent=2), encoding="utf-8")
+        atomic_write_text(json_out, json.dumps(records, indent=2))
+    print_tables([stats_table(rows)], output_format, json_obj=records)
 
 
 def scenes(
@@ -132,7 +150,7 @@ def scenes(
     say("scene-count distribution (dialogues): " + ", ".join(f"{k}: {v}" for k, v in counts.items())
                   + (f"; {missing} without a video" if missing else ""))
     if out:
-        out.write_text(json.dumps(res, indent=1), encoding="utf-8")
+        atomic_write_text(out, json.dumps(res, indent=1))
 
 
 def sweep(
@@ -151,9 +169,10 @@ def sweep(
     limit: Annotated[int | None, typer.Option(help="at most N dialogues per task")] = None,
     concurrency: Annotated[int, typer.Option(help="model calls in flight")] = 16,
     cache_dir: Annotated[Path | None, typer.Option(help="frame cache folder shared by all settings")] = None,
+    output_format: FormatOption = OutputFormat.auto,
 ) -> None:
     """One run per setting (resumable, sharing the frame cache), then Figure 5b/5c/4c tables and plots."""
-    from mtvbench.analysis.sweep import run_sweep, write_sweep_report
+    from mtvbench.analysis.sweep import point_label, run_sweep, sweep_csv, sweep_tables, write_sweep_report
 
     fr, ms, ctx = _csv_list(frames), _csv_list(max_side), _csv_list(context, str)
     if not (fr or ms or ctx):
@@ -167,15 +186,14 @@ def sweep(
         if sub:
             base[role] = sub
 
-    def work() -> list[Path]:
-        points = run_sweep(base, out, frames=fr, max_sides=ms, contexts=ctx,
-                           on_done=lambda p: say(
-                               f"{p.axis}={p.value}: Overall {p.scores.overall if p.scores else None} ({p.run_dir})"))
-        return write_sweep_report(points, out, model)
-
-    files = work()
-    emit((out / "sweep.md").read_text(encoding="utf-8"))
-    say(f"wrote {len(files)} files to {out}")
+    points = run_sweep(base, out, frames=fr, max_sides=ms, contexts=ctx,
+                       on_done=lambda p: note("done", point_label(p), style="green"))
+    files = write_sweep_report(points, out, model)
+    if resolve_format(output_format) == "csv":
+        emit(sweep_csv(points))  # every axis in one long table
+    else:
+        print_tables(sweep_tables(points), output_format, json_obj=[p.model_dump(mode="json") for p in points])
+    note("wrote", f"{len(files)} files to {out}", style="green")
 
 
 def checklists(

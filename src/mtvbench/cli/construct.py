@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
-from rich.table import Table
 
-from mtvbench.cli.common import console, fail, new_app, note, say, styled
-from mtvbench.construct.export import adjudicate, load_queue, record_review
+from mtvbench.cli.common import FormatOption, OutputFormat, console, fail, new_app, note, print_tables, say, styled
+from mtvbench.construct.export import ReviewQueue, adjudicate, load_queue, record_review
 from mtvbench.construct.pipeline import ALL_STAGES, BuildConfig, Builder, StageReport
 from mtvbench.construct.split import SplitSettings
 from mtvbench.construct.workspace import Workspace
+from mtvbench.report.tables import Col, TextTable, Value
 
 build_app = new_app("Build MT-Video-Bench-style dialogues from raw videos (paper §3.2).")
 review_app = new_app("Human verification: two annotators per dialogue, a senior adjudicates.")
@@ -184,12 +184,20 @@ def review_adjudicate(workspace: WS, item: Annotated[str, typer.Option("--id")],
     _review_action(adjudicate, workspace, item, senior, decision, note)
 
 
+def review_table(q: ReviewQueue) -> TextTable:
+    """The review queue: ids (what ``--id`` takes) and statuses are never cut."""
+    rows: list[list[Value]] = [[it.id, it.task.label, it.kind,
+                                ", ".join(f"{a.annotator}:{a.decision}" for a in it.annotations) or "–", it.status]
+                               for it in q.items.values()]
+    return TextTable(columns=[Col("id", "id"), Col("task"), Col("kind", "id"), Col("annotations"),
+                              Col("status", "id")], rows=rows,
+                     notes=[", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in q.counts().items())])
+
+
 @review_app.command("status", help="List the review queue.")
-def review_status(workspace: WS) -> None:
+def review_status(workspace: WS, output_format: FormatOption = OutputFormat.auto) -> None:
     q = load_queue(Workspace(workspace))
-    t = Table("id", "task", "kind", "annotations", "status")
-    for it in q.items.values():
-        t.add_row(it.id, it.task.label, it.kind, ", ".join(f"{a.annotator}:{a.decision}" for a in it.annotations),
-                  it.status)
-    console.print(t)
-    say(str(q.counts()))
+    print_tables([review_table(q)], output_format,
+                 json_obj={"items": [{"id": it.id, "task": it.task.value, "kind": it.kind, "status": it.status,
+                                      "annotations": [a.model_dump() for a in it.annotations]}
+                                     for it in q.items.values()], "counts": q.counts()})

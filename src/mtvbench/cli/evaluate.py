@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -12,7 +11,17 @@ import yaml
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
-from mtvbench.cli.common import console, err_console, fail, make_console, note, say
+from mtvbench.cli.common import (
+    FormatOption,
+    OutputFormat,
+    console,
+    err_console,
+    fail,
+    make_console,
+    note,
+    print_leaderboard,
+    say,
+)
 from mtvbench.config import ConfigError, build_config, load_yaml
 from mtvbench.data.official import Problem, load_official
 from mtvbench.report.leaderboard import leaderboard_table
@@ -152,13 +161,14 @@ def run(
         raise typer.Exit(3)
 
 
-def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
+def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+          output_format: FormatOption = OutputFormat.auto) -> None:
     """Recompute scores from what is stored (no API calls)."""
     from mtvbench.run.outputs import score_run
 
     scores, _ = score_run(run_dir)
-    console.print(leaderboard_table([(scores.model, scores)], title=f"MT-Video-Bench — {run_dir}"))
-    say(json.dumps(scores.counts.model_dump()))
+    print_leaderboard([(scores.model, scores)], output_format, title=f"MT-Video-Bench — {run_dir}",
+                      json_obj=scores.model_dump(mode="json"))
 
 
 def demo(

@@ -23,15 +23,19 @@ from mtvbench.report.html import HtmlReport, Section, esc, html_table, png_img, 
 from mtvbench.report.leaderboard import (
     CI_KEYS,
     COLUMNS,
-    _ordered,
+    RANK_RULE,
     column_ranks,
+    incomplete_notes,
     leaderboard_csv,
     leaderboard_latex,
     leaderboard_markdown_marked,
+    ordered,
+    overall_cell,
     row_values,
 )
-from mtvbench.run.outputs import atomic_write
 from mtvbench.scoring.aggregate import Scores, fmt
+from mtvbench.util.escape import csv_cell, markdown
+from mtvbench.util.files import atomic_write_bytes, atomic_write_text, ensure_dir
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,8 @@ class ReportResult:
     out: Path
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: (display name, scores) of every run, in the order given
+    rows: list[tuple[str, Scores]] = field(default_factory=list)
 
 
 def _shrink(jpeg: bytes, max_side: int) -> bytes:
@@ -103,13 +109,13 @@ def thumbnails(videos: dict[str, Path], n: int = 4, max_side: int = 160, runs: S
 
 
 def _leaderboard_html(rows: Sequence[tuple[str, Scores]]) -> str:
-    ordered = _ordered(rows)
-    ranks = column_ranks(ordered)
+    rows = ordered(rows)
+    ranks = column_ranks(rows)
     body = []
-    for (name, s), rk in zip(ordered, ranks):
+    for (name, s), rk in zip(rows, ranks):
         cells = [esc(name)]
         for j, (v, key) in enumerate(zip(row_values(s), CI_KEYS)):
-            txt = esc(fmt(v))
+            txt = esc(overall_cell(s) if j == 0 and v is None else fmt(v))
             if rk[j] == 1:
                 txt = f"<b>{txt}</b>"
             elif rk[j] == 2:
@@ -118,17 +124,20 @@ def _leaderboard_html(rows: Sequence[tuple[str, Scores]]) -> str:
             if c is not None and v is not None:
                 txt += f'<br><span class="ci">[{fmt(c[0])}, {fmt(c[1])}]</span>'
             cells.append(txt)
+        cells.append("complete" if s.complete else '<span class="incomplete">INCOMPLETE</span>')
         body.append(cells)
     info = []
-    for name, s in ordered:
+    for name, s in rows:
         c = s.counts
         info.append([name, s.judge, str(s.judge_runs), fmt(s.judge_run_std), s.context, str(c.dialogues),
-                     str(c.scored_turns), str(c.unscored_judge_runs), str(c.missing_responses),
-                     "yes" if s.complete else "no"])
-    return (html_table(["Model", *COLUMNS], body, raw=True, cls="lb")
-            + "<p>Best in <b>bold</b>, second <u>underlined</u>; 95% bootstrap CI over dialogues below each value.</p>"
+                     str(c.scored_turns), str(c.unscored_judge_runs), str(c.missing_responses), s.status,
+                     "; ".join(s.incomplete_reasons) or "–"])
+    return (html_table(["Model", *COLUMNS, "Status"], body, raw=True, cls="lb")
+            + "<p>Best in <b>bold</b>, second <u>underlined</u>; 95% bootstrap CI over dialogues below each value. "
+            + esc(RANK_RULE) + "</p>"
             + html_table(["Model", "Judge", "Judge runs", "SD of Overall across judge runs", "Context", "Dialogues",
-                          "Scored turns", "Unscored judge runs", "Missing responses", "Complete"], info))
+                          "Scored turns", "Unscored judge runs", "Missing responses", "Status", "Incomplete because"],
+                         info))
 
 
 def _breakdown_html(items: Sequence[Breakdown], plot_pngs: Sequence[tuple[str, bytes]]) -> str:
@@ -207,7 +216,8 @@ def _explorer(runs: Sequence[RunData], names: Sequence[str], meta: dict[str, Dia
                 }
             turns[d.id] = per
         run_payload.append({
-            "name": name, "model": run.config.model, "judge": run.config.judge, "context": run.config.context,
+            "name": name, "complete": run.scores.complete, "model": run.config.model, "judge": run.config.judge,
+            "context": run.config.context,
             "dialogue_scores": {ds.dialogue_id: (None if ds.score is None else 100.0 * ds.score) for ds in run.dscores},
             "turns": turns,
         })
@@ -220,24 +230,26 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
                  title: str = "MT-Video-Bench report", bootstrap: int | None = None) -> ReportResult:
     if not run_dirs:
         raise InputError("give at least one run directory")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_dir(Path(out))
     res = ReportResult(out=out)
     runs = [load_run(Path(d), bootstrap=bootstrap) for d in run_dirs]
     names = unique_names(runs)
     rows = [(n, r.scores) for n, r in zip(names, runs)]
+    res.rows = rows
     if any(r.config.judge == "offline" for r in runs):
         res.notes.append(OFFLINE_NOTE)
-    incomplete = [n for n, r in zip(names, runs) if not r.scores.complete]
-    if incomplete:
-        res.notes.append("Incomplete runs (missing responses or unscored judge runs; see counts): "
-                         + ", ".join(incomplete))
+    incomplete = incomplete_notes(rows)
+    res.notes += incomplete
 
-    def write(name: str, text: str) -> None:
-        atomic_write(out / name, text)
+    def write(name: str, data: str | bytes) -> None:
+        if isinstance(data, bytes):
+            atomic_write_bytes(out / name, data)
+        else:
+            atomic_write_text(out / name, data)
         res.files.append(out / name)
 
-    write("leaderboard.md", leaderboard_markdown_marked(rows) + "".join(f"\n> {n}\n" for n in res.notes))
+    write("leaderboard.md", leaderboard_markdown_marked(rows)  # (it lists the incomplete runs itself)
+          + "".join(f"\n> {markdown(n)}\n" for n in res.notes if n not in incomplete))
     write("leaderboard.csv", leaderboard_csv(rows))
     write("leaderboard.tex", leaderboard_latex(rows))
 
@@ -265,13 +277,11 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
     per_run = [all_breakdowns(r.dialogues, r.dscores, meta, run=n) for r, n in zip(runs, names)]
     kinds = [b.name for b in per_run[0]]
     md_parts, csv_rows, sections = [], [], []
-    plots_dir = out / "plots"
-    plots_dir.mkdir(exist_ok=True)
-    lb_png = plots.grouped_bars([c for c in COLUMNS[:7]], {n: row_values(s)[:7] for n, s in rows},
+    plot_names = {n: n if s.complete else f"{n} (INCOMPLETE)" for n, s in rows}
+    lb_png = plots.grouped_bars([c for c in COLUMNS[:7]], {plot_names[n]: row_values(s)[:7] for n, s in rows},
                                 title="Leaderboard (95% CI)",
-                                errors={n: [s.ci95.get(k) for k in CI_KEYS[:7]] for n, s in rows})
-    (plots_dir / "leaderboard.png").write_bytes(lb_png)
-    res.files.append(plots_dir / "leaderboard.png")
+                                errors={plot_names[n]: [s.ci95.get(k) for k in CI_KEYS[:7]] for n, s in rows})
+    write("plots/leaderboard.png", lb_png)
     sections.append(Section("leaderboard", "Leaderboard (Table 2 layout)", _leaderboard_html(rows) +
                             png_img(lb_png, "leaderboard")))
     for i, kind in enumerate(kinds):
@@ -280,15 +290,13 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
         csv_rows += breakdown_csv_rows(items)
         pngs = _breakdown_plots(kind, items) if any(r.n for r in items[0].rows) else []
         for j, (_, png) in enumerate(pngs):
-            p = plots_dir / f"{kind}{'' if j == 0 else f'_{j}'}.png"
-            p.write_bytes(png)
-            res.files.append(p)
+            write(f"plots/{kind}{'' if j == 0 else f'_{j}'}.png", png)
         sections.append(Section(f"by-{kind}", items[0].title, _breakdown_html(items, pngs)))
     write("breakdowns.md", "\n".join(md_parts))
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=["breakdown", "run", "bin", "task", "n", "score"], lineterminator="\n")
     w.writeheader()
-    w.writerows(csv_rows)
+    w.writerows({k: csv_cell(v) for k, v in r.items()} for r in csv_rows)
     write("breakdowns.csv", buf.getvalue())
 
     # html

@@ -3,20 +3,22 @@
 Tables are plain HTML, plots are embedded PNGs (base64 data URIs), and the per-dialogue
 explorer is vanilla JavaScript over a JSON payload embedded in the page
 (``<script type="application/json">``). Nothing is fetched: no fonts, scripts, or icons.
+
+Every text from runs and datasets is escaped for its place: :func:`esc` for element content
+and attributes, :func:`mtvbench.util.escape.json_for_script` for the embedded payload (no
+``<``, ``>`` or ``&`` in it, so no reply can end or comment out the ``<script>``), and the
+page's JavaScript puts data into the DOM with ``textContent`` only, never ``innerHTML``.
 """
 
 from __future__ import annotations
 
 import base64
-import html
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-
-def esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
+from mtvbench.util.escape import html as esc
+from mtvbench.util.escape import json_for_script
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, raw: bool = False, cls: str = "") -> str:
@@ -50,12 +52,6 @@ class HtmlReport:
     explorer: dict[str, Any] | None = None
 
 
-def _json_for_script(obj: Any) -> str:
-    # inside <script>, "</" could end the element; escape it (and U+2028/9 for old parsers)
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    return text.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;margin:0;color:#222;
 background:#fafafa}
@@ -81,6 +77,7 @@ details.dlg summary{cursor:pointer;font-size:14px}
 .ok{color:#176b17;font-weight:600}.bad{color:#b00020;font-weight:600}.na{color:#888}
 table.ck td{text-align:left}
 .score{font-weight:600}
+.incomplete{color:#b00020;font-weight:600}
 """
 
 JS = r"""
@@ -99,7 +96,8 @@ JS = r"""
   }
   function fmt(x) { return (x === null || x === undefined) ? "\u2013" : Number(x).toFixed(2); }
   payload.runs.forEach(function (r, i) {
-    var o = el("option", null, r.name); o.value = String(i); runSel.appendChild(o);
+    var o = el("option", null, r.name + (r.complete === false ? " (INCOMPLETE)" : "")); o.value = String(i);
+    runSel.appendChild(o);
   });
   payload.tasks.forEach(function (t) {
     var o = el("option", null, t.label + " (" + t.abbr + ")"); o.value = t.value; taskSel.appendChild(o);
@@ -209,7 +207,8 @@ def render_html(rep: HtmlReport) -> str:
     nav = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in rep.sections)
     if rep.explorer is not None:
         nav += '<a href="#explorer">Dialogue explorer</a>'
-    notes = "".join(f'<div class="note">{esc(n)}</div>' for n in rep.notes)
+    notes = "".join(f'<div class="note{" incomplete" if "INCOMPLETE" in n else ""}">{esc(n)}</div>'
+                    for n in rep.notes)
     body = "".join(f'<section id="{esc(s.id)}"><h2>{esc(s.title)}</h2>{s.body}</section>' for s in rep.sections)
     explorer = ""
     if rep.explorer is not None:
@@ -223,7 +222,7 @@ def render_html(rep: HtmlReport) -> str:
             '<label>Text <input id="f-text" type="search" size="18"></label>'
             '<span id="f-count"></span></div>'
             '<div id="dialogues"></div></section>'
-            f'<script id="explorer-data" type="application/json">{_json_for_script(rep.explorer)}</script>'
+            f'<script id="explorer-data" type="application/json">{json_for_script(rep.explorer)}</script>'
             f"<script>{JS}</script>")
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
