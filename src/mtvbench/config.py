@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from mtvbench.errors import ConfigError, MtvbenchError
 from mtvbench.media.frames import FrameSettings
@@ -44,51 +44,28 @@ MAX_CONFIG_BYTES = 16 << 20
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+#: generation and connection settings: field -> (test, the rule in words)
+_RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
+    "temperature": (lambda v: v >= 0, "must be a number >= 0"),
+    "top_p": (lambda v: 0 < v <= 1, "must be in (0, 1]"),
+    "top_k": (lambda v: v >= -1, "must be >= 1, or 0 / -1 for no top-k limit"),
+    "max_tokens": (lambda v: v >= 1, "must be >= 1"),
+    "timeout_s": (lambda v: v > 0, "must be > 0 seconds"),
+    "max_retries": (lambda v: v >= 0, "must be >= 0"),
+}
+
+
 class RoleSettings(BackendOptions):
     """Connection and generation settings of one role (model under test, or judge)."""
 
     model_config = _STRICT
 
-    @field_validator("temperature")
+    @field_validator(*_RANGES)
     @classmethod
-    def _temperature(cls, v: float | None) -> float | None:
-        if v is not None and v < 0:
-            raise ValueError("must be a number >= 0")
-        return v
-
-    @field_validator("top_p")
-    @classmethod
-    def _top_p(cls, v: float | None) -> float | None:
-        if v is not None and not 0 < v <= 1:
-            raise ValueError("must be in (0, 1]")
-        return v
-
-    @field_validator("top_k")
-    @classmethod
-    def _top_k(cls, v: int | None) -> int | None:
-        if v is not None and v < -1:
-            raise ValueError("must be >= 0 (0 or -1: no top-k limit)")
-        return v
-
-    @field_validator("max_tokens")
-    @classmethod
-    def _max_tokens(cls, v: int | None) -> int | None:
-        if v is not None and v < 1:
-            raise ValueError("must be >= 1")
-        return v
-
-    @field_validator("timeout_s")
-    @classmethod
-    def _timeout(cls, v: float) -> float:
-        if v <= 0:
-            raise ValueError("must be > 0 seconds")
-        return v
-
-    @field_validator("max_retries")
-    @classmethod
-    def _retries(cls, v: int) -> int:
-        if v < 0:
-            raise ValueError("must be >= 0")
+    def _in_range(cls, v: float | None, info: ValidationInfo) -> float | None:
+        ok, rule = _RANGES[info.field_name]
+        if v is not None and not ok(v):
+            raise ValueError(rule)
         return v
 
     @field_validator("extra")

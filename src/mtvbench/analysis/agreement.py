@@ -22,8 +22,6 @@ Fleiss' kappa over the judge's runs on every item that all its runs answered.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Sequence
@@ -35,6 +33,7 @@ from pydantic import BaseModel
 from mtvbench.data.schema import STEM_TO_TASK, Task, dialogue_id
 from mtvbench.errors import MtvbenchError
 from mtvbench.util.jsonio import JSONFileError, load_json_file, loads_strict, read_text_file
+from mtvbench.util.tables import csv_records, record_keys
 
 Level = Literal["turn", "dialogue"]
 
@@ -180,11 +179,7 @@ def _raw_records(path: Path) -> list[tuple[str, Any]]:
     what = "human scores file"
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        reader = csv.DictReader(io.StringIO(read_text_file(path, what), newline=""))
-        names = [str(f).strip().lower() for f in reader.fieldnames or []]
-        if len(set(names)) != len(names):
-            raise AgreementError(f"{path}: line 1: a column name appears twice: {reader.fieldnames}")
-        return [(f"{path}: line {reader.line_num}", rec) for rec in reader]
+        return csv_records(path, what, AgreementError)
     if suffix == ".jsonl":
         out = []
         for n, line in enumerate(read_text_file(path, what).splitlines(), 1):
@@ -210,15 +205,7 @@ def load_human(path: Path) -> list[HumanRecord]:
     out = []
     seen: dict[tuple[str, str, str | None], str] = {}
     for where, rec in _raw_records(path):
-        if not isinstance(rec, dict):
-            raise AgreementError(f"{where}: must be an object (key: value), got {type(rec).__name__}")
-        if None in rec:  # csv.DictReader puts the surplus cells of a row under None
-            raise AgreementError(f"{where}: more cells than the header has columns")
-        low: dict[str, Any] = {}
-        for k, v in rec.items():
-            if str(k).strip().lower() in low:
-                raise AgreementError(f"{where}: key {str(k).strip().lower()!r} given twice")
-            low[str(k).strip().lower()] = v
+        low = record_keys(rec, where, AgreementError)
         tid = _turn_id(low, where)
         ann = str(low.get("annotator") or "")
         if low.get("item") not in (None, ""):

@@ -16,9 +16,7 @@ ranges (overlapping ranges merged; one count per merged range, summed).
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import logging
 import math
@@ -32,7 +30,8 @@ from pydantic import BaseModel
 
 from mtvbench.data.schema import Dialogue
 from mtvbench.errors import MissingExtraError, MtvbenchError
-from mtvbench.util.jsonio import load_json_file, read_text_file
+from mtvbench.util.jsonio import load_json_file
+from mtvbench.util.tables import csv_records, record_keys
 
 log = logging.getLogger(__name__)
 
@@ -86,16 +85,7 @@ def _text(v: Any) -> str | None:
 
 
 def _row(raw: Any, where: str) -> MetaRow:
-    if not isinstance(raw, dict):
-        raise MetadataError(f"{where}: must be an object (key: value), got {type(raw).__name__}")
-    if None in raw:  # csv.DictReader puts the surplus cells of a row under None
-        raise MetadataError(f"{where}: more cells than the header has columns")
-    low: dict[str, Any] = {}
-    for k, v in raw.items():
-        key = str(k).strip().lower().replace(" ", "_")
-        if key in low:
-            raise MetadataError(f"{where}: column/key {key!r} given twice")
-        low[key] = v
+    low = record_keys(raw, where, MetadataError, spaces_to_underscores=True)
     video = _text(low.get("video") or low.get("video_name") or low.get("video_id"))
     if video is None:
         raise MetadataError(f"{where}: no 'video' field (or it is blank)")
@@ -129,12 +119,8 @@ def load_metadata_file(path: Path) -> list[MetaRow]:
     finite and >= 0 (``scenes`` whole), each (video, event) once; errors name the row."""
     path = Path(path)
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(read_text_file(path, "metadata file"), newline=""))
-        fields = [str(f).strip().lower() for f in reader.fieldnames or []]
-        if len(set(fields)) != len(fields):
-            raise MetadataError(f"{path}: line 1: a column name appears twice: {reader.fieldnames}")
-        return _no_duplicates([(f"{path}: line {reader.line_num}", _row(rec, f"{path}: line {reader.line_num}"))
-                               for rec in reader], path)
+        return _no_duplicates([(where, _row(rec, where))
+                               for where, rec in csv_records(path, "metadata file", MetadataError)], path)
     data = load_json_file(path, "metadata file")
     if isinstance(data, list):
         return _no_duplicates([(f"{path}: record {i + 1}", _row(rec, f"{path}: record {i + 1}"))
