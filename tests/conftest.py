@@ -62,6 +62,12 @@ def make_dataset(root: Path, with_video: bool = True) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True)
+def _user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Caches that default to the user's (video probe verdicts, frames, scenes) go to a temporary folder."""
+    monkeypatch.setenv("MTVBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "user-cache"))
+
+
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
     return make_dataset(tmp_path / "data")

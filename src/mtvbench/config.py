@@ -2,33 +2,94 @@
 
 No secret is ever part of a config: keys are named by the environment variable that holds
 them (``model_api_key_env``), and only that name is stored.
+
+Settings are strict (:func:`validate_settings`, used for ``run``/``sweep`` settings and for
+``mtvbench build --config`` files):
+
+- an unknown key is an error with a suggestion (``unknown setting 'frame' in run.yaml (did
+  you mean 'frames'?)``); the one free-form place is ``model_settings.extra`` /
+  ``judge_settings.extra`` (backend options, ``--model-option KEY=VALUE``);
+- a number must be a finite number of the right kind (``NaN``, ``.inf`` and ``true`` are not
+  numbers; ``2.5`` is not an integer); ranges: ``temperature >= 0``, ``0 < top_p <= 1``,
+  ``max_tokens >= 1``, ``frames``/``concurrency``/``judge_runs`` ``>= 1``, a frame size ``WxH``
+  of positive integers, ``extra_body`` a mapping;
+- a config file is a regular file of UTF-8 YAML (or JSON) whose keys appear once.
+
+Every problem is listed at once, one line each, naming the flag (``--temperature``) when the
+value came from the command line and the file and key otherwise.
 """
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
+import types
+import typing
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from mtvbench.errors import ConfigError
+from mtvbench.errors import ConfigError, MtvbenchError
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.base import BackendOptions
 from mtvbench.prompts import PromptStyle
+from mtvbench.util.jsonio import loads_strict, read_text_file
 
 ContextMode = Literal["golden", "self", "none"]
+M = TypeVar("M", bound=BaseModel)
+#: the largest settings file we read
+MAX_CONFIG_BYTES = 16 << 20
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+#: generation and connection settings: field -> (test, the rule in words)
+_RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
+    "temperature": (lambda v: v >= 0, "must be a number >= 0"),
+    "top_p": (lambda v: 0 < v <= 1, "must be in (0, 1]"),
+    "top_k": (lambda v: v >= -1, "must be >= 1, or 0 / -1 for no top-k limit"),
+    "max_tokens": (lambda v: v >= 1, "must be >= 1"),
+    "timeout_s": (lambda v: v > 0, "must be > 0 seconds"),
+    "max_retries": (lambda v: v >= 0, "must be >= 0"),
+}
 
 
 class RoleSettings(BackendOptions):
     """Connection and generation settings of one role (model under test, or judge)."""
+
+    model_config = _STRICT
+
+    @field_validator(*_RANGES)
+    @classmethod
+    def _in_range(cls, v: float | None, info: ValidationInfo) -> float | None:
+        ok, rule = _RANGES[info.field_name]
+        if v is not None and not ok(v):
+            raise ValueError(rule)
+        return v
+
+    @field_validator("extra")
+    @classmethod
+    def _extra(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            if key in BackendOptions.model_fields:
+                raise ValueError(f"{key!r} is a setting of its own, not a backend option: "
+                                 f"give it as {key} (or its flag), not inside extra / --model-option")
+        body = v.get("extra_body")
+        if body is not None and not isinstance(body, dict):
+            raise ValueError(f"extra_body must be a mapping of request fields (e.g. {{top_k: 20}}), "
+                             f"got {type(body).__name__} {body!r}")
+        return v
 
     def backend_options(self) -> BackendOptions:
         return BackendOptions.model_validate(self.model_dump())
 
 
 class RunConfig(BaseModel):
+    model_config = _STRICT
+
     data: Path
     #: what the user asked for: a preset name (``qwen3-vl-8b-instruct``) or a backend spec
     model: str
@@ -49,7 +110,7 @@ class RunConfig(BaseModel):
     #: videos whose frames are held (and whose turns run) at once; raise it to give a local
     #: engine (hf/vllm) bigger batches across videos, at the cost of memory
     videos_in_flight: int = Field(2, ge=1)
-    judge_concurrency: int | None = None
+    judge_concurrency: int | None = Field(None, ge=1)
     limit: int | None = Field(None, ge=1)
     cache_dir: Path | None = None
     seed: int = 0
@@ -64,8 +125,15 @@ class RunConfig(BaseModel):
             try:
                 w, h = v.lower().split("x")
                 return int(w), int(h)
-            except ValueError as e:
-                raise ValueError(f"frame_size must look like 448x448, got {v!r}") from e
+            except ValueError:
+                raise ValueError("must look like WIDTHxHEIGHT, e.g. 448x448") from None
+        return v
+
+    @field_validator("frame_size")
+    @classmethod
+    def _positive_size(cls, v: tuple[int, int] | None) -> tuple[int, int] | None:
+        if v is not None and min(v) < 1:
+            raise ValueError("width and height must be >= 1")
         return v
 
     def frame_settings(self) -> FrameSettings:
@@ -89,13 +157,59 @@ class RunConfig(BaseModel):
         return identity
 
 
-def load_yaml(path: Path) -> dict[str, Any]:
+class _StrictYAMLLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+
+class _DuplicateYAMLKey(yaml.YAMLError):
+    def __init__(self, key: Any, line: int, first: int):
+        super().__init__(f"line {line}: duplicate key {key!r} (first at line {first}); "
+                         "YAML readers silently keep only the last one")
+
+
+def _strict_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # '<<: *defaults' then overriding a key is what merge keys are for
+        key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, typing.Hashable):
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise _DuplicateYAMLKey(key, line, seen[key])
+            seen[key] = line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictYAMLLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _strict_mapping)
+
+
+def loads_yaml_strict(text: str, source: str) -> Any:
+    """YAML (safe subset) with keys given once; every problem is one :class:`ConfigError` naming ``source``."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"{path}: cannot read config: {e}") from e
+        return yaml.load(text, Loader=_StrictYAMLLoader)  # noqa: S506 - a SafeLoader subclass
+    except _DuplicateYAMLKey as e:
+        raise ConfigError(f"{source}: {e}") from None
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
+        raise ConfigError(f"{source}: {where}not valid YAML: {e.problem or e.context}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{source}: not valid YAML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: YAML nested too deeply") from None
+
+
+def load_settings_file(path: Path, what: str = "config file") -> dict[str, Any]:
+    """A mapping of settings from a regular UTF-8 file: JSON for ``.json``, YAML otherwise."""
+    path = Path(path)
+    text = read_text_file(path, what, MAX_CONFIG_BYTES)
+    data = loads_strict(text, str(path)) if path.suffix.lower() == ".json" else loads_yaml_strict(text, str(path))
+    if data is None:
+        return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: config must be a mapping of settings")
+        raise ConfigError(f"{path}: a {what} must be a mapping of settings (key: value), "
+                          f"got {type(data).__name__}")
     return data
 
 
@@ -105,6 +219,8 @@ def _merge_extra(preset: dict[str, Any], given: dict[str, Any]) -> dict[str, Any
     if isinstance(preset.get("extra_body"), dict) and isinstance(given.get("extra_body"), dict):
         merged["extra_body"] = {**preset["extra_body"], **given["extra_body"]}
     return merged
+def load_yaml(path: Path) -> dict[str, Any]:
+    return load_settings_file(path)
 
 
 def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
@@ -151,13 +267,126 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def build_config(values: dict[str, Any], source: str = "settings") -> RunConfig:
-    from mtvbench.models.base import UnknownModelError
+# ---------------------------------------------------------------------------- strict validation
 
-    try:
-        return RunConfig.model_validate(apply_preset(values))
-    except UnknownModelError as e:
-        raise ConfigError(f"{source}: field 'model': {e}") from e
-    except ValidationError as e:
-        lines = [f"{source}: field '{'.'.join(str(x) for x in err['loc'])}': {err['msg']}" for err in e.errors()]
-        raise ConfigError("\n".join(lines)) from e
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation admits (``RoleSettings``, ``X | None``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return [m for a in typing.get_args(annotation) for m in _models_in(a)]
+    return []
+
+
+def _admits(annotation: Any, kinds: tuple[type, ...]) -> bool:
+    if annotation in kinds:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_admits(a, kinds) for a in typing.get_args(annotation))
+    return False
+
+
+def _field_names(model: type[BaseModel]) -> dict[str, str]:
+    """Accepted key -> field name (aliases included)."""
+    out = {name: name for name in model.model_fields}
+    out.update({f.alias: name for name, f in model.model_fields.items() if f.alias})
+    return out
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(x) for x in loc)
+
+
+class _Problem(NamedTuple):
+    loc: tuple[Any, ...]
+    kind: Literal["unknown", "structure", "value"]
+    message: str
+    value: Any
+
+
+def _structure_problems(model: type[BaseModel], data: Mapping[Any, Any], loc: tuple[Any, ...] = ()
+                        ) -> list[_Problem]:
+    """Unknown keys, nested settings that are not mappings, booleans given for numbers and
+    non-finite numbers, found by walking ``data`` along ``model``'s fields (pydantic's lax
+    mode would read ``frames: yes`` as 1, and a model without ``extra="forbid"`` drops typos)."""
+    names = _field_names(model)
+    out: list[_Problem] = []
+    for key, value in data.items():
+        here = (*loc, key)
+        if not isinstance(key, str) or key not in names:
+            close = difflib.get_close_matches(str(key), list(names), n=1, cutoff=0.6)
+            hint = f"did you mean '{_dotted((*loc, close[0]))}'?" if close else (
+                "known: " + ", ".join(sorted(names)) if len(names) <= 12 else "see --help for the settings")
+            out.append(_Problem(here, "unknown", hint, value))
+            continue
+        annotation = model.model_fields[names[key]].annotation
+        subs = _models_in(annotation)
+        if subs and value is not None and not isinstance(value, BaseModel):
+            if isinstance(value, Mapping):
+                out += _structure_problems(subs[0], value, here)
+            else:
+                out.append(_Problem(here, "structure", f"must be a mapping of settings, got {type(value).__name__}",
+                                    value))
+        elif isinstance(value, bool) and _admits(annotation, (int, float)) and not _admits(annotation, (bool,)):
+            out.append(_Problem(here, "value", "must be a number, not a yes/no value", value))
+        elif isinstance(value, float) and not math.isfinite(value) and _admits(annotation, (int, float)):
+            out.append(_Problem(here, "value", "must be a finite number", value))
+    return out
+
+
+def _origin(loc: tuple[Any, ...], flags: Mapping[str, str]) -> str | None:
+    """The flag that gave the value at ``loc`` (the longest matching prefix), if any."""
+    for n in range(len(loc), 0, -1):
+        flag = flags.get(_dotted(loc[:n]))
+        if flag is not None:
+            return flag
+    inside = sorted(f for key, f in flags.items() if key.startswith(_dotted(loc) + "."))
+    return inside[0] if len(set(inside)) == 1 else None  # e.g. --model-option set a key of 'extra'
+
+
+def _render(p: _Problem, source: str, flags: Mapping[str, str]) -> str:
+    if p.kind == "unknown":
+        return f"unknown setting '{_dotted(p.loc)}' in {source} ({p.message})"
+    shown = repr(p.value)
+    got = "" if p.value is None or isinstance(p.value, (dict, BaseModel)) or len(shown) > 80 else f" (got {shown})"
+    flag = _origin(p.loc, flags)
+    if flag is not None:
+        return f"{flag}: {p.message}{got}"
+    return f"{source}: field '{_dotted(p.loc)}': {p.message}{got}"
+
+
+def validate_settings(model: type[M], data: Mapping[str, Any], source: str, *,
+                      flags: Mapping[str, str] | None = None,
+                      prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> M:
+    """``model`` from ``data`` with every problem in one :class:`ConfigError` (one line each).
+
+    ``flags`` maps a dotted key (``model_settings.temperature``) to the command-line flag that
+    set it, so that the message names ``--temperature`` instead of the file; ``prepare``
+    transforms ``data`` before pydantic sees it (the preset resolution)."""
+    flags = flags or {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: settings must be a mapping (key: value), got {type(data).__name__}")
+    problems = _structure_problems(model, data)
+    if not any(p.kind == "structure" for p in problems):
+        named = [p.loc for p in problems]
+        try:
+            result = model.model_validate(prepare(dict(data)) if prepare else data)
+        except ValidationError as e:
+            for err in e.errors(include_url=False):
+                loc = tuple(err["loc"])
+                if err["type"] != "extra_forbidden" and not any(loc[:len(n)] == n for n in named):
+                    problems.append(_Problem(loc, "value", err["msg"].removeprefix("Value error, "),
+                                             err.get("input")))
+        except MtvbenchError as e:  # the preset resolution: an unknown model
+            problems.append(_Problem(("model",), "value", e.message, None))
+        else:
+            if not problems:
+                return result
+    raise ConfigError("\n".join(_render(p, source, flags) for p in problems))
+
+
+def build_config(values: dict[str, Any], source: str = "settings", flags: Mapping[str, str] | None = None
+                 ) -> RunConfig:
+    """A :class:`RunConfig` from flags/YAML values (the preset resolved); see :func:`validate_settings`."""
+    return validate_settings(RunConfig, values, source, flags=flags, prepare=apply_preset)

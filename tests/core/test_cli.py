@@ -16,7 +16,7 @@ def test_validate_ok_and_broken(tmp_path: Path) -> None:
     assert "6 dialogues, 2 videos, 12 scored turns; 0 errors" in ok.output
     (root / "videos" / "vid0.mp4").unlink()
     bad = CliRunner().invoke(app, ["validate", str(root)])
-    assert bad.exit_code == 1
+    assert bad.exit_code == 2  # bad input (the exit-code policy: 1 is an internal error)
     assert "video='vid0'" in bad.output and "Traceback" not in bad.output
 
 

@@ -141,8 +141,9 @@ def test_served_preset_without_server_url_is_one_clear_error(big_data: Path, cac
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     res = run_cli(big_data, tmp_path / "run", cache, "qwen3-vl-8b-instruct@openai")
     assert res.exit_code == 2 and "Traceback" not in res.output
-    assert "field 'model'" in res.output and "--model-base-url" in res.output
-    assert "vllm serve Qwen/Qwen3-VL-8B-Instruct" in res.output
+    out = " ".join(res.output.split())
+    assert "--model: 'qwen3-vl-8b-instruct@openai'" in out and "--model-base-url" in out
+    assert "vllm serve Qwen/Qwen3-VL-8B-Instruct" in out
     assert not (tmp_path / "run").exists()  # nothing half-written
 
 

@@ -22,8 +22,6 @@ Fleiss' kappa over the judge's runs on every item that all its runs answered.
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Sequence
@@ -33,8 +31,10 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from mtvbench.data.schema import STEM_TO_TASK, Task, dialogue_id
-from mtvbench.errors import InputError, MtvbenchError
+from mtvbench.errors import MtvbenchError
 from mtvbench.report.tables import Col, TextTable, to_markdown
+from mtvbench.util.jsonio import JSONFileError, load_json_file, loads_strict, read_text_file
+from mtvbench.util.tables import csv_records, record_keys
 
 Level = Literal["turn", "dialogue"]
 
@@ -105,27 +105,42 @@ class HumanRecord(BaseModel):
     verdict: Literal["Yes", "No"] | None = None
 
 
-def _task(v: str) -> Task:
+def _task(v: str, where: str) -> Task:
     v = v.strip()
     if v in STEM_TO_TASK:
         return STEM_TO_TASK[v]
     try:
         return Task(v)
-    except ValueError as e:
-        raise AgreementError(f"unknown task {v!r}") from e
+    except ValueError:
+        raise AgreementError(f"{where}: field 'task': unknown task {v!r}; expected one of "
+                             f"{', '.join(t.value for t in Task)} or a released file stem") from None
+
+
+def _positive_int(v: Any, what: str, where: str) -> int:
+    """An integer >= 1 from JSON (``3``) or a CSV cell (``"3"``); ``3.5``, ``true``, ``-1`` are errors."""
+    if isinstance(v, str) and v.strip().isdigit():
+        v = int(v.strip())
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise AgreementError(f"{where}: field '{what}': must be a whole number >= 1, got {v!r}")
+    return v
 
 
 def _turn_id(rec: dict[str, Any], where: str) -> str:
-    if rec.get("turn_id"):
-        return str(rec["turn_id"]).strip()
-    rnd = rec.get("round", rec.get("turn", rec.get("round_index")))
+    if rec.get("turn_id") not in (None, ""):
+        if not isinstance(rec["turn_id"], str) or not rec["turn_id"].strip():
+            raise AgreementError(f"{where}: field 'turn_id': must be text such as task/video/event#round, "
+                                 f"got {rec['turn_id']!r}")
+        return rec["turn_id"].strip()
+    key = next((k for k in ("round", "turn", "round_index") if k in rec), "round")
+    rnd = rec.get(key)
     if rnd in (None, ""):
         raise AgreementError(f"{where}: needs 'turn_id' or a 'round'")
-    rnd = int(float(rnd))
+    rnd = _positive_int(rnd, key, where)
     if rec.get("dialogue_id"):
         return f"{str(rec['dialogue_id']).strip()}#{rnd}"
     if all(rec.get(k) not in (None, "") for k in ("task", "video", "event")):
-        return f"{dialogue_id(_task(str(rec['task'])), str(rec['video']).strip(), str(rec['event']).strip())}#{rnd}"
+        did = dialogue_id(_task(str(rec["task"]), where), str(rec["video"]).strip(), str(rec["event"]).strip())
+        return f"{did}#{rnd}"
     raise AgreementError(f"{where}: name the turn by turn_id, dialogue_id+round or task+video+event+round")
 
 
@@ -137,44 +152,76 @@ def _verdict(v: Any, where: str) -> Literal["Yes", "No"]:
         return "Yes"
     if s in ("no", "n", "0", "false"):
         return "No"
-    raise AgreementError(f"{where}: verdict must be Yes or No, got {v!r}")
+    raise AgreementError(f"{where}: field 'verdict': verdict must be Yes or No, got {v!r}")
 
 
-def _item_key(v: Any) -> str:
-    s = str(v).strip().upper()
+def _item_key(v: Any, where: str) -> str:
+    s = str(v).strip().upper() if isinstance(v, (str, int)) and not isinstance(v, bool) else ""
     if s[:1] in ("Q", "A"):
         s = s[1:]
+    if not s.isdigit() or int(s) < 1:
+        raise AgreementError(f"{where}: field 'item': must name a checklist item (Q3, A3 or 3), got {v!r}")
     return f"A{int(s)}"
 
 
-def load_human(path: Path) -> list[HumanRecord]:
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: human scores file not found")
-    text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() == ".csv":
-        raw = list(csv.DictReader(text.splitlines()))
-    elif path.suffix.lower() == ".jsonl":
-        raw = [json.loads(line) for line in text.splitlines() if line.strip()]
-    else:
-        raw = json.loads(text)
-        if isinstance(raw, dict) and "records" in raw:
-            raw = raw["records"]
+def _score(v: Any, where: str) -> float:
+    """A turn score, 0-1 or 0-100: a finite number in [0, 100]."""
+    try:
+        x = float(v) if not isinstance(v, bool) else math.nan
+    except (TypeError, ValueError):
+        x = math.nan
+    if not math.isfinite(x) or not 0 <= x <= 100:
+        raise AgreementError(f"{where}: field 'score': must be a number from 0 to 1 (or 0 to 100), got {v!r}")
+    return x
+
+
+def _raw_records(path: Path) -> list[tuple[str, Any]]:
+    """(where, record) for every record of a CSV, JSON Lines or JSON file, read strictly."""
+    what = "human scores file"
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return csv_records(path, what, AgreementError)
+    if suffix == ".jsonl":
+        out = []
+        for n, line in enumerate(read_text_file(path, what).splitlines(), 1):
+            if line.strip():
+                try:
+                    out.append((f"{path}: line {n}", loads_strict(line, str(path))))
+                except JSONFileError as e:
+                    raise AgreementError(f"{path}: line {n}: {e.located.removeprefix('line 1: ')}") from None
+        return out
+    raw = load_json_file(path, what)
+    if isinstance(raw, dict) and "records" in raw:
+        raw = raw["records"]
     if not isinstance(raw, list):
         raise AgreementError(f"{path}: expected a list of records")
+    return [(f"{path}: record {i + 1}", rec) for i, rec in enumerate(raw)]
+
+
+def load_human(path: Path) -> list[HumanRecord]:
+    """The human file (see the module docstring), read strictly: a regular UTF-8 file, strict
+    JSON, every record an object naming its turn, scores finite in [0, 100], rounds and items
+    whole numbers >= 1, and each (turn, annotator, item) once; errors name the record."""
+    path = Path(path)
     out = []
-    for i, rec in enumerate(raw):
-        where = f"{path}: record {i + 1}"
-        rec = {str(k).strip().lower(): v for k, v in rec.items()}
-        tid = _turn_id(rec, where)
-        ann = str(rec.get("annotator") or "")
-        if rec.get("item") not in (None, ""):
-            out.append(HumanRecord(turn_id=tid, annotator=ann, item=_item_key(rec["item"]),
-                                   verdict=_verdict(rec.get("verdict"), where)))
-        elif rec.get("score") not in (None, ""):
-            out.append(HumanRecord(turn_id=tid, annotator=ann, score=float(rec["score"])))
+    seen: dict[tuple[str, str, str | None], str] = {}
+    for where, rec in _raw_records(path):
+        low = record_keys(rec, where, AgreementError)
+        tid = _turn_id(low, where)
+        ann = str(low.get("annotator") or "")
+        if low.get("item") not in (None, ""):
+            r = HumanRecord(turn_id=tid, annotator=ann, item=_item_key(low["item"], where),
+                            verdict=_verdict(low.get("verdict"), where))
+        elif low.get("score") not in (None, ""):
+            r = HumanRecord(turn_id=tid, annotator=ann, score=_score(low["score"], where))
         else:
             raise AgreementError(f"{where}: needs 'score' (turn level) or 'item' + 'verdict' (item level)")
+        key = (r.turn_id, r.annotator, r.item)
+        if key in seen:
+            raise AgreementError(f"{where}: the same turn{' and item' if r.item else ''} again for annotator "
+                                 f"{r.annotator!r} (first at {seen[key].removeprefix(f'{path}: ')})")
+        seen[key] = where
+        out.append(r)
     return out
 
 

@@ -16,20 +16,22 @@ ranges (overlapping ranges merged; one count per merged range, summed).
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import logging
+import math
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from mtvbench.data.schema import Dialogue
-from mtvbench.errors import InputError, MissingExtraError, MtvbenchError
+from mtvbench.errors import MissingExtraError, MtvbenchError
+from mtvbench.util.jsonio import load_json_file
+from mtvbench.util.tables import csv_records, record_keys
 
 log = logging.getLogger(__name__)
 
@@ -59,60 +61,88 @@ class MetaRow(BaseModel):
 
 # ------------------------------------------------------------------------------ file
 
-def _num(v: Any, cast: Callable[[Any], Any]) -> Any:
+def _num(v: Any, cast: type[int] | type[float], what: str, where: str) -> Any:
+    """A finite number >= 0 (``scenes``: an integer), from JSON or a CSV cell; blank is None."""
     if v is None or (isinstance(v, str) and not v.strip()):
         return None
-    return cast(float(v)) if cast is int else cast(v)
-
-
-def _row(raw: dict[str, Any], where: str) -> MetaRow:
-    low = {str(k).strip().lower().replace(" ", "_"): v for k, v in raw.items()}
-    video = low.get("video") or low.get("video_name") or low.get("video_id")
-    if not video:
-        raise MetadataError(f"{where}: no 'video' field")
-    event = low.get("event", low.get("event_index"))
+    if isinstance(v, bool):
+        raise MetadataError(f"{where}: field '{what}': must be a number, got {v!r}")
     try:
-        duration = _num(low.get("duration_s", low.get("duration")), float)
-        if duration is None and low.get("duration_min") not in (None, ""):
-            duration = 60.0 * float(low["duration_min"])
-        scenes = _num(low.get("scenes", low.get("scene_count")), int)
-    except (TypeError, ValueError) as e:
-        raise MetadataError(f"{where}: bad number ({e})") from e
-    cat = low.get("category")
-    return MetaRow(video=str(video).strip(), event=None if event in (None, "") else str(event).strip(),
-                   category=None if cat in (None, "") else str(cat).strip(), scenes=scenes, duration_s=duration)
+        x = float(v)
+    except (TypeError, ValueError):
+        raise MetadataError(f"{where}: field '{what}': must be a number, got {v!r}") from None
+    if not math.isfinite(x) or x < 0:
+        raise MetadataError(f"{where}: field '{what}': must be a finite number >= 0, got {v!r}")
+    if cast is int:
+        if not x.is_integer():
+            raise MetadataError(f"{where}: field '{what}': must be a whole number, got {v!r}")
+        return int(x)
+    return x
+
+
+def _text(v: Any) -> str | None:
+    return None if v is None or (isinstance(v, str) and not v.strip()) else str(v).strip()
+
+
+def _row(raw: Any, where: str) -> MetaRow:
+    low = record_keys(raw, where, MetadataError, spaces_to_underscores=True)
+    video = _text(low.get("video") or low.get("video_name") or low.get("video_id"))
+    if video is None:
+        raise MetadataError(f"{where}: no 'video' field (or it is blank)")
+    event = low.get("event", low.get("event_index"))
+    if isinstance(event, (bool, float, list, dict)):
+        raise MetadataError(f"{where}: field 'event': must be an integer or a string, got {event!r}")
+    duration = _num(low.get("duration_s", low.get("duration")), float, "duration_s", where)
+    minutes = _num(low.get("duration_min"), float, "duration_min", where)
+    if duration is None and minutes is not None:
+        duration = 60.0 * minutes
+    scenes = _num(low.get("scenes", low.get("scene_count")), int, "scenes", where)
+    return MetaRow(video=video, event=_text(event), category=_text(low.get("category")), scenes=scenes,
+                   duration_s=duration)
+
+
+def _no_duplicates(rows: list[tuple[str, MetaRow]], path: Path) -> list[MetaRow]:
+    """Rows keyed by (video, event) at most once (a later row would silently win)."""
+    seen: dict[tuple[str, str | None], str] = {}
+    for where, r in rows:
+        key = (r.video, r.event)
+        if key in seen:
+            what = f"video {r.video!r}" + (f" event {r.event!r}" if r.event is not None else "")
+            raise MetadataError(f"{where}: a second row for {what} (first at {seen[key].removeprefix(f'{path}: ')})")
+        seen[key] = where
+    return [r for _, r in rows]
 
 
 def load_metadata_file(path: Path) -> list[MetaRow]:
     """CSV with a header, a JSON list of objects, or a JSON mapping ``video -> {...}`` /
-    ``video -> {event -> {...}}``."""
+    ``video -> {event -> {...}}``. Read strictly: a regular UTF-8 file, strict JSON, numbers
+    finite and >= 0 (``scenes`` whole), each (video, event) once; errors name the row."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: metadata file not found")
-    text = path.read_text(encoding="utf-8")
-    rows: list[MetaRow] = []
     if path.suffix.lower() == ".csv":
-        for i, rec in enumerate(csv.DictReader(text.splitlines()), 2):
-            rows.append(_row(rec, f"{path}:{i}"))
-        return rows
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise MetadataError(f"{path}: not JSON ({e})") from e
+        return _no_duplicates([(where, _row(rec, where))
+                               for where, rec in csv_records(path, "metadata file", MetadataError)], path)
+    data = load_json_file(path, "metadata file")
     if isinstance(data, list):
-        return [_row(rec, f"{path}[{i}]") for i, rec in enumerate(data)]
+        return _no_duplicates([(f"{path}: record {i + 1}", _row(rec, f"{path}: record {i + 1}"))
+                               for i, rec in enumerate(data)], path)
     if isinstance(data, dict) and data.get("format") == "mtvbench-build-metadata":
         return _rows_from_build_metadata(data, path)
     if not isinstance(data, dict):
         raise MetadataError(f"{path}: expected a list or a mapping")
+    rows: list[MetaRow] = []
     for video, val in data.items():
         if not isinstance(val, dict):
-            raise MetadataError(f"{path}: {video}: expected an object")
-        events = val.get("events")
+            raise MetadataError(f"{path}: {video!r}: expected an object")
+        events = val.get("events") or {}
+        if not isinstance(events, dict):
+            raise MetadataError(f"{path}: {video!r}: 'events' must be an object keyed by event")
         base = {k: v for k, v in val.items() if k != "events"}
-        rows.append(_row({"video": video, **base}, f"{path}:{video}"))
-        for ev, rec in (events or {}).items():
-            rows.append(_row({"video": video, "event": ev, **rec}, f"{path}:{video}:{ev}"))
+        rows.append(_row({"video": video, **base}, f"{path}: {video!r}"))
+        for ev, rec in events.items():
+            where = f"{path}: {video!r} event {ev!r}"
+            if not isinstance(rec, dict):
+                raise MetadataError(f"{where}: expected an object")
+            rows.append(_row({**rec, "video": video, "event": ev}, where))
     return rows
 
 
@@ -120,17 +150,23 @@ def _rows_from_build_metadata(data: dict[str, Any], path: Path) -> list[MetaRow]
     """``metadata.json`` written by ``mtvbench build export``: category and duration per video;
     per dialogue, the scene count is the number of the video's shot clips that overlap the
     time ranges the dialogue was generated from."""
+    from pydantic import ValidationError
+
+    from mtvbench.construct.export import BuildMetadata
+
+    try:
+        meta = BuildMetadata.model_validate(data)
+    except ValidationError as e:
+        lines = [f"{path}: field '{'.'.join(str(x) for x in err['loc'])}': {err['msg']}"
+                 for err in e.errors(include_url=False)[:10]]
+        raise MetadataError("\n".join(lines)) from None
     rows: list[MetaRow] = []
-    videos = data.get("videos") or {}
-    for video, v in videos.items():
-        rows.append(_row({"video": video, "category": v.get("category"), "duration_s": v.get("duration_s")},
-                         f"{path}:{video}"))
-    for did, d in (data.get("dialogues") or {}).items():
-        clips = (videos.get(d.get("video")) or {}).get("clips") or []
-        ranges = d.get("ranges") or []
-        n = sum(1 for c0, c1 in clips if any(c0 < r1 and r0 < c1 for r0, r1 in ranges))
-        rows.append(_row({"video": d.get("video"), "event": d.get("event"), "scenes": n or None},
-                         f"{path}:{did}"))
+    for video, v in meta.videos.items():
+        rows.append(_row({"video": video, "category": v.category, "duration_s": v.duration_s}, f"{path}: {video!r}"))
+    for did, d in meta.dialogues.items():
+        clips = meta.videos[d.video].clips if d.video in meta.videos else []
+        n = sum(1 for c0, c1 in clips if any(c0 < r1 and r0 < c1 for r0, r1 in d.ranges))
+        rows.append(_row({"video": d.video, "event": d.event, "scenes": n or None}, f"{path}: {did!r}"))
     return rows
 
 

@@ -8,16 +8,16 @@ workspace (a sub-folder name is the video's category); later commands may omit i
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
+from pydantic import Field, field_validator
 
 from mtvbench.cli.common import FormatOption, OutputFormat, console, fail, new_app, note, print_tables, say, styled
+from mtvbench.config import RoleSettings, load_settings_file, validate_settings
 from mtvbench.construct.export import ReviewQueue, adjudicate, load_queue, record_review
 from mtvbench.construct.pipeline import ALL_STAGES, BuildConfig, Builder, StageReport
-from mtvbench.construct.split import SplitSettings
 from mtvbench.construct.workspace import Workspace
 from mtvbench.report.tables import Col, TextTable, Value
 
@@ -37,28 +37,45 @@ Force = Annotated[bool, typer.Option("--force", help="Redo the stage even where 
 Config = Annotated[Path | None, typer.Option("--config", help="YAML/JSON file of BuildConfig fields.")]
 
 
-def _config(config: Path | None, model: str | None, base_url: str | None, api_key_env: str | None,
-            concurrency: int, **over: object) -> BuildConfig:
-    data: dict = {}
-    if config is not None:
-        text = config.read_text(encoding="utf-8")
-        if config.suffix.lower() in (".yaml", ".yml"):
-            import yaml
+class _StrictBuildConfig(BuildConfig):
+    """:class:`BuildConfig` read strictly: the backend settings checked as a run's are, concurrency >= 1."""
 
-            data = yaml.safe_load(text) or {}
-        else:
-            data = json.loads(text)
-    cfg = BuildConfig.model_validate(data)
-    if model:
-        cfg.model = model
-    if base_url or api_key_env:
-        cfg.backend = cfg.backend.model_copy(update={k: v for k, v in
-                                                     {"base_url": base_url, "api_key_env": api_key_env}.items() if v})
-    cfg.concurrency = concurrency
-    for k, v in over.items():
-        if v is not None:
-            setattr(cfg, k, v)
-    return cfg
+    backend: RoleSettings = Field(default_factory=RoleSettings)
+
+    @field_validator("concurrency")
+    @classmethod
+    def _concurrency(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError("must be >= 1")
+        return v
+
+
+_FLAG_NAMES = {"backend.base_url": "--base-url", "backend.api_key_env": "--api-key-env",
+               "split.detector": "--split-detector", "objects": "--no-objects"}
+
+
+def _put(data: dict[str, Any], key: str, value: object) -> bool:
+    """``data["a"]["b"] = value`` for ``key="a.b"``; False when ``data["a"]`` is not a mapping."""
+    *parents, leaf = key.split(".")
+    for part in parents:
+        inner = data.get(part) or {}
+        if not isinstance(inner, dict):
+            return False  # validate_settings names the key
+        data[part] = data = dict(inner)
+    data[leaf] = value
+    return True
+
+
+def _config(config: Path | None, model: str | None, base_url: str | None, api_key_env: str | None,
+            concurrency: int, split_detector: str | None = None, **over: object) -> BuildConfig:
+    """The build settings: the ``--config`` file (YAML or JSON) with the flags on top, validated
+    strictly (unknown keys with a suggestion, bad values named by file and key or by flag)."""
+    data: dict[str, Any] = load_settings_file(config, "build config file") if config is not None else {}
+    given = {"model": model, "backend.base_url": base_url, "backend.api_key_env": api_key_env,
+             "concurrency": concurrency, "split.detector": split_detector, **over}
+    flags = {key: _FLAG_NAMES.get(key, "--" + key.replace("_", "-"))
+             for key, value in given.items() if value is not None and _put(data, key, value)}
+    return validate_settings(_StrictBuildConfig, data, str(config) if config else "command line", flags=flags)
 
 
 def _print_report(r: StageReport) -> None:
@@ -110,11 +127,9 @@ def _stage_command(stage: str, help_text: str) -> None:
                                                          "(no key frames, detection or memory bank).")] = False,
                 retry_failed: Annotated[bool, typer.Option(help="Re-ask dialogues that failed the rules.")] = False,
                 ) -> None:
-        cfg = _config(config, model, base_url, api_key_env, concurrency, detector=detector,
+        cfg = _config(config, model, base_url, api_key_env, concurrency, split_detector, detector=detector,
                       detector_weights=detector_weights, retry_failed=retry_failed or None,
                       objects=False if no_objects else None)
-        if split_detector:
-            cfg.split = SplitSettings(detector=split_detector)  # type: ignore[arg-type]
         _run([stage], workspace, videos, video, cfg, force)
 
     command.__name__ = f"build_{stage}"

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-import yaml
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
@@ -22,7 +21,7 @@ from mtvbench.cli.common import (
     print_leaderboard,
     say,
 )
-from mtvbench.config import ConfigError, build_config, load_yaml
+from mtvbench.config import ConfigError, build_config, load_yaml, loads_yaml_strict
 from mtvbench.data.official import Problem, load_official
 from mtvbench.report.leaderboard import leaderboard_table
 from mtvbench.run.runner import Progress, RunSummary
@@ -52,33 +51,62 @@ def _print_problems(problems: list[Problem]) -> None:
     from rich.text import Text
 
     for p in problems:
-        err_console.print(Text(p.render(), style="red" if p.level == "error" else "yellow"), highlight=False)
+        err_console.print(Text(p.render(), style="red" if p.level == "error" else "yellow"), highlight=False,
+                          soft_wrap=True)  # one line per problem, however long
+
+
+def _duration(seconds: float) -> str:
+    m, sec = divmod(round(seconds), 60)
+    return f"{m // 60}:{m % 60:02d}:{sec:02d}"
 
 
 def validate(path: Annotated[Path, typer.Argument(help="dataset root (mtqa/, checklist/, videos/)")],
-             strict: Annotated[bool, typer.Option(help="treat warnings as errors")] = False) -> None:
-    """Check a dataset in the released layout; list every problem at once."""
-    bench, problems = load_official(path)
+             strict: Annotated[bool, typer.Option(help="treat warnings as errors")] = False,
+             list_videos: Annotated[bool, typer.Option(
+                 "--list-videos", help="one line per video: codec, size, duration, frames")] = False) -> None:
+    """Check a dataset in the released layout; list every problem at once.
+
+    Every referenced video must open, have a video stream whose first frame decodes, and not
+    be truncated (the verdicts are cached by file content, so checking again is fast).
+    Exit status 2 when there are errors (or warnings, with --strict)."""
+    from mtvbench.media.probe import ProbeCache, check_videos
+
+    cache = ProbeCache()
+    bench, problems = load_official(path, probe_cache=cache)
     _print_problems(problems)
     errors = sum(p.level == "error" for p in problems)
     warnings = len(problems) - errors
     if bench is not None:
         n_scored = sum(len(d.scored_turns) for d in bench.dialogues)
         say(f"{path}: {len(bench.dialogues)} dialogues, {len(bench.videos)} videos, "
-                      f"{n_scored} scored turns; {errors} errors, {warnings} warnings")
+            f"{n_scored} scored turns; {errors} errors, {warnings} warnings")
+        checks = check_videos(bench.videos, cache)  # answered from the cache filled just now
+        if list_videos:
+            for name, check in sorted(checks.items()):
+                say(f"  video={name!r}: {check.summary()}")
+        if checks:
+            total = sum(c.duration_s for c in checks.values())
+            shortest = min(checks, key=lambda n: checks[n].duration_s)
+            longest = max(checks, key=lambda n: checks[n].duration_s)
+            say(f"videos: {_duration(total)} in total; shortest {shortest!r} ({_duration(checks[shortest].duration_s)})"
+                f", longest {longest!r} ({_duration(checks[longest].duration_s)})")
     else:
         say(f"{path}: {errors} errors, {warnings} warnings")
     if errors or (strict and warnings):
-        raise typer.Exit(1)
+        raise typer.Exit(2)
 
 
-def parse_options(items: list[str]) -> dict[str, Any]:
+def parse_options(items: list[str], flag: str = "--model-option") -> dict[str, Any]:
+    """``KEY=VALUE`` items (the value read as YAML) -> a dict; anything else is one :class:`ConfigError`."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"option {item!r} must look like KEY=VALUE")
-        out[key.strip()] = yaml.safe_load(value)
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"{flag} {item!r}: must look like KEY=VALUE, e.g. {flag} batch_size=8")
+        if key in out:
+            raise ConfigError(f"{flag}: {key!r} given twice")
+        out[key] = loads_yaml_strict(value, f"{flag} {item!r}")
     return out
 
 
@@ -115,7 +143,8 @@ def run(
     concurrency: Annotated[int | None, typer.Option(help="model calls in flight")] = None,
     limit: Annotated[int | None, typer.Option(help="at most N dialogues per task")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="max new tokens of the model")] = None,
-    temperature: Annotated[float | None, typer.Option(help="sampling temperature of the model")] = None,
+    temperature: Annotated[float | None, typer.Option(help="sampling temperature of the model (>= 0)")] = None,
+    top_p: Annotated[float | None, typer.Option(help="nucleus sampling top-p of the model, in (0, 1]")] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="frame cache folder")] = None,
     model_option: Annotated[list[str] | None, typer.Option(
         help="backend setting KEY=VALUE (YAML value), repeatable, e.g. input=upload, batch_size=8")] = None,
@@ -133,26 +162,33 @@ def run(
              "max_side": max_side, "frame_size": frame_size, "context": context, "judge_runs": judge_runs,
              "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir, "prompt_style": prompt_style}
     values.update({k: v for k, v in flags.items() if v is not None})
-    for role, url, env, opts in (("model_settings", model_base_url, model_api_key_env, model_option),
-                                 ("judge_settings", judge_base_url, judge_api_key_env, judge_option)):
-        sub = dict(values.get(role) or {})
+    #: setting -> the flag that gave it, so that a bad value is named by its flag
+    origins = {k: "--" + k.replace("_", "-") for k, v in flags.items() if v is not None}
+    roles = {"model_settings": ("--model", model_base_url, model_api_key_env, model_option,
+                                {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}),
+             "judge_settings": ("--judge", judge_base_url, judge_api_key_env, judge_option, {})}
+    for role, (flag, url, env, opts, generation) in roles.items():
+        sub = values.get(role) or {}
+        if not isinstance(sub, dict):
+            continue  # build_config names the key
+        sub = dict(sub)
+        given = {"base_url": (url, f"{flag}-base-url"), "api_key_env": (env, f"{flag}-api-key-env"),
+                 **{k: (v, "--" + k.replace("_", "-")) for k, v in generation.items()}}
+        for key, (value, name) in given.items():
+            if value is not None:
+                sub[key] = value
+                origins[f"{role}.{key}"] = name
         if opts:
-            sub["extra"] = {**(sub.get("extra") or {}), **parse_options(opts)}
-        if url is not None:
-            sub["base_url"] = url
-        if env is not None:
-            sub["api_key_env"] = env
-        if role == "model_settings":
-            if max_tokens is not None:
-                sub["max_tokens"] = max_tokens
-            if temperature is not None:
-                sub["temperature"] = temperature
+            options = parse_options(opts, f"{flag}-option")
+            extra = sub.get("extra") or {}
+            sub["extra"] = {**extra, **options} if isinstance(extra, dict) else extra
+            origins.update({f"{role}.extra.{k}": f"{flag}-option" for k in options})
         if sub:
             values[role] = sub
     missing = [k for k in ("data", "model", "out") if k not in values]
     if missing:
         fail(f"missing setting(s): {', '.join('--' + m for m in missing)} (flag or --config)")
-    cfg = build_config(values, source=str(config) if config else "command line")
+    cfg = build_config(values, source=str(config) if config else "command line", flags=origins)
     scores, summary = _run_with_progress(lambda p: evaluate(cfg, p), quiet)
     _summarise(summary)
     console.print(leaderboard_table([(cfg.model, scores)], title=f"MT-Video-Bench — {cfg.out}"))

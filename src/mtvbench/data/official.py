@@ -5,12 +5,34 @@ naming the file, the video, the event and the field, so ``mtvbench validate`` ca
 them all at once and ``mtvbench run`` can refuse invalid data with the same messages.
 Quirks of the release that are accepted: ``event_index`` as int or string, any key order
 inside checklist entries, ``round index`` as int or numeric string.
+
+Files are read strictly (:func:`mtvbench.util.jsonio.load_json_file`): a key given twice
+(a video or a ``Round k`` twice, which a plain JSON reader silently drops), ``NaN``,
+nesting deeper than 64 levels, invalid UTF-8 and anything that is not a regular file (a
+FIFO would block forever) are errors naming the line and the place in the file.
+
+Record values, error (E) or warning (W):
+
+- E ``event_index`` missing, ``true``/``false``, a list/object, a float (``1.5``, also
+  ``2.0``: it would not match the checklist key ``"2"``), a negative integer or a blank string;
+- E ``round index`` missing, a bool, a float (``2.0``, ``2.5``), a non-numeric string, or < 1;
+- E a round key not of the form ``Round k``, or rounds not numbered 1..n;
+- E ``User`` (the question) missing, not text or blank: the model would be asked nothing;
+- E ``Assistant`` (the golden answer) missing or not text; W blank: it is only the history of
+  later turns (and the ``oracle`` baseline), and the judge never reads it;
+- E ``Ability`` present but not text; a missing ``Ability`` makes the round context only in
+  the four labelled tasks (the official rule);
+- E a checklist question blank or not text, an answer other than Yes/No; W ``yes``/``NO``
+  (read as Yes/No), a number of items other than 5, unknown keys in a checklist entry;
+- E a video name that is empty or blank, or that would leave ``videos/``;
+- E a video that is missing, not a regular file, empty, not openable, without a video
+  stream, without a decodable first frame, or truncated (:mod:`mtvbench.media.probe`).
 """
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,7 +47,9 @@ from mtvbench.data.schema import (
     Task,
     is_model_turn,
 )
-from mtvbench.errors import MtvbenchError
+from mtvbench.errors import InputError, MtvbenchError
+from mtvbench.media.probe import ProbeCache
+from mtvbench.util.jsonio import JSONFileError, load_json_file
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm", ".mov", ".avi")
 _ROUND = re.compile(r"^Round (\d+)$")
@@ -59,7 +83,8 @@ class DataError(MtvbenchError):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         errors = [p for p in problems if p.level == "error"]
-        super().__init__(f"{len(errors)} error(s) in dataset:\n" + "\n".join(p.render() for p in errors))
+        super().__init__(f"{len(errors)} error(s) in dataset:\n" + "\n".join(p.render() for p in errors),
+                         hint="`mtvbench validate DATA` lists them with the warnings")
 
 
 class _Collector:
@@ -77,14 +102,23 @@ class _Collector:
         self.problems.append(Problem(level=level, file=self.rel(path), message=message, **where))
 
 
-def _read_json(path: Path, col: _Collector) -> Any:
+def _dotted(path: Sequence[str | int]) -> str | None:
+    return ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[") or None
+
+
+def _read_json(path: Path, col: _Collector, checklist: bool = False) -> Any:
+    """The file's JSON, or None after recording why not (one problem naming the line and the record)."""
     try:
-        with path.open(encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as e:
-        col.add("error", path, f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
-    except (OSError, UnicodeDecodeError) as e:
-        col.add("error", path, f"cannot be read: {e}")
+        return load_json_file(path, "data file")
+    except JSONFileError as e:
+        # both files are keyed by video; a checklist file then by event
+        where: list[str | int] = list(e.json_path)
+        video = where.pop(0) if where and isinstance(where[0], str) else None
+        event = where.pop(0) if checklist and video is not None and where and isinstance(where[0], str) else None
+        reason = f"line {e.line}: {e.reason}" if e.line is not None else e.reason
+        col.add("error", path, reason, video=video, event=event, field=_dotted(where))
+    except InputError as e:
+        col.add("error", path, e.message.removeprefix(f"{path}: "))
     return None
 
 
@@ -95,24 +129,64 @@ def _safe_video_name(name: str) -> bool:
     return ".." not in parts and not re.match(r"^[A-Za-z]:", name)
 
 
-def find_video(root: Path, name: str) -> Path | None:
-    """``videos/<name>`` or ``videos/<name>.<ext>``; never outside ``videos/``."""
+def locate_video(root: Path, name: str) -> tuple[Path | None, Path | None]:
+    """(the video file, None) or (None, the path that exists there but is not a regular file).
+
+    Tries ``videos/<name>`` and ``videos/<name>.<ext>``; never anything outside ``videos/``.
+    """
     vdir = (root / "videos").resolve()
     candidates = [vdir / name] + [vdir / f"{name}{s}" for s in VIDEO_SUFFIXES]
+    odd: Path | None = None
     for c in candidates:
         try:
             resolved = c.resolve()
         except OSError:
             continue
-        if resolved.is_file() and resolved.is_relative_to(vdir):
-            return resolved
-    return None
+        if not resolved.is_relative_to(vdir) or resolved == vdir:
+            continue
+        if resolved.is_file():
+            return resolved, None
+        if odd is None and resolved.exists() and not resolved.is_dir():
+            odd = resolved  # a FIFO, socket or device: never opened (a FIFO would block)
+    return None, odd
+
+
+def find_video(root: Path, name: str) -> Path | None:
+    """``videos/<name>`` or ``videos/<name>.<ext>`` when it is a regular file; never outside ``videos/``."""
+    return locate_video(root, name)[0]
 
 
 def _normalise_yes_no(value: Any) -> str | None:
     if isinstance(value, str) and value.strip().lower() in ("yes", "no"):
         return value.strip().capitalize()
     return None
+
+
+def _round_index(raw: Any) -> tuple[int | None, str]:
+    """A checklist's ``round index``: an integer >= 1 or a string of digits (a quirk of the release)."""
+    if raw is None or isinstance(raw, bool):
+        return None, f"missing or invalid 'round index' (got {raw!r})"
+    if isinstance(raw, str) and raw.strip().isdigit():
+        raw = int(raw.strip())
+    if not isinstance(raw, int):
+        return None, f"'round index' must be an integer such as 3, got {raw!r}"
+    if raw < 1:
+        return None, f"'round index' must be >= 1 (rounds are numbered from Round 1), got {raw}"
+    return raw, ""
+
+
+def _event_key(raw: Any) -> tuple[str | None, str]:
+    """A dialogue's ``event_index`` as the string key the checklist file uses, or (None, why not)."""
+    if raw is None or isinstance(raw, (bool, list, dict)):
+        return None, f"missing or invalid event_index (got {raw!r})"
+    if isinstance(raw, float):
+        hint = f" (write {int(raw)})" if raw.is_integer() else ""
+        return None, f"event_index must be an integer or a string, got {raw!r}{hint}"
+    if isinstance(raw, int):
+        return (str(raw), "") if raw >= 0 else (None, f"event_index must be >= 0, got {raw}")
+    if isinstance(raw, str) and raw.strip():
+        return raw, ""
+    return None, f"event_index is empty or blank (got {raw!r})"
 
 
 def _parse_checklist_entry(
@@ -123,13 +197,9 @@ def _parse_checklist_entry(
         return None
     where = {"video": video, "event": event}
     raw_round = entry.get("round index")
-    if isinstance(raw_round, bool) or raw_round is None:
-        col.add("error", path, "missing or invalid 'round index'", field="round index", **where)
-        return None
-    try:
-        round_index = int(raw_round)
-    except (TypeError, ValueError):
-        col.add("error", path, f"'round index' is not an integer: {raw_round!r}", field="round index", **where)
+    round_index, why = _round_index(raw_round)
+    if round_index is None:
+        col.add("error", path, why, field="round index", **where)
         return None
     qs: dict[int, str] = {}
     ans: dict[int, Any] = {}
@@ -185,7 +255,7 @@ def _load_checklists(root: Path, task: Task, col: _Collector) -> dict[tuple[str,
     if not path.exists():
         col.add("warning", path, "checklist file missing: no turn of this task will be scored")
         return out
-    data = _read_json(path, col)
+    data = _read_json(path, col, checklist=True)
     if data is None:
         return out
     if not isinstance(data, dict):
@@ -214,7 +284,8 @@ def _load_checklists(root: Path, task: Task, col: _Collector) -> dict[tuple[str,
     return out
 
 
-def _parse_rounds(mtqa: Any, path: Path, video: str, event: str, task: Task, col: _Collector) -> list[Round] | None:
+def _parse_rounds(mtqa: Any, path: Path, video: str, event: str | None, task: Task, col: _Collector
+                  ) -> list[Round] | None:
     where = {"video": video, "event": event}
     if not isinstance(mtqa, dict) or not mtqa:
         col.add("error", path, "'mtqa' must be a non-empty object of 'Round k' entries", field="mtqa", **where)
@@ -238,7 +309,13 @@ def _parse_rounds(mtqa: Any, path: Path, video: str, event: str, task: Task, col
             if not isinstance(val, str):
                 col.add("error", path, f"{name}: '{fld}' missing or not text", field=f"mtqa.{name}.{fld}", **where)
                 ok = False
+            elif not val.strip() and fld == "User":
+                col.add("error", path, f"{name}: the question ('User') is blank", field=f"mtqa.{name}.User", **where)
+                ok = False
             else:
+                if not val.strip():
+                    col.add("warning", path, f"{name}: the golden answer ('Assistant') is blank",
+                            field=f"mtqa.{name}.Assistant", **where)
                 fields[fld] = val
         ability = body.get("Ability")
         if ability is not None and not isinstance(ability, str):
@@ -261,9 +338,22 @@ def _parse_rounds(mtqa: Any, path: Path, video: str, event: str, task: Task, col
     return rounds
 
 
-def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_videos: bool = True
-                  ) -> tuple[Benchmark | None, list[Problem]]:
-    """Load a dataset; return (benchmark or None when there are errors, all problems)."""
+def _check_video_files(videos: dict[str, Path], cache: ProbeCache | None, col: _Collector) -> None:
+    """One problem per video that is not usable (:mod:`mtvbench.media.probe`)."""
+    from mtvbench.media.probe import check_videos
+
+    for name, check in check_videos(videos, cache).items():
+        if check.problem is not None:
+            col.add("error", videos[name], check.problem, video=name)
+
+
+def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_videos: bool = True,
+                  probe_cache: ProbeCache | None = None) -> tuple[Benchmark | None, list[Problem]]:
+    """Load a dataset; return (benchmark or None when there are errors, all problems).
+
+    With ``check_videos`` every referenced video must exist and pass
+    :func:`mtvbench.media.probe.check_video` (verdicts cached in ``probe_cache``, by default
+    the user cache)."""
     root = Path(root).expanduser().resolve()
     col = _Collector(root)
     if not root.is_dir():
@@ -301,6 +391,9 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
         checklists = _load_checklists(root, task, col)
         used_checklists: set[tuple[str, str, int]] = set()
         for video, entries in data.items():
+            if not video.strip():
+                col.add("error", path, "video name is empty or blank", video=video)
+                continue
             if not _safe_video_name(video):
                 col.add("error", path, "video name would escape the data root", video=video)
                 continue
@@ -308,25 +401,26 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                 col.add("error", path, "value must be a list of dialogues", video=video)
                 continue
             if check_videos and video not in videos and video not in missing_videos:
-                vp = find_video(root, video)
+                vp, odd = locate_video(root, video)
                 if vp is None:
                     missing_videos.add(video)
-                    col.add("error", path, f"video file not found under videos/ (tried {video} and "
-                            f"{video}{{{','.join(VIDEO_SUFFIXES)}}})", video=video)
+                    if odd is not None:
+                        col.add("error", odd, "is not a regular file (a FIFO, device or socket), not a video file",
+                                video=video)
+                    else:
+                        col.add("error", path, f"video file not found under videos/ (tried {video} and "
+                                f"{video}{{{','.join(VIDEO_SUFFIXES)}}})", video=video)
                 else:
                     videos[video] = vp
             for i, entry in enumerate(entries):
                 if not isinstance(entry, dict):
                     col.add("error", path, f"dialogue #{i} is not an object", video=video)
                     continue
-                raw_event = entry.get("event_index")
-                if raw_event is None or isinstance(raw_event, (bool, list, dict)):
-                    col.add("error", path, f"dialogue #{i}: missing or invalid event_index", video=video,
-                            field="event_index")
-                    continue
-                event = str(raw_event)
-                rounds = _parse_rounds(entry.get("mtqa"), path, video, event, task, col)
-                if rounds is None:
+                event, why = _event_key(entry.get("event_index"))
+                if event is None:
+                    col.add("error", path, f"dialogue #{i}: {why}", video=video, field="event_index")
+                rounds = _parse_rounds(entry.get("mtqa"), path, video, event, task, col)  # its problems too
+                if rounds is None or event is None:
                     continue
                 per_round = checklists.get((video, event), {})
                 for k, items in per_round.items():
@@ -356,13 +450,15 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                         "checklist for a dialogue that does not exist in mtqa/", video=video, event=event)
     if not dialogues and not any(p.level == "error" for p in col.problems):
         col.add("error", mtqa_dir, "no dialogues found")
+    if check_videos:
+        _check_video_files(videos, probe_cache or ProbeCache(), col)
     errors = any(p.level == "error" for p in col.problems)
     return (None if errors else Benchmark(root=root, dialogues=dialogues, videos=videos)), col.problems
 
 
-def load_benchmark(root: str | Path, check_videos: bool = True) -> Benchmark:
+def load_benchmark(root: str | Path, check_videos: bool = True, probe_cache: ProbeCache | None = None) -> Benchmark:
     """Load or raise :class:`DataError` listing every error."""
-    bench, problems = load_official(root, check_videos=check_videos)
+    bench, problems = load_official(root, check_videos=check_videos, probe_cache=probe_cache)
     if bench is None:
         raise DataError(problems)
     return bench

@@ -1,8 +1,11 @@
 """Strict JSON for files we read, lenient JSON for what models write.
 
 - :func:`load_json_file` / :func:`loads_strict`: duplicate keys, ``NaN``/``Infinity``,
-  nesting deeper than :data:`MAX_DEPTH` and non-regular files are errors naming the file
-  and the key (the standard library silently keeps the last duplicate).
+  nesting deeper than :data:`MAX_DEPTH`, invalid UTF-8 and non-regular files are errors
+  naming the file, the line and the place in the document (``["vid0"][0]["mtqa"]``); the
+  standard library silently keeps the last duplicate. The error is a :class:`JSONFileError`
+  (an :class:`~mtvbench.errors.InputError`) whose ``reason``, ``line`` and ``json_path``
+  let a caller such as the dataset loader name the record itself.
 - :func:`extract_json_object`: the first JSON object in a model reply (a fenced block, or
   the outermost braces), for every parser of model output.
 - :func:`yes_no`: the one Yes/No normaliser (``yes``, ``No.``, ``true``, ...).
@@ -12,8 +15,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from mtvbench.errors import InputError
 from mtvbench.util.files import read_bytes_capped
@@ -23,6 +27,30 @@ MAX_DEPTH = 64
 MAX_JSON_BYTES = 512 << 20
 
 YesNo = Literal["Yes", "No"]
+JSONPath = tuple[str | int, ...]
+
+
+class JSONFileError(InputError):
+    """Strict JSON that cannot be used: ``source``, ``reason``, and where (``line``, ``json_path``).
+
+    The message is ``<source>: line <n>: <reason> in <json path>`` (the parts that are known)."""
+
+    def __init__(self, source: str, reason: str, *, line: int | None = None, json_path: JSONPath = (),
+                 container: JSONPath | None = None):
+        self.source = source
+        self.reason = reason
+        self.line = line
+        #: where the problem is: the duplicate key itself, or the value that is NaN
+        self.json_path = json_path
+        where = f" in {render_json_path(container)}" if container is not None else ""
+        self.located = (f"line {line}: " if line is not None else "") + reason + where
+        super().__init__(f"{source}: {self.located}")
+
+
+def render_json_path(path: Sequence[str | int]) -> str:
+    """``["vid0"][0]["mtqa"]``; ``top level`` for the empty path."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f"[{json.dumps(p, ensure_ascii=False)}]"
+                   for p in path) or "top level"
 
 
 class DuplicateKeyError(ValueError):
@@ -42,12 +70,19 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+class _Constant(ValueError):
+    pass
+
+
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise _Constant(name)
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _BRACKET = re.compile(r"[\[\]{}]")
+#: the tokens that matter for locating a problem: strings, structure, the non-standard constants
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|-?Infinity|NaN')
+_SPACE = re.compile(r"[ \t\r\n]*")
 
 
 def max_depth_exceeded(text: str, limit: int = MAX_DEPTH) -> bool:
@@ -62,29 +97,96 @@ def max_depth_exceeded(text: str, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+class _Located(NamedTuple):
+    pos: int
+    path: JSONPath
+    #: offset of the first occurrence of a duplicate key; None for NaN/Infinity
+    first: int | None = None
+
+
+def _locate(text: str) -> _Located | None:
+    """The first duplicate key or NaN/Infinity in ``text``, with its offset and JSON path.
+
+    Only run after the fast parser failed: a scan of the tokens that tracks the open objects
+    and arrays (the keys seen so far in each object, the index in each array).
+    """
+    # each open container: [is_object, current key or index, {key: offset}]
+    stack: list[list[Any]] = []
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        if tok in "{[":
+            stack.append([tok == "{", None if tok == "{" else 0, {}])
+        elif tok in "}]":
+            if stack:
+                stack.pop()
+        elif tok == ",":
+            if stack and not stack[-1][0]:
+                stack[-1][1] += 1
+        elif tok == ":":
+            continue
+        elif tok[0] == '"':
+            end = _SPACE.match(text, m.end()).end()
+            if stack and stack[-1][0] and text.startswith(":", end):
+                key = json.loads(tok)
+                path = tuple(f[1] for f in stack[:-1])
+                if key in stack[-1][2]:
+                    return _Located(m.start(), (*path, key), stack[-1][2][key])
+                stack[-1][2][key] = m.start()
+                stack[-1][1] = key
+        else:  # NaN / Infinity outside a string
+            return _Located(m.start(), tuple(f[1] for f in stack))
+    return None
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
 def loads_strict(text: str, source: str = "<text>") -> Any:
-    """Parse JSON strictly; every problem is an :class:`InputError` naming ``source``."""
+    """Parse JSON strictly; every problem is a :class:`JSONFileError` naming ``source``."""
     if max_depth_exceeded(text):
-        raise InputError(f"{source}: JSON nested deeper than {MAX_DEPTH} levels")
+        raise JSONFileError(source, f"JSON nested deeper than {MAX_DEPTH} levels")
     try:
         return json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
-    except DuplicateKeyError as e:
-        raise InputError(f"{source}: {e}") from None
+    except (DuplicateKeyError, _Constant) as e:
+        found = _locate(text)
+        if found is None:  # cannot happen for text the parser read this far; keep its own words
+            raise JSONFileError(source, str(e)) from None
+        if found.first is not None:
+            reason = (f"duplicate key {found.path[-1]!r} (first at line {_line_of(text, found.first)}; "
+                      "most JSON readers silently keep only the last one)")
+            container = found.path[:-1]
+        else:
+            reason = f"{e} is not valid JSON (write a number or null)"
+            container = found.path
+        raise JSONFileError(source, reason, line=_line_of(text, found.pos), json_path=found.path,
+                            container=container) from None
     except json.JSONDecodeError as e:
-        raise InputError(f"{source}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        raise JSONFileError(source, f"not valid JSON: {e.msg} (column {e.colno})", line=e.lineno) from None
     except ValueError as e:
-        raise InputError(f"{source}: {e}") from None
+        raise JSONFileError(source, str(e)) from None
     except RecursionError:
-        raise InputError(f"{source}: JSON nested too deeply") from None
+        raise JSONFileError(source, "JSON nested too deeply") from None
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """UTF-8 text (a leading BOM is dropped); invalid bytes are one :class:`JSONFileError` with the line."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise JSONFileError(source, f"not UTF-8 text (byte {e.start}: {e.reason})", line=line) from None
 
 
 def load_json_file(path: Path | str, what: str = "JSON file", max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """A regular file of strict JSON (see the module docstring); ``what`` names it in messages."""
     data = read_bytes_capped(path, max_bytes, what)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    return loads_strict(text, str(path))
+    return loads_strict(decode_utf8(data, str(path)), str(path))
+
+
+def read_text_file(path: Path | str, what: str = "file", max_bytes: int = MAX_JSON_BYTES) -> str:
+    """A regular file of UTF-8 text (CSV, YAML, JSON Lines) read whole; the same checks as JSON."""
+    return decode_utf8(read_bytes_capped(path, max_bytes, what), str(path))
 
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
