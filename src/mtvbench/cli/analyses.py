@@ -11,6 +11,9 @@ from typing import Annotated, Any
 import typer
 
 from mtvbench.cli.common import emit, fail, note, say
+from mtvbench.cli.data import data_path
+from mtvbench.config import build_config
+from mtvbench.extras import require_backend, require_scene_detection
 
 
 def _csv_list(text: str | None, cast: Any = int) -> list[Any]:
@@ -37,6 +40,8 @@ def report(
     """Leaderboard (MD/CSV/LaTeX), breakdowns and a self-contained report.html from stored runs."""
     from mtvbench.report.build import build_report
 
+    if estimate_scenes:
+        require_scene_detection()
     res = build_report(run_dirs, out, metadata_file=metadata, scene_cache_dir=scene_cache,
                        estimate_scenes=estimate_scenes, thumbs=thumbnails, title=title, bootstrap=bootstrap)
     for n in res.notes:
@@ -79,7 +84,7 @@ def agreement(
 
 
 def stats(
-    path: Annotated[Path, typer.Argument(help="dataset root (released layout) or a run directory")],
+    path: Annotated[Path, typer.Argument(help="dataset root (released layout), hf:ORG/NAME, or a run directory")],
     tokenizer: Annotated[str | None, typer.Option(help="local Hugging Face tokenizer folder (default: offline "
                                                        "regex tokenizer)")] = None,
     per_task: Annotated[bool, typer.Option(help="also one row per task")] = True,
@@ -88,14 +93,14 @@ def stats(
     """Benchmark statistics in the layout of the paper's Table 1."""
     from mtvbench.analysis.stats import benchmark_stats, stats_markdown
 
-    rows = benchmark_stats(path, tokenizer, per_task=per_task)
+    rows = benchmark_stats(data_path(path), tokenizer, per_task=per_task)
     emit(stats_markdown(rows))
     if json_out:
         json_out.write_text(json.dumps([r.model_dump() for r in rows], indent=2), encoding="utf-8")
 
 
 def scenes(
-    path: Annotated[Path, typer.Argument(help="dataset root (released layout) or a run directory")],
+    path: Annotated[Path, typer.Argument(help="dataset root (released layout), hf:ORG/NAME, or a run directory")],
     cache_dir: Annotated[Path | None, typer.Option(help="scene-count cache folder (default: the user cache)")
                          ] = None,
     threshold: Annotated[float, typer.Option(help="ContentDetector threshold")] = 27.0,
@@ -108,6 +113,9 @@ def scenes(
     from mtvbench.analysis.breakdowns import SCENE_BINS, scene_bin
     from mtvbench.analysis.metadata import SceneCache, SceneSettings, dialogue_ranges
     from mtvbench.analysis.stats import load_dialogues
+
+    require_scene_detection()
+    path = data_path(path)
 
     def work() -> dict[str, Any]:
         dialogues, videos, _ = load_dialogues(path)
@@ -136,10 +144,10 @@ def scenes(
 
 
 def sweep(
-    data: Annotated[Path, typer.Option(help="dataset root in the released layout")],
+    data: Annotated[Path, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")],
     model: Annotated[str, typer.Option(help="model under test")],
     out: Annotated[Path, typer.Option(help="sweep folder: one run directory per setting + the sweep report")],
-    judge: Annotated[str, typer.Option(help="judge")] = "offline",
+    judge: Annotated[str, typer.Option(help="judge (required): openai:NAME, or offline (pipeline checks only)")],
     frames: Annotated[str | None, typer.Option(help="e.g. 16,32,64,128,256 (Figure 5b)")] = None,
     max_side: Annotated[str | None, typer.Option(help="e.g. 120,240,480,720,960 (Figure 5c)")] = None,
     context: Annotated[str | None, typer.Option(help="e.g. golden,self,none (Figure 4c)")] = None,
@@ -167,6 +175,11 @@ def sweep(
         if sub:
             base[role] = sub
 
+    probe = build_config({**base, "out": out}, "command line")
+    require_backend(probe.backend_spec, "model")
+    require_backend(probe.judge, "judge")
+    base["data"] = data_path(data)
+
     def work() -> list[Path]:
         points = run_sweep(base, out, frames=fr, max_sides=ms, contexts=ctx,
                            on_done=lambda p: say(
@@ -179,7 +192,7 @@ def sweep(
 
 
 def checklists(
-    data: Annotated[Path, typer.Option(help="dataset root in the released layout")],
+    data: Annotated[Path, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")],
     generator: Annotated[str, typer.Option(help="checklist writer, e.g. openai:gpt-4o")],
     n: Annotated[int, typer.Option(help="items per checklist")] = 5,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the generator")] = None,
@@ -192,6 +205,9 @@ def checklists(
     """Write missing checklists (paper Figure 16) in the released layout; resumable."""
     from mtvbench.checklists import fill_checklists
     from mtvbench.models.base import BackendOptions, create_backend
+
+    require_backend(generator, "checklist generator")
+    data = data_path(data)
 
     async def go() -> Any:
         backend = create_backend(generator, BackendOptions(base_url=base_url, api_key_env=api_key_env))

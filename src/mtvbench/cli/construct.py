@@ -20,6 +20,7 @@ from mtvbench.construct.export import adjudicate, load_queue, record_review
 from mtvbench.construct.pipeline import ALL_STAGES, BuildConfig, Builder, StageReport
 from mtvbench.construct.split import SplitSettings
 from mtvbench.construct.workspace import Workspace
+from mtvbench.extras import require_build
 
 build_app = new_app("Build MT-Video-Bench-style dialogues from raw videos (paper §3.2).")
 review_app = new_app("Human verification: two annotators per dialogue, a senior adjudicates.")
@@ -71,6 +72,7 @@ def _print_report(r: StageReport) -> None:
 
 def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str] | None, cfg: BuildConfig,
          force: bool, export: dict | None = None) -> None:
+    require_build(stages, cfg)  # a missing extra fails before the workspace is created
     ws = Workspace(workspace)
     if videos is not None:
         ws.register(videos)
