@@ -10,9 +10,11 @@ from typing import Annotated, Any
 
 import typer
 
+from mtvbench.analysis.compare import DEFAULT_MIN_N
 from mtvbench.cli.common import emit, fail, note, say
 from mtvbench.cli.data import data_path
 from mtvbench.config import build_config
+from mtvbench.errors import ConfigError
 from mtvbench.extras import require_backend, require_scene_detection
 
 
@@ -55,15 +57,27 @@ def compare(
     run_b: Annotated[Path, typer.Argument(help="run directory B")],
     n_boot: Annotated[int, typer.Option("--bootstrap", help="bootstrap draws")] = 10000,
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    min_n: Annotated[int, typer.Option(help="fewest paired dialogues per task for a CI and p-value")] = DEFAULT_MIN_N,
+    common_only: Annotated[bool, typer.Option(help="compare only the dialogues both runs share (else different "
+                                                   "dialogue sets are an error)")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON here")] = None,
 ) -> None:
-    """B - A per task and Overall, paired bootstrap over dialogues (95% CI, p-value)."""
-    from mtvbench.analysis.compare import compare_run_dirs, comparison_markdown
+    """B - A per task and Overall, paired bootstrap over dialogues (95% CI, p-value, n per row).
 
-    comp = compare_run_dirs(str(run_a), str(run_b), n_boot=n_boot, seed=seed)
-    emit(comparison_markdown(comp))
+    Runs over different dialogues are refused; different judges or contexts are flagged; rows
+    with fewer than --min-n paired dialogues in a task get no CI or p-value. Exit 3 when
+    dialogues were left out or a run is incomplete."""
+    from mtvbench.analysis.compare import compare_run_dirs, comparison_markdown
+    from mtvbench.util.files import atomic_write_text
+
+    if min_n < 1:
+        raise ConfigError("--min-n must be at least 1")
+    comp = compare_run_dirs(run_a, run_b, n_boot=n_boot, seed=seed, min_n=min_n, common_only=common_only)
     if json_out:
-        json_out.write_text(comp.model_dump_json(indent=2), encoding="utf-8")
+        atomic_write_text(json_out, comp.model_dump_json(indent=2) + "\n")
+    emit(comparison_markdown(comp))
+    if not comp.complete:
+        raise typer.Exit(3)
 
 
 def agreement(
