@@ -42,7 +42,7 @@ def test_options_parse_yaml_values() -> None:
 
 def test_bad_config_file_names_file_and_field(tmp_path: Path) -> None:
     cfgfile = tmp_path / "run.yaml"
-    cfgfile.write_text("data: /nowhere\nmodel: oracle\nout: /tmp/x\nframes: -3\n")
+    cfgfile.write_text("data: /nowhere\nmodel: oracle\njudge: offline\nout: /tmp/x\nframes: -3\n")
     res = CliRunner().invoke(app, ["run", "--config", str(cfgfile)])
     assert res.exit_code == 2
     assert "run.yaml" in res.output and "frames" in res.output and "Traceback" not in res.output
