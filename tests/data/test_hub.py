@@ -332,3 +332,23 @@ def test_missing_dataset_names_the_page(hub_server: tuple[str, type[_Hub]], tmp_
     with pytest.raises(InputError, match="dataset not found or not accessible") as e:
         fetch_snapshot(HubSpec.parse("hf:NJU-LINK/No-Such-Bench"), endpoint=url, hf_cache=tmp_path / "hf")
     assert "no token is set" in str(e.value)
+
+
+def test_download_that_cannot_fit_is_refused_before_it_starts(hub_server: tuple[str, type[_Hub]],
+                                                              tmp_path: Path) -> None:
+    url, handler = hub_server
+
+    def listing(self: _Hub) -> None:
+        body = json.dumps({"id": REPO, "sha": COMMIT, "private": False, "gated": "manual",
+                           "siblings": [{"rfilename": "README.md", "size": 100},
+                                        {"rfilename": "videos.zip", "size": 10**15}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    handler.do_GET = listing  # type: ignore[method-assign]
+    with pytest.raises(OutputError, match=r"1000000\.0 GB still to download, .* GB free in the Hugging Face cache"):
+        fetch_snapshot(SPEC, endpoint=url, hf_cache=tmp_path / "hf")
+    assert not (tmp_path / "hf").exists() or not any((tmp_path / "hf").rglob("videos.zip"))

@@ -1,8 +1,9 @@
 """A core-only install (``pip install`` of this tree, no extras) runs every evaluation and report
 command, and every optional piece fails in one line naming its extra before writing anything.
 
-The venv is made once per session in a temporary folder with ``pip install <this tree>`` (a
-regular, non-editable install: it also proves the package data ships; the tree is not touched).
+The venv is made once per session in a temporary folder with ``pip install`` of a copy of this
+tree (a regular, non-editable install: it also proves that the package data ships, and the
+build leaves no files in the checkout).
 It needs the package index (PyPI) and takes about a minute, hence ``slow``; without the index
 the test is skipped, saying why.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -30,10 +32,15 @@ EXTRA_MODULES = ("torch", "transformers", "vllm", "google.genai", "scenedetect",
 
 @pytest.fixture(scope="session")
 def core_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    env_dir = tmp_path_factory.mktemp("core-venv") / "venv"
+    base = tmp_path_factory.mktemp("core-venv")
+    tree = base / "tree"  # a copy, so that the build's files (build/, *.egg-info) stay out of the checkout
+    shutil.copytree(ROOT / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, tree / name)
+    env_dir = base / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
-    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(ROOT)],
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(tree)],
                        capture_output=True, text=True, timeout=1200)
     if r.returncode != 0:
         pytest.skip(f"cannot build a core-only environment (needs the package index): {r.stderr[-800:]}")
