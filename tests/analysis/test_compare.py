@@ -1,11 +1,18 @@
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
-from mtvbench.analysis.compare import comparison_markdown, paired_bootstrap
+from mtvbench.analysis.compare import DEFAULT_MIN_N, comparison_markdown, paired_bootstrap
+from mtvbench.cli import app
 from mtvbench.data.schema import TASKS
 from mtvbench.scoring.aggregate import DialogueScore
+from tests.conftest import make_dataset
+from tests.report.runs import make_store_run
 
 
 def _run(scores):
@@ -15,7 +22,7 @@ def _run(scores):
 
 def test_identical_runs_have_zero_difference_and_p_one():
     a = _run([0.2, 0.5, 0.9, 0.4])
-    c = paired_bootstrap(a, a, n_boot=500, seed=1)
+    c = paired_bootstrap(a, a, n_boot=500, seed=1, min_n=1)
     ov = c.rows[0]
     assert ov.name == "overall" and ov.diff == pytest.approx(0.0)
     assert ov.ci95 == pytest.approx((0.0, 0.0)) and ov.p_value == 1.0
@@ -26,7 +33,7 @@ def test_constant_shift_is_exact_and_significant():
     a = _run([0.2, 0.5, 0.6, 0.4])
     b = _run([0.3, 0.6, 0.7, 0.5])
     n = 999
-    c = paired_bootstrap(a, b, n_boot=n, seed=0)
+    c = paired_bootstrap(a, b, n_boot=n, seed=0, min_n=1)
     for r in c.rows:
         assert r.diff == pytest.approx(10.0)
         assert r.ci95 == pytest.approx((10.0, 10.0))
@@ -62,6 +69,103 @@ def test_unpaired_dialogues_are_left_out_and_counted():
     a = _run([0.5, 0.5])
     b = _run([0.5, 0.7])[:-1] + [DialogueScore(dialogue_id="x/y/z", task=TASKS[0], score=1.0, turns=[])]
     b[0] = DialogueScore(dialogue_id=b[0].dialogue_id, task=b[0].task, score=None, turns=[])
-    c = paired_bootstrap(a, b, n_boot=100, seed=0)
+    c = paired_bootstrap(a, b, n_boot=100, seed=0, min_n=1)
     assert c.unpaired_a == 2 and c.unpaired_b == 1
-    assert "Left out" in comparison_markdown(c)
+    assert not c.complete
+    md = comparison_markdown(c)
+    assert "Left out" in md and "percentage points. INCOMPLETE" in md and "INCOMPLETE: dialogues scored in one run only" in md
+
+
+def test_two_dialogues_per_task_get_no_p_value_but_their_n():
+    """The issue's case: 2 dialogues per task gave p = 0.0002. Now n is shown and p withheld."""
+    a = _run([0.2, 0.3])
+    b = _run([0.9, 1.0])
+    c = paired_bootstrap(a, b, n_boot=9999, seed=0)
+    assert c.min_n == DEFAULT_MIN_N == 10
+    for r in c.rows:
+        assert r.diff == pytest.approx(70.0)
+        assert r.p_value is None and r.ci95 is None and r.n_min == 2
+        assert r.withheld is not None and "too few dialogues" in r.withheld
+    assert c.rows[0].n == 12
+    md = comparison_markdown(c)
+    assert "| Overall | 25.00 | 95.00 | 70.00 | – | – (too few dialogues (OR 2, MR 2" in md
+    assert "| 12 |" in md and "0.0002" not in md
+    shown = paired_bootstrap(a, b, n_boot=9999, seed=0, min_n=2)
+    assert shown.rows[0].p_value == pytest.approx(2 / 10000) and shown.rows[0].withheld is None
+
+
+def test_overall_over_fewer_than_six_tasks_is_labelled_partial():
+    a = [d for d in _run([0.2] * 12) if d.task != TASKS[-1]]
+    c = paired_bootstrap(a, a, n_boot=100, seed=0)
+    assert c.rows[0].label == "Overall (partial, 5/6 tasks)"
+    assert next(r for r in c.rows if r.name == "interactivity").label == "Interactivity (partial, 2/3 tasks)"
+
+
+def test_markdown_escapes_run_names():
+    a = _run([0.5] * 10)
+    c = paired_bootstrap(a, a, n_boot=10, seed=0, name_a="evil|model\n[x](y)", name_b="**b**")
+    md = comparison_markdown(c)
+    assert "A = evil\\|model<br>\\[x\\](y); B = \\*\\*b\\*\\*." in md  # one line, nothing parsed
+
+
+# ------------------------------------------------------------------------------ two run directories
+
+def _answer_wrong_on_round_5(did: str, k: int, golden: str) -> str:
+    return "I cannot tell." if k == 5 else golden
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("cmp")
+    data = make_dataset(tmp / "data")
+    out = {"a": make_store_run(data, tmp / "a", model="model-a"),
+           "b": make_store_run(data, tmp / "b", model="model-b", answer=_answer_wrong_on_round_5),
+           "b2": make_store_run(data, tmp / "b2", model="model-b", judge_runs=2, context="self")}
+    other = make_dataset(tmp / "data-v2")
+    f = other / "mtqa" / "summary.json"
+    f.write_text(f.read_text().replace("Question 3 about", "A reworded question 3 about"))
+    out["v2"] = make_store_run(other, tmp / "v2", model="model-c")
+    fewer = make_dataset(tmp / "data-5")
+    (fewer / "mtqa" / "topic_shifting.json").unlink()
+    (fewer / "checklist" / "topic_shifting_CheckList.json").unlink()
+    out["fewer"] = make_store_run(fewer, tmp / "fewer", model="model-d")
+    return out
+
+
+def test_compare_cli_states_n_and_withholds_p_for_tiny_runs(runs: dict[str, Path], tmp_path: Path):
+    r = CliRunner().invoke(app, ["compare", str(runs["a"]), str(runs["b"]), "--bootstrap", "500",
+                                 "--json", str(tmp_path / "c.json")])
+    assert r.exit_code == 0, r.output
+    assert "n (paired dialogues)" in r.output and "too few dialogues (OR 1" in r.output
+    assert "fewer than 10 in one of its tasks gets no CI or p-value (--min-n)" in r.output
+    saved = json.loads((tmp_path / "c.json").read_text())
+    assert saved["rows"][0]["n"] == 6 and saved["rows"][0]["p_value"] is None and saved["caveats"] == []
+    shown = CliRunner().invoke(app, ["compare", str(runs["a"]), str(runs["b"]), "--bootstrap", "500",
+                                     "--min-n", "1"])
+    assert shown.exit_code == 0 and "too few" not in shown.output
+
+
+def test_compare_refuses_runs_over_different_questions(runs: dict[str, Path]):
+    r = CliRunner().invoke(app, ["compare", str(runs["a"]), str(runs["v2"])])
+    assert r.exit_code == 2, r.output
+    assert "evaluated on different dialogues" in r.output
+    assert "content_summary/vid0/2: round 3: question" in r.output and "Traceback" not in r.output
+
+
+def test_compare_refuses_different_dialogue_sets_unless_common_only(runs: dict[str, Path]):
+    r = CliRunner().invoke(app, ["compare", str(runs["a"]), str(runs["fewer"])])
+    assert r.exit_code == 2
+    assert "1 dialogue(s) only in A (e.g. topic_shifting/vid0/4)" in r.output and "--common-only" in r.output
+    ok = CliRunner().invoke(app, ["compare", str(runs["a"]), str(runs["fewer"]), "--common-only",
+                                  "--bootstrap", "100"])
+    assert ok.exit_code == 3, ok.output  # run B lacks a task: the comparison is marked incomplete
+    assert "compared on the 5 dialogues both runs share" in ok.output
+    assert "INCOMPLETE: run B is incomplete: 1 of 6 tasks without a score (TS)" in ok.output
+    assert "Overall (partial, 5/6 tasks)" in ok.output
+
+
+def test_compare_flags_different_judge_runs_and_context(runs: dict[str, Path]):
+    r = CliRunner().invoke(app, ["compare", str(runs["a"]), str(runs["b2"]), "--bootstrap", "100"])
+    assert r.exit_code == 0, r.output
+    assert "Caveat: the runs differ in judge runs per turn (A: 1, B: 2)" in r.output
+    assert "Caveat: the runs differ in context (A: golden, B: self)" in r.output

@@ -42,7 +42,7 @@ def test_options_parse_yaml_values() -> None:
 
 def test_bad_config_file_names_file_and_field(tmp_path: Path) -> None:
     cfgfile = tmp_path / "run.yaml"
-    cfgfile.write_text("data: /nowhere\nmodel: oracle\nout: /tmp/x\nframes: -3\n")
+    cfgfile.write_text("data: /nowhere\nmodel: oracle\njudge: offline\nout: /tmp/x\nframes: -3\n")
     res = CliRunner().invoke(app, ["run", "--config", str(cfgfile)])
     assert res.exit_code == 2
     assert "run.yaml" in res.output and "frames" in res.output and "Traceback" not in res.output
@@ -63,7 +63,7 @@ def _errors(output: str) -> list[str]:
 
 def test_unknown_keys_are_errors_with_a_suggestion(tmp_path: Path) -> None:
     cfgfile = tmp_path / "run.yaml"
-    cfgfile.write_text("data: /nowhere\nmodel: oracle\nout: /tmp/x\nframe: 64\n"
+    cfgfile.write_text("data: /nowhere\nmodel: oracle\njudge: offline\nout: /tmp/x\nframe: 64\n"
                        "model_settings: {temprature: 0.2, extra: {anything: 1}}\njudge_settings: {zzz: 1}\n")
     code, out = _run("--config", str(cfgfile))
     assert code == 2
@@ -78,7 +78,7 @@ def test_unknown_keys_are_errors_with_a_suggestion(tmp_path: Path) -> None:
 
 def test_yaml_values_that_are_not_numbers(tmp_path: Path) -> None:
     cfgfile = tmp_path / "run.yaml"
-    cfgfile.write_text("data: /d\nmodel: oracle\nout: /o\nframes: yes\nconcurrency: 2.5\n"
+    cfgfile.write_text("data: /d\nmodel: oracle\njudge: offline\nout: /o\nframes: yes\nconcurrency: 2.5\n"
                        "model_settings: {temperature: .nan, top_p: 1.5, max_tokens: 0, extra: {extra_body: [1, 2]}}\n"
                        "judge_settings: [1]\n")
     code, out = _run("--config", str(cfgfile))
@@ -99,7 +99,7 @@ def test_yaml_values_that_are_not_numbers(tmp_path: Path) -> None:
 
 
 def test_bad_flag_values_are_named_by_their_flag(tmp_path: Path) -> None:
-    code, out = _run("--data", str(tmp_path), "--model", "oracle", "--out", str(tmp_path / "r"),
+    code, out = _run("--data", str(tmp_path), "--model", "oracle", "--judge", "offline", "--out", str(tmp_path / "r"),
                      "--temperature", "nan", "--top-p", "0", "--frame-size", "0x10", "--max-tokens", "0",
                      "--frames", "0", "--concurrency", "0", "--model-option", "extra_body=[1,2]")
     assert code == 2
@@ -116,7 +116,7 @@ def test_bad_flag_values_are_named_by_their_flag(tmp_path: Path) -> None:
 
 
 def test_more_bad_flag_values(tmp_path: Path) -> None:
-    base = ["--data", str(tmp_path), "--model", "oracle", "--out", str(tmp_path / "r")]
+    base = ["--data", str(tmp_path), "--model", "oracle", "--judge", "offline", "--out", str(tmp_path / "r")]
     assert _errors(_run(*base, "--temperature", "-0.5", "--frame-size", "abcx10")[1]) == [
         "--frame-size: must look like WIDTHxHEIGHT, e.g. 448x448 (got 'abcx10')",
         "--temperature: must be a number >= 0 (got -0.5)"]

@@ -158,7 +158,8 @@ def test_other_settings_in_same_run_dir_are_refused(dataset: Path, tmp_path: Pat
 
 def test_bad_data_is_one_clear_error(tmp_path: Path) -> None:
     root = make_dataset(tmp_path / "d", with_video=False)
-    res = CliRunner().invoke(app, ["run", "--data", str(root), "--model", "oracle", "--out", str(tmp_path / "r")])
+    res = CliRunner().invoke(app, ["run", "--data", str(root), "--model", "oracle", "--judge", "offline",
+                                   "--out", str(tmp_path / "r")])
     assert res.exit_code == 2
     assert "video file not found" in res.output and "mtqa/object_reference.json" in res.output
     assert "Traceback" not in res.output

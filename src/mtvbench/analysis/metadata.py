@@ -20,7 +20,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -223,10 +222,9 @@ class SceneSettings(BaseModel):
 
 
 def default_scene_cache() -> Path:
-    env = os.environ.get("MTVBENCH_CACHE")
-    if env:
-        return Path(env).expanduser() / "scenes"
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mtvbench" / "scenes"
+    from mtvbench.util.paths import cache_dir
+
+    return cache_dir("scenes")
 
 
 def _fingerprint(video: Path) -> str:

@@ -6,6 +6,7 @@
   ``sweep``, ``checklists``.
 - :mod:`mtvbench.cli.models`: ``models``.
 - :mod:`mtvbench.cli.construct`: ``build ...`` (construction, paper §3.2).
+- :mod:`mtvbench.cli.data`: ``download`` (the Hub), ``cache info|clear``, and the dataset argument.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from mtvbench.cli import analyses, evaluate, models
+from mtvbench.cli import analyses, data, evaluate, models
 from mtvbench.cli.common import new_app, version_callback
 from mtvbench.cli.construct import build_app
 
@@ -34,6 +35,8 @@ for _name in ("report", "compare", "agreement", "stats", "scenes", "sweep", "che
     app.command(_name)(getattr(analyses, _name))
 app.command("models")(models.models_command)
 app.add_typer(build_app, name="build", help="Construct a benchmark from raw videos (paper §3.2).")
+app.command("download")(data.download)
+app.add_typer(data.cache_app, name="cache", help="Look into and clear the frame and scene caches.")
 
 #: kept for callers of the earlier module layout
 parse_options = evaluate.parse_options

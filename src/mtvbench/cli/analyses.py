@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from mtvbench.analysis.compare import DEFAULT_MIN_N
 from mtvbench.cli.common import (
     FormatOption,
     OutputFormat,
@@ -21,6 +22,10 @@ from mtvbench.cli.common import (
     resolve_format,
     say,
 )
+from mtvbench.cli.data import data_path
+from mtvbench.config import build_config
+from mtvbench.errors import ConfigError
+from mtvbench.extras import require_backend, require_scene_detection
 from mtvbench.util.files import atomic_write_text
 
 
@@ -49,6 +54,8 @@ def report(
     """Leaderboard (MD/CSV/LaTeX), breakdowns and a self-contained report.html from stored runs."""
     from mtvbench.report.build import build_report
 
+    if estimate_scenes:
+        require_scene_detection()
     res = build_report(run_dirs, out, metadata_file=metadata, scene_cache_dir=scene_cache,
                        estimate_scenes=estimate_scenes, thumbs=thumbnails, title=title, bootstrap=bootstrap)
     for n in res.notes:
@@ -63,16 +70,27 @@ def compare(
     run_b: Annotated[Path, typer.Argument(help="run directory B")],
     n_boot: Annotated[int, typer.Option("--bootstrap", help="bootstrap draws")] = 10000,
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    min_n: Annotated[int, typer.Option(help="fewest paired dialogues per task for a CI and p-value")] = DEFAULT_MIN_N,
+    common_only: Annotated[bool, typer.Option(help="compare only the dialogues both runs share (else different "
+                                                   "dialogue sets are an error)")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON here")] = None,
     output_format: FormatOption = OutputFormat.auto,
 ) -> None:
-    """B - A per task and Overall, paired bootstrap over dialogues (95% CI, p-value)."""
+    """B - A per task and Overall, paired bootstrap over dialogues (95% CI, p-value, n per row).
+
+    Runs over different dialogues are refused; different judges or contexts are flagged; rows
+    with fewer than --min-n paired dialogues in a task get no CI or p-value. Exit 3 when
+    dialogues were left out or a run is incomplete."""
     from mtvbench.analysis.compare import compare_run_dirs, comparison_table
 
-    comp = compare_run_dirs(str(run_a), str(run_b), n_boot=n_boot, seed=seed)
+    if min_n < 1:
+        raise ConfigError("--min-n must be at least 1")
+    comp = compare_run_dirs(run_a, run_b, n_boot=n_boot, seed=seed, min_n=min_n, common_only=common_only)
     if json_out:
-        atomic_write_text(json_out, comp.model_dump_json(indent=2))
+        atomic_write_text(json_out, comp.model_dump_json(indent=2) + "\n")
     print_tables([comparison_table(comp)], output_format, json_obj=comp.model_dump(mode="json"))
+    if not comp.complete:
+        raise typer.Exit(3)
 
 
 def agreement(
@@ -95,7 +113,7 @@ def agreement(
 
 
 def stats(
-    path: Annotated[Path, typer.Argument(help="dataset root (released layout) or a run directory")],
+    path: Annotated[Path, typer.Argument(help="dataset root (released layout), hf:ORG/NAME, or a run directory")],
     tokenizer: Annotated[str | None, typer.Option(help="local Hugging Face tokenizer folder (default: offline "
                                                        "regex tokenizer)")] = None,
     per_task: Annotated[bool, typer.Option(help="also one row per task")] = True,
@@ -105,7 +123,7 @@ def stats(
     """Benchmark statistics in the layout of the paper's Table 1."""
     from mtvbench.analysis.stats import benchmark_stats, stats_table
 
-    rows = benchmark_stats(path, tokenizer, per_task=per_task)
+    rows = benchmark_stats(data_path(path), tokenizer, per_task=per_task)
     records = [r.model_dump(mode="json") for r in rows]
     if json_out:
         atomic_write_text(json_out, json.dumps(records, indent=2))
@@ -113,7 +131,7 @@ def stats(
 
 
 def scenes(
-    path: Annotated[Path, typer.Argument(help="dataset root (released layout) or a run directory")],
+    path: Annotated[Path, typer.Argument(help="dataset root (released layout), hf:ORG/NAME, or a run directory")],
     cache_dir: Annotated[Path | None, typer.Option(help="scene-count cache folder (default: the user cache)")
                          ] = None,
     threshold: Annotated[float, typer.Option(help="ContentDetector threshold")] = 27.0,
@@ -126,6 +144,9 @@ def scenes(
     from mtvbench.analysis.breakdowns import SCENE_BINS, scene_bin
     from mtvbench.analysis.metadata import SceneCache, SceneSettings, dialogue_ranges
     from mtvbench.analysis.stats import load_dialogues
+
+    require_scene_detection()
+    path = data_path(path)
 
     def work() -> dict[str, Any]:
         dialogues, videos, _ = load_dialogues(path)
@@ -154,10 +175,10 @@ def scenes(
 
 
 def sweep(
-    data: Annotated[Path, typer.Option(help="dataset root in the released layout")],
+    data: Annotated[Path, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")],
     model: Annotated[str, typer.Option(help="model under test")],
     out: Annotated[Path, typer.Option(help="sweep folder: one run directory per setting + the sweep report")],
-    judge: Annotated[str, typer.Option(help="judge")] = "offline",
+    judge: Annotated[str, typer.Option(help="judge (required): openai:NAME, or offline (pipeline checks only)")],
     frames: Annotated[str | None, typer.Option(help="e.g. 16,32,64,128,256 (Figure 5b)")] = None,
     max_side: Annotated[str | None, typer.Option(help="e.g. 120,240,480,720,960 (Figure 5c)")] = None,
     context: Annotated[str | None, typer.Option(help="e.g. golden,self,none (Figure 4c)")] = None,
@@ -186,6 +207,10 @@ def sweep(
         if sub:
             base[role] = sub
 
+    probe = build_config({**base, "out": out}, "command line")
+    require_backend(probe.backend_spec, "model")
+    require_backend(probe.judge, "judge")
+    base["data"] = data_path(data)
     points = run_sweep(base, out, frames=fr, max_sides=ms, contexts=ctx,
                        on_done=lambda p: note("done", point_label(p), style="green"))
     files = write_sweep_report(points, out, model)
@@ -197,7 +222,7 @@ def sweep(
 
 
 def checklists(
-    data: Annotated[Path, typer.Option(help="dataset root in the released layout")],
+    data: Annotated[Path, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")],
     generator: Annotated[str, typer.Option(help="checklist writer, e.g. openai:gpt-4o")],
     n: Annotated[int, typer.Option(help="items per checklist")] = 5,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the generator")] = None,
@@ -210,6 +235,9 @@ def checklists(
     """Write missing checklists (paper Figure 16) in the released layout; resumable."""
     from mtvbench.checklists import fill_checklists
     from mtvbench.models.base import BackendOptions, create_backend
+
+    require_backend(generator, "checklist generator")
+    data = data_path(data)
 
     async def go() -> Any:
         backend = create_backend(generator, BackendOptions(base_url=base_url, api_key_env=api_key_env))

@@ -24,7 +24,6 @@ import traceback
 from collections.abc import Sequence
 from typing import Annotated, Any, NoReturn
 
-import click
 import typer
 from rich.console import Console
 from rich.text import Text
@@ -115,14 +114,22 @@ def handle_exception(e: BaseException) -> int:
     return 1
 
 
+#: click's own signals (usage errors, --help exit, abort) pass through to typer, which prints them and
+#: exits 2 / 0 / 1. Typer may use the click package or its own vendored copy; its BadParameter names
+#: the ClickException base of whichever it uses.
+_CLICK_SIGNALS: tuple[type[BaseException], ...] = (
+    typer.Exit, typer.Abort, SystemExit,
+    *(c for c in typer.BadParameter.__mro__ if c.__name__ in ("ClickException", "UsageError")),
+)
+
+
 class MtvbenchGroup(TyperGroup):
     """The group class of every mtvbench typer app: one error handler for all commands."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException,
-                SystemExit):
+        except _CLICK_SIGNALS:
             raise
         except BaseException as e:  # noqa: BLE001 - this is the one place that turns errors into exits
             code = handle_exception(e)

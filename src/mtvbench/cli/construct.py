@@ -19,6 +19,7 @@ from mtvbench.config import RoleSettings, load_settings_file, validate_settings
 from mtvbench.construct.export import ReviewQueue, adjudicate, load_queue, record_review
 from mtvbench.construct.pipeline import ALL_STAGES, BuildConfig, Builder, StageReport
 from mtvbench.construct.workspace import Workspace
+from mtvbench.extras import require_build
 from mtvbench.report.tables import Col, TextTable, Value
 
 build_app = new_app("Build MT-Video-Bench-style dialogues from raw videos (paper §3.2).")
@@ -88,6 +89,7 @@ def _print_report(r: StageReport) -> None:
 
 def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str] | None, cfg: BuildConfig,
          force: bool, export: dict | None = None) -> None:
+    require_build(stages, cfg)  # a missing extra fails before the workspace is created
     ws = Workspace(workspace)
     if videos is not None:
         ws.register(videos)

@@ -14,19 +14,22 @@ from mtvbench.cli.common import (
     FormatOption,
     OutputFormat,
     console,
-    err_console,
     fail,
     make_console,
     note,
     print_leaderboard,
     say,
 )
+from mtvbench.cli.data import check_dataset, data_path
 from mtvbench.config import ConfigError, build_config, load_yaml, loads_yaml_strict
-from mtvbench.data.official import Problem, load_official
+from mtvbench.extras import require_backend
 from mtvbench.report.leaderboard import leaderboard_table
 from mtvbench.run.runner import Progress, RunSummary
 
 T = TypeVar("T")
+
+JUDGE_REQUIRED = ("--judge names the judge: e.g. openai:gemini-2.5-flash (the paper's), or `offline` for the "
+                  "lexical matcher (checks the pipeline; its scores are not comparable to the paper's)")
 
 
 class RichRunProgress(Progress):
@@ -47,20 +50,7 @@ def _progress_bar(quiet: bool) -> RichProgress:
                         TimeElapsedColumn(), console=make_console(stderr=True), disable=quiet, transient=False)
 
 
-def _print_problems(problems: list[Problem]) -> None:
-    from rich.text import Text
-
-    for p in problems:
-        err_console.print(Text(p.render(), style="red" if p.level == "error" else "yellow"), highlight=False,
-                          soft_wrap=True)  # one line per problem, however long
-
-
-def _duration(seconds: float) -> str:
-    m, sec = divmod(round(seconds), 60)
-    return f"{m // 60}:{m % 60:02d}:{sec:02d}"
-
-
-def validate(path: Annotated[Path, typer.Argument(help="dataset root (mtqa/, checklist/, videos/)")],
+def validate(path: Annotated[Path, typer.Argument(help="dataset root (mtqa/, checklist/, videos/) or hf:ORG/NAME")],
              strict: Annotated[bool, typer.Option(help="treat warnings as errors")] = False,
              list_videos: Annotated[bool, typer.Option(
                  "--list-videos", help="one line per video: codec, size, duration, frames")] = False) -> None:
@@ -69,30 +59,7 @@ def validate(path: Annotated[Path, typer.Argument(help="dataset root (mtqa/, che
     Every referenced video must open, have a video stream whose first frame decodes, and not
     be truncated (the verdicts are cached by file content, so checking again is fast).
     Exit status 2 when there are errors (or warnings, with --strict)."""
-    from mtvbench.media.probe import ProbeCache, check_videos
-
-    cache = ProbeCache()
-    bench, problems = load_official(path, probe_cache=cache)
-    _print_problems(problems)
-    errors = sum(p.level == "error" for p in problems)
-    warnings = len(problems) - errors
-    if bench is not None:
-        n_scored = sum(len(d.scored_turns) for d in bench.dialogues)
-        say(f"{path}: {len(bench.dialogues)} dialogues, {len(bench.videos)} videos, "
-            f"{n_scored} scored turns; {errors} errors, {warnings} warnings")
-        checks = check_videos(bench.videos, cache)  # answered from the cache filled just now
-        if list_videos:
-            for name, check in sorted(checks.items()):
-                say(f"  video={name!r}: {check.summary()}")
-        if checks:
-            total = sum(c.duration_s for c in checks.values())
-            shortest = min(checks, key=lambda n: checks[n].duration_s)
-            longest = max(checks, key=lambda n: checks[n].duration_s)
-            say(f"videos: {_duration(total)} in total; shortest {shortest!r} ({_duration(checks[shortest].duration_s)})"
-                f", longest {longest!r} ({_duration(checks[longest].duration_s)})")
-    else:
-        say(f"{path}: {errors} errors, {warnings} warnings")
-    if errors or (strict and warnings):
+    if not check_dataset(data_path(path), strict, list_videos):
         raise typer.Exit(2)
 
 
@@ -124,9 +91,10 @@ def _summarise(summary: RunSummary) -> None:
 
 
 def run(
-    data: Annotated[Path | None, typer.Option(help="dataset root in the released layout")] = None,
+    data: Annotated[Path | None, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")] = None,
     model: Annotated[str | None, typer.Option(help="model under test: openai:NAME, oracle, refuse")] = None,
-    judge: Annotated[str | None, typer.Option(help="judge: openai:NAME or offline")] = None,
+    judge: Annotated[str | None, typer.Option(help="judge (required): openai:NAME (the paper's: gemini-2.5-flash), "
+                                                   "or offline (lexical matcher, pipeline checks only)")] = None,
     out: Annotated[Path | None, typer.Option(help="run directory (resumable)")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML file with the same settings")] = None,
     model_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the model")] = None,
@@ -185,10 +153,14 @@ def run(
             origins.update({f"{role}.extra.{k}": f"{flag}-option" for k in options})
         if sub:
             values[role] = sub
-    missing = [k for k in ("data", "model", "out") if k not in values]
+    missing = [k for k in ("data", "model", "judge", "out") if k not in values]
     if missing:
-        fail(f"missing setting(s): {', '.join('--' + m for m in missing)} (flag or --config)")
+        fail(f"missing setting(s): {', '.join('--' + m for m in missing)} (flag or --config)"
+             + (f"; {JUDGE_REQUIRED}" if "judge" in missing else ""))
     cfg = build_config(values, source=str(config) if config else "command line", flags=origins)
+    require_backend(cfg.backend_spec, "model")
+    require_backend(cfg.judge, "judge")
+    cfg = cfg.model_copy(update={"data": data_path(cfg.data)})
     scores, summary = _run_with_progress(lambda p: evaluate(cfg, p), quiet)
     _summarise(summary)
     console.print(leaderboard_table([(cfg.model, scores)], title=f"MT-Video-Bench — {cfg.out}"))
@@ -213,14 +185,21 @@ def demo(
     judge_runs: Annotated[int, typer.Option(help="judge runs per turn")] = 1,
     quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
 ) -> None:
-    """Offline demo on the bundled sample: oracle and refuse baselines, offline judge."""
+    """Offline demo on the bundled sample: oracle and refuse baselines, judged by --judge offline."""
     from mtvbench.data.sample import materialize
     from mtvbench.run.evaluate import evaluate
 
+    judge = "offline"  # explicit, as `run` requires: the demo must work without any API key or download
     data = materialize(workdir / "sample")
+    note("demo", f"bundled sample benchmark written to {data.resolve()}", style="cyan")
+    note("demo", f"--judge {judge}: the offline lexical matcher, so the demo needs no API key; it checks the "
+         "pipeline, its scores are not comparable to the paper's", style="cyan")
     rows = []
     for model in ("oracle", "refuse"):
-        cfg = build_config({"data": data, "model": model, "judge": "offline", "out": workdir / "runs" / model,
+        out = workdir / "runs" / model
+        note("demo", f"mtvbench run --data {data} --model {model} --judge {judge} --judge-runs {judge_runs} "
+             f"--out {out}", style="cyan")
+        cfg = build_config({"data": data, "model": model, "judge": judge, "out": out,
                             "judge_runs": judge_runs, "cache_dir": workdir / "frame-cache"}, "demo")
         scores, _ = _run_with_progress(lambda p, cfg=cfg: evaluate(cfg, p), quiet)
         rows.append((model, scores))
@@ -228,4 +207,5 @@ def demo(
     note("note", "judged by the offline lexical matcher; these numbers check the pipeline "
          "and are not comparable to the paper's. Use --model/--judge openai:... with `mtvbench run` "
          "for real evaluations.")
-    say(f"runs written to {workdir / 'runs'}")
+    say(f"sample data: {data.resolve()}")
+    say(f"runs written to {(workdir / 'runs').resolve()} (frame cache: {(workdir / 'frame-cache').resolve()})")

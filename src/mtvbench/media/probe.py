@@ -35,7 +35,7 @@ from mtvbench.errors import MtvbenchError
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import _TEXT_CODECS, VideoError, _decode, _demux, _why
 from mtvbench.util.files import atomic_write_text
-from mtvbench.util.paths import user_cache_dir
+from mtvbench.util.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class VideoCheck(BaseModel):
 
 
 def default_probe_cache() -> Path:
-    return user_cache_dir("probe")
+    return cache_dir("probe")
 
 
 def _bad(problem: str) -> VideoCheck:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 from mtvbench.config import RunConfig
 from mtvbench.data.official import load_benchmark
+from mtvbench.extras import require_backend
 from mtvbench.judge.checklist import create_judge
 from mtvbench.media.cache import FrameCache
 from mtvbench.models.base import create_backend
@@ -15,13 +15,11 @@ from mtvbench.run.outputs import score_run, write_config, write_snapshot
 from mtvbench.run.runner import Progress, Runner, RunSummary
 from mtvbench.run.store import RunStore
 from mtvbench.scoring.aggregate import Scores
+from mtvbench.util.paths import cache_dir
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("MTVBENCH_CACHE")
-    if env:
-        return Path(env).expanduser() / "frames"
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mtvbench" / "frames"
+    return cache_dir("frames")
 
 
 async def _execute(cfg: RunConfig, runner_args: dict, progress: Progress | None) -> RunSummary:
@@ -37,6 +35,8 @@ async def _execute(cfg: RunConfig, runner_args: dict, progress: Progress | None)
 
 
 def evaluate(cfg: RunConfig, progress: Progress | None = None) -> tuple[Scores, RunSummary]:
+    require_backend(cfg.backend_spec, "model")  # a missing extra fails before the run directory exists
+    require_backend(cfg.judge, "judge")
     bench = load_benchmark(cfg.data).limit(cfg.limit)
     run_dir = Path(cfg.out)
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,10 @@
-"""Where mtvbench keeps per-user data."""
+"""Where mtvbench keeps its caches (one rule for every cache).
+
+``$MTVBENCH_CACHE`` when set, else ``$XDG_CACHE_HOME/mtvbench``, else ``~/.cache/mtvbench``.
+Under it: ``frames/`` (sampled frames, :mod:`mtvbench.media.cache`), ``probe/`` (video checks,
+:mod:`mtvbench.media.probe`), ``scenes/`` (scene counts, :mod:`mtvbench.analysis.metadata`) and
+``datasets/`` (datasets laid out from the Hugging Face Hub, :mod:`mtvbench.data.hub`).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,14 @@ import os
 from pathlib import Path
 
 
-def user_cache_dir(name: str) -> Path:
-    """``$MTVBENCH_CACHE/<name>``, else ``$XDG_CACHE_HOME/mtvbench/<name>`` (``~/.cache`` by default)."""
+def cache_home() -> Path:
     env = os.environ.get("MTVBENCH_CACHE")
     if env:
-        return Path(env).expanduser() / name
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mtvbench" / name
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "mtvbench"
+
+
+def cache_dir(kind: str) -> Path:
+    """``frames``, ``scenes`` or ``datasets`` under :func:`cache_home`."""
+    return cache_home() / kind

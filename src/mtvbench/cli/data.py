@@ -1,0 +1,181 @@
+"""``mtvbench download`` and ``mtvbench cache info|clear``; the dataset argument of every command.
+
+:func:`data_path` is what every command that reads a dataset (``validate``, ``run``,
+``stats``, ``scenes``, ``sweep``, ``checklists``) calls on its ``--data``/path argument:
+a folder is used as given, ``hf:ORG/NAME[@REV]`` is fetched from the Hugging Face Hub (or read
+from its cache) and laid out once (:mod:`mtvbench.data.hub`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from mtvbench.cli.common import console, err_console, new_app, note, say
+from mtvbench.data.hub import DEFAULT_REPO, HF_PREFIX, HubSpec, is_hub_spec, prepare_from_hub, resolve_dataset
+from mtvbench.errors import ConfigError
+
+cache_app = new_app("Look into and clear the frame and scene caches (safe to delete; recomputed when needed).")
+
+
+def data_path(value: str | os.PathLike[str]) -> Path:
+    """A dataset argument as a folder (``hf:...`` fetched or read from the cache, then laid out)."""
+    return resolve_dataset(value, note=lambda m: note("dataset", m, style="cyan"))
+
+
+def _duration(seconds: float) -> str:
+    m, sec = divmod(round(seconds), 60)
+    return f"{m // 60}:{m % 60:02d}:{sec:02d}"
+
+
+def check_dataset(path: Path, strict: bool = False, list_videos: bool = False) -> bool:
+    """Validate a dataset: print every problem (one line each, however long), a summary line and
+    the videos' durations; ``True`` when it passes. Every referenced video must open, have a video
+    stream whose first frame decodes and not be truncated (verdicts cached by file content)."""
+    from mtvbench.data.official import load_official
+    from mtvbench.media.probe import ProbeCache, check_videos
+    from mtvbench.util.escape import rich_text
+
+    cache = ProbeCache()
+    bench, problems = load_official(path, probe_cache=cache)
+    for p in problems:
+        err_console.print(rich_text(p.render(), "red" if p.level == "error" else "yellow", multiline=True),
+                          highlight=False, soft_wrap=True)
+    errors = sum(p.level == "error" for p in problems)
+    warnings = len(problems) - errors
+    if bench is not None:
+        n_scored = sum(len(d.scored_turns) for d in bench.dialogues)
+        say(f"{path}: {len(bench.dialogues)} dialogues, {len(bench.videos)} videos, "
+            f"{n_scored} scored turns; {errors} errors, {warnings} warnings")
+        checks = check_videos(bench.videos, cache)  # answered from the cache filled just now
+        if list_videos:
+            for name, check in sorted(checks.items()):
+                say(f"  video={name!r}: {check.summary()}")
+        if checks:
+            total = sum(c.duration_s for c in checks.values())
+            shortest = min(checks, key=lambda n: checks[n].duration_s)
+            longest = max(checks, key=lambda n: checks[n].duration_s)
+            say(f"videos: {_duration(total)} in total; shortest {shortest!r} ({_duration(checks[shortest].duration_s)})"
+                f", longest {longest!r} ({_duration(checks[longest].duration_s)})")
+    else:
+        say(f"{path}: {errors} errors, {warnings} warnings")
+    return not (errors or (strict and warnings))
+
+
+def download(
+    repo: Annotated[str, typer.Argument(help="Hub dataset ORG/NAME (or hf:ORG/NAME[@REV])")] = DEFAULT_REPO,
+    to: Annotated[Path | None, typer.Option(help="lay the dataset out here (default: the mtvbench cache, "
+                                                 "where --data hf:ORG/NAME finds it)")] = None,
+    revision: Annotated[str | None, typer.Option(help="branch, tag or commit (default: main)")] = None,
+    offline: Annotated[bool, typer.Option(help="only the local Hugging Face cache (like HF_HUB_OFFLINE=1)")] = False,
+    force: Annotated[bool, typer.Option(help="lay the folder out again even if it is complete")] = False,
+    strict: Annotated[bool, typer.Option(help="validation warnings count as errors")] = False,
+) -> None:
+    """Download MT-Video-Bench from the Hugging Face Hub (gated: accept its terms first), lay it out as
+    mtqa/ checklist/ videos/ (unpacking video archives) and validate it. Rerun to resume."""
+    spec = HubSpec.parse(repo if repo.startswith(HF_PREFIX) else HF_PREFIX + repo)
+    if revision:
+        if spec.revision and spec.revision != revision:
+            raise ConfigError(f"two revisions given: {spec.revision!r} in {repo!r} and --revision {revision!r}")
+        spec = HubSpec.parse(f"{HF_PREFIX}{spec.repo_id}@{revision}")
+    note("download", f"{spec.text} from {spec.page} (resumable; the Hugging Face cache keeps the files)",
+         style="cyan")
+    prepared = prepare_from_hub(spec, to, offline=offline, force=force,
+                                note=lambda m: note("download", m, style="cyan"))
+    for n in prepared.notes:
+        note("note", n)
+    rec = prepared.record
+    state = "already laid out" if prepared.reused else f"laid out ({rec.videos} videos as {rec.video_files})"
+    say(f"{spec.text} at commit {rec.commit[:12]}: {state} in {prepared.root}")
+    ok = check_dataset(prepared.root, strict)
+    use = f"--data {prepared.root}" if to is not None else f"--data {spec.text}"
+    say(f"use it with: mtvbench run {use} --model ... --judge ... --out runs/NAME")
+    if not ok:
+        raise typer.Exit(1)
+
+
+# ----------------------------------------------------------------------------------- cache
+
+FramesDir = Annotated[Path | None, typer.Option(
+    "--cache-dir", help="frame cache folder (default: $MTVBENCH_CACHE/frames or ~/.cache/mtvbench/frames)")]
+ScenesDir = Annotated[Path | None, typer.Option(
+    "--scene-cache", help="scene-count cache folder (default: $MTVBENCH_CACHE/scenes or ~/.cache/mtvbench/scenes)")]
+
+
+def _roots(cache_dir: Path | None, scene_cache: Path | None) -> dict[str, Path]:
+    from mtvbench.util.paths import cache_dir as default
+
+    return {"frames": cache_dir or default("frames"), "scenes": scene_cache or default("scenes")}
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
+
+
+def _when(t: float | None) -> str:
+    return "–" if t is None else dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
+
+
+@cache_app.command("info")
+def cache_info(cache_dir: FramesDir = None, scene_cache: ScenesDir = None) -> None:
+    """Where the caches are, how many entries and bytes they hold, and the datasets laid out from the Hub."""
+    from mtvbench.data.hub import read_record
+    from mtvbench.media.cache_admin import info
+    from mtvbench.util.paths import cache_dir as default
+
+    table = Table("cache", "folder", "entries", "size", "oldest", "newest")
+    for kind, root in _roots(cache_dir, scene_cache).items():
+        i = info(kind, root)  # type: ignore[arg-type]
+        extra = f" (+{i.temporary} unfinished)" if i.temporary else ""
+        table.add_row(kind, Text(str(root)), f"{i.entries}{extra}" if i.exists else "(none)", _gb(i.bytes),
+                      _when(i.oldest), _when(i.newest))
+        if i.unrecognised:
+            note("note", f"{root}: {len(i.unrecognised)} unrecognised name(s) left alone, e.g. "
+                         f"{i.unrecognised[0]}")
+    console.print(table)
+    datasets = default("datasets")
+    found = sorted(p for p in datasets.glob("*/*") if p.is_dir()) if datasets.is_dir() else []
+    for p in found:
+        rec = read_record(p)
+        what = f"{rec.source} commit {rec.commit[:12]}, {rec.videos} videos ({rec.video_files})" if rec else "?"
+        say(f"dataset: {p}: {what}{'' if rec and rec.complete else ' [incomplete]'}")
+    say(f"datasets from the Hub: {len(found)} in {datasets} (their videos are hard links into the Hugging Face "
+        "cache where possible; remove a folder to drop it, the Hub cache stays)")
+
+
+@cache_app.command("clear")
+def cache_clear(
+    cache_dir: FramesDir = None,
+    scene_cache: ScenesDir = None,
+    frames: Annotated[bool, typer.Option(help="clear the frame cache")] = True,
+    scenes: Annotated[bool, typer.Option(help="clear the scene-count cache")] = True,
+    older_than: Annotated[str | None, typer.Option(help="only entries written longer ago, e.g. 30d, 12h")] = None,
+    dry_run: Annotated[bool, typer.Option(help="only say what would be removed")] = False,
+) -> None:
+    """Remove cache entries (only entries it recognises; entries being written are skipped)."""
+    from mtvbench.media.cache_admin import clear, parse_age
+
+    try:
+        age = parse_age(older_than) if older_than else None
+    except ValueError as e:
+        raise ConfigError(f"--older-than: {e}") from e
+    chosen = {k: v for k, v in _roots(cache_dir, scene_cache).items() if (frames if k == "frames" else scenes)}
+    for kind, root in chosen.items():
+        r = clear(kind, root, older_than_s=age, dry_run=dry_run)  # type: ignore[arg-type]
+        verb = "would remove" if dry_run else "removed"
+        extra = []
+        if r.kept:
+            extra.append(f"{r.kept} kept (newer)")
+        if r.busy:
+            extra.append(f"{r.busy} skipped (being written by another process)")
+        say(f"{kind}: {verb} {r.removed} entries ({_gb(r.freed_bytes)}) in {root}"
+            + (f"; {', '.join(extra)}" if extra else ""))
+
+
+__all__ = ["cache_app", "check_dataset", "data_path", "download", "is_hub_spec"]

@@ -1,0 +1,101 @@
+"""Which optional dependencies (pip extras) each optional feature needs, checked up front.
+
+The core install (``pip install mtvbench``) runs every evaluation, report and analysis
+command. What needs a heavy or platform-specific package lives in an extra; a command that
+needs one checks for it *before* it writes anything (run directory, workspace, output
+folder), so a missing extra is one line naming the extra and leaves nothing behind.
+
+The check looks the modules up with :func:`importlib.util.find_spec` (nothing is imported,
+so checking for torch costs nothing). Each entry maps a feature to ``(extra, modules)``,
+where a module is ``(import name, distribution name)``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable
+
+from mtvbench.errors import MissingExtraError
+
+Module = tuple[str, str]  # (import name, the distribution pip installs)
+
+#: model backends by ``--model``/``--judge`` prefix
+BACKENDS: dict[str, tuple[str, tuple[Module, ...]]] = {
+    "gemini": ("gemini", (("google.genai", "google-genai"),)),
+    "hf": ("hf", (("torch", "torch"), ("transformers", "transformers"))),
+    "vllm": ("vllm", (("vllm", "vllm"),)),
+}
+
+_SCENEDETECT: Module = ("scenedetect", "scenedetect")
+_OPENCV: Module = ("cv2", "opencv-python-headless")
+
+#: construction stages (``mtvbench build STAGE``)
+STAGES: dict[str, tuple[str, tuple[Module, ...]]] = {
+    "split": ("build", (_SCENEDETECT, _OPENCV)),
+    "keyframes": ("build", (_OPENCV,)),
+    "objects": ("build", (_OPENCV,)),
+    "detect": ("detect", (("ultralytics", "ultralytics"),)),
+}
+
+#: stages that call a model (their backend's extra is checked too)
+_LLM_STAGES = {"caption", "merge", "objects", "crossscene", "score", "generate", "checklists"}
+
+#: scene-count estimation (``mtvbench scenes``, ``report --estimate-scenes``)
+SCENES: tuple[str, tuple[Module, ...]] = ("build", (_SCENEDETECT, _OPENCV))
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a broken one
+        return False
+
+
+def require_modules(feature: str, extra: str, modules: Iterable[Module]) -> None:
+    """Raise :class:`MissingExtraError` naming ``extra`` when one of ``modules`` is not installed."""
+    for module, dist in modules:
+        if not _installed(module):
+            raise MissingExtraError(feature, extra, dist)
+
+
+def require_backend(spec: str, role: str = "model") -> None:
+    """The extra of a backend spec (``hf:...``, ``gemini:...``), checked without importing it."""
+    prefix = spec.partition(":")[0].strip().lower()
+    if prefix in BACKENDS:
+        extra, modules = BACKENDS[prefix]
+        require_modules(f"the {prefix}: backend ({role} {spec})", extra, modules)
+
+
+def require_stages(stages: Iterable[str], *, objects: bool = True, detector: str | None = None) -> None:
+    """The extras of construction stages. With ``objects`` false the object stages are skipped;
+    a custom ``detector`` (``module:factory``) brings its own dependencies."""
+    for stage in stages:
+        if stage not in STAGES:
+            continue
+        if not objects and stage in ("keyframes", "detect", "objects"):
+            continue
+        if stage == "detect" and detector not in (None, "", "yolo"):
+            continue
+        extra, modules = STAGES[stage]
+        require_modules(f"the {stage} stage", extra, modules)
+
+
+def require_build(stages: Iterable[str], config: object) -> None:
+    """Everything ``mtvbench build`` needs for ``stages`` under a ``BuildConfig``: the stages'
+    extras and the extras of the model backends it names."""
+    stages = list(stages)
+    require_stages(stages, objects=bool(getattr(config, "objects", True)), detector=getattr(config, "detector", None))
+    if not set(stages) & _LLM_STAGES:
+        return
+    specs = {getattr(config, "model", None), *(getattr(config, "models", None) or {}).values()}
+    for spec in sorted(s for s in specs if s):
+        require_backend(spec, "build")
+
+
+def require_scene_detection() -> None:
+    extra, modules = SCENES
+    require_modules("scene estimation (PySceneDetect)", extra, modules)
+
+
+__all__ = ["BACKENDS", "SCENES", "STAGES", "require_backend", "require_build", "require_modules",
+           "require_scene_detection", "require_stages"]
