@@ -73,7 +73,8 @@ def test_unpaired_dialogues_are_left_out_and_counted():
     assert c.unpaired_a == 2 and c.unpaired_b == 1
     assert not c.complete
     md = comparison_markdown(c)
-    assert "Left out" in md and "percentage points. INCOMPLETE" in md and "INCOMPLETE: dialogues scored in one run only" in md
+    assert "Left out" in md and "percentage points. INCOMPLETE" in md
+    assert "INCOMPLETE: dialogues scored in one run only" in md
 
 
 def test_two_dialogues_per_task_get_no_p_value_but_their_n():

@@ -111,7 +111,8 @@ def test_report_leaderboard_piped_and_as_table(two_runs):
 def test_sweep_prints_rounded_numbers(tmp_path):
     data = make_dataset(tmp_path / "data")
     with LoopbackServer() as srv:  # echo answers: every turn scores 1/5, i.e. 20.000000000000004 unrounded
-        r = runner.invoke(app, ["sweep", "--data", str(data), "--model", "openai:m", "--judge", "offline", "--model-base-url", srv.url,
+        r = runner.invoke(app, ["sweep", "--data", str(data), "--model", "openai:m", "--judge", "offline",
+                                "--model-base-url", srv.url,
                                 "--out", str(tmp_path / "sw"), "--frames", "2,3", "--judge-runs", "1",
                                 "--cache-dir", str(tmp_path / "cache")], env=NARROW)
     assert r.exit_code == 0, r.output
