@@ -6,13 +6,14 @@
   ``sweep``, ``checklists``.
 - :mod:`mtvbench.cli.models`: ``models``.
 - :mod:`mtvbench.cli.construct`: ``build ...`` (construction, paper §3.2).
+- :mod:`mtvbench.cli.review`: ``review ...`` (the human-verification web app).
 """
 
 from __future__ import annotations
 
 import sys
 
-from mtvbench.cli import analyses, evaluate, models
+from mtvbench.cli import analyses, evaluate, models, review
 from mtvbench.cli.common import new_app
 from mtvbench.cli.construct import build_app
 
@@ -24,6 +25,7 @@ for _name in ("report", "compare", "agreement", "stats", "scenes", "sweep", "che
     app.command(_name)(getattr(analyses, _name))
 app.command("models")(models.models_command)
 app.add_typer(build_app, name="build", help="Construct a benchmark from raw videos (paper §3.2).")
+app.add_typer(review.review_app, name="review", help="Human verification in the browser (paper §3.2).")
 
 #: kept for callers of the earlier module layout
 parse_options = evaluate.parse_options
