@@ -27,6 +27,20 @@ def sample_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return materialize(tmp_path_factory.mktemp("sample") / "sample")
 
 
+@pytest.fixture(scope="session")
+def built_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A `build all` workspace over two generated videos (scripted loopback model, as in tests/construct)."""
+    from tests.construct.scripts import Scripted
+    from tests.construct.test_pipeline import _build, _videos
+    from tests.servers.openai_server import LoopbackServer, ServerState
+
+    root = tmp_path_factory.mktemp("ws-build")
+    with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
+        res = _build(root / "ws", _videos(root / "raw"), srv.url)
+    assert res.exit_code == 0, res.output
+    return root / "ws"
+
+
 @pytest.fixture
 def sample(sample_master: Path, tmp_path: Path) -> Path:
     """A private copy of the bundled sample (its review store starts empty)."""
