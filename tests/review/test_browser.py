@@ -54,7 +54,8 @@ def run_flow(path: Path, shots: Path, tag: str) -> tuple[str, str]:
     with running_server(path) as (url, _), sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=exe, args=FLAGS)
 
-        def login(name: str):  # noqa: ANN202
+        def login(name: str, path: str, ready: str):  # noqa: ANN202
+            """A browser context of its own for ``name``: open their login link, then ``path``."""
             ctx = browser.new_context(viewport={"width": 1360, "height": 860})
             page = ctx.new_page()
             page.on("console", lambda m: problems.append(f"{name} {m.type}: {m.text}") if m.type == "error" else None)
@@ -64,12 +65,14 @@ def run_flow(path: Path, shots: Path, tag: str) -> tuple[str, str]:
             page.goto(f"{url}/#token={tokens[name]}")
             page.wait_for_selector("#hello:has-text('Signed in as')")
             assert "#token" not in page.url  # the token leaves the address bar
+            if path != "/":
+                page.goto(url + path)
+            page.wait_for_selector(ready)
             return page
 
         try:
             # annotator 1: the index, then the first dialogue; a chip seeks the video; accept with `a`
-            a1 = login("ann1")
-            a1.wait_for_selector("#items tr")
+            a1 = login("ann1", "/", "#items tr")
             if tag == "sample":
                 a1.screenshot(path=str(shots / "review-index.png"))
             a1.click("text=Start annotating")
@@ -91,14 +94,13 @@ def run_flow(path: Path, shots: Path, tag: str) -> tuple[str, str]:
             assert a1.locator("#help").is_visible()
             a1.keyboard.press("Escape")
             a1.locator("#player").evaluate("v => v.pause()")
+            a1.wait_for_function("() => document.getElementById('player').readyState >= 2")
             a1.screenshot(path=str(shots / f"review-annotate{'' if tag == 'sample' else '-' + tag}.png"))
             a1.keyboard.press("a")
             a1.wait_for_function(SAVED, arg=item_id + ':accept')
 
             # annotator 2 gets the same dialogue, blind to annotator 1; revises a checklist question
-            a2 = login("ann2")
-            a2.goto(f"{url}/annotate")
-            a2.wait_for_selector("#rounds .round.scored")
+            a2 = login("ann2", "/annotate", "#rounds .round.scored")
             assert a2.locator("#meta .item-id").inner_text() == item_id
             assert "ann1" not in a2.locator("body").inner_text()
             a2.keyboard.press("r")
@@ -110,13 +112,11 @@ def run_flow(path: Path, shots: Path, tag: str) -> tuple[str, str]:
             a2.wait_for_function(SAVED, arg=item_id + ':revise')
 
             # the senior sees both side by side with the diff and takes the revision
-            lead = login("lead")
-            lead.goto(f"{url}/senior")
-            lead.wait_for_selector("#diff .diff-row")
+            lead = login("lead", "/senior", "#diff .diff-row")
             assert lead.locator("#case-head .item-id").inner_text() == item_id
             assert lead.locator(".review-card").count() == 2
             assert "(checked against the video)" in lead.locator("#diff ins").first.inner_text()
-            lead.locator("#player").evaluate("v => v.pause()")
+            lead.wait_for_function("() => document.getElementById('player').readyState >= 2")
             lead.screenshot(path=str(shots / f"review-senior{'' if tag == 'sample' else '-' + tag}.png"))
             lead.click("#take-b")
             lead.wait_for_function(SAVED, arg=item_id + ':revise')

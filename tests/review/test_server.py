@@ -64,7 +64,7 @@ def test_concurrent_annotators_and_a_killed_server_lose_nothing(sample: Path) ->
 
 
 def test_range_request_through_the_real_server(sample: Path) -> None:
-    with running_server(sample) as (url, _), httpx.Client(base_url=url, timeout=10) as c:
+    with running_server(sample) as (url, proc), httpx.Client(base_url=url, timeout=10) as c:
         iid = c.get("/api/next", headers=who("a")).json()["id"]
         d = c.get(item_url(iid), headers=who("a")).json()
         size = (sample / "videos" / f"{d['video']}.mp4").stat().st_size
@@ -73,3 +73,4 @@ def test_range_request_through_the_real_server(sample: Path) -> None:
         assert r.content == (sample / "videos" / f"{d['video']}.mp4").read_bytes()[-50:]
         assert c.get(d["video_url"], headers={"Range": f"bytes={size + 10}-"}).status_code == 416
         assert c.get("/", headers={"Host": "attacker.example"}).status_code == 421
+    assert proc.returncode == 0  # Ctrl-C stops the server cleanly

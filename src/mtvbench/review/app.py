@@ -74,7 +74,8 @@ from mtvbench.util.jsonio import loads_strict
 MAX_BODY = 512 * 1024
 #: how long a signed video URL stays valid
 MEDIA_TTL_S = 12 * 3600
-PAGES = ("index", "annotate", "senior", "progress")
+#: page -> its title; each page's <main> is in static/<page>.html, wrapped in static/layout.html
+PAGES = {"index": "Start", "annotate": "Annotate", "senior": "Senior", "progress": "Progress"}
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 _CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; "
         "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -332,8 +333,10 @@ def create_app(source: ReviewSource, store: ReviewStore, *, require_tokens: bool
     registered (set when listening beyond loopback). ``trusted_hosts``: Host names served
     (None: any; the command line passes the loopback names in open mode)."""
     state = ReviewApp(source, store, require_tokens=require_tokens)
-    pages = {name: resources.files("mtvbench.review").joinpath("static", f"{name}.html").read_text("utf-8")
-             for name in PAGES}
+    static = resources.files("mtvbench.review").joinpath("static")
+    layout = static.joinpath("layout.html").read_text("utf-8")
+    pages = {name: layout.replace("@TITLE@", title).replace("@PAGE@", name).replace(
+        "@BODY@", static.joinpath(f"{name}.html").read_text("utf-8")) for name, title in PAGES.items()}
 
     def caller(request: Request) -> Principal:
         state.reload()

@@ -71,5 +71,7 @@ def serve(source: ReviewSource, store: ReviewStore, host: str = "127.0.0.1", por
         on_ready(url_of(host, actual) + "/")
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how the server is meant to stop; every decision is already stored
     finally:
         sock.close()

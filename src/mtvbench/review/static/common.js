@@ -212,6 +212,7 @@ const MTV = (() => {
   // The top bar's "signed in as"; sends people without a session to the start page.
   async function requireSession() {
     takeTokenFromUrl();
+    for (const a of document.querySelectorAll("header.top nav a")) a.classList.toggle("active", a.pathname === location.pathname);
     const me = await session();
     const slot = document.getElementById("me");
     if (!me.name) {
