@@ -152,17 +152,23 @@ def test_compare_every_format(runs, fmt):
 
 
 def test_review_status_hostile_annotators_and_long_ids(tmp_path):
-    from mtvbench.construct.export import Annotation, ReviewItem, ReviewQueue, save_queue
+    from mtvbench.construct.export import ReviewItem, ReviewQueue, record_review, save_queue
     from mtvbench.construct.workspace import Workspace
 
     ids = [f"a_video_with_a_rather_long_file_name_2024_05_{i:02d}/unit_000{i}/proactive_interaction"
            for i in range(3)]
     q = ReviewQueue(items={i: ReviewItem(
         id=i, task="proactive_interaction", video="v", event="0", unit="u", kind="cross", ranges=[(0.0, 1.0)],
-        rounds=[], content_hash="h",
-        annotations=[Annotation(annotator=MARKUP, decision="accept"), Annotation(annotator=NAME, decision="reject")])
-        for i in ids})
-    save_queue(Workspace(tmp_path), q)
+        rounds=[], content_hash="h") for i in ids})
+    ws = Workspace(tmp_path)
+    save_queue(ws, q)
+    for i in ids:  # decisions live in the review store; names there are checked (markup is refused)
+        record_review(ws, i, "ann.one", "accept")
+        record_review(ws, i, "ann-two", "reject")
+    bad = runner.invoke(app, ["build", "review", "record", "-w", str(tmp_path), "--id", ids[0], "--annotator",
+                              NAME, "--decision", "accept"])
+    assert bad.exit_code == 2 and "[/x]" in bad.output and "Traceback" not in bad.output
+    assert not any(c in bad.output for c in RAW_CONTROLS)  # the refused name is shown, control codes escaped
     for columns in ("80", "120"):
         r = runner.invoke(app, ["build", "review", "status", "-w", str(tmp_path), "--format", "table"],
                           env={"COLUMNS": columns})
@@ -170,10 +176,10 @@ def test_review_status_hostile_annotators_and_long_ids(tmp_path):
         lines = r.stdout.splitlines()
         assert all(any(i in line for line in lines) for i in ids)  # every id whole on one line
         assert all(len(line) <= int(columns) for line in lines)
-        assert "[/x]" in r.stdout and "needs_adjudication" in r.stdout
+        assert "ann.one:accept" in r.stdout and "needs adjudication: 3" in r.stdout
         assert not any(c in r.stdout for c in RAW_CONTROLS)
     md = runner.invoke(app, ["build", "review", "status", "-w", str(tmp_path)], env={"COLUMNS": "80"})
     rows = markdown_rows(md.stdout)
     assert len(rows) == 5 and len({len(x) for x in rows}) == 1 and rows[2][0] == ids[0].replace("_", "\\_")
     js = json.loads(runner.invoke(app, ["build", "review", "status", "-w", str(tmp_path), "--format", "json"]).stdout)
-    assert js["counts"]["needs_adjudication"] == 3 and js["items"][0]["annotations"][1]["annotator"] == NAME
+    assert js["counts"]["needs_adjudication"] == 3 and js["items"][0]["annotations"][1]["annotator"] == "ann-two"

@@ -7,6 +7,7 @@
 - :mod:`mtvbench.cli.models`: ``models``.
 - :mod:`mtvbench.cli.construct`: ``build ...`` (construction, paper §3.2).
 - :mod:`mtvbench.cli.data`: ``download`` (the Hub), ``cache info|clear``, and the dataset argument.
+- :mod:`mtvbench.cli.review`: ``review ...`` (the human-verification web app).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from mtvbench.cli import analyses, data, evaluate, models
+from mtvbench.cli import analyses, data, evaluate, models, review
 from mtvbench.cli.common import new_app, version_callback
 from mtvbench.cli.construct import build_app
 
@@ -37,6 +38,7 @@ app.command("models")(models.models_command)
 app.add_typer(build_app, name="build", help="Construct a benchmark from raw videos (paper §3.2).")
 app.command("download")(data.download)
 app.add_typer(data.cache_app, name="cache", help="Look into and clear the frame and scene caches.")
+app.add_typer(review.review_app, name="review", help="Human verification in the browser (paper §3.2).")
 
 #: kept for callers of the earlier module layout
 parse_options = evaluate.parse_options

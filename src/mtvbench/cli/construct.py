@@ -23,7 +23,8 @@ from mtvbench.extras import require_build
 from mtvbench.report.tables import Col, TextTable, Value
 
 build_app = new_app("Build MT-Video-Bench-style dialogues from raw videos (paper §3.2).")
-review_app = new_app("Human verification: two annotators per dialogue, a senior adjudicates.")
+review_app = new_app("Human verification: two annotators per dialogue, a senior adjudicates "
+                     "(decisions in WS/review.sqlite, shared with `mtvbench review serve`).")
 build_app.add_typer(review_app, name="review")
 
 WS = Annotated[Path, typer.Option("--workspace", "-w", help="Build workspace folder (created if missing).")]
@@ -189,7 +190,8 @@ def review_record(workspace: WS, item: Annotated[str, typer.Option("--id", help=
 def _review_action(action: Any, workspace: Path, item: str, who: str, decision: str, note: str) -> None:
     """Record one annotator's or the senior's decision; bad input is one clear error."""
     if decision not in ("accept", "reject"):
-        fail("--decision must be accept or reject")
+        fail(f"--decision must be accept or reject, got {decision!r} (a revision with edited text is made in "
+             "the web app: mtvbench review serve WS)")
     status = action(Workspace(workspace), item, who, decision, note)
     say(f"{item}: {status}")
 

@@ -14,20 +14,20 @@ dialogue in unit order, so they do not change when an export is restricted to ac
 dialogues.
 
 **Human verification** (paper §3.2): ``WS/review_queue.json`` holds one item per generated
-dialogue (its rounds and checklists, a content hash, the annotators' decisions and the
-adjudication). Each dialogue is reviewed by two annotators (:func:`record_review`); when
-they agree that is the outcome, when they disagree a senior annotator decides
-(:func:`adjudicate`). Re-exporting keeps decisions for dialogues whose content has not
-changed. ``accepted_only=True`` exports only dialogues whose status is ``accepted``.
+dialogue (its rounds and checklists and a content hash); the decisions are in the review store
+``WS/review.sqlite`` (:mod:`mtvbench.review`), shared by ``mtvbench review serve`` (the web
+app) and :func:`record_review` / :func:`adjudicate` (``mtvbench build review``). Each dialogue
+is reviewed by two annotators; when they agree that is the outcome, when they disagree (or
+both revised) a senior annotator decides. Re-exporting keeps decisions for dialogues whose
+content has not changed. ``accepted_only=True`` exports only dialogues whose status is
+``accepted``, ``drop_rejected=True`` leaves out rejected ones; a senior's revision is applied
+to what is exported (the review queue keeps the generated text).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
@@ -44,12 +44,19 @@ from mtvbench.construct.records import (
     VideoRecord,
 )
 from mtvbench.construct.workspace import Workspace
-from mtvbench.data.schema import TASKS, ChecklistItem, Task
-from mtvbench.errors import MtvbenchError
-
-Decision = Literal["accept", "reject"]
-Status = Literal["pending", "accepted", "rejected", "needs_adjudication"]
-
+from mtvbench.data.schema import TASKS, Task
+from mtvbench.review.model import (  # noqa: F401 - the review records, re-exported for callers of this module
+    Annotation,
+    Decision,
+    ReviewError,
+    ReviewItem,
+    ReviewQueue,
+    Status,
+    UnknownItemError,
+    content_hash,
+)
+from mtvbench.review.source import QUEUE_NAME, read_queue_file
+from mtvbench.review.store import STORE_NAME, ReviewStore
 
 # ------------------------------------------------------------------ metadata
 
@@ -84,105 +91,61 @@ class BuildMetadata(BaseModel):
 
 
 # ------------------------------------------------------------------ review queue
-
-
-class Annotation(BaseModel):
-    annotator: str
-    decision: Decision
-    note: str = ""
-    at: str = ""
-
-
-class ReviewItem(BaseModel):
-    id: str  # "<video>/<unit>/<task>": stable across exports
-    task: Task
-    video: str
-    event: str
-    unit: str
-    kind: Literal["single", "cross"]
-    ranges: list[tuple[float, float]]
-    rounds: list[dict[str, str | None]]
-    checklists: dict[int, list[ChecklistItem]] = Field(default_factory=dict)
-    content_hash: str
-    annotations: list[Annotation] = Field(default_factory=list)
-    adjudication: Annotation | None = None
-
-    @property
-    def status(self) -> Status:
-        if self.adjudication is not None:
-            return "accepted" if self.adjudication.decision == "accept" else "rejected"
-        if len(self.annotations) < 2:
-            return "pending"
-        a, b = self.annotations[0].decision, self.annotations[1].decision
-        if a != b:
-            return "needs_adjudication"
-        return "accepted" if a == "accept" else "rejected"
-
-
-class ReviewQueue(BaseModel):
-    items: dict[str, ReviewItem] = Field(default_factory=dict)
-
-    def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {"pending": 0, "accepted": 0, "rejected": 0, "needs_adjudication": 0}
-        for it in self.items.values():
-            out[it.status] += 1
-        return out
-
-
-class ReviewError(MtvbenchError, ValueError):
-    pass
+# The queue file holds the dialogues to review (content and content hash); the decisions live
+# in the review store ``WS/review.sqlite`` (mtvbench.review.store), which `mtvbench review serve`
+# and the `build review` commands share.
 
 
 def queue_path(ws: Workspace) -> Path:
-    return ws.root / "review_queue.json"
+    return ws.root / QUEUE_NAME
+
+
+def store_path(ws: Workspace) -> Path:
+    return ws.root / STORE_NAME
 
 
 def load_queue(ws: Workspace) -> ReviewQueue:
+    """The review queue with every item's current decisions (from the review store)."""
     p = queue_path(ws)
-    return ReviewQueue.model_validate_json(p.read_text(encoding="utf-8")) if p.exists() else ReviewQueue()
+    if not p.exists():
+        return ReviewQueue()
+    q = read_queue_file(p)
+    legacy = any(it.annotations or it.adjudication for it in q.items.values())
+    if legacy:  # decisions kept in the queue file by earlier versions: moved into the store once
+        ReviewStore(store_path(ws)).sync(list(q.items.values()))
+    if legacy or store_path(ws).exists():
+        states = ReviewStore(store_path(ws)).states({i: it.content_hash for i, it in q.items.items()})
+        for i, it in q.items.items():
+            it.annotations, it.adjudication = states[i].reviews, states[i].adjudication
+    return q
 
 
 def save_queue(ws: Workspace, q: ReviewQueue) -> None:
-    atomic_write_json(queue_path(ws), q.model_dump(mode="json"))
+    """Write the queue's items (content only: decisions are in the review store)."""
+    atomic_write_json(queue_path(ws), q.model_dump(mode="json", exclude={"items": {"__all__": {
+        "annotations", "adjudication"}}}))
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+def _decide(ws: Workspace, item_id: str, who: str, decision: str, note: str, senior: bool) -> Status:
+    q = read_queue_file(queue_path(ws)) if queue_path(ws).exists() else ReviewQueue()
+    it = q.items.get(item_id)
+    if it is None:
+        raise UnknownItemError(f"no dialogue {item_id!r} in the review queue of {ws.root}",
+                               hint="`mtvbench build review status -w WS` lists the ids")
+    store = ReviewStore(store_path(ws))
+    store.sync(list(q.items.values()))
+    act = store.adjudicate if senior else store.record
+    return act(it, who, decision, [], note).status
 
 
 def record_review(ws: Workspace, item_id: str, annotator: str, decision: Decision, note: str = "") -> Status:
     """One annotator's decision (an annotator's later decision replaces their earlier one)."""
-    q = load_queue(ws)
-    it = q.items.get(item_id)
-    if it is None:
-        raise ReviewError(f"no dialogue {item_id!r} in the review queue")
-    existing = next((a for a in it.annotations if a.annotator == annotator), None)
-    if existing is None and len(it.annotations) >= 2:
-        raise ReviewError(f"{item_id} already has two annotators "
-                          f"({', '.join(a.annotator for a in it.annotations)}); "
-                          "a senior annotator decides disagreements with `review adjudicate`")
-    mine = Annotation(annotator=annotator, decision=decision, note=note, at=_now())
-    if existing is None:
-        it.annotations.append(mine)
-    else:
-        it.annotations = [mine if a.annotator == annotator else a for a in it.annotations]
-    save_queue(ws, q)
-    return it.status
+    return _decide(ws, item_id, annotator, decision, note, senior=False)
 
 
 def adjudicate(ws: Workspace, item_id: str, senior: str, decision: Decision, note: str = "") -> Status:
     """The senior annotator's final decision on a dialogue the two annotators disagree on."""
-    q = load_queue(ws)
-    it = q.items.get(item_id)
-    if it is None:
-        raise ReviewError(f"no dialogue {item_id!r} in the review queue")
-    if it.status != "needs_adjudication" and it.adjudication is None:
-        raise ReviewError(f"{item_id} is {it.status}: adjudication is only for disagreements")
-    if senior in {a.annotator for a in it.annotations}:
-        raise ReviewError(f"{senior} annotated {item_id}; the senior annotator must be someone else")
-    it.adjudication = Annotation(annotator=senior, decision=decision, note=note, at=_now())
-    save_queue(ws, q)
-    return it.status
+    return _decide(ws, item_id, senior, decision, note, senior=True)
 
 
 # ------------------------------------------------------------------ export
@@ -196,10 +159,6 @@ class ExportReport(BaseModel):
     videos: list[str] = Field(default_factory=list)
     skipped_videos: dict[str, str] = Field(default_factory=dict)
     review: dict[str, int] = Field(default_factory=dict)
-
-
-def _hash(obj: object) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _place_video(src: Path, dst: Path, mode: str) -> None:
@@ -221,8 +180,8 @@ def _place_video(src: Path, dst: Path, mode: str) -> None:
 
 
 def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = None, *,
-                   accepted_only: bool = False, video_mode: Literal["copy", "link", "symlink"] = "copy"
-                   ) -> ExportReport:
+                   accepted_only: bool = False, video_mode: Literal["copy", "link", "symlink"] = "copy",
+                   drop_rejected: bool = False) -> ExportReport:
     out = Path(out) if out is not None else ws.root / "dataset"
     report = ExportReport(out=str(out))
     queue = load_queue(ws)
@@ -252,15 +211,16 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
             rounds = [{"User": r.user, "Assistant": r.assistant, "Ability": r.ability} for r in d.rounds]
             ck = (cks.checklists.get(key, {}) if cks else {})
             item_id = f"{v.name}/{d.unit}/{d.task.value}"
-            h = _hash({"rounds": rounds, "checklists": {str(k): [i.model_dump() for i in v_] for k, v_ in ck.items()}})
+            h = content_hash(rounds, ck)
             old = queue.items.get(item_id)
             item = ReviewItem(id=item_id, task=d.task, video=v.name, event=str(event), unit=d.unit, kind=unit.kind,
                               ranges=unit.ranges, rounds=[dict(r) for r in rounds], checklists=ck, content_hash=h)
             if old is not None and old.content_hash == h:
                 item.annotations, item.adjudication = old.annotations, old.adjudication
             queue.items[item_id] = item
-            if accepted_only and item.status != "accepted":
+            if (accepted_only and item.status != "accepted") or (drop_rejected and item.status == "rejected"):
                 continue
+            rounds, ck = item.final_content()  # a senior's revision applied
             mtqa[d.task].setdefault(v.name, []).append(
                 {"event_index": event, "mtqa": {f"Round {r.index}": rd for r, rd in zip(d.rounds, rounds)}})
             entries = [entry_from_items(k, items) for k, items in sorted(ck.items())]

@@ -1,0 +1,434 @@
+"""The review web app (Starlette): annotator, senior and progress pages over a JSON API.
+
+JSON API (every answer is JSON; errors are ``{"error": "..."}`` with an HTTP status)::
+
+    GET  /api/session                 who you are ({name, role}), the mode, the source
+    GET  /api/items[?task=&status=]   [{id, video, task, event, status, mine, decisions}]
+    GET  /api/items/{id}[?claim=1]    one dialogue: rounds, checklists, video URL, time ranges, your decision;
+                                      claim=1 hands it to you (starts your clock) when a slot is free
+    POST /api/items/{id}/review       {annotator, decision, edits, comment, content_hash}
+    POST /api/items/{id}/adjudicate   {senior, decision, edits, comment, content_hash}
+    GET  /api/next[?after=ID]         {id}: the next dialogue for you (claimed for you); null when none is left
+    GET  /api/progress                done / open per annotator and task, Cohen's kappa per task, time per item
+    GET  /media/{video}?u=&exp=&sig=  the video file with range requests (URLs come signed from /api/items/{id})
+
+Who is asking: with users registered (``mtvbench review add-user``), or whenever the app
+listens on a non-loopback address, every API call carries ``Authorization: Bearer TOKEN``
+and the token decides the name and role. On loopback without users ("open mode") the
+pages send the name the person typed (``X-Review-User``, URL-encoded, and ``X-Review-Role``).
+A decision's ``annotator``/``senior`` must be the caller; only seniors adjudicate. No cookie
+is used, so another site cannot post for a signed-in annotator (and a JSON body or a custom
+header forces a CORS preflight that this app never grants); in open mode the Host header
+must be a loopback name (DNS rebinding). An annotator never sees the other annotator's
+decision: only a senior who is not one of the item's annotators sees both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import mimetypes
+import secrets
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mtvbench.construct.records import hms
+from mtvbench.data.schema import is_model_turn
+from mtvbench.errors import InputError, MtvbenchError
+from mtvbench.review.diffs import compare
+from mtvbench.review.model import (
+    EDITS_MAX,
+    ROLES,
+    TEXT_MAX,
+    Decision,
+    Edit,
+    PersonName,
+    ReviewConflictError,
+    ReviewError,
+    ReviewItem,
+    UnknownItemError,
+    check_name,
+)
+from mtvbench.review.progress import compute_progress
+from mtvbench.review.source import ReviewSource
+from mtvbench.review.store import ItemState, Principal, ReviewStore
+from mtvbench.review.timecodes import ranges_in, segments
+from mtvbench.util.jsonio import loads_strict
+
+#: largest request body (a decision with edits of a long dialogue fits many times)
+MAX_BODY = 512 * 1024
+#: how long a signed video URL stays valid
+MEDIA_TTL_S = 12 * 3600
+#: page -> its title; each page's <main> is in static/<page>.html, wrapped in static/layout.html
+PAGES = {"index": "Start", "annotate": "Annotate", "senior": "Senior", "progress": "Progress"}
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; "
+        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+_SECURITY_HEADERS = {"content-security-policy": _CSP, "x-content-type-options": "nosniff",
+                     "referrer-policy": "no-referrer", "x-frame-options": "DENY",
+                     "cross-origin-opener-policy": "same-origin", "cross-origin-resource-policy": "same-origin"}
+
+
+class DecisionBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Decision
+    edits: list[Edit] = Field(default_factory=list, max_length=EDITS_MAX)
+    comment: str = Field(default="", max_length=TEXT_MAX)
+    content_hash: str | None = Field(default=None, max_length=64)
+
+
+class ReviewBody(DecisionBody):
+    annotator: PersonName
+
+
+class AdjudicateBody(DecisionBody):
+    senior: PersonName
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def host_name(host_header: str) -> str:
+    """The host of a Host header without its port (``[::1]:8765`` -> ``::1``)."""
+    h = host_header.strip().lower()
+    if h.startswith("["):
+        return h[1:h.index("]")] if "]" in h else h
+    return h.rsplit(":", 1)[0] if h.count(":") == 1 else h
+
+
+class _Guard:
+    """Security headers on every answer; in open mode only loopback Host names are served."""
+
+    def __init__(self, app: ASGIApp, trusted_hosts: frozenset[str] | None):
+        self.app = app
+        self.trusted = trusted_hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.trusted is not None and host_name(Headers(scope=scope).get("host", "")) not in self.trusted:
+            await PlainTextResponse("unknown Host: open the app through 127.0.0.1 or localhost", 421)(
+                scope, receive, send)
+            return
+        api = scope["path"].startswith("/api/")
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for k, v in _SECURITY_HEADERS.items():
+                    headers.setdefault(k, v)
+                if api:
+                    headers["cache-control"] = "no-store"
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class ReviewApp:
+    """The state behind the app: the source's items (reloaded when its files change) and the store."""
+
+    def __init__(self, source: ReviewSource, store: ReviewStore, *, require_tokens: bool = False):
+        self.source = source
+        self.store = store
+        self.require_tokens = require_tokens
+        self.secret = secrets.token_bytes(32)
+        self.items: dict[str, ReviewItem] = {}
+        self.videos: dict[str, Path] = {}
+        self.source_error: str | None = None
+        self._fp: object = None
+        self._lock = threading.Lock()
+        self.reload(force=True)
+
+    # ------------------------------------------------------------------ items
+    def reload(self, force: bool = False) -> None:
+        """Re-read the source when its files changed (a re-export while the app runs)."""
+        fp = self.source.fingerprint()
+        if not force and fp == self._fp:
+            return
+        with self._lock:
+            if not force and fp == self._fp:
+                return
+            try:
+                items = self.source.load()
+                self.store.sync(items)
+            except MtvbenchError as e:
+                if force:
+                    raise
+                self.source_error, self._fp = str(e), fp  # keep serving what was loaded before
+                return
+            self.items = {it.id: it for it in items}
+            self.videos = self.source.videos()
+            self.source_error, self._fp = None, fp
+
+    def item(self, item_id: str) -> ReviewItem:
+        it = self.items.get(item_id)
+        if it is None:
+            raise UnknownItemError(f"no dialogue {item_id!r} under review")
+        return it
+
+    # ------------------------------------------------------------------ who
+    def token_mode(self) -> bool:
+        return self.require_tokens or self.store.has_users()
+
+    def who(self, request: Request) -> Principal:
+        if self.token_mode():
+            scheme, _, token = request.headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise ApiError(401, "sign in with your login link (the annotation lead makes one with "
+                                    "`mtvbench review add-user`)")
+            p = self.store.authenticate(token.strip())
+            if p is None:
+                raise ApiError(401, "unknown or revoked token: ask the annotation lead for a new login link")
+            return p
+        raw = request.headers.get("x-review-user", "")
+        if not raw:
+            raise ApiError(401, "say who you are: enter your name on the start page")
+        role = request.headers.get("x-review-role", "annotator")
+        if role not in ROLES:
+            raise ApiError(401, f"role must be one of {', '.join(ROLES)}")
+        try:
+            return Principal(name=check_name(unquote(raw)), role=role)  # type: ignore[arg-type]
+        except ReviewError as e:
+            raise ApiError(401, e.message) from None
+
+    # ------------------------------------------------------------------ views
+    @staticmethod
+    def sees_others(st: ItemState, me: Principal) -> bool:
+        """Only a senior who neither decided nor opened the item as an annotator sees both decisions."""
+        return me.role == "senior" and me.name not in st.claims and st.review_of(me.name) is None
+
+    def visible_status(self, st: ItemState, me: Principal) -> str:
+        s = st.status
+        return s if self.sees_others(st, me) or s != "needs_adjudication" else "pending"
+
+    def media_url(self, video: str, me: Principal) -> str | None:
+        path = self.videos.get(video)
+        if path is None or not path.is_file():
+            return None
+        exp = int(time.time()) + MEDIA_TTL_S
+        return f"/media/{quote(video)}?u={quote(me.name)}&exp={exp}&sig={self._sign(video, me.name, exp)}"
+
+    def _sign(self, video: str, who: str, exp: int) -> str:
+        return hmac.new(self.secret, f"{video}\x00{who}\x00{exp}".encode(), hashlib.sha256).hexdigest()
+
+    def media_allowed(self, video: str, who: str, exp: str, sig: str) -> bool:
+        if not exp.isdigit() or int(exp) < time.time() or len(sig) != 64:
+            return False
+        return hmac.compare_digest(self._sign(video, who, int(exp)), sig)
+
+    def summary(self, it: ReviewItem, st: ItemState, me: Principal) -> dict[str, Any]:
+        mine = st.review_of(me.name)
+        return {"id": it.id, "video": it.video, "task": it.task.value, "task_label": it.task.label, "event": it.event,
+                "kind": it.kind, "status": self.visible_status(st, me), "mine": mine.decision if mine else None,
+                "decisions": len(st.reviews)}
+
+    def detail(self, it: ReviewItem, st: ItemState, me: Principal) -> dict[str, Any]:
+        rounds = []
+        texts: list[str] = []
+        for k, r in enumerate(it.rounds, 1):
+            user, assistant, ability = r.get("User") or "", r.get("Assistant") or "", r.get("Ability")
+            model_turn = is_model_turn(it.task, ability)
+            checklist = it.checklists.get(k, [])
+            texts += [user, assistant]
+            rounds.append({"index": k, "ability": ability, "model_turn": model_turn,
+                           "scored": model_turn and bool(checklist), "user": user, "assistant": assistant,
+                           "user_segments": [s.model_dump() for s in segments(user)],
+                           "assistant_segments": [s.model_dump() for s in segments(assistant)],
+                           "ranges": [list(x) for x in ranges_in(user) + ranges_in(assistant)],
+                           "checklist": [c.model_dump() for c in checklist]})
+        ranges: list[tuple[float, float]] = []
+        for a, b in list(it.ranges) + [x for t in texts for x in ranges_in(t)]:
+            if (a, b) not in ranges:
+                ranges.append((a, b))
+        ranges.sort()
+        out = self.summary(it, st, me) | {
+            "unit": it.unit, "content_hash": it.content_hash, "video_url": self.media_url(it.video, me),
+            "ranges": [{"start": a, "end": b, "label": f"{hms(a)}–{hms(b)}"} for a, b in ranges],
+            "rounds": rounds, "mine": _ann(st.review_of(me.name)), "reviews": None, "diff": None,
+            "adjudication": None, "claimed": me.name in st.claims}
+        if self.sees_others(st, me):
+            out["reviews"] = [_ann(r) for r in st.reviews]
+            out["adjudication"] = _ann(st.adjudication)
+            if len(st.reviews) >= 2:
+                out["diff"] = [d.model_dump() for d in compare(it, st.reviews[0], st.reviews[1])]
+        return out
+
+
+def _ann(a: Any) -> dict[str, Any] | None:
+    return a.model_dump(mode="json") if a is not None else None
+
+
+async def _read_json(request: Request, model: type[BaseModel]) -> Any:
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        raise ApiError(415, "send the decision as JSON (Content-Type: application/json)")
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_BODY:
+        raise ApiError(413, f"request body larger than {MAX_BODY // 1024} KiB")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise ApiError(413, f"request body larger than {MAX_BODY // 1024} KiB")
+    try:
+        data = loads_strict(bytes(body).decode("utf-8"), "request body")
+    except UnicodeDecodeError:
+        raise ApiError(400, "request body is not UTF-8") from None
+    except InputError as e:
+        raise ApiError(400, e.message) from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"]) or "body"
+        raise ApiError(422, f"{loc}: {first['msg']}") from None
+
+
+_STATUS = {UnknownItemError: 404, ReviewConflictError: 409, ReviewError: 422}
+
+
+def _endpoint(handler: Callable[[Request, Any], dict[str, Any]], body: type[BaseModel] | None = None
+              ) -> Callable[[Request], Awaitable[Response]]:
+    """An async endpoint: read and validate the body, run ``handler`` in a worker thread, answer JSON."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            parsed = await _read_json(request, body) if body is not None else None
+            return JSONResponse(await run_in_threadpool(handler, request, parsed))
+        except ApiError as e:
+            return JSONResponse({"error": e.message}, status_code=e.status)
+        except ReviewError as e:
+            code = next((c for t, c in _STATUS.items() if isinstance(e, t)), 422)
+            return JSONResponse({"error": str(e)}, status_code=code)
+        except MtvbenchError as e:
+            return JSONResponse({"error": str(e)}, status_code=503)
+
+    return endpoint
+
+
+def create_app(source: ReviewSource, store: ReviewStore, *, require_tokens: bool = False,
+               trusted_hosts: frozenset[str] | set[str] | None = None) -> Starlette:
+    """The ASGI app. ``require_tokens``: refuse callers without a token even when no user is
+    registered (set when listening beyond loopback). ``trusted_hosts``: Host names served
+    (None: any; the command line passes the loopback names in open mode)."""
+    state = ReviewApp(source, store, require_tokens=require_tokens)
+    static = resources.files("mtvbench.review").joinpath("static")
+    layout = static.joinpath("layout.html").read_text("utf-8")
+    pages = {name: layout.replace("@TITLE@", title).replace("@PAGE@", name).replace(
+        "@BODY@", static.joinpath(f"{name}.html").read_text("utf-8")) for name, title in PAGES.items()}
+
+    def caller(request: Request) -> Principal:
+        state.reload()
+        return state.who(request)
+
+    def session(request: Request, _: None) -> dict[str, Any]:
+        """Who the caller is; ``name`` is null (with ``error`` saying why) when they are not signed in."""
+        out: dict[str, Any] = {"name": None, "role": None, "mode": "token" if state.token_mode() else "open",
+                               "source": {"kind": source.kind, "name": source.root.name}, "items": len(state.items),
+                               "source_error": state.source_error}
+        try:
+            me = caller(request)
+        except ApiError as e:
+            return out | {"error": e.message}
+        return out | {"name": me.name, "role": me.role}
+
+    def list_items(request: Request, _: None) -> dict[str, Any]:
+        me = caller(request)
+        states = store.states({i: it.content_hash for i, it in state.items.items()})
+        task, status = request.query_params.get("task"), request.query_params.get("status")
+        rows = [state.summary(it, states[i], me) for i, it in state.items.items()]
+        rows = [r for r in rows if (not task or r["task"] == task) and (not status or r["status"] == status)]
+        return {"items": rows}
+
+    def get_item(request: Request, _: None) -> dict[str, Any]:
+        me = caller(request)
+        it = state.item(request.path_params["id"])
+        if request.query_params.get("claim") == "1":
+            store.claim(it.id, me.name)
+        return state.detail(it, store.state(it.id, it.content_hash), me)
+
+    def review(request: Request, body: ReviewBody) -> dict[str, Any]:
+        me = caller(request)
+        if body.annotator != me.name:
+            raise ApiError(403, f"you are signed in as {me.name}; you cannot record a decision for {body.annotator}")
+        it = state.item(request.path_params["id"])
+        st = store.record(it, me.name, body.decision, body.edits, body.comment, expected_hash=body.content_hash,
+                          require_reason=True)
+        return {"id": it.id, "status": state.visible_status(st, me), "mine": _ann(st.review_of(me.name))}
+
+    def adjudicate(request: Request, body: AdjudicateBody) -> dict[str, Any]:
+        me = caller(request)
+        if me.role != "senior":
+            raise ApiError(403, f"{me.name} is an annotator; only a senior annotator adjudicates")
+        if body.senior != me.name:
+            raise ApiError(403, f"you are signed in as {me.name}; you cannot adjudicate as {body.senior}")
+        it = state.item(request.path_params["id"])
+        st = store.adjudicate(it, me.name, body.decision, body.edits, body.comment, expected_hash=body.content_hash,
+                              require_reason=True)
+        return {"id": it.id, "status": st.status, "adjudication": _ann(st.adjudication)}
+
+    def next_item(request: Request, _: None) -> dict[str, Any]:
+        me = caller(request)
+        return {"id": store.next_for(me.name, request.query_params.get("after"))}
+
+    def progress(request: Request, _: None) -> dict[str, Any]:
+        caller(request)
+        return compute_progress(store.rows(), store.states(), store.users()).model_dump(mode="json")
+
+    async def media(request: Request) -> Response:
+        name = request.path_params["name"]
+        q = request.query_params
+        path = state.videos.get(name)
+        if path is None or not state.media_allowed(name, q.get("u", ""), q.get("exp", ""), q.get("sig", "")):
+            return PlainTextResponse("not found", 404)
+        if not path.is_file():
+            return PlainTextResponse("video file missing", 404)
+        ctype = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        return FileResponse(path, media_type=ctype, headers={"cache-control": "private, max-age=3600"})
+
+    def page(name: str) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            return HTMLResponse(pages[name], headers={"cache-control": "no-cache"})
+
+        return endpoint
+
+    routes = [
+        Route("/", page("index")),
+        Route("/annotate", page("annotate")),
+        Route("/senior", page("senior")),
+        Route("/progress", page("progress")),
+        Route("/api/session", _endpoint(session)),
+        Route("/api/items", _endpoint(list_items)),
+        Route("/api/items/{id:path}/review", _endpoint(review, ReviewBody), methods=["POST"]),
+        Route("/api/items/{id:path}/adjudicate", _endpoint(adjudicate, AdjudicateBody), methods=["POST"]),
+        Route("/api/items/{id:path}", _endpoint(get_item)),
+        Route("/api/next", _endpoint(next_item)),
+        Route("/api/progress", _endpoint(progress)),
+        Route("/media/{name:path}", media),
+        Mount("/static", app=StaticFiles(packages=[("mtvbench.review", "static")]), name="static"),
+    ]
+    app = Starlette(routes=routes)
+    app.state.review = state
+    app.add_middleware(_Guard, trusted_hosts=frozenset(trusted_hosts) if trusted_hosts is not None else None)
+    return app

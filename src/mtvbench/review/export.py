@@ -1,0 +1,217 @@
+"""``mtvbench review export``: the reviewed dataset in the released layout, plus its audit trail.
+
+What is written (``--out DIR``)::
+
+    mtqa/<task>.json, checklist/<task>_CheckList.json   every kept dialogue, the final revision applied
+    videos/<video>.<ext>                                 the videos of kept dialogues (hard links by default)
+    metadata.json                                        the kept dialogues' entries (when the source has one)
+    review.json                                          the audit trail (see :class:`Audit`)
+
+Kept: every dialogue that is not rejected; with ``accepted_only`` only the accepted ones
+(both annotators accepted, or the senior accepted or revised). A build workspace is
+exported through :func:`mtvbench.construct.export.export_dataset` (the same files as
+``mtvbench build export``, with the review applied); a dataset folder is rewritten from
+its own files. The export is assembled in a hidden folder beside ``DIR`` and moved into
+place at the end, so a failed export leaves nothing half-written; ``DIR`` must be empty,
+new, or an earlier review export (it is replaced).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from mtvbench.checklists.generator import entry_from_items
+from mtvbench.data.schema import TASKS, Task
+from mtvbench.errors import OutputError
+from mtvbench.review.model import Annotation, ReviewItem
+from mtvbench.review.source import ReviewSource
+from mtvbench.review.store import HistoryEvent, ReviewStore, now_iso
+from mtvbench.util.files import atomic_write_text, describe_os_error, ensure_dir
+
+AUDIT_NAME = "review.json"
+VideoMode = Literal["copy", "link", "symlink"]
+
+
+class Change(BaseModel):
+    round: int
+    field: str
+    item: str | None = None
+    before: str | None
+    after: str
+
+
+class AuditItem(BaseModel):
+    id: str
+    #: the dialogue's id in the exported layout (task/video/event)
+    dialogue_id: str
+    task: Task
+    video: str
+    event: str
+    content_hash: str
+    status: str
+    exported: bool
+    reviews: list[Annotation]
+    adjudication: Annotation | None
+    #: the final revision: every field that differs from the dialogue as it was reviewed
+    changes: list[Change]
+
+
+class Audit(BaseModel):
+    """``review.json``: who decided what and when, and what changed (before/after)."""
+
+    format: Literal["mtvbench-review-audit"] = "mtvbench-review-audit"
+    version: int = 1
+    source: str
+    source_kind: str
+    exported_at: str
+    accepted_only: bool
+    #: every dialogue has a final decision (none pending or waiting for the senior)
+    complete: bool
+    counts: dict[str, int]
+    exported: int
+    items: list[AuditItem]
+    #: every decision ever recorded, in order, including replaced ones and those made on
+    #: earlier content of a dialogue (``content_hash`` differs from the item's)
+    history: list[HistoryEvent]
+
+
+class ReviewExport(BaseModel):
+    out: str
+    exported: int = 0
+    revised: int = 0
+    counts: dict[str, int] = Field(default_factory=dict)
+    videos: int = 0
+
+
+def _keep(status: str, accepted_only: bool) -> bool:
+    return status == "accepted" if accepted_only else status != "rejected"
+
+
+def _event_value(event: str) -> int | str:
+    return int(event) if event.isdigit() and str(int(event)) == event else event
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+def _write_dataset(source: ReviewSource, items: list[ReviewItem], out: Path, accepted_only: bool,
+                   video_mode: VideoMode) -> int:
+    """The released layout of the kept items of a dataset source; returns the number of videos."""
+    from mtvbench.construct.export import _place_video, load_metadata
+
+    mtqa: dict[Task, dict[str, list[dict]]] = {t: {} for t in TASKS}
+    checklists: dict[Task, dict[str, dict[str, list[dict]]]] = {t: {} for t in TASKS}
+    used: set[str] = set()
+    kept_ids: set[str] = set()
+    for it in items:
+        if not _keep(it.status, accepted_only):
+            continue
+        rounds, ck = it.final_content()
+        mtqa[it.task].setdefault(it.video, []).append(
+            {"event_index": _event_value(it.event), "mtqa": {f"Round {k}": r for k, r in enumerate(rounds, 1)}})
+        entries = [entry_from_items(k, v) for k, v in sorted(ck.items())]
+        if entries:
+            checklists[it.task].setdefault(it.video, {})[it.event] = entries
+        used.add(it.video)
+        kept_ids.add(f"{it.task.value}/{it.video}/{it.event}")
+    for t in TASKS:
+        _write_json(out / "mtqa" / f"{t.official_stem}.json", mtqa[t])
+        _write_json(out / "checklist" / f"{t.official_stem}_CheckList.json", checklists[t])
+    videos = source.videos()
+    vroot = (source.root / "videos").resolve()
+    for name in sorted(used):
+        src = videos[name]
+        _place_video(src, out / "videos" / src.relative_to(vroot), video_mode)
+    meta = load_metadata(source.root)
+    if meta is not None:
+        meta.dialogues = {k: v for k, v in meta.dialogues.items() if k in kept_ids}
+        meta.videos = {k: v for k, v in meta.videos.items() if k in used}
+        _write_json(out / "metadata.json", meta.model_dump(mode="json"))
+    return len(used)
+
+
+def _write_workspace(source: ReviewSource, out: Path, accepted_only: bool, video_mode: VideoMode
+                     ) -> tuple[list[ReviewItem], int]:
+    from mtvbench.construct.export import export_dataset, load_queue
+    from mtvbench.construct.workspace import Workspace
+
+    ws = Workspace(source.root)
+    rep = export_dataset(ws, ws.videos(), out, accepted_only=accepted_only, drop_rejected=True,
+                         video_mode=video_mode)
+    return list(load_queue(ws).items.values()), len(rep.videos)
+
+
+def _check_out(out: Path, source: ReviewSource) -> None:
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out}: exists and is not a folder")
+    src = source.root.resolve()
+    res = out.resolve()
+    if res == src or src.is_relative_to(res) or (source.kind == "dataset" and res.is_relative_to(src)):
+        raise OutputError(f"{out}: the export would overwrite the data under review ({src}); choose another folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / AUDIT_NAME).is_file():
+        raise OutputError(f"{out}: folder is not empty and is not an earlier review export",
+                          hint="choose a new or empty folder")
+
+
+def _changes(it: ReviewItem) -> list[Change]:
+    return [Change(round=e.round, field=e.field, item=e.item, before=e.before, after=e.value) for e in it.final_edits]
+
+
+def export_review(source: ReviewSource, store: ReviewStore, out: Path | str, *, accepted_only: bool = False,
+                  video_mode: VideoMode = "link") -> ReviewExport:
+    """Write the reviewed dataset and ``review.json`` to ``out`` (see the module docstring)."""
+    out = Path(out).expanduser()
+    _check_out(out, source)
+    items = source.load()
+    store.sync(items)
+    stage = out.parent / f".{out.name}.partial-{os.getpid()}"
+    ensure_dir(out.parent)
+    shutil.rmtree(stage, ignore_errors=True)
+    try:
+        if source.kind == "workspace":
+            items, n_videos = _write_workspace(source, stage, accepted_only, video_mode)
+        else:
+            states = store.states({it.id: it.content_hash for it in items})
+            for it in items:
+                it.annotations, it.adjudication = states[it.id].reviews, states[it.id].adjudication
+            n_videos = _write_dataset(source, items, stage, accepted_only, video_mode)
+        counts: dict[str, int] = {}
+        audit_items = []
+        for it in items:
+            counts[it.status] = counts.get(it.status, 0) + 1
+            audit_items.append(AuditItem(
+                id=it.id, dialogue_id=f"{it.task.value}/{it.video}/{it.event}", task=it.task, video=it.video,
+                event=it.event, content_hash=it.content_hash, status=it.status,
+                exported=_keep(it.status, accepted_only), reviews=it.annotations, adjudication=it.adjudication,
+                changes=_changes(it)))
+        audit = Audit(source=str(source.root), source_kind=source.kind, exported_at=now_iso(),
+                      accepted_only=accepted_only, counts=counts,
+                      complete=not (counts.get("pending", 0) or counts.get("needs_adjudication", 0)),
+                      exported=sum(a.exported for a in audit_items), items=audit_items, history=store.history())
+        _write_json(stage / AUDIT_NAME, audit.model_dump(mode="json"))
+        _swap(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return ReviewExport(out=str(out), exported=audit.exported, counts=counts, videos=n_videos,
+                        revised=sum(bool(a.changes) and a.exported for a in audit_items))
+
+
+def _swap(stage: Path, out: Path) -> None:
+    old = out.parent / f".{out.name}.old-{os.getpid()}"
+    try:
+        if out.exists():
+            out.rename(old)
+        stage.rename(out)
+    except OSError as e:
+        if old.exists() and not out.exists():
+            old.rename(out)
+        raise OutputError(describe_os_error(out, e, "cannot move the export into place")) from None
+    shutil.rmtree(old, ignore_errors=True)

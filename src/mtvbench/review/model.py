@@ -1,0 +1,263 @@
+"""The records of human verification (paper §3.2), shared by the store, the web app, the
+command line and the exports.
+
+A :class:`ReviewItem` is one dialogue under review: its rounds, the checklists of its
+scored rounds, the time ranges it is about and a ``content_hash`` of the rounds and
+checklists. Decisions are made against that hash: when a dialogue is regenerated its hash
+changes and earlier decisions no longer count (they stay in the audit trail).
+
+Two annotators decide each dialogue independently (:class:`Annotation`): ``accept``,
+``revise`` (with :class:`Edit` records: the changed text of a round or of a checklist item)
+or ``reject`` (with a reason). The outcome (:func:`status_of`):
+
+- both accept -> ``accepted``; both reject -> ``rejected``;
+- different decisions, or both revised -> ``needs_adjudication``: a senior annotator picks
+  or merges, and the senior's decision is final (``revise`` counts as accepted, with the
+  senior's edits applied on export);
+- fewer than two decisions -> ``pending``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field
+
+from mtvbench.data.schema import ChecklistItem, Task
+from mtvbench.errors import InputError
+from mtvbench.util.jsonio import yes_no
+
+Decision = Literal["accept", "revise", "reject"]
+DECISIONS: tuple[str, ...] = ("accept", "revise", "reject")
+Status = Literal["pending", "accepted", "rejected", "needs_adjudication"]
+STATUSES: tuple[str, ...] = ("pending", "accepted", "rejected", "needs_adjudication")
+Role = Literal["annotator", "senior"]
+ROLES: tuple[str, ...] = ("annotator", "senior")
+EditField = Literal["user", "assistant", "question", "expected"]
+
+#: longest name of an annotator or senior
+NAME_MAX = 64
+#: longest text of one edited field or comment (characters)
+TEXT_MAX = 20_000
+#: most edits in one decision
+EDITS_MAX = 400
+_NAME = re.compile(r"^\w[\w.@\- ]*$")
+_ROUND_KEYS = {"user": "User", "assistant": "Assistant"}
+
+
+class ReviewError(InputError):
+    """A review action that cannot be done as asked (bad name, decision, edit, or state)."""
+
+
+class UnknownItemError(ReviewError):
+    """No dialogue with this id is under review."""
+
+
+class ReviewConflictError(ReviewError):
+    """The action conflicts with the item's state (two annotators already, adjudicated, content changed)."""
+
+
+def check_name(name: object, what: str = "annotator") -> str:
+    """A person's name as stored: stripped, 1-64 characters, letters/digits/space/``._-@``."""
+    if not isinstance(name, str) or not name.strip():
+        raise ReviewError(f"the {what} name is empty: give the name of the person deciding")
+    n = unicodedata.normalize("NFC", name.strip())
+    if len(n) > NAME_MAX:
+        raise ReviewError(f"the {what} name is longer than {NAME_MAX} characters")
+    if not _NAME.match(n):
+        raise ReviewError(f"the {what} name {n!r} may only use letters, digits, spaces and . _ - @ "
+                          "(starting with a letter or digit)")
+    return n
+
+
+def _name(v: str) -> str:
+    try:
+        return check_name(v)
+    except ReviewError as e:
+        raise ValueError(e.message) from None
+
+
+PersonName = Annotated[str, AfterValidator(_name)]
+
+
+class Edit(BaseModel):
+    """One changed field: a round's ``user``/``assistant`` text, or a checklist item's
+    ``question``/``expected`` (``item`` is its key, ``Q3``). ``before`` is filled in by the
+    store from the content the decision was made on (the audit trail's before/after)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    round: int = Field(ge=1, le=10_000)
+    field: EditField
+    item: str | None = Field(default=None, pattern=r"^Q[1-9]\d{0,2}$")
+    value: str = Field(max_length=TEXT_MAX)
+    before: str | None = None
+
+    @property
+    def path(self) -> tuple[int, str, str | None]:
+        return (self.round, self.field, self.item)
+
+    def where(self) -> str:
+        return f"round {self.round} {self.field}" + (f" of {self.item}" if self.item else "")
+
+
+class Annotation(BaseModel):
+    """One person's decision on one dialogue (an annotator's, or the senior's adjudication)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    annotator: str
+    decision: Decision
+    comment: str = Field(default="", validation_alias=AliasChoices("comment", "note"))
+    at: str = ""
+    edits: list[Edit] = Field(default_factory=list)
+    #: seconds from opening the item to the first decision (None when decided outside the web app)
+    seconds: float | None = None
+
+
+def status_of(reviews: list[Annotation], adjudication: Annotation | None) -> Status:
+    """The outcome of an item from its (first two) annotators' decisions and the senior's."""
+    if adjudication is not None:
+        return "rejected" if adjudication.decision == "reject" else "accepted"
+    if len(reviews) < 2:
+        return "pending"
+    a, b = reviews[0].decision, reviews[1].decision
+    if a == b == "accept":
+        return "accepted"
+    if a == b == "reject":
+        return "rejected"
+    return "needs_adjudication"
+
+
+def content_hash(rounds: list[dict[str, Any]], checklists: dict[int, list[ChecklistItem]]) -> str:
+    """Fingerprint of a dialogue's rounds and checklists (what a decision was made on)."""
+    obj = {"rounds": rounds, "checklists": {str(k): [i.model_dump() for i in v] for k, v in checklists.items()}}
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class ReviewItem(BaseModel):
+    """One dialogue under review. ``rounds[k-1]`` is ``Round k`` (``User``/``Assistant``/``Ability``)."""
+
+    id: str  # "<video>/<unit>/<task>" in a build workspace, "<task>/<video>/<event>" in a dataset
+    task: Task
+    video: str
+    event: str
+    unit: str = ""
+    kind: Literal["single", "cross"] | None = None
+    ranges: list[tuple[float, float]] = Field(default_factory=list)
+    rounds: list[dict[str, str | None]]
+    checklists: dict[int, list[ChecklistItem]] = Field(default_factory=dict)
+    content_hash: str
+    annotations: list[Annotation] = Field(default_factory=list)
+    adjudication: Annotation | None = None
+
+    @property
+    def status(self) -> Status:
+        return status_of(self.annotations, self.adjudication)
+
+    @property
+    def final_edits(self) -> list[Edit]:
+        """The edits an export applies: the senior's when they revised, else none."""
+        adj = self.adjudication
+        return list(adj.edits) if adj is not None and adj.decision == "revise" else []
+
+    def final_content(self) -> tuple[list[dict[str, str | None]], dict[int, list[ChecklistItem]]]:
+        """Rounds and checklists with the final revision applied."""
+        return apply_edits(self.rounds, self.checklists, self.final_edits)
+
+    def original(self, round_index: int, fld: str, item: str | None) -> str | None:
+        """The current text of a field, or None when the round or item does not exist."""
+        if not 1 <= round_index <= len(self.rounds):
+            return None
+        if fld in _ROUND_KEYS:
+            v = self.rounds[round_index - 1].get(_ROUND_KEYS[fld])
+            return v if isinstance(v, str) else None
+        for it in self.checklists.get(round_index, []):
+            if it.key == item:
+                return it.question if fld == "question" else it.expected
+        return None
+
+
+def normalise_edits(item: ReviewItem, edits: list[Edit]) -> list[Edit]:
+    """Edits checked against ``item``: the field exists, text is not blank, ``expected`` is
+    Yes/No, each field at most once; edits that change nothing are dropped; ``before`` set."""
+    if len(edits) > EDITS_MAX:
+        raise ReviewError(f"{item.id}: more than {EDITS_MAX} edits in one decision")
+    out: list[Edit] = []
+    seen: set[tuple[int, str, str | None]] = set()
+    for e in edits:
+        where = f"{item.id}: edit of {e.where()}"
+        if e.field in _ROUND_KEYS and e.item is not None:
+            raise ReviewError(f"{where}: 'item' is only for checklist fields (question, expected)")
+        if e.field not in _ROUND_KEYS and e.item is None:
+            raise ReviewError(f"{where}: 'item' (Q1..Qn) is required for a checklist field")
+        before = item.original(e.round, e.field, e.item)
+        if before is None:
+            what = f"round {e.round} has no checklist item {e.item}" if e.item else f"there is no round {e.round}"
+            raise ReviewError(f"{where}: {what}")
+        if e.path in seen:
+            raise ReviewError(f"{where}: the same field is edited twice")
+        seen.add(e.path)
+        value = e.value
+        if e.field == "expected":
+            yn = yes_no(value)
+            if yn is None:
+                raise ReviewError(f"{where}: expected answer must be Yes or No, got {value[:40]!r}")
+            value = yn
+        elif not value.strip():
+            raise ReviewError(f"{where}: the new text is empty")
+        if value == before:
+            continue
+        out.append(Edit(round=e.round, field=e.field, item=e.item, value=value, before=before))
+    return out
+
+
+def apply_edits(rounds: list[dict[str, str | None]], checklists: dict[int, list[ChecklistItem]],
+                edits: list[Edit]) -> tuple[list[dict[str, str | None]], dict[int, list[ChecklistItem]]]:
+    """New rounds and checklists with ``edits`` applied (the inputs are not changed)."""
+    new_rounds = [dict(r) for r in rounds]
+    new_ck = {k: list(v) for k, v in checklists.items()}
+    for e in edits:
+        if e.field in _ROUND_KEYS:
+            new_rounds[e.round - 1][_ROUND_KEYS[e.field]] = e.value
+            continue
+        items = new_ck.get(e.round, [])
+        for i, it in enumerate(items):
+            if it.key == e.item:
+                upd = {"question": e.value} if e.field == "question" else {"expected": e.value}
+                items[i] = it.model_copy(update=upd)
+    return new_rounds, new_ck
+
+
+def check_decision(item: ReviewItem, decision: object, edits: list[Edit], comment: str,
+                   require_reason: bool = False) -> list[Edit]:
+    """The edits of a valid decision, or one :class:`ReviewError` saying what is wrong
+    (``require_reason``: a rejection must say why; the web app asks for one)."""
+    if decision not in DECISIONS:
+        raise ReviewError(f"{item.id}: decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
+    if len(comment) > TEXT_MAX:
+        raise ReviewError(f"{item.id}: the comment is longer than {TEXT_MAX} characters")
+    clean = normalise_edits(item, edits)
+    if decision == "revise" and not clean:
+        raise ReviewError(f"{item.id}: a revision must change at least one field (or choose accept)")
+    if decision != "revise" and edits:
+        raise ReviewError(f"{item.id}: edits are only recorded with the decision 'revise'")
+    if require_reason and decision == "reject" and not comment.strip():
+        raise ReviewError(f"{item.id}: a rejection needs a reason (comment)")
+    return clean
+
+
+class ReviewQueue(BaseModel):
+    """The items under review, keyed by id (``WS/review_queue.json`` of a build workspace)."""
+
+    items: dict[str, ReviewItem] = Field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = dict.fromkeys(STATUSES, 0)
+        for it in self.items.values():
+            out[it.status] += 1
+        return out

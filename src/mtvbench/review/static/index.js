@@ -1,0 +1,58 @@
+// Start page: sign in (login link, or a name in open mode) and the list of dialogues.
+"use strict";
+
+(() => {
+  const { api, el, toast, requireSession, signIn } = MTV;
+  const $ = (id) => document.getElementById(id);
+
+  async function showList(me) {
+    $("signin").hidden = true;
+    $("home").hidden = false;
+    $("hello").textContent = "Signed in as " + me.name + " (" + me.role + ") · " + me.items + " dialogues from " +
+      me.source.kind + " " + me.source.name + (me.mode === "open" ? " · open mode (loopback, no tokens)" : "");
+    if (me.source_error) toast("The source could not be reloaded: " + me.source_error, "error");
+    const task = $("f-task").value;
+    const status = $("f-status").value;
+    const q = new URLSearchParams();
+    if (task) q.set("task", task);
+    if (status) q.set("status", status);
+    const { items } = await api("GET", "/api/items" + (q.toString() ? "?" + q : ""));
+    const tb = $("items");
+    tb.replaceChildren();
+    for (const r of items) {
+      const href = (me.role === "senior" && r.status === "needs_adjudication" ? "/senior?id=" : "/annotate?id=") + encodeURIComponent(r.id);
+      tb.append(el("tr", {},
+        el("td", {}, el("a", { href, text: r.id })),
+        el("td", { text: r.task_label }),
+        el("td", { text: r.video }),
+        el("td", {}, el("span", { class: "badge status-" + r.status, text: r.status.replace("_", " ") })),
+        el("td", { text: r.decisions + "/2" }),
+        el("td", { class: r.mine ? "decision-" + r.mine : "muted", text: r.mine || "–" })));
+    }
+    $("count").textContent = items.length + " shown";
+  }
+
+  async function main() {
+    const me = await requireSession();
+    if (!me) {
+      $("signin").hidden = false;
+      $("home").hidden = true;
+      if (document.body.dataset.mode === "token") {
+        $("signin-form").hidden = true;
+        $("signin-help").textContent = "This server gives every annotator a login link (mtvbench review add-user); open yours.";
+        return;
+      }
+      $("signin-form").addEventListener("submit", async (ev) => {
+        ev.preventDefault();
+        signIn($("name").value.trim(), $("role").value);
+        const again = await requireSession().catch((e) => { toast(e.message, "error"); return null; });
+        if (again) showList(again); else toast("The server refused this name: letters, digits, spaces and . _ - @ only.", "error");
+      });
+      return;
+    }
+    for (const id of ["f-task", "f-status"]) $(id).addEventListener("change", () => showList(me).catch((e) => toast(e.message, "error")));
+    await showList(me);
+  }
+
+  main().catch((e) => toast(e.message, "error"));
+})();

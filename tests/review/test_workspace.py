@@ -1,0 +1,120 @@
+"""The review app over a `build all` workspace: the web API and `build review` share one store;
+`review export` and `build export` apply the senior's revision."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mtvbench.cli import app
+from mtvbench.construct.export import load_queue, queue_path
+from mtvbench.construct.workspace import Workspace
+from mtvbench.data.official import load_official
+from tests.review.conftest import item_url, make_client, who
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def ws(built_ws: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "ws"
+    shutil.copytree(built_ws, dest)
+    return dest
+
+
+def _cli(*args: str) -> str:
+    r = runner.invoke(app, list(args))
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+def test_web_and_cli_share_the_store_and_exports_apply_the_revision(ws: Path, tmp_path: Path) -> None:
+    pytest.importorskip("starlette")
+    c = make_client(ws)
+    items = c.get("/api/items", headers=who("ann1")).json()["items"]
+    assert len(items) == 36
+    cross = next(i for i in items if i["kind"] == "cross")
+    d = c.get(item_url(cross["id"], "?claim=1"), headers=who("ann1")).json()
+    assert d["video_url"] and [(r["start"], r["end"]) for r in d["ranges"]][:2] == [(0.0, 5.0), (10.0, 15.0)]
+    video = c.get(d["video_url"], headers={"Range": "bytes=0-9"})
+    assert video.status_code == 206 and len(video.content) == 10
+    r_scored = next(r for r in d["rounds"] if r["scored"])
+    q = r_scored["checklist"][0]
+    fixed = "Does the model say the square is red?"
+    edit = {"round": r_scored["index"], "field": "question", "item": q["key"], "value": fixed}
+    assert c.post(item_url(cross["id"], "/review"), headers=who("ann1"),
+                  json={"annotator": "ann1", "decision": "accept"}).status_code == 200
+    assert c.post(item_url(cross["id"], "/review"), headers=who("ann2"),
+                  json={"annotator": "ann2", "decision": "revise", "edits": [edit]}).status_code == 200
+    assert c.post(item_url(cross["id"], "/adjudicate"), headers=who("lead", "senior"),
+                  json={"senior": "lead", "decision": "revise", "edits": [edit]}).status_code == 200
+    # the command line records into the same store, and sees the web decisions
+    other = next(i["id"] for i in items if i["id"] != cross["id"])
+    _cli("build", "review", "record", "-w", str(ws), "--id", other, "--annotator", "ann1", "--decision", "accept")
+    assert "accepted" in _cli("build", "review", "record", "-w", str(ws), "--id", other, "--annotator", "ann3",
+                              "--decision", "accept")
+    assert c.get(item_url(other), headers=who("lead", "senior")).json()["status"] == "accepted"
+    status = _cli("build", "review", "status", "-w", str(ws))
+    assert "ann2:revise" in status and "accepted: 2" in status
+    assert load_queue(Workspace(ws)).counts() == {"pending": 34, "accepted": 2, "rejected": 0,
+                                                  "needs_adjudication": 0}
+
+    out = tmp_path / "reviewed"
+    r = runner.invoke(app, ["review", "export", str(ws), "--out", str(out), "--accepted-only"])
+    assert r.exit_code == 3, r.output  # 34 dialogues are not reviewed yet
+    bench, problems = load_official(out)
+    assert bench is not None, [p.render() for p in problems]
+    assert len(bench.dialogues) == 2
+    audit = json.loads((out / "review.json").read_text())
+    changed = [i for i in audit["items"] if i["changes"]]
+    assert [(i["id"], i["changes"][0]["after"]) for i in changed] == [(cross["id"], fixed)]
+    revised = bench.dialogue(changed[0]["dialogue_id"])
+    assert [c_.question for c_ in revised.round(r_scored["index"]).checklist or []][int(q["key"][1:]) - 1] == fixed
+    meta = json.loads((out / "metadata.json").read_text())
+    assert set(meta["dialogues"]) == {x.id for x in bench.dialogues}
+    assert meta["dialogues"][revised.id]["kind"] == "cross"
+    # `build export --accepted-only` applies it too; the review queue keeps the generated text
+    out2 = tmp_path / "build-export"
+    _cli("build", "export", "-w", str(ws), "--out", str(out2), "--accepted-only")
+    assert fixed in (out2 / "checklist" / f"{revised.task.official_stem}_CheckList.json").read_text()
+    assert fixed not in queue_path(Workspace(ws)).read_text()
+    assert load_queue(Workspace(ws)).counts()["accepted"] == 2  # re-exporting kept every decision
+
+
+def test_blank_names_and_bad_decisions_on_the_command_line(ws: Path) -> None:
+    iid = next(iter(load_queue(Workspace(ws)).items))
+    for name in ("", "   "):
+        r = runner.invoke(app, ["build", "review", "record", "-w", str(ws), "--id", iid, "--annotator", name,
+                                "--decision", "accept"])
+        assert r.exit_code == 2 and "annotator name is empty" in r.output and "Traceback" not in r.output
+    r = runner.invoke(app, ["build", "review", "adjudicate", "-w", str(ws), "--id", iid, "--senior", " ",
+                            "--decision", "accept"])
+    assert r.exit_code == 2 and "name is empty" in r.output
+    r = runner.invoke(app, ["build", "review", "record", "-w", str(ws), "--id", iid, "--annotator", "a",
+                            "--decision", "Accept"])
+    assert r.exit_code == 2 and "--decision must be accept or reject" in r.output
+    r = runner.invoke(app, ["build", "review", "record", "-w", str(ws), "--id", "x/y/z", "--annotator", "a",
+                            "--decision", "accept"])
+    assert r.exit_code == 2 and "no dialogue 'x/y/z'" in r.output
+    assert load_queue(Workspace(ws)).counts()["pending"] == 36  # nothing was recorded
+
+
+def test_decisions_of_earlier_queue_files_move_into_the_store(ws: Path) -> None:
+    """A review_queue.json written before the store existed keeps its decisions."""
+    qp = queue_path(Workspace(ws))
+    data = json.loads(qp.read_text())
+    first = next(iter(data["items"]))
+    data["items"][first]["annotations"] = [{"annotator": "old1", "decision": "accept", "note": "", "at": "t1"},
+                                           {"annotator": "old2", "decision": "reject", "note": "no", "at": "t2"}]
+    data["items"][first]["adjudication"] = {"annotator": "oldlead", "decision": "accept", "note": "", "at": "t3"}
+    qp.write_text(json.dumps(data))
+    assert not (ws / "review.sqlite").exists()
+    _cli("build", "export", "-w", str(ws))  # rewrites the queue file without decisions
+    assert "annotations" not in json.loads(qp.read_text())["items"][first]
+    it = load_queue(Workspace(ws)).items[first]
+    assert [a.annotator for a in it.annotations] == ["old1", "old2"] and it.status == "accepted"
+    assert it.adjudication is not None and it.adjudication.annotator == "oldlead"
