@@ -13,6 +13,12 @@ Dialogue ``event_index`` values are integers numbered per video over every gener
 dialogue in unit order, so they do not change when an export is restricted to accepted
 dialogues.
 
+Only current work is exported: a video is exported when its ``checklists`` artifact is
+complete and made from the current ``generate`` artifact, and so on down to the video file
+(:meth:`Workspace.current`); any other video is listed in ``skipped_videos`` with the
+reason (an incomplete, stale, edited or corrupt stage), so new dialogues never go out with
+old checklists.
+
 **Human verification** (paper §3.2): ``WS/review_queue.json`` holds one item per generated
 dialogue (its rounds and checklists, a content hash, the annotators' decisions and the
 adjudication). Each dialogue is reviewed by two annotators (:func:`record_review`); when
@@ -26,14 +32,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mtvbench.checklists.dataset import atomic_write_json
 from mtvbench.checklists.generator import entry_from_items
 from mtvbench.construct.records import (
     ChecklistResult,
@@ -45,7 +49,8 @@ from mtvbench.construct.records import (
 )
 from mtvbench.construct.workspace import Workspace
 from mtvbench.data.schema import TASKS, ChecklistItem, Task
-from mtvbench.errors import MtvbenchError
+from mtvbench.errors import MtvbenchError, OutputError
+from mtvbench.util.files import atomic_copy_file, atomic_write_json, describe_os_error, ensure_dir
 
 Decision = Literal["accept", "reject"]
 Status = Literal["pending", "accepted", "rejected", "needs_adjudication"]
@@ -207,17 +212,20 @@ def _place_video(src: Path, dst: Path, mode: str) -> None:
         if dst.resolve() == src.resolve() or (dst.stat().st_size == src.stat().st_size and mode == "copy"):
             return
         dst.unlink()
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if mode == "symlink":
-        dst.symlink_to(src.resolve())
-        return
-    if mode == "link":
-        try:
-            os.link(src, dst)
+    ensure_dir(dst.parent)
+    try:
+        if mode == "symlink":
+            dst.symlink_to(src.resolve())
             return
-        except OSError:
-            pass
-    shutil.copy2(src, dst)
+        if mode == "link":
+            try:
+                os.link(src, dst)
+                return
+            except OSError:
+                pass
+    except OSError as e:
+        raise OutputError(describe_os_error(dst, e)) from e
+    atomic_copy_file(src, dst)
 
 
 def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = None, *,
@@ -231,13 +239,17 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
     meta = BuildMetadata()
     used_videos: list[VideoRecord] = []
     for v in videos:
+        ready = ws.current(v, "checklists")  # complete, and made from current upstream artifacts all the way down
+        if not ready.ok:
+            report.skipped_videos[v.name] = ready.problem or "not built"
+            continue
         split = ws.load(v.name, "split", SplitResult)
         merge = ws.load(v.name, "merge", MergeResult)
         cross = ws.load(v.name, "crossscene", CrossSceneResult)
         gen = ws.load(v.name, "generate", GenerateResult)
         cks = ws.load(v.name, "checklists", ChecklistResult)
-        if split is None or merge is None or cross is None or gen is None:
-            report.skipped_videos[v.name] = "stages up to 'generate' have not all been run"
+        if split is None or merge is None or cross is None or gen is None or cks is None:  # pragma: no cover
+            report.skipped_videos[v.name] = "an artifact changed while exporting"
             continue
         units = {u.id: u for u in cross.units}
         order = {u.id: i for i, u in enumerate(cross.units)}
@@ -250,7 +262,7 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
             if unit is None:
                 continue
             rounds = [{"User": r.user, "Assistant": r.assistant, "Ability": r.ability} for r in d.rounds]
-            ck = (cks.checklists.get(key, {}) if cks else {})
+            ck = cks.checklists.get(key, {})
             item_id = f"{v.name}/{d.unit}/{d.task.value}"
             h = _hash({"rounds": rounds, "checklists": {str(k): [i.model_dump() for i in v_] for k, v_ in ck.items()}})
             old = queue.items.get(item_id)

@@ -26,6 +26,7 @@ from mtvbench.data.schema import (
     is_model_turn,
 )
 from mtvbench.errors import MtvbenchError
+from mtvbench.util.jsonio import yes_no as _normalise_yes_no
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm", ".mov", ".avi")
 _ROUND = re.compile(r"^Round (\d+)$")
@@ -106,12 +107,6 @@ def find_video(root: Path, name: str) -> Path | None:
             continue
         if resolved.is_file() and resolved.is_relative_to(vdir):
             return resolved
-    return None
-
-
-def _normalise_yes_no(value: Any) -> str | None:
-    if isinstance(value, str) and value.strip().lower() in ("yes", "no"):
-        return value.strip().capitalize()
     return None
 
 

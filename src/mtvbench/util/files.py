@@ -11,7 +11,9 @@ half-written is left behind.
 from __future__ import annotations
 
 import errno
+import json
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -85,6 +87,32 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
 
 def atomic_write_text(path: Path | str, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path | str, obj: object, indent: int | None = 2) -> None:
+    """``obj`` as UTF-8 JSON (non-ASCII kept), written whole or not at all."""
+    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=indent))
+
+
+def atomic_copy_file(src: Path | str, dst: Path | str) -> None:
+    """Copy ``src`` to ``dst`` through a temporary file beside ``dst`` (streamed, any size)."""
+    dst = Path(dst)
+    ensure_dir(dst.parent)
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as out, open(src, "rb") as f:
+            os.fchmod(out.fileno(), file_mode())
+            shutil.copyfileobj(f, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dst)
+        tmp = None
+    except OSError as e:
+        raise OutputError(describe_os_error(dst, e)) from e
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def check_regular_file(path: Path | str, what: str = "file") -> Path:
