@@ -332,3 +332,37 @@ def test_busy_workspace_exits_4(short_ws: dict, tmp_path: Path) -> None:
         res = runner.invoke(app, ["build", "export", "-w", str(ws)])
     assert res.exit_code == 4, res.output
     assert "another mtvbench build" in res.output
+
+
+def test_given_up_items_are_kept_until_retry_failed(short_ws: dict, tmp_path: Path) -> None:
+    """Dialogues that break the rules up to the re-ask bound are given up: listed, not asked again by a plain
+    rerun (their replies are stored), asked again with --retry-failed."""
+    ws = _copy(short_ws, tmp_path)
+    n = short_ws["kinds"]["generate"]
+    with LoopbackServer(ServerState(model_reply=Scripted(bad_dialogues=99))) as srv:
+        bad = _build("generate", ws, srv.url, "--force")
+        n_bad = len(srv.state.requests)
+        plain = _build("generate", ws, srv.url)
+        n_plain = len(srv.state.requests)
+    assert bad.exit_code == 0, bad.output
+    assert n_bad == 3 * n and f"{n} given up" in " ".join(bad.output.split())
+    assert plain.exit_code == 0 and n_plain == n_bad and "skipped" in plain.output
+    with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
+        retried = _build("all", ws, srv.url, "--retry-failed")
+        kinds = _kinds(srv.state.requests)
+    assert retried.exit_code == 0, retried.output
+    assert kinds["generate"] == n and "given up" not in retried.output
+    assert _dataset(ws) == short_ws["dataset"]
+
+
+def test_a_bad_video_fails_its_stage_and_the_others_go_on(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    _short(raw / "short.mp4")
+    (raw / "broken.mp4").write_text("not a video")
+    with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
+        res = _build("split", tmp_path / "ws", srv.url, "--videos", str(raw))
+    out = " ".join(res.output.split())
+    assert res.exit_code == 2, res.output
+    assert "failed: split broken:" in out and "broken.mp4" in out and "Traceback" not in out
+    assert (tmp_path / "ws" / "videos" / "short" / "split.json").is_file()
+    assert not (tmp_path / "ws" / "videos" / "broken" / "split.json").exists()

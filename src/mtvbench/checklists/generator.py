@@ -36,8 +36,8 @@ from mtvbench.prompts.generation import render_checklist_prompt
 from mtvbench.util.jsonio import json_values, yes_no
 
 #: how a rejected checklist is asked for again (the problems are listed after it)
-CHECKLIST_REASK = append_problems("\n\nYour previous checklist was rejected because:\n",
-                                  "\nWrite the whole checklist again.")
+CHECKLIST_REASK = append_problems("\n\nYour previous checklist was rejected because:\n- ",
+                                  "\nWrite the whole checklist again.", sep="\n- ")
 _Q_LINE = re.compile(r"^\W*Q(\d+)\W*[:.)\]]\s*(.+?)\s*$", re.IGNORECASE)
 _A_LINE = re.compile(r"\bA(\d+)\W*[:.)\]]\s*\**\s*(yes|no)\b", re.IGNORECASE)
 _INLINE_A = re.compile(

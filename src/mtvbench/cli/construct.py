@@ -152,6 +152,8 @@ def _stage_command(stage: str, help_text: str) -> None:
                       detector_weights=detector_weights, retry_failed=retry_failed or None,
                       objects=False if no_objects else None)
         if split_detector:
+            if split_detector not in ("content", "adaptive"):
+                fail(f"--split-detector must be content or adaptive, got {split_detector!r}")
             cfg.split = SplitSettings(detector=split_detector)  # type: ignore[arg-type]
         _run([stage], workspace, videos, video, cfg, force)
 
@@ -179,6 +181,8 @@ def build_export(workspace: WS, videos: Videos = None, video: Only = None,
                  out: Annotated[Path | None, typer.Option("--out", help="Dataset folder (default WS/dataset).")] = None,
                  accepted_only: Annotated[bool, typer.Option(help="Only dialogues accepted in review.")] = False,
                  video_mode: Annotated[str, typer.Option(help="copy, link (hard link) or symlink")] = "copy") -> None:
+    if video_mode not in ("copy", "link", "symlink"):
+        fail(f"--video-mode must be copy, link or symlink, got {video_mode!r}")
     mode: Literal["copy", "link", "symlink"] = video_mode  # type: ignore[assignment]
     _run([], workspace, videos, video, BuildConfig(), False,
          export={"out": out, "accepted_only": accepted_only, "video_mode": mode})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from mtvbench.construct.llm import StageModel, failure, ranges_frames, text_check
+from mtvbench.construct.llm import StageModel, failure, gather_all, ranges_frames, text_check
 from mtvbench.construct.records import Captions, SplitResult, hms
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
@@ -33,7 +33,7 @@ async def caption_clips(video: str, path: Path, split: SplitResult, model: Stage
         return await ask(model.caller(video, "caption", item, frames), GenerationRequest(id=item, prompt=prompt),
                          text_check, policy)
 
-    outcomes = await asyncio.gather(*(one(c.index) for c in split.clips))
+    outcomes = await gather_all(one(c.index) for c in split.clips)
     out = Captions(video=video)
     for clip, res in zip(split.clips, outcomes):
         if res.ok:

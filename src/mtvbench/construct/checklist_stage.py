@@ -11,10 +11,8 @@ call makes the stage incomplete.
 
 from __future__ import annotations
 
-import asyncio
-
 from mtvbench.checklists.generator import CHECKLIST_REASK, checklist_check, checklist_request
-from mtvbench.construct.llm import StageModel, failure
+from mtvbench.construct.llm import StageModel, failure, gather_all
 from mtvbench.construct.records import ChecklistResult, GenerateResult
 from mtvbench.data.schema import is_model_turn
 from mtvbench.models.ask import ReaskPolicy, ask
@@ -32,7 +30,7 @@ async def make_checklists(video: str, generated: GenerateResult, model: StageMod
         return await ask(model.caller(video, "checklists", item), checklist_request(user, assistant, n, item),
                          check, policy)
 
-    outcomes = await asyncio.gather(*(one(key, r.index, r.user, r.assistant) for key, r in jobs))
+    outcomes = await gather_all(one(key, r.index, r.user, r.assistant) for key, r in jobs)
     out = ChecklistResult(video=video)
     for (key, r), res in zip(jobs, outcomes):
         if res.ok:

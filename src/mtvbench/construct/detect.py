@@ -87,7 +87,12 @@ def load_detector(spec: str | None, weights: str | None = None) -> Detector:
         raise DetectorError(f"--detector {spec}: cannot import {module} ({e})") from e
     except AttributeError as e:
         raise DetectorError(f"--detector {spec}: {module} has no {attr!r}") from e
-    det = factory()
+    try:
+        det = factory()
+    except MtvbenchError:
+        raise
+    except Exception as e:  # noqa: BLE001 - user code: its failure is a setup problem, named
+        raise DetectorError(f"--detector {spec}: the factory failed ({type(e).__name__}: {e})") from e
     if not isinstance(det, Detector):
         raise DetectorError(f"{spec} did not return a Detector (needs .name and .detect(image))")
     return det

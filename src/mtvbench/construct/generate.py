@@ -41,7 +41,7 @@ import asyncio
 import re
 from pathlib import Path
 
-from mtvbench.construct.llm import LazyFrames, StageModel, failure, ranges_frames
+from mtvbench.construct.llm import LazyFrames, StageModel, failure, gather_all, ranges_frames
 from mtvbench.construct.records import GeneratedDialogue, GenerateResult, GenRound, ScoreResult, Unit, hms
 from mtvbench.construct.score import material, where
 from mtvbench.data.schema import ALL_ROUNDS_TASKS, Task
@@ -282,7 +282,7 @@ async def generate_dialogues(video: str, path: Path, units: list[Unit], scores: 
         return await ask(model.caller(video, "generate", key, frames), request, dialogue_check(task, whole), policy)
 
     jobs = [(unit, task) for unit in units if (us := scores.units.get(unit.id)) is not None for task in us.selected]
-    outcomes = await asyncio.gather(*(one(u, t) for u, t in jobs))
+    outcomes = await gather_all(one(u, t) for u, t in jobs)
     out = GenerateResult(video=video)
     for (unit, task), res in zip(jobs, outcomes):
         key = dialogue_key(unit.id, task)

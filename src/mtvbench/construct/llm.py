@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 from mtvbench.construct.clipframes import sample_ranges_frames
 from mtvbench.construct.journal import CallJournal, request_key
@@ -28,6 +29,8 @@ from mtvbench.construct.records import Failure
 from mtvbench.media.frames import FrameSettings, VideoFrames
 from mtvbench.models.ask import AskOutcome, Rejected
 from mtvbench.models.base import GenerationRequest, GenerationResult, ModelBackend
+
+T = TypeVar("T")
 
 
 class LazyFrames:
@@ -103,6 +106,15 @@ class ItemCaller:
 
     async def aclose(self) -> None:  # the role's backend is closed by its owner
         return None
+
+
+async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
+    """Await every item (none is left running), then raise the first exception, if any."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results  # type: ignore[return-value]
 
 
 def ranges_frames(video_fp: str, path: Path, ranges: list[tuple[float, float]], num: int,

@@ -30,7 +30,7 @@ from mtvbench.util.jsonio import extract_json_object, yes_no
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _KEYS = ("same_scene", "same", "answer", "merge")
-MERGE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Answer Yes or No.", bullet="")
+MERGE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Answer Yes or No.")
 
 
 def parse_same_scene(text: str) -> bool | None:

@@ -29,7 +29,6 @@ runs, so it is deterministic.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections import defaultdict
 from pathlib import Path
@@ -38,7 +37,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from mtvbench.construct.clipframes import image_frames
-from mtvbench.construct.llm import LazyFrames, StageModel, failure, text_check
+from mtvbench.construct.llm import LazyFrames, StageModel, failure, gather_all, text_check
 from mtvbench.construct.records import (
     Appearance,
     BankEntry,
@@ -202,7 +201,7 @@ async def caption_objects(video: str, video_dir: Path, detections: Detections, m
         return await ask(model.caller(video, "objects", item, _crop_frames(video_dir, d)), request, text_check,
                          policy)
 
-    outcomes = await asyncio.gather(*(one(d) for d in detections.detections))
+    outcomes = await gather_all(one(d) for d in detections.detections)
     captions: dict[int, str] = {}
     failures: list[Failure] = []
     for d, res in zip(detections.detections, outcomes):

@@ -14,7 +14,7 @@ import asyncio
 import re
 from pathlib import Path
 
-from mtvbench.construct.llm import StageModel, failure, ranges_frames
+from mtvbench.construct.llm import StageModel, failure, gather_all, ranges_frames
 from mtvbench.construct.records import ScoreResult, Unit, UnitScores, hms
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.media.cache import fingerprint
@@ -24,8 +24,7 @@ from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import SCORE_PROMPT, TASK_DEFINITIONS
 from mtvbench.util.jsonio import extract_json_object
 
-SCORE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Reply with the JSON object only.",
-                              bullet="")
+SCORE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Reply with the JSON object only.")
 
 
 def _norm(s: str) -> str:
@@ -104,7 +103,7 @@ async def score_units(video: str, path: Path, units: list[Unit], model: StageMod
         return await ask(model.caller(video, "score", item, frames),
                          GenerationRequest(id=item, prompt=score_prompt(unit)), scores_check, policy)
 
-    outcomes = await asyncio.gather(*(one(u) for u in units))
+    outcomes = await gather_all(one(u) for u in units)
     out = ScoreResult(video=video, min_score=min_score)
     for unit, res in zip(units, outcomes):
         if res.ok:

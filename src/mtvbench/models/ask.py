@@ -50,11 +50,11 @@ def same_prompt(prompt: str, problems: list[str]) -> str:
     return prompt
 
 
-def append_problems(intro: str, outro: str = "", bullet: str = "- ") -> Reprompt:
-    """A reprompt that appends ``intro``, the problems as a list, and ``outro`` to the prompt."""
+def append_problems(intro: str, outro: str = "", sep: str = "; ") -> Reprompt:
+    """A reprompt: the prompt, then ``intro``, the problems joined by ``sep``, and ``outro``."""
 
     def reprompt(prompt: str, problems: list[str]) -> str:
-        return prompt + intro + "\n".join(bullet + p for p in problems) + outro
+        return prompt + intro + sep.join(problems) + outro
 
     return reprompt
 
