@@ -366,3 +366,16 @@ def test_a_bad_video_fails_its_stage_and_the_others_go_on(tmp_path: Path) -> Non
     assert "failed: split broken:" in out and "broken.mp4" in out and "Traceback" not in out
     assert (tmp_path / "ws" / "videos" / "short" / "split.json").is_file()
     assert not (tmp_path / "ws" / "videos" / "broken" / "split.json").exists()
+
+
+def test_rerun_without_model_or_detector_keeps_finished_work(short_ws: dict, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    ws = _copy(short_ws, tmp_path)
+    res = runner.invoke(app, ["build", "all", "-w", str(ws), "--config", str(_config(ws.parent))])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("skipped") == 10
+    assert _dataset(ws) == short_ws["dataset"]
+    (ws / "videos" / "short" / "checklists.json").unlink()
+    again = runner.invoke(app, ["build", "all", "-w", str(ws), "--config", str(_config(ws.parent))])
+    assert again.exit_code == 2 and "no model for the 'checklist' stage" in again.output

@@ -228,10 +228,14 @@ class Builder:
             self._journal = CallJournal(self.ws.root)
         return self._journal
 
-    def model_name(self, role: Role) -> str:
+    def model_spec(self, role: Role) -> str | None:
+        """The model of ``role``, or None when none was given."""
         if role in self._given:
             return self._given[role].name
-        spec = self.config.models.get(role) or self.config.model
+        return self.config.models.get(role) or self.config.model or None
+
+    def model_name(self, role: Role) -> str:
+        spec = self.model_spec(role)
         if not spec:
             raise BuildError(f"no model for the '{role}' stage: pass --model SPEC (e.g. openai:gpt-4o)")
         return spec
@@ -255,13 +259,16 @@ class Builder:
             self._detector = load_detector(self.config.detector, self.config.detector_weights)
         return self._detector
 
-    def detector_name(self) -> str:
+    def detector_name(self) -> str | None:
+        """The detector, or None when neither ``detector`` nor ``detector_weights`` was given."""
         if self._detector is not None:
             return self._detector.name
         c = self.config
+        if c.detector in (None, "") and c.detector_weights is None:
+            return None
         if c.detector in (None, "", "yolo"):
             return f"yolo:{c.detector_weights or 'yolo11n.pt'}"
-        return c.detector  # type: ignore[return-value]
+        return c.detector
 
     def textsim(self) -> TextSimilarity:
         if self._textsim is None:
@@ -283,13 +290,16 @@ class Builder:
             return ("merge",)
         return UPSTREAM[stage]
 
-    def settings(self, stage: str) -> dict[str, Any]:
-        """Everything besides the upstream artifacts that decides a stage's result (see module doc)."""
+    def settings(self, stage: str, recorded: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Everything besides the upstream artifacts that decides a stage's result (see module doc).
+
+        A model or detector that was not given is the ``recorded`` one (what built the artifact), so a
+        rerun without ``--model`` keeps finished work; with nothing recorded the detector is YOLO11."""
         c = self.config
         s: dict[str, Any] = {"version": STAGE_VERSION[stage]}
         role = ROLE_OF.get(stage)
         if role is not None:
-            s.update(model=self.model_name(role), prompt=_prompt_digest(stage), max_attempts=c.max_attempts)
+            s.update(model=self.model_spec(role), prompt=_prompt_digest(stage), max_attempts=c.max_attempts)
         textsim = c.text_embedder or "lexical"
         per_stage: dict[str, dict[str, Any]] = {
             "split": {"split": c.split.model_dump(mode="json")},
@@ -306,6 +316,11 @@ class Builder:
             "checklists": {"items": c.checklist_items, "exact_split": c.checklist_exact_split},
         }
         s.update(per_stage[stage])
+        for key in ("model", "detector"):
+            if key in s and s[key] is None:
+                s[key] = (recorded or {}).get(key)
+        if stage == "detect" and s["detector"] is None:
+            s["detector"] = f"yolo:{c.detector_weights or 'yolo11n.pt'}"
         return json.loads(canonical_json(s))
 
     def _decide(self, stage: str, v: VideoRecord, force: bool) -> _Decision:
@@ -317,8 +332,9 @@ class Builder:
             upstream[u] = cur.meta.digest
         if stage in FROM_VIDEO:
             upstream["video"] = fingerprint(Path(v.path))
-        meta = ArtifactMeta(stage=stage, upstream=upstream, settings=self.settings(stage))
         found = self.ws.inspect(v.name, stage)
+        recorded = found.meta.settings if found.ok else None
+        meta = ArtifactMeta(stage=stage, upstream=upstream, settings=self.settings(stage, recorded))
         if force:
             return _Decision(meta=meta, reason="forced", found=found)
         if not found.ok:
