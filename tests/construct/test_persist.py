@@ -293,10 +293,10 @@ def test_missing_extra_fails_before_anything_is_written(tmp_path: Path, monkeypa
             "--base-url", "http://127.0.0.1:9/v1"]
     res = runner.invoke(app, args)
     assert res.exit_code == 2, res.output
+    assert not ws.exists()  # nothing written: not even the manifest
     first = res.output.splitlines()[0]
     assert first.startswith("error: ") and f"mtvbench[{extra}]" in first and module in first
     assert "Traceback" not in res.output
-    assert not ws.exists()
 
 
 # ------------------------------------------------------------------ the workspace itself
