@@ -55,7 +55,7 @@ def require_modules(feature: str, extra: str, modules: Iterable[Module]) -> None
     """Raise :class:`MissingExtraError` naming ``extra`` when one of ``modules`` is not installed."""
     for module, dist in modules:
         if not _installed(module):
-            raise MissingExtraError(feature, extra, dist)
+            raise MissingExtraError(feature, extra, dist if dist == module else f"{dist}, imported as {module}")
 
 
 def require_backend(spec: str, role: str = "model") -> None:

@@ -71,12 +71,15 @@ def good_dialogue(task: Task, rng: str = "from 00:00:00 to 00:00:05") -> str:
     return "\n".join(lines)
 
 
-def good_checklist(n: int = 5) -> str:
+def good_checklist(n: int = 5, tag: str = "") -> str:
     obj = {}
     for i in range(1, n + 1):
-        obj[f"Q{i}"] = f"Does the answer state fact number {i} about the red square?"
+        obj[f"Q{i}"] = f"Does the answer state fact number {i} about the red square{tag}?"
         obj[f"A{i}"] = "No" if i == n else "Yes"
     return "```json\n" + json.dumps(obj) + "\n```"
+
+
+_VARIANT = re.compile(r"\[(v\w+)\]")
 
 
 _TIME_RANGE = re.compile(r"from (\d\d:\d\d:\d\d) to (\d\d:\d\d:\d\d)")
@@ -90,6 +93,9 @@ class Scripted:
     same_scene: bool = False
     bad_dialogues: int = 0  # malformed dialogue replies before good ones (per dialogue prompt)
     bad_checklists: int = 0
+    #: marks every generated answer "[<variant>] ..." (and checklists of marked answers " [<variant>]"), so that a
+    #: test can tell which generation a dialogue or a checklist comes from
+    variant: str = ""
     seen: Counter = field(default_factory=Counter)
     kinds: Counter = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -117,11 +123,14 @@ class Scripted:
             if nth <= self.bad_dialogues:
                 return "Round 1\nUser: What is this?\nAssistant: A square.\nRound 2\nUser: And?\nAssistant: Red."
             m = _TIME_RANGE.search(prompt.split("# Video material")[1])
-            return good_dialogue(task, m.group(0) if m else "from 00:00:00 to 00:00:05")
+            text = good_dialogue(task, m.group(0) if m else "from 00:00:00 to 00:00:05")
+            return text.replace("Assistant: ", f"Assistant: [{self.variant}] ") if self.variant else text
         if kind == "checklist":
             if nth <= self.bad_checklists:
                 return "Q1: Is the ground truth correct?\nA1: Yes"
-            return good_checklist(int(re.search(r"Generate exactly (\d+) questions", prompt).group(1)))
+            tag = _VARIANT.search(prompt.split("Ground Truth Answer:")[-1])
+            return good_checklist(int(re.search(r"Generate exactly (\d+) questions", prompt).group(1)),
+                                  f" [{tag.group(1)}]" if tag else "")
         return "I do not know this prompt."
 
     @staticmethod

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mtvbench.construct.generate import check_dialogue, generate_dialogues, parse_dialogue
+from mtvbench.construct.journal import CallJournal
 from mtvbench.construct.llm import StageModel
 from mtvbench.construct.records import GenRound, ScoreResult, Unit, UnitScores
 from mtvbench.construct.score import parse_scores, score_units
@@ -134,24 +135,31 @@ def test_malformed_dialogues_are_rejected_and_reasked(scene_video: Path) -> None
     assert [r.topic for r in ts.rounds] == ["video", "non-video", "video", "non-video", "video"]
 
 
-def test_reask_is_bounded_and_failures_listed(scene_video: Path) -> None:
+def test_reask_is_bounded_and_failures_listed(scene_video: Path, tmp_path: Path) -> None:
     unit = Unit(id="S0", kind="single", segments=[0], ranges=[(0.0, 5.0)], captions=["a red square"])
     scores = ScoreResult(video="three", units={"S0": UnitScores(unit="S0", scores={},
                                                                 selected=[Task.MEMORY_RECALL])})
+    journal = CallJournal(tmp_path)
+
+    def gen(url: str):  # noqa: ANN202
+        model = StageModel(create_backend("openai:gen", BackendOptions(base_url=url, api_key_env="NONE_SET",
+                                                                       max_retries=0)), journal=journal)
+        return asyncio.run(generate_dialogues("three", scene_video, [unit], scores, model, 15.0, max_attempts=2,
+                                              num_frames=4))
+
     with LoopbackServer(ServerState(model_reply=Scripted(bad_dialogues=99))) as srv:
-        res = asyncio.run(generate_dialogues("three", scene_video, [unit], scores, _model(srv.url), 15.0,
-                                             max_attempts=2, num_frames=4))
+        res = gen(srv.url)
         n = len(srv.state.requests)
-        again = asyncio.run(generate_dialogues("three", scene_video, [unit], scores, _model(srv.url), 15.0,
-                                               previous=res, max_attempts=2, num_frames=4))
+        again = gen(srv.url)
         n_again = len(srv.state.requests)
-        retried = asyncio.run(generate_dialogues("three", scene_video, [unit], scores, _model(srv.url), 15.0,
-                                                 previous=res, max_attempts=2, num_frames=4, retry_failed=True))
-    assert n == 2 and res.dialogues == {}
-    assert [f.item for f in res.failures] == ["S0/memory_recall"]
+        journal.supersede("three", "generate", [f.item for f in res.failures])  # what --retry-failed does
+        retried = gen(srv.url)
+        n_retried = len(srv.state.requests)
+    assert n == 2 and res.dialogues == {} and res.complete
+    assert [(f.item, f.kind, f.attempts) for f in res.failures] == [("S0/memory_recall", "rejected", 2)]
     assert any("5-8 rounds" in p for p in res.failures[0].problems)
-    assert n_again == n and again.failures == res.failures  # given up: not re-asked on a plain re-run
-    assert len(retried.failures) == 1 and retried.attempted == ["S0/memory_recall"]
+    assert n_again == n and again == res  # given up: the stored replies are read again, nothing is asked
+    assert n_retried == n + 2 and len(retried.failures) == 1
 
 
 def test_score_units_keeps_five_and_six(scene_video: Path) -> None:

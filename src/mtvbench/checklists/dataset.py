@@ -1,5 +1,12 @@
 """Fill the missing checklist entries of a dataset in the released layout, resumably.
 
+Where the result goes is the caller's choice: ``out=DIR`` writes a complete dataset at
+``DIR`` (``mtqa/*.json`` and ``metadata.json`` copied, ``videos`` a symlink to the
+source's ``videos/`` folder, ``checklist/`` the source's entries plus the new ones) and
+never touches the source; ``out=None`` writes into the source's ``checklist/`` files in
+place. A second run with the same ``out`` continues from what ``DIR`` already holds;
+``DIR`` may not hold another dataset (its ``mtqa/`` files must equal the source's).
+
 For every dialogue of ``mtqa/<task>.json`` and every round that is a model turn under the
 official rule (:func:`mtvbench.data.schema.is_model_turn`), an entry of
 ``checklist/<task>_CheckList.json`` is generated when none exists. Existing entries are
@@ -13,9 +20,7 @@ after the bounded re-asks are listed in the report and left without an entry.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +29,12 @@ from pydantic import BaseModel, Field
 
 from mtvbench.checklists.generator import checklist_outcome, entry_from_items
 from mtvbench.data.schema import TASKS, Task, is_model_turn
+from mtvbench.errors import InputError, OutputError
 from mtvbench.models.base import ModelBackend
+from mtvbench.util.files import atomic_copy_file, atomic_write_json, ensure_dir
+from mtvbench.util.jsonio import load_json_file
+
+__all__ = ["ChecklistFailure", "FillReport", "atomic_write_json", "fill_checklists", "prepare_out"]
 
 
 class ChecklistFailure(BaseModel):
@@ -36,25 +46,11 @@ class ChecklistFailure(BaseModel):
 
 
 class FillReport(BaseModel):
+    out: str = ""
     generated: int = 0
     kept: int = 0
     failed: list[ChecklistFailure] = Field(default_factory=list)
     files_written: list[str] = Field(default_factory=list)
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    """Write JSON to a temporary file in the same folder, then rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, ensure_ascii=False, indent=2)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _round_index(entry: Any) -> int | None:
@@ -70,6 +66,7 @@ async def fill_checklists(
     root: str | Path,
     backend: ModelBackend,
     *,
+    out: str | Path | None = None,
     n: int = 5,
     tasks: Sequence[Task] = TASKS,
     overwrite: bool = False,
@@ -78,12 +75,62 @@ async def fill_checklists(
     exact_split: bool = True,
     on_progress: Callable[[str], None] | None = None,
 ) -> FillReport:
-    """Generate the missing checklist entries of the dataset at ``root`` (see module doc)."""
-    filler = _Filler(Path(root), backend, n=n, overwrite=overwrite, concurrency=concurrency,
+    """Generate the missing checklist entries of the dataset at ``root`` into ``out`` (``None``: in place)."""
+    root = Path(root)
+    target = prepare_out(root, Path(out)) if out is not None else root
+    filler = _Filler(root, target, backend, n=n, overwrite=overwrite, concurrency=concurrency,
                      max_attempts=max_attempts, exact_split=exact_split, on_progress=on_progress)
     for task in tasks:
         await filler.task(task)
+    filler.report.out = str(target)
     return filler.report
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False
+
+
+def prepare_out(root: Path, out: Path) -> Path:
+    """Lay out ``out`` as a copy of the dataset at ``root`` (see module doc); checklists come later."""
+    if not (root / "mtqa").is_dir():
+        raise InputError(f"{root}: no mtqa/ folder (expected the released layout: mtqa/, checklist/, videos/)")
+    if out.resolve() == root.resolve():
+        raise InputError(f"--out {out} is the dataset itself: pass --in-place to write into it")
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out}: exists and is not a folder")
+    sources = sorted((root / "mtqa").glob("*.json"))
+    for src in sources:
+        dst = out / "mtqa" / src.name
+        if dst.exists() and not _same_file(src, dst):
+            raise OutputError(f"{dst}: differs from {src}; {out} holds another dataset (choose an empty --out)")
+    ensure_dir(out / "checklist")
+    for src in sources:
+        if not (out / "mtqa" / src.name).exists():
+            atomic_copy_file(src, out / "mtqa" / src.name)
+    if (root / "metadata.json").is_file() and not (out / "metadata.json").exists():
+        atomic_copy_file(root / "metadata.json", out / "metadata.json")
+    videos = out / "videos"
+    if (root / "videos").is_dir() and not videos.exists() and not videos.is_symlink():
+        try:
+            os.symlink((root / "videos").resolve(), videos, target_is_directory=True)
+        except OSError as e:
+            raise OutputError(f"{videos}: cannot link to {root / 'videos'} ({e.strerror or e})") from e
+    return out
+
+
+def _check_shape(checklists: Any, source: Path) -> None:
+    """``{video: {event: [entry, ...]}}``, or one :class:`InputError` naming the place."""
+    if not isinstance(checklists, dict):
+        raise InputError(f"{source}: a checklist file must hold a JSON object keyed by video")
+    for video, events in checklists.items():
+        if not isinstance(events, dict):
+            raise InputError(f"{source}: video {video!r}: expected an object keyed by event index")
+        for event, entries in events.items():
+            if not isinstance(entries, list):
+                raise InputError(f"{source}: video {video!r}, event {event!r}: expected a list of entries")
 
 
 def _model_rounds(task: Task, dialogue: Any) -> list[tuple[int, str, str]]:
@@ -101,9 +148,10 @@ def _model_rounds(task: Task, dialogue: Any) -> list[tuple[int, str, str]]:
 
 
 class _Filler:
-    def __init__(self, root: Path, backend: ModelBackend, *, n: int, overwrite: bool, concurrency: int,
-                 max_attempts: int, exact_split: bool, on_progress: Callable[[str], None] | None):
-        self.root, self.backend, self.n, self.overwrite = root, backend, n, overwrite
+    def __init__(self, root: Path, target: Path, backend: ModelBackend, *, n: int, overwrite: bool,
+                 concurrency: int, max_attempts: int, exact_split: bool,
+                 on_progress: Callable[[str], None] | None):
+        self.root, self.target, self.backend, self.n, self.overwrite = root, target, backend, n, overwrite
         self.max_attempts, self.exact_split, self.on_progress = max_attempts, exact_split, on_progress
         self.sem = asyncio.Semaphore(max(1, concurrency))
         self.report = FillReport()
@@ -112,9 +160,12 @@ class _Filler:
         mtqa_path = self.root / "mtqa" / f"{task.official_stem}.json"
         if not mtqa_path.exists():
             return
-        mtqa = json.loads(mtqa_path.read_text(encoding="utf-8"))
-        ck_path = self.root / "checklist" / f"{task.official_stem}_CheckList.json"
-        checklists: dict[str, Any] = json.loads(ck_path.read_text(encoding="utf-8")) if ck_path.exists() else {}
+        mtqa = load_json_file(mtqa_path, "mtqa file")
+        name = f"{task.official_stem}_CheckList.json"
+        ck_path = self.target / "checklist" / name
+        source = ck_path if ck_path.exists() else self.root / "checklist" / name
+        checklists: Any = load_json_file(source, "checklist file") if source.exists() else {}
+        _check_shape(checklists, source)
         lock = asyncio.Lock()
         jobs = []
         for video, dialogues in (mtqa.items() if isinstance(mtqa, dict) else []):
@@ -125,6 +176,8 @@ class _Filler:
         wrote = await asyncio.gather(*jobs)
         if any(wrote):
             self.report.files_written.append(str(ck_path))
+        elif source != ck_path and source.exists():  # --out: the layout is complete even where nothing was new
+            atomic_copy_file(source, ck_path)
 
     async def dialogue(self, task: Task, video: str, event: str, rounds: list[tuple[int, str, str]],
                        checklists: dict[str, Any], ck_path: Path, lock: asyncio.Lock) -> bool:

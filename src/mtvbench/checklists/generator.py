@@ -14,15 +14,15 @@ checked against the rules of Figure 16:
   this into a soft target with ``exact_split=False``);
 - no two questions identical.
 
-A reply that breaks a rule is re-asked with the list of broken rules, at most
-``max_attempts`` calls in all. When every attempt fails, :func:`generate_checklist`
-raises :class:`ChecklistError` listing what still fails (and :func:`checklist_outcome`
-returns it without raising).
+A reply that breaks a rule is re-asked with the list of broken rules
+(:data:`CHECKLIST_REASK`), at most ``max_attempts`` calls in all, through the shared loop
+:func:`mtvbench.models.ask.ask` (:func:`checklist_check` is the check). When every
+attempt fails, :func:`generate_checklist` raises :class:`ChecklistError` listing what
+still fails (and :func:`checklist_outcome` returns it without raising).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -30,10 +30,14 @@ from pydantic import BaseModel, Field
 
 from mtvbench.data.schema import ChecklistItem
 from mtvbench.errors import MtvbenchError
+from mtvbench.models.ask import Check, ReaskPolicy, Rejected, append_problems, ask
 from mtvbench.models.base import GenerationRequest, ModelBackend
 from mtvbench.prompts.generation import render_checklist_prompt
+from mtvbench.util.jsonio import json_values, yes_no
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+#: how a rejected checklist is asked for again (the problems are listed after it)
+CHECKLIST_REASK = append_problems("\n\nYour previous checklist was rejected because:\n- ",
+                                  "\nWrite the whole checklist again.", sep="\n- ")
 _Q_LINE = re.compile(r"^\W*Q(\d+)\W*[:.)\]]\s*(.+?)\s*$", re.IGNORECASE)
 _A_LINE = re.compile(r"\bA(\d+)\W*[:.)\]]\s*\**\s*(yes|no)\b", re.IGNORECASE)
 _INLINE_A = re.compile(
@@ -68,16 +72,6 @@ class ChecklistOutcome(BaseModel):
     error: str | None = None
 
 
-def _yes_no(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return "Yes" if value else "No"
-    if isinstance(value, str):
-        v = value.strip().strip(".!*\"'").strip().lower()
-        if v in ("yes", "no"):
-            return v.capitalize()
-    return None
-
-
 def _from_json(obj: Any) -> list[tuple[str, str | None]] | None:
     if isinstance(obj, dict) and isinstance(obj.get("checklist"), (list, dict)):
         obj = obj["checklist"]
@@ -89,7 +83,7 @@ def _from_json(obj: Any) -> list[tuple[str, str | None]] | None:
             if m := re.fullmatch(r"Q(\d+)", key):
                 qs[int(m.group(1))] = str(v).strip()
             elif m := re.fullmatch(r"A(\d+)", key):
-                ans[int(m.group(1))] = _yes_no(v)
+                ans[int(m.group(1))] = yes_no(v)
         if not qs:
             return None
         return [(qs[i], ans.get(i)) for i in sorted(qs)]
@@ -101,23 +95,15 @@ def _from_json(obj: Any) -> list[tuple[str, str | None]] | None:
             a = next((low[k] for k in ("answer", "expected", "a") if k in low), None)
             if not isinstance(q, str):
                 return None
-            out.append((q.strip(), _yes_no(a)))
+            out.append((q.strip(), yes_no(a)))
         return out
     return None
 
 
 def parse_checklist_reply(text: str) -> list[tuple[str, str | None]]:
     """``[(question, 'Yes'|'No'|None), ...]`` in item order; empty when nothing is found."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)]
-    for open_, close in (("{", "}"), ("[", "]")):
-        s, e = text.find(open_), text.rfind(close)
-        if s != -1 and e > s:
-            candidates.append(text[s : e + 1])
-    for cand in candidates:
-        try:
-            parsed = _from_json(json.loads(cand))
-        except (json.JSONDecodeError, ValueError):
-            continue
+    for value in json_values(text, arrays=True):
+        parsed = _from_json(value)
         if parsed:
             return parsed
     # plain lines: "Q1: ...?" then "A1: Yes" (or "Q1: ...? (Yes)" / "Q1: ... A1: Yes" on one line)
@@ -179,6 +165,24 @@ def _items(parsed: list[tuple[str, str | None]]) -> list[ChecklistItem]:
             for i, (q, a) in enumerate(parsed, 1) if q and a in ("Yes", "No")]
 
 
+def checklist_check(n: int = 5, exact_split: bool = True) -> Check[list[ChecklistItem]]:
+    """Parse a reply and apply the Figure 16 rules: the items, or :class:`Rejected` with the broken rules
+    (``partial``: the items that could be read)."""
+
+    def check(text: str) -> list[ChecklistItem] | Rejected:
+        parsed = parse_checklist_reply(text)
+        problems = check_checklist(parsed, n, exact_split)
+        return Rejected(problems, _items(parsed)) if problems else _items(parsed)
+
+    return check
+
+
+def checklist_request(question: str, answer: str, n: int = 5, request_id: str = "checklist",
+                      temperature: float | None = None) -> GenerationRequest:
+    return GenerationRequest(id=request_id, prompt=render_checklist_prompt(question, answer, n),
+                             temperature=temperature)
+
+
 async def checklist_outcome(
     backend: ModelBackend,
     question: str,
@@ -191,25 +195,15 @@ async def checklist_outcome(
     temperature: float | None = None,
 ) -> ChecklistOutcome:
     """Ask for a checklist; re-ask (bounded) while rules are broken. Never raises for bad replies."""
-    base = render_checklist_prompt(question, answer, n)
-    prompt = base
-    raws: list[str] = []
-    problems: list[str] = []
-    last: list[tuple[str, str | None]] = []
-    for attempt in range(1, max_attempts + 1):
-        res = await backend.generate(GenerationRequest(id=f"{request_id}-try{attempt}", prompt=prompt,
-                                                       temperature=temperature))
-        if res.outcome == "error":
-            return ChecklistOutcome(ok=False, problems=problems or [f"backend error: {res.error}"],
-                                    attempts=attempt, raw=raws, error=res.error)
-        raws.append(res.raw_text or res.text)
-        last = parse_checklist_reply(res.text)
-        problems = check_checklist(last, n, exact_split)
-        if not problems:
-            return ChecklistOutcome(ok=True, items=_items(last), attempts=attempt, raw=raws)
-        prompt = base + "\n\nYour previous checklist was rejected because:\n- " + "\n- ".join(problems) + \
-            "\nWrite the whole checklist again."
-    return ChecklistOutcome(ok=False, items=_items(last), problems=problems, attempts=max_attempts, raw=raws)
+    out = await ask(backend, checklist_request(question, answer, n, request_id, temperature),
+                    checklist_check(n, exact_split), ReaskPolicy(max_attempts, CHECKLIST_REASK))
+    if out.status == "ok":
+        return ChecklistOutcome(ok=True, items=out.value or [], attempts=out.attempts, raw=out.raw)
+    if out.status == "error":
+        return ChecklistOutcome(ok=False, problems=out.problems or [f"backend error: {out.error}"],
+                                attempts=out.attempts, raw=out.raw, error=out.error)
+    return ChecklistOutcome(ok=False, items=out.partial or [], problems=out.problems, attempts=out.attempts,
+                            raw=out.raw)
 
 
 async def generate_checklist(

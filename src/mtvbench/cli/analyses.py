@@ -224,6 +224,10 @@ def sweep(
 def checklists(
     data: Annotated[Path, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")],
     generator: Annotated[str, typer.Option(help="checklist writer, e.g. openai:gpt-4o")],
+    out: Annotated[Path | None, typer.Option(help="write a copy of the dataset with the new checklists here "
+                                                  "(mtqa/ copied, videos/ linked); the data stays as it is")] = None,
+    in_place: Annotated[bool, typer.Option("--in-place", help="write the new checklists into DATA/checklist/")
+                        ] = False,
     n: Annotated[int, typer.Option(help="items per checklist")] = 5,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the generator")] = None,
     api_key_env: Annotated[str | None, typer.Option(help="env var holding the generator's key")] = None,
@@ -232,25 +236,35 @@ def checklists(
     exact_split: Annotated[bool, typer.Option(help="require exactly one 'No' item (target 4/1)")] = True,
     concurrency: Annotated[int, typer.Option(help="calls in flight")] = 4,
 ) -> None:
-    """Write missing checklists (paper Figure 16) in the released layout; resumable."""
+    """Write missing checklists (paper Figure 16) in the released layout; resumable.
+
+    Choose where: --out DIR (a copy of the dataset) or --in-place (into DATA). Exit 3 when some
+    turns still have no checklist (listed)."""
     from mtvbench.checklists import fill_checklists
     from mtvbench.models.base import BackendOptions, create_backend
 
+    if out is None and not in_place:
+        fail(f"choose where the checklists go: --out DIR (a copy of {data} with the new checklists) "
+             f"or --in-place (write into {data / 'checklist'})")
+    if out is not None and in_place:
+        fail("--out and --in-place exclude each other")
     require_backend(generator, "checklist generator")
     data = data_path(data)
 
     async def go() -> Any:
         backend = create_backend(generator, BackendOptions(base_url=base_url, api_key_env=api_key_env))
         try:
-            return await fill_checklists(data, backend, n=n, overwrite=overwrite, concurrency=concurrency,
+            return await fill_checklists(data, backend, out=out, n=n, overwrite=overwrite, concurrency=concurrency,
                                          max_attempts=max_attempts, exact_split=exact_split)
         finally:
             await backend.aclose()
 
     rep = asyncio.run(go())
-    say(f"generated {rep.generated}, kept {rep.kept} existing, failed {len(rep.failed)}")
+    say(f"generated {rep.generated}, kept {rep.kept} existing, failed {len(rep.failed)} (written to {rep.out})")
     for f in rep.failed:
         note("failed", f"{f.task}/{f.video}/{f.event} round {f.round_index}: " + "; ".join(f.problems),
              style="red")
     if rep.failed:
-        raise typer.Exit(1)
+        note("INCOMPLETE", f"{len(rep.failed)} turn(s) still have no checklist; run the same command again to "
+             "ask for them again")
+        raise typer.Exit(3)

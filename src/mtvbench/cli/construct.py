@@ -3,6 +3,13 @@
 Every stage can run alone (it reads the artifacts of earlier stages from the workspace)
 or all together with ``all``. ``--videos DIR`` registers the videos of DIR in the
 workspace (a sub-folder name is the video's category); later commands may omit it.
+
+Exit status: 0 when every requested stage is done for every video (and, for ``all`` and
+``export``, every video was exported); 2 for bad input or settings (nothing is written
+when they are found before the build starts: a missing API key, a missing optional
+dependency, an unreadable config) or a stage that failed on a bad video; 3 when a stage
+is incomplete (failed model calls: listed; the next run asks only those) or blocked by
+an incomplete or stale earlier stage; 4 when another process uses the workspace.
 """
 
 from __future__ import annotations
@@ -16,9 +23,10 @@ from pydantic import Field, field_validator
 
 from mtvbench.cli.common import FormatOption, OutputFormat, console, fail, new_app, note, print_tables, say, styled
 from mtvbench.config import RoleSettings, load_settings_file, validate_settings
-from mtvbench.construct.export import ReviewQueue, adjudicate, load_queue, record_review
+from mtvbench.construct.export import ExportReport, ReviewQueue, adjudicate, load_queue, record_review
 from mtvbench.construct.pipeline import ALL_STAGES, BuildConfig, Builder, StageReport
-from mtvbench.construct.workspace import Workspace
+from mtvbench.construct.split import SplitSettings
+from mtvbench.construct.workspace import Workspace, discover_videos
 from mtvbench.extras import require_build
 from mtvbench.report.tables import Col, TextTable, Value
 
@@ -35,7 +43,8 @@ Model = Annotated[str | None, typer.Option("--model", "-m", help="Model spec for
 BaseUrl = Annotated[str | None, typer.Option("--base-url", help="Base URL of an OpenAI-compatible server.")]
 KeyEnv = Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")]
 Conc = Annotated[int, typer.Option("--concurrency", help="Concurrent model calls per stage.")]
-Force = Annotated[bool, typer.Option("--force", help="Redo the stage even where it is done.")]
+Force = Annotated[bool, typer.Option("--force", help="Redo the stage even where it is done (its model calls are "
+                                     "asked again; later stages then redo what changed).")]
 Config = Annotated[Path | None, typer.Option("--config", help="YAML/JSON file of BuildConfig fields.")]
 
 
@@ -81,40 +90,70 @@ def _config(config: Path | None, model: str | None, base_url: str | None, api_ke
 
 
 def _print_report(r: StageReport) -> None:
-    colour = {"done": "green", "skipped": "dim", "incomplete": "yellow", "failed": "red"}[r.status]
-    extra = f" ({r.failures} failure(s) listed in the artifact)" if r.failures else ""
-    msg = f" — {r.message}" if r.message and r.status != "skipped" else ""
-    line = styled([(f"{r.stage:<11} {r.video:<24} {r.status}", colour), (f" {r.seconds:6.1f}s{extra}{msg}", None)])
+    colour = {"done": "green", "skipped": "dim", "incomplete": "yellow", "blocked": "yellow", "failed": "red"}[r.status]
+    calls = f" asked {r.asked}, replayed {r.replayed};" if r.asked or r.replayed else ""
+    extra = f" {r.given_up} given up (rules still broken; --retry-failed asks again);" if r.given_up else ""
+    msg = f" {r.message}" if r.message and r.status != "skipped" else ""
+    line = styled([(f"{r.stage:<11} {r.video:<24} {r.status:<10}", colour),
+                   (f" {r.seconds:6.1f}s{calls}{extra}{msg}".rstrip(";"), None)])
     console.print(line, highlight=False, soft_wrap=True)
+
+
+_SHOWN = 10  # failure lines printed per stage and video
+
+
+def _summary(reports: list[StageReport], export: ExportReport | None) -> int:
+    """Print what is not done and return the exit status (see module doc)."""
+    failed = [r for r in reports if r.status == "failed"]
+    unfinished = [r for r in reports if r.status in ("incomplete", "blocked")]
+    skipped_videos = export.skipped_videos if export is not None else {}
+    for r in unfinished:
+        note(r.status.upper(), f"{r.stage} {r.video}: " + (r.message if r.status == "blocked" else
+                                                              f"{len(r.problems)} item(s) without a result"))
+        for line in r.problems[:_SHOWN]:
+            note("  failed", line, style="red")
+        if len(r.problems) > _SHOWN:
+            note("  ...", f"{len(r.problems) - _SHOWN} more in {r.artifact}", style="dim")
+    for name, why in skipped_videos.items():
+        note("not exported", f"{name}: {why}")
+    for r in failed:
+        note("failed", f"{r.stage} {r.video}: {r.message}", style="red")
+    if failed:
+        return 2
+    if unfinished or skipped_videos:
+        note("INCOMPLETE", "run the same command again to ask only what is missing "
+             "(what every finished call returned is stored in the workspace)")
+        return 3
+    return 0
 
 
 def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str] | None, cfg: BuildConfig,
          force: bool, export: dict | None = None) -> None:
     require_build(stages, cfg)  # a missing extra fails before the workspace is created
-    ws = Workspace(workspace)
-    if videos is not None:
-        ws.register(videos)
-    vids = ws.videos(only)
+    ws = Workspace(workspace)  # writes nothing until the checks below have passed
+    found = discover_videos(videos) if videos is not None else []
+    vids = ws.videos(only, extra=found)
     builder = Builder(ws, cfg, on_report=_print_report)
 
-    async def go() -> None:
+    async def go() -> ExportReport | None:
         try:
-            await builder.run(stages, vids, force)
+            builder.preflight(stages, vids, force)  # missing extras, keys, detector weights: before any write
+            with ws.lock():
+                if found:
+                    ws.register(found)
+                await builder.run(stages, vids, force)
+                return builder.export(vids, **export) if export is not None else None
         finally:
             await builder.aclose()
 
-    if stages:
-        asyncio.run(go())
-    if export is not None:
-        rep = builder.export(vids, **export)
+    rep = asyncio.run(go())
+    if rep is not None:
         say(f"exported {rep.dialogues} dialogue(s) ({rep.checklists} checklist entries) of "
-                      f"{len(rep.videos)} video(s) to {rep.out}")
-        for name, why in rep.skipped_videos.items():
-            note(f"skipped {name}", why)
+            f"{len(rep.videos)} video(s) to {rep.out}")
         say(f"review queue: {rep.review}")
-    failed = [r for r in builder.reports if r.status == "failed"]
-    if failed:
-        raise typer.Exit(1)
+    code = _summary(builder.reports, rep)
+    if code:
+        raise typer.Exit(code)
 
 
 def _stage_command(stage: str, help_text: str) -> None:
@@ -128,11 +167,15 @@ def _stage_command(stage: str, help_text: str) -> None:
                 split_detector: Annotated[str | None, typer.Option(help="content (default) or adaptive")] = None,
                 no_objects: Annotated[bool, typer.Option("--no-objects", help="Cross-scene units from themes only "
                                                          "(no key frames, detection or memory bank).")] = False,
-                retry_failed: Annotated[bool, typer.Option(help="Re-ask dialogues that failed the rules.")] = False,
+                retry_failed: Annotated[bool, typer.Option(help="Re-ask items given up on (rules broken).")] = False,
                 ) -> None:
         cfg = _config(config, model, base_url, api_key_env, concurrency, split_detector, detector=detector,
                       detector_weights=detector_weights, retry_failed=retry_failed or None,
                       objects=False if no_objects else None)
+        if split_detector:
+            if split_detector not in ("content", "adaptive"):
+                fail(f"--split-detector must be content or adaptive, got {split_detector!r}")
+            cfg.split = SplitSettings(detector=split_detector)  # type: ignore[arg-type]
         _run([stage], workspace, videos, video, cfg, force)
 
     command.__name__ = f"build_{stage}"
@@ -159,22 +202,26 @@ def build_export(workspace: WS, videos: Videos = None, video: Only = None,
                  out: Annotated[Path | None, typer.Option("--out", help="Dataset folder (default WS/dataset).")] = None,
                  accepted_only: Annotated[bool, typer.Option(help="Only dialogues accepted in review.")] = False,
                  video_mode: Annotated[str, typer.Option(help="copy, link (hard link) or symlink")] = "copy") -> None:
+    if video_mode not in ("copy", "link", "symlink"):
+        fail(f"--video-mode must be copy, link or symlink, got {video_mode!r}")
     mode: Literal["copy", "link", "symlink"] = video_mode  # type: ignore[assignment]
     _run([], workspace, videos, video, BuildConfig(), False,
          export={"out": out, "accepted_only": accepted_only, "video_mode": mode})
 
 
-@build_app.command("all", help="Every stage in order, then export.")
+@build_app.command("all", help="Every stage in order, then export (runs what it can; exit 3 lists what is not done).")
 def build_all_cmd(workspace: WS, videos: Videos = None, video: Only = None, model: Model = None,
                   base_url: BaseUrl = None, api_key_env: KeyEnv = None, concurrency: Conc = 4, force: Force = False,
                   config: Config = None,
                   detector: Annotated[str | None, typer.Option(help="'yolo' or module:factory")] = None,
                   detector_weights: Annotated[str | None, typer.Option(help="YOLO11 weights file")] = None,
                   no_objects: Annotated[bool, typer.Option("--no-objects")] = False,
+                  retry_failed: Annotated[bool, typer.Option(help="Re-ask items given up on (rules broken).")] = False,
                   out: Annotated[Path | None, typer.Option("--out")] = None,
                   accepted_only: Annotated[bool, typer.Option()] = False) -> None:
     cfg = _config(config, model, base_url, api_key_env, concurrency, detector=detector,
-                  detector_weights=detector_weights, objects=False if no_objects else None)
+                  detector_weights=detector_weights, retry_failed=retry_failed or None,
+                  objects=False if no_objects else None)
     _run(list(ALL_STAGES), workspace, videos, video, cfg, force,
          export={"out": out, "accepted_only": accepted_only, "video_mode": "copy"})
 

@@ -1,7 +1,8 @@
 """Stage 2 — an MLLM describes each shot clip, from frames sampled inside that clip only.
 
-Resumable: captions already stored are kept; only missing ones are asked (a failed call
-is recorded and asked again on the next run).
+One call per clip (an empty reply is asked again, up to ``max_attempts`` calls). Every
+reply is committed to the call journal as it arrives, so a re-run asks only for clips
+whose caption is missing; a failed call is recorded and asked again on the next run.
 """
 
 from __future__ import annotations
@@ -9,29 +10,35 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from mtvbench.construct.clipframes import sample_clip_frames
-from mtvbench.construct.llm import StageModel
-from mtvbench.construct.records import Captions, Failure, SplitResult, hms
+from mtvbench.construct.llm import StageModel, failure, gather_all, ranges_frames, text_check
+from mtvbench.construct.records import Captions, SplitResult, hms
+from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
+from mtvbench.models.ask import ReaskPolicy, ask
+from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import CLIP_CAPTION_PROMPT
 
 
-async def caption_clips(video: str, path: Path, split: SplitResult, model: StageModel,
-                        previous: Captions | None = None, num_frames: int = 8,
-                        frame_settings: FrameSettings | None = None) -> Captions:
-    out = Captions(video=video, captions=dict(previous.captions) if previous else {})
+async def caption_clips(video: str, path: Path, split: SplitResult, model: StageModel, num_frames: int = 8,
+                        frame_settings: FrameSettings | None = None, max_attempts: int = 3) -> Captions:
     settings = frame_settings or FrameSettings(num_frames=num_frames, max_side=448)
+    video_fp = await asyncio.to_thread(fingerprint, path)
+    policy = ReaskPolicy(max_attempts)
 
-    async def one(clip_index: int) -> None:
+    async def one(clip_index: int):  # noqa: ANN202 - AskOutcome[str]
         clip = split.clips[clip_index]
-        frames = await asyncio.to_thread(sample_clip_frames, path, clip.start_s, clip.end_s, num_frames, settings)
+        item = f"clip/{clip.index}"
+        frames = ranges_frames(video_fp, path, [(clip.start_s, clip.end_s)], num_frames, settings)
         prompt = CLIP_CAPTION_PROMPT.format(start=hms(clip.start_s), end=hms(clip.end_s))
-        text, err = await model.ask(f"caption/{video}/{clip.index}", prompt, frames)
-        if text is None:
-            out.failures.append(Failure(item=f"clip {clip.index}", problems=[err]))
-        else:
-            out.captions[clip.index] = text.strip()
+        return await ask(model.caller(video, "caption", item, frames), GenerationRequest(id=item, prompt=prompt),
+                         text_check, policy)
 
-    await asyncio.gather(*(one(c.index) for c in split.clips if c.index not in out.captions))
-    out.complete = all(c.index in out.captions for c in split.clips)
+    outcomes = await gather_all(one(c.index) for c in split.clips)
+    out = Captions(video=video)
+    for clip, res in zip(split.clips, outcomes):
+        if res.ok:
+            out.captions[clip.index] = res.value
+        else:
+            out.failures.append(failure(f"clip/{clip.index}", res))
+    out.complete = not out.failures  # merging needs every caption
     return out

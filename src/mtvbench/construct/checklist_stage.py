@@ -2,47 +2,40 @@
 
 Every round that will be a model turn in the released layout (the official rule,
 :func:`mtvbench.data.schema.is_model_turn`) gets ``n`` yes/no items from the Figure 16
-prompt, rule-checked and re-asked (bounded). Resumable per round; rounds whose checklist
-still breaks the rules are listed as failures (the dialogue is still exported; that
-round is then unscored, which ``mtvbench validate`` reports).
+prompt, rule-checked and re-asked (bounded, :func:`mtvbench.checklists.generator.checklist_check`).
+Every reply is in the call journal, so a re-run asks only what is missing. Rounds whose
+checklist still breaks the rules are listed as failures (given up; the dialogue is still
+exported and that round is then unscored, which ``mtvbench validate`` reports); a failed
+call makes the stage incomplete.
 """
 
 from __future__ import annotations
 
-import asyncio
-
-from mtvbench.checklists.generator import checklist_outcome
-from mtvbench.construct.records import ChecklistResult, Failure, GenerateResult
+from mtvbench.checklists.generator import CHECKLIST_REASK, checklist_check, checklist_request
+from mtvbench.construct.llm import StageModel, failure, gather_all
+from mtvbench.construct.records import ChecklistResult, GenerateResult
 from mtvbench.data.schema import is_model_turn
-from mtvbench.models.base import ModelBackend
+from mtvbench.models.ask import ReaskPolicy, ask
 
 
-async def make_checklists(video: str, generated: GenerateResult, backend: ModelBackend,
-                          previous: ChecklistResult | None = None, n: int = 5, max_attempts: int = 3,
-                          concurrency: int = 4, exact_split: bool = True) -> ChecklistResult:
-    old = previous.checklists if previous else {}
-    out = ChecklistResult(video=video, checklists={k: dict(v) for k, v in old.items()})
-    sem = asyncio.Semaphore(max(1, concurrency))
-    incomplete = False
+async def make_checklists(video: str, generated: GenerateResult, model: StageModel, n: int = 5,
+                          max_attempts: int = 3, exact_split: bool = True) -> ChecklistResult:
+    policy = ReaskPolicy(max_attempts, CHECKLIST_REASK)
+    check = checklist_check(n, exact_split)
+    jobs = [(key, r) for key, d in sorted(generated.dialogues.items()) for r in d.rounds
+            if is_model_turn(d.task, r.ability)]
 
-    async def one(key: str, k: int, user: str, assistant: str) -> None:
-        nonlocal incomplete
-        async with sem:
-            res = await checklist_outcome(backend, user, assistant, n, max_attempts=max_attempts,
-                                          exact_split=exact_split, request_id=f"checklist/{video}/{key}/{k}")
+    async def one(key: str, k: int, user: str, assistant: str):  # noqa: ANN202 - AskOutcome
+        item = f"{key}/{k}"
+        return await ask(model.caller(video, "checklists", item), checklist_request(user, assistant, n, item),
+                         check, policy)
+
+    outcomes = await gather_all(one(key, r.index, r.user, r.assistant) for key, r in jobs)
+    out = ChecklistResult(video=video)
+    for (key, r), res in zip(jobs, outcomes):
         if res.ok:
-            out.checklists.setdefault(key, {})[k] = res.items
+            out.checklists.setdefault(key, {})[r.index] = res.value
         else:
-            if res.error:
-                incomplete = True
-            out.failures.append(Failure(item=f"{key} round {k}", problems=res.problems))
-
-    jobs = []
-    for key, d in generated.dialogues.items():
-        done = out.checklists.get(key, {})
-        for r in d.rounds:
-            if is_model_turn(d.task, r.ability) and r.index not in done:
-                jobs.append(one(key, r.index, r.user, r.assistant))
-    await asyncio.gather(*jobs)
-    out.complete = not incomplete
+            out.failures.append(failure(f"{key}/{r.index}", res))
+    out.complete = not any(f.kind == "error" for f in out.failures)
     return out

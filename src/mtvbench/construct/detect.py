@@ -14,13 +14,15 @@ returns a :class:`Detector`).
 from __future__ import annotations
 
 import importlib
+import io
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from mtvbench.construct.records import Box, Detection, Detections, KeyFrames
-from mtvbench.errors import MtvbenchError
+from mtvbench.errors import MissingExtraError, MtvbenchError
+from mtvbench.util.files import atomic_write_bytes, ensure_dir
 
 
 @runtime_checkable
@@ -49,7 +51,7 @@ class YoloDetector:
         try:
             from ultralytics import YOLO
         except ImportError as e:
-            raise DetectorError("the detect stage needs ultralytics: pip install 'mtvbench[detect]'") from e
+            raise MissingExtraError("the detect stage (YOLO11)", "detect", "ultralytics") from e
         self.model = YOLO(weights)
         self.name = f"yolo:{Path(weights).name}"
         self.conf, self.imgsz, self.device, self.max_det = conf, imgsz, device, max_det
@@ -79,8 +81,18 @@ def load_detector(spec: str | None, weights: str | None = None) -> Detector:
     module, _, attr = spec.partition(":")
     if not attr:
         raise DetectorError(f"--detector must be 'yolo' or 'module:factory', got {spec!r}")
-    factory = getattr(importlib.import_module(module), attr)
-    det = factory()
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except ImportError as e:
+        raise DetectorError(f"--detector {spec}: cannot import {module} ({e})") from e
+    except AttributeError as e:
+        raise DetectorError(f"--detector {spec}: {module} has no {attr!r}") from e
+    try:
+        det = factory()
+    except MtvbenchError:
+        raise
+    except Exception as e:  # noqa: BLE001 - user code: its failure is a setup problem, named
+        raise DetectorError(f"--detector {spec}: the factory failed ({type(e).__name__}: {e})") from e
     if not isinstance(det, Detector):
         raise DetectorError(f"{spec} did not return a Detector (needs .name and .detect(image))")
     return det
@@ -91,8 +103,7 @@ def detect_objects(video: str, video_dir: Path, keyframes: KeyFrames, detector: 
     """Run ``detector`` on every kept key frame; save crops under ``video_dir/crops``."""
     from PIL import Image
 
-    crops = video_dir / "crops"
-    crops.mkdir(parents=True, exist_ok=True)
+    crops = ensure_dir(video_dir / "crops")
     out = Detections(video=video, detector=detector.name)
     next_id = 0
     for kf in keyframes.frames:
@@ -108,7 +119,9 @@ def detect_objects(video: str, video_dir: Path, keyframes: KeyFrames, detector: 
             if x2 - x1 < min_side or y2 - y1 < min_side:
                 continue
             name = f"{kf.frame:07d}_{next_id:05d}.jpg"
-            Image.fromarray(rgb[y1:y2, x1:x2]).save(crops / name, quality=92)
+            buf = io.BytesIO()
+            Image.fromarray(rgb[y1:y2, x1:x2]).save(buf, format="JPEG", quality=92)
+            atomic_write_bytes(crops / name, buf.getvalue())
             out.detections.append(Detection(id=next_id, frame=kf.frame, time_s=kf.time_s, segment=kf.segment,
                                             box=b, crop=f"crops/{name}"))
             next_id += 1

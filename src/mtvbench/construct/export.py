@@ -13,6 +13,12 @@ Dialogue ``event_index`` values are integers numbered per video over every gener
 dialogue in unit order, so they do not change when an export is restricted to accepted
 dialogues.
 
+Only current work is exported: a video is exported when its ``checklists`` artifact is
+complete and made from the current ``generate`` artifact, and so on down to the video file
+(:meth:`Workspace.current`); any other video is listed in ``skipped_videos`` with the
+reason (an incomplete, stale, edited or corrupt stage), so new dialogues never go out with
+old checklists.
+
 **Human verification** (paper §3.2): ``WS/review_queue.json`` holds one item per generated
 dialogue (its rounds and checklists and a content hash); the decisions are in the review store
 ``WS/review.sqlite`` (:mod:`mtvbench.review`), shared by ``mtvbench review serve`` (the web
@@ -27,13 +33,11 @@ to what is exported (the review queue keeps the generated text).
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mtvbench.checklists.dataset import atomic_write_json
 from mtvbench.checklists.generator import entry_from_items
 from mtvbench.construct.records import (
     ChecklistResult,
@@ -45,6 +49,7 @@ from mtvbench.construct.records import (
 )
 from mtvbench.construct.workspace import Workspace
 from mtvbench.data.schema import TASKS, Task
+from mtvbench.errors import OutputError
 from mtvbench.review.model import (  # noqa: F401 - the review records, re-exported for callers of this module
     Annotation,
     Decision,
@@ -57,6 +62,7 @@ from mtvbench.review.model import (  # noqa: F401 - the review records, re-expor
 )
 from mtvbench.review.source import QUEUE_NAME, read_queue_file
 from mtvbench.review.store import STORE_NAME, ReviewStore
+from mtvbench.util.files import atomic_copy_file, atomic_write_json, describe_os_error, ensure_dir
 
 # ------------------------------------------------------------------ metadata
 
@@ -166,17 +172,20 @@ def _place_video(src: Path, dst: Path, mode: str) -> None:
         if dst.resolve() == src.resolve() or (dst.stat().st_size == src.stat().st_size and mode == "copy"):
             return
         dst.unlink()
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if mode == "symlink":
-        dst.symlink_to(src.resolve())
-        return
-    if mode == "link":
-        try:
-            os.link(src, dst)
+    ensure_dir(dst.parent)
+    try:
+        if mode == "symlink":
+            dst.symlink_to(src.resolve())
             return
-        except OSError:
-            pass
-    shutil.copy2(src, dst)
+        if mode == "link":
+            try:
+                os.link(src, dst)
+                return
+            except OSError:
+                pass
+    except OSError as e:
+        raise OutputError(describe_os_error(dst, e)) from e
+    atomic_copy_file(src, dst)
 
 
 def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = None, *,
@@ -190,13 +199,17 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
     meta = BuildMetadata()
     used_videos: list[VideoRecord] = []
     for v in videos:
+        ready = ws.current(v, "checklists")  # complete, and made from current upstream artifacts all the way down
+        if not ready.ok:
+            report.skipped_videos[v.name] = ready.problem or "not built"
+            continue
         split = ws.load(v.name, "split", SplitResult)
         merge = ws.load(v.name, "merge", MergeResult)
         cross = ws.load(v.name, "crossscene", CrossSceneResult)
         gen = ws.load(v.name, "generate", GenerateResult)
         cks = ws.load(v.name, "checklists", ChecklistResult)
-        if split is None or merge is None or cross is None or gen is None:
-            report.skipped_videos[v.name] = "stages up to 'generate' have not all been run"
+        if split is None or merge is None or cross is None or gen is None or cks is None:  # pragma: no cover
+            report.skipped_videos[v.name] = "an artifact changed while exporting"
             continue
         units = {u.id: u for u in cross.units}
         order = {u.id: i for i, u in enumerate(cross.units)}
@@ -209,7 +222,7 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
             if unit is None:
                 continue
             rounds = [{"User": r.user, "Assistant": r.assistant, "Ability": r.ability} for r in d.rounds]
-            ck = (cks.checklists.get(key, {}) if cks else {})
+            ck = cks.checklists.get(key, {})
             item_id = f"{v.name}/{d.unit}/{d.task.value}"
             h = content_hash(rounds, ck)
             old = queue.items.get(item_id)

@@ -30,7 +30,9 @@ Mechanical rules (:func:`check_dialogue`):
   rhetorical tags ("don't you think?", "isn't it?", "right?").
 
 A broken reply is re-asked with the list of broken rules, at most ``max_attempts`` calls;
-what still fails is recorded in the artifact's ``failures``.
+what still fails is recorded in the artifact's ``failures`` and given up (asked again only
+with ``--retry-failed``). A failed call makes the stage incomplete; the next run asks it
+again (every reply is in the call journal, so nothing paid for is asked twice).
 """
 
 from __future__ import annotations
@@ -39,12 +41,14 @@ import asyncio
 import re
 from pathlib import Path
 
-from mtvbench.construct.clipframes import sample_ranges_frames
-from mtvbench.construct.llm import StageModel
-from mtvbench.construct.records import Failure, GeneratedDialogue, GenerateResult, GenRound, ScoreResult, Unit, hms
+from mtvbench.construct.llm import LazyFrames, StageModel, failure, gather_all, ranges_frames
+from mtvbench.construct.records import GeneratedDialogue, GenerateResult, GenRound, ScoreResult, Unit, hms
 from mtvbench.construct.score import material, where
 from mtvbench.data.schema import ALL_ROUNDS_TASKS, Task
+from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
+from mtvbench.models.ask import ReaskPolicy, Rejected, ask
+from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import (
     BASIC_ABILITIES,
     CROSS_SCENE_OBJECTS,
@@ -242,57 +246,49 @@ def dialogue_key(unit: str, task: Task) -> str:
     return f"{unit}/{task.value}"
 
 
-async def generate_dialogues(video: str, path: Path, units: list[Unit], scores: ScoreResult, model: StageModel,
-                             duration_s: float, previous: GenerateResult | None = None, num_frames: int = 32,
-                             max_attempts: int = 3, retry_failed: bool = False,
-                             frame_settings: FrameSettings | None = None) -> GenerateResult:
-    out = GenerateResult(video=video, dialogues=dict(previous.dialogues) if previous else {},
-                         attempted=list(previous.attempted) if previous and not retry_failed else [])
-    if previous and not retry_failed:
-        out.failures = [f for f in previous.failures if f.item in out.attempted]
-    settings = frame_settings or FrameSettings(num_frames=num_frames, max_side=448)
-    incomplete = False
-    frames_of: dict[str, asyncio.Task] = {}  # one decode per unit, shared by its tasks
+def _reask(prompt: str, problems: list[str]) -> str:
+    return prompt + REASK_SUFFIX.format(problems="\n".join(f"- {x}" for x in problems))
 
-    async def one(unit: Unit, task: Task) -> None:
-        nonlocal incomplete
+
+def dialogue_check(task: Task, whole_video: bool):  # noqa: ANN201 - Check[list[GenRound]]
+    """Parse a reply and apply the mechanical rules of ``task``."""
+
+    def check(text: str) -> list[GenRound] | Rejected:
+        rounds = parse_dialogue(text)
+        problems = check_dialogue(task, rounds, require_range=not whole_video)
+        if problems:
+            return Rejected(problems)
+        if task in ALL_ROUNDS_TASKS:
+            for r in rounds:
+                r.ability = r.ability or TASK_ABILITY_LABEL[task]
+        return rounds
+
+    return check
+
+
+async def generate_dialogues(video: str, path: Path, units: list[Unit], scores: ScoreResult, model: StageModel,
+                             duration_s: float, num_frames: int = 32, max_attempts: int = 3,
+                             frame_settings: FrameSettings | None = None) -> GenerateResult:
+    settings = frame_settings or FrameSettings(num_frames=num_frames, max_side=448)
+    video_fp = await asyncio.to_thread(fingerprint, path)
+    policy = ReaskPolicy(max_attempts, _reask)
+    frames_of: dict[str, LazyFrames] = {}  # one decode per unit, shared by its tasks, only when something is asked
+
+    async def one(unit: Unit, task: Task):  # noqa: ANN202 - AskOutcome[list[GenRound]]
         key = dialogue_key(unit.id, task)
         whole = len(unit.ranges) == 1 and unit.ranges[0][0] <= 0.5 and unit.ranges[0][1] >= duration_s - 0.5
-        if unit.id not in frames_of:
-            frames_of[unit.id] = asyncio.ensure_future(
-                asyncio.to_thread(sample_ranges_frames, path, unit.ranges, num_frames, settings))
-        frames = await frames_of[unit.id]
-        base = generation_prompt(task, unit, whole)
-        prompt = base
-        problems: list[str] = []
-        for attempt in range(1, max_attempts + 1):
-            text, err = await model.ask(f"generate/{video}/{key}/try{attempt}", prompt, frames)
-            if text is None:
-                incomplete = True
-                out.failures.append(Failure(item=key, problems=[f"backend: {err}"]))
-                return
-            rounds = parse_dialogue(text)
-            problems = check_dialogue(task, rounds, require_range=not whole)
-            if not problems:
-                if task in ALL_ROUNDS_TASKS:
-                    for r in rounds:
-                        r.ability = r.ability or TASK_ABILITY_LABEL[task]
-                out.dialogues[key] = GeneratedDialogue(unit=unit.id, task=task, rounds=rounds, attempts=attempt)
-                return
-            prompt = base + REASK_SUFFIX.format(problems="\n".join(f"- {x}" for x in problems))
-        out.failures.append(Failure(item=key, problems=problems))
-        out.attempted.append(key)
+        frames = frames_of.setdefault(unit.id, ranges_frames(video_fp, path, unit.ranges, num_frames, settings))
+        request = GenerationRequest(id=key, prompt=generation_prompt(task, unit, whole))
+        return await ask(model.caller(video, "generate", key, frames), request, dialogue_check(task, whole), policy)
 
-    jobs = []
-    for unit in units:
-        us = scores.units.get(unit.id)
-        if us is None:
-            continue
-        for task in us.selected:
-            key = dialogue_key(unit.id, task)
-            if key in out.dialogues or key in out.attempted:
-                continue
-            jobs.append(one(unit, task))
-    await asyncio.gather(*jobs)
-    out.complete = not incomplete
+    jobs = [(unit, task) for unit in units if (us := scores.units.get(unit.id)) is not None for task in us.selected]
+    outcomes = await gather_all(one(u, t) for u, t in jobs)
+    out = GenerateResult(video=video)
+    for (unit, task), res in zip(jobs, outcomes):
+        key = dialogue_key(unit.id, task)
+        if res.ok:
+            out.dialogues[key] = GeneratedDialogue(unit=unit.id, task=task, rounds=res.value, attempts=res.attempts)
+        else:
+            out.failures.append(failure(key, res))
+    out.complete = not any(f.kind == "error" for f in out.failures)
     return out

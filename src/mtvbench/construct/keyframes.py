@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from mtvbench.construct.records import KeyFrame, KeyFrames
 from mtvbench.errors import MissingExtraError
 from mtvbench.media.frames import VideoError
+from mtvbench.util.files import atomic_write_bytes, ensure_dir
 
 
 class KeyFrameSettings(BaseModel):
@@ -106,7 +107,7 @@ def extract_keyframes(video: str, path: Path, out_dir: Path, settings: KeyFrameS
         raise VideoError(f"{path}: no frames decoded")
     threshold = settings.sharpness_abs if settings.sharpness_abs is not None else \
         settings.sharpness_rel * float(np.median([s[2] for s in samples]))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out_dir)
     result = KeyFrames(video=video, sample_fps=settings.fps, sharpness_threshold=threshold,
                        similarity_threshold=settings.similarity, sampled=len(samples))
     last_hist: np.ndarray | None = None
@@ -119,7 +120,7 @@ def extract_keyframes(video: str, path: Path, out_dir: Path, settings: KeyFrameS
             continue
         last_hist = hist
         name = f"{n:07d}.jpg"
-        (out_dir / name).write_bytes(jpg)
+        atomic_write_bytes(out_dir / name, jpg)
         result.frames.append(KeyFrame(frame=n, time_s=round(t, 4), segment=(segment_of or {}).get(n),
                                       sharpness=round(sharp, 3), file=f"{out_dir.name}/{name}"))
     return result

@@ -1,74 +1,137 @@
-"""How the construction stages call a model: the evaluation core's backends, bounded concurrency.
+"""How the construction stages call a model: any backend, bounded concurrency, the call journal.
 
-Every stage asks through :class:`StageModel`, which wraps any
+Every stage asks through a :class:`StageModel`, which wraps a
 :class:`~mtvbench.models.base.ModelBackend` (``openai:``, ``gemini:``, ``hf:`` ... built by
-:func:`~mtvbench.models.base.create_backend`). Retries are the backend's; a call that still
-fails comes back as an error string, which the stage records as a failure and the next
-run asks again.
+:func:`~mtvbench.models.base.create_backend`). For one item of one stage and video,
+:meth:`StageModel.caller` gives a backend for the shared ask/parse/re-ask loop
+(:func:`mtvbench.models.ask.ask`) that
+
+- answers from the call journal (:mod:`.journal`) when this exact request was paid for
+  before, without decoding any frame;
+- otherwise decodes the item's frames (once, :class:`LazyFrames`), asks the backend under
+  the role's concurrency bound and commits the reply to the journal before returning it.
+
+Transport retries are the backend's; a call that still fails comes back as ``error``,
+which the stage records as a failure and the next run asks again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import re
-from typing import Any
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
 
-from mtvbench.media.frames import VideoFrames
-from mtvbench.models.base import BackendOptions, GenerationRequest, ModelBackend, create_backend
+from mtvbench.construct.clipframes import sample_ranges_frames
+from mtvbench.construct.journal import CallJournal, request_key
+from mtvbench.construct.records import Failure
+from mtvbench.media.frames import FrameSettings, VideoFrames
+from mtvbench.models.ask import AskOutcome, Rejected
+from mtvbench.models.base import GenerationRequest, GenerationResult, ModelBackend
+
+T = TypeVar("T")
+
+
+class LazyFrames:
+    """Frames decoded on first use only (in a worker thread), shared by every request that names them."""
+
+    def __init__(self, key: str, load: Callable[[], VideoFrames]):
+        self.key = key
+        self._load = load
+        self._task: asyncio.Future[VideoFrames] | None = None
+
+    async def get(self) -> VideoFrames:
+        if self._task is None:
+            self._task = asyncio.ensure_future(asyncio.to_thread(self._load))
+        return await self._task
 
 
 class StageModel:
-    def __init__(self, backend: ModelBackend, concurrency: int = 4, max_tokens: int | None = None,
-                 temperature: float | None = None):
+    """One model role of the build (caption, merge, score, generate, checklist)."""
+
+    def __init__(self, backend: ModelBackend, concurrency: int = 4, journal: CallJournal | None = None,
+                 max_tokens: int | None = None, temperature: float | None = None):
         self.backend = backend
         self.sem = asyncio.Semaphore(max(1, concurrency))
+        self.journal = journal
         self.max_tokens = max_tokens
         self.temperature = temperature
-        self.calls = 0
+        #: (video, stage) -> calls sent to the backend / replies read from the journal
+        self.asked: Counter[tuple[str, str]] = Counter()
+        self.replayed: Counter[tuple[str, str]] = Counter()
 
     @property
     def name(self) -> str:
         return self.backend.name
 
-    async def ask(self, request_id: str, prompt: str, frames: VideoFrames | None = None) -> tuple[str | None, str]:
-        """(reply text, '') or (None, error)."""
-        async with self.sem:
-            self.calls += 1
-            res = await self.backend.generate(GenerationRequest(
-                id=request_id, prompt=prompt, frames=frames, max_tokens=self.max_tokens,
-                temperature=self.temperature))
-        if res.outcome in ("ok",) and res.text.strip():
-            return res.text, ""
-        return None, res.error or res.outcome
+    @property
+    def calls(self) -> int:
+        return sum(self.asked.values())
+
+    def caller(self, video: str, stage: str, item: str, frames: LazyFrames | None = None) -> ItemCaller:
+        return ItemCaller(self, video, stage, item, frames)
 
     async def aclose(self) -> None:
         await self.backend.aclose()
 
 
-def make_stage_model(spec: str, options: BackendOptions | None = None, concurrency: int = 4) -> StageModel:
-    return StageModel(create_backend(spec, options), concurrency=concurrency)
+class ItemCaller:
+    """A :class:`ModelBackend` for one item: journal first, then the real backend (see module doc)."""
+
+    def __init__(self, model: StageModel, video: str, stage: str, item: str, frames: LazyFrames | None):
+        self.model, self.video, self.stage, self.item, self.frames = model, video, stage, item, frames
+        self.name = model.name
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        m = self.model
+        request = request.model_copy(update={
+            "id": f"{self.stage}/{self.video}/{request.id}",
+            "max_tokens": request.max_tokens if request.max_tokens is not None else m.max_tokens,
+            "temperature": request.temperature if request.temperature is not None else m.temperature})
+        key = request_key(m.name, request, self.frames.key if self.frames else None)
+        if m.journal is not None:
+            stored = m.journal.get(self.video, self.stage, key)
+            if stored is not None:
+                m.replayed[(self.video, self.stage)] += 1
+                return stored.result()
+        if self.frames is not None:
+            request = request.model_copy(update={"frames": await self.frames.get()})
+        async with m.sem:
+            m.asked[(self.video, self.stage)] += 1
+            result = await m.backend.generate(request)
+        if m.journal is not None and result.outcome != "error":
+            m.journal.put(self.video, self.stage, self.item, key, request.id, m.name, result)
+        return result
+
+    async def aclose(self) -> None:  # the role's backend is closed by its owner
+        return None
 
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
+    """Await every item (none is left running), then raise the first exception, if any."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results  # type: ignore[return-value]
 
 
-def find_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in a reply (fenced or embedded in prose), or None."""
-    cands = [m.group(1) for m in _FENCE.finditer(text)]
-    s, e = text.find("{"), text.rfind("}")
-    if s != -1 and e > s:
-        cands.append(text[s : e + 1])
-    for c in cands:
-        try:
-            obj = json.loads(c)
-        except (json.JSONDecodeError, ValueError):
-            continue
-        if isinstance(obj, dict):
-            return obj
-    return None
+def ranges_frames(video_fp: str, path: Path, ranges: list[tuple[float, float]], num: int,
+                  settings: FrameSettings) -> LazyFrames:
+    """Frames from time ranges of a video (decoded only when a request is really sent)."""
+    key = f"{video_fp}:{[(round(s, 4), round(e, 4)) for s, e in ranges]}:{num}:{settings.key()}"
+    return LazyFrames(key, lambda: sample_ranges_frames(path, ranges, num, settings))
 
 
-def run_sync(coro: Any) -> Any:
-    """Run a coroutine from synchronous code (the CLI and the pipeline's sync entry points)."""
-    return asyncio.run(coro)
+def text_check(text: str) -> str | Rejected:
+    """A reply that is any non-empty text (captions)."""
+    t = text.strip()
+    return t if t else Rejected(["the reply is empty"])
+
+
+def failure(item: str, out: AskOutcome) -> Failure:
+    """The artifact record of an item without a result."""
+    if out.status == "error":
+        return Failure(item=item, kind="error", problems=[f"model call failed: {out.error}"], attempts=out.attempts)
+    return Failure(item=item, kind="rejected", problems=list(out.problems), attempts=out.attempts)

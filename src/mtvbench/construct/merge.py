@@ -6,38 +6,44 @@ LLM is shown the running group's caption and the next segment's caption and aske
 both show the same scene (same place and same ongoing event). "Yes" merges the next
 segment into the group (its caption is appended), "No" closes the group. The second pass
 does the same over the first pass's segments, so scenes split into several shots that the
-first pass joined only partly get joined. A reply is read as Yes/No from its first
-yes/no word (or a JSON ``{"same_scene": true}``); an unreadable reply counts as "No" and
-is listed as a failure.
+first pass joined only partly get joined. A reply is read as Yes/No from a JSON
+``{"same_scene": true}`` or its first yes/no word; an unreadable reply is asked again
+(up to ``max_attempts`` calls), then counts as "No" and is listed as a failure. A failed
+call also counts as "No" for the rest of the walk, and the stage is incomplete.
 
 Optional pre-filter (``prefilter_below``): when the text similarity of the two captions
 (:mod:`mtvbench.construct.textsim`) is below the value, the pair is "No" without asking.
-Decisions are stored, so an interrupted merge resumes without asking twice.
+Every reply is in the call journal, so an interrupted merge resumes without asking twice.
 """
 
 from __future__ import annotations
 
 import re
 
-from mtvbench.construct.llm import StageModel, find_json_object
-from mtvbench.construct.records import Captions, Failure, MergeDecision, MergeResult, Segment, SplitResult, hms
+from mtvbench.construct.llm import StageModel, failure
+from mtvbench.construct.records import Captions, MergeDecision, MergeResult, Segment, SplitResult, hms
 from mtvbench.construct.textsim import TextSimilarity
+from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
+from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import MERGE_PROMPT
+from mtvbench.util.jsonio import extract_json_object, yes_no
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+_KEYS = ("same_scene", "same", "answer", "merge")
+MERGE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Answer Yes or No.")
 
 
 def parse_same_scene(text: str) -> bool | None:
-    obj = find_json_object(text)
+    obj = extract_json_object(text, accept=lambda o: any(yes_no(o.get(k)) for k in _KEYS))
     if obj is not None:
-        for key in ("same_scene", "same", "answer", "merge"):
-            v = obj.get(key)
-            if isinstance(v, bool):
-                return v
-            if isinstance(v, str) and v.strip().lower() in ("yes", "no"):
-                return v.strip().lower() == "yes"
+        return next(yes_no(obj.get(k)) for k in _KEYS if yes_no(obj.get(k))) == "Yes"
     m = _YES_NO.search(text)
     return None if m is None else m.group(1).lower() == "yes"
+
+
+def same_scene_check(text: str) -> bool | Rejected:
+    got = parse_same_scene(text)
+    return Rejected(["no yes/no in the reply"]) if got is None else got
 
 
 def segment_caption(captions: list[tuple[float, float, str]]) -> str:
@@ -46,11 +52,11 @@ def segment_caption(captions: list[tuple[float, float, str]]) -> str:
     return " ".join(f"[{hms(s)}-{hms(e)}] {c}" for s, e, c in captions)
 
 
-async def merge_clips(video: str, split: SplitResult, captions: Captions, model: StageModel,
-                      previous: MergeResult | None = None, passes: int = 2,
-                      prefilter_below: float | None = None, textsim: TextSimilarity | None = None) -> MergeResult:
-    known = {(p.pass_index, tuple(p.left), tuple(p.right)): p for p in (previous.decisions if previous else [])}
+async def merge_clips(video: str, split: SplitResult, captions: Captions, model: StageModel, passes: int = 2,
+                      prefilter_below: float | None = None, textsim: TextSimilarity | None = None,
+                      max_attempts: int = 3) -> MergeResult:
     result = MergeResult(video=video)
+    policy = ReaskPolicy(max_attempts, MERGE_REASK)
     # a group is a list of clip indices; its caption parts are (start, end, caption) per clip
     groups: list[list[int]] = [[c.index] for c in split.clips]
     clip_by = {c.index: c for c in split.clips}
@@ -65,37 +71,28 @@ async def merge_clips(video: str, split: SplitResult, captions: Captions, model:
         merged: list[list[int]] = []
         current = groups[0]
         for nxt in groups[1:]:
-            key = (p, tuple(current), tuple(nxt))
-            decision = known.get(key)
-            if decision is None:
-                a_cap, b_cap = segment_caption(parts(current)), segment_caption(parts(nxt))
-                if prefilter_below is not None and textsim is not None and \
-                        textsim.similarity(a_cap, b_cap) < prefilter_below:
-                    decision = MergeDecision(pass_index=p, left=current, right=nxt, same_scene=False,
-                                             prefiltered=True, reason="caption similarity below pre-filter")
-                else:
-                    prompt = MERGE_PROMPT.format(
-                        a_start=hms(clip_by[current[0]].start_s), a_end=hms(clip_by[current[-1]].end_s),
-                        b_start=hms(clip_by[nxt[0]].start_s), b_end=hms(clip_by[nxt[-1]].end_s),
-                        a_caption=a_cap, b_caption=b_cap)
-                    text, err = await model.ask(f"merge/{video}/p{p}/{current[0]}-{nxt[0]}", prompt)
-                    if text is None:
-                        complete = False
-                        result.failures.append(Failure(item=f"pass {p}: clips {current} + {nxt}", problems=[err]))
-                        same = False
-                        decision = None
-                    else:
-                        same_v = parse_same_scene(text)
-                        if same_v is None:
-                            result.failures.append(Failure(item=f"pass {p}: clips {current} + {nxt}",
-                                                           problems=["no yes/no in the reply; kept apart"]))
-                        decision = MergeDecision(pass_index=p, left=current, right=nxt, same_scene=bool(same_v),
-                                                 reason=text.strip()[:300])
-                if decision is not None:
-                    result.decisions.append(decision)
+            a_cap, b_cap = segment_caption(parts(current)), segment_caption(parts(nxt))
+            if prefilter_below is not None and textsim is not None and \
+                    textsim.similarity(a_cap, b_cap) < prefilter_below:
+                result.decisions.append(MergeDecision(pass_index=p, left=current, right=nxt, same_scene=False,
+                                                      prefiltered=True, reason="caption similarity below pre-filter"))
+                same = False
             else:
-                result.decisions.append(decision)
-            same = decision.same_scene if decision is not None else False
+                prompt = MERGE_PROMPT.format(
+                    a_start=hms(clip_by[current[0]].start_s), a_end=hms(clip_by[current[-1]].end_s),
+                    b_start=hms(clip_by[nxt[0]].start_s), b_end=hms(clip_by[nxt[-1]].end_s),
+                    a_caption=a_cap, b_caption=b_cap)
+                item = f"p{p}/{'+'.join(map(str, current))}/{'+'.join(map(str, nxt))}"
+                out = await ask(model.caller(video, "merge", item), GenerationRequest(id=item, prompt=prompt),
+                                same_scene_check, policy)
+                same = bool(out.value)
+                if out.status == "error":
+                    complete = False
+                else:
+                    result.decisions.append(MergeDecision(pass_index=p, left=current, right=nxt, same_scene=same,
+                                                          reason=(out.raw[-1] if out.raw else "").strip()[:300]))
+                if not out.ok:
+                    result.failures.append(failure(item, out))
             if same:
                 current = current + nxt
             else:

@@ -1,7 +1,9 @@
 """Stages 6-7 — object captions and the dynamic object memory bank.
 
-**Object captions.** An MLLM describes each detected crop (one image per call). Stored per
-detection; only missing captions are asked on a re-run.
+**Object captions.** An MLLM describes each detected crop (one image per call; an empty
+reply is asked again up to ``max_attempts`` calls, then the detection keeps no caption and
+is listed as a failure). Every reply is in the call journal; a re-run asks only what is
+missing.
 
 **Memory bank.** Detections are visited in time order, frame by frame. Each detection's
 features are:
@@ -27,7 +29,7 @@ runs, so it is deterministic.
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
 from collections import defaultdict
 from pathlib import Path
 
@@ -35,7 +37,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from mtvbench.construct.clipframes import image_frames
-from mtvbench.construct.llm import StageModel
+from mtvbench.construct.llm import LazyFrames, StageModel, failure, gather_all, text_check
 from mtvbench.construct.records import (
     Appearance,
     BankEntry,
@@ -46,6 +48,9 @@ from mtvbench.construct.records import (
     ObjectsResult,
 )
 from mtvbench.construct.textsim import LexicalSimilarity, TextSimilarity
+from mtvbench.errors import InputError
+from mtvbench.models.ask import ReaskPolicy, ask
+from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import OBJECT_CAPTION_PROMPT
 
 
@@ -169,25 +174,41 @@ def segment_at(merge: MergeResult | None, t: float) -> int | None:
     return merge.segments[-1].index if merge.segments and t >= merge.segments[-1].start_s else None
 
 
-async def caption_objects(video: str, video_dir: Path, detections: Detections, model: StageModel,
-                          previous: dict[int, str] | None = None) -> tuple[dict[int, str], list[Failure]]:
-    from PIL import Image
-
-    captions = dict(previous or {})
-    failures: list[Failure] = []
-
-    async def one(d: Detection) -> None:
+def _crop_frames(video_dir: Path, d: Detection) -> LazyFrames:
+    try:
         data = (video_dir / d.crop).read_bytes()
+    except OSError as e:
+        raise InputError(f"{video_dir / d.crop}: cannot read the object crop ({e.strerror or e})",
+                         hint="run `mtvbench build detect --force` for this video") from e
+
+    def load():  # noqa: ANN202
+        from PIL import Image
+
         with Image.open(video_dir / d.crop) as im:
             w, h = im.size
-        frames = image_frames(data, w, h, video_dir / d.crop)
-        text, err = await model.ask(f"object/{video}/{d.id}", OBJECT_CAPTION_PROMPT.format(label=d.box.label), frames)
-        if text is None:
-            failures.append(Failure(item=f"detection {d.id}", problems=[err]))
-        else:
-            captions[d.id] = text.strip()
+        return image_frames(data, w, h, video_dir / d.crop)
 
-    await asyncio.gather(*(one(d) for d in detections.detections if d.id not in captions))
+    return LazyFrames(f"crop:{hashlib.sha256(data).hexdigest()}", load)
+
+
+async def caption_objects(video: str, video_dir: Path, detections: Detections, model: StageModel,
+                          max_attempts: int = 3) -> tuple[dict[int, str], list[Failure]]:
+    policy = ReaskPolicy(max_attempts)
+
+    async def one(d: Detection):  # noqa: ANN202 - AskOutcome[str]
+        item = f"detection/{d.id}"
+        request = GenerationRequest(id=item, prompt=OBJECT_CAPTION_PROMPT.format(label=d.box.label))
+        return await ask(model.caller(video, "objects", item, _crop_frames(video_dir, d)), request, text_check,
+                         policy)
+
+    outcomes = await gather_all(one(d) for d in detections.detections)
+    captions: dict[int, str] = {}
+    failures: list[Failure] = []
+    for d, res in zip(detections.detections, outcomes):
+        if res.ok:
+            captions[d.id] = res.value
+        else:
+            failures.append(failure(f"detection/{d.id}", res))
     return captions, failures
 
 
@@ -206,14 +227,13 @@ def observations(video_dir: Path, detections: Detections, captions: dict[int, st
 
 
 async def build_objects(video: str, video_dir: Path, detections: Detections, merge: MergeResult | None,
-                        model: StageModel, previous: ObjectsResult | None = None,
-                        settings: BankSettings | None = None, textsim: TextSimilarity | None = None) -> ObjectsResult:
+                        model: StageModel, settings: BankSettings | None = None,
+                        textsim: TextSimilarity | None = None, max_attempts: int = 3) -> ObjectsResult:
     settings = settings or BankSettings()
     textsim = textsim or LexicalSimilarity()
-    captions, failures = await caption_objects(video, video_dir, detections, model,
-                                               previous.captions if previous else None)
+    captions, failures = await caption_objects(video, video_dir, detections, model, max_attempts)
     bank = MemoryBank(settings, textsim)
     assignments = bank.add_all(observations(video_dir, detections, captions, merge, settings.hist_bins))
     return ObjectsResult(video=video, captions=captions, text_similarity=textsim.name, entries=bank.entries,
                          assignments=assignments, failures=failures,
-                         complete=all(d.id in captions for d in detections.detections))
+                         complete=not any(f.kind == "error" for f in failures))

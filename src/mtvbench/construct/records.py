@@ -1,15 +1,25 @@
 """Typed artifacts of the construction pipeline, one per stage and video (pydantic, stored as JSON).
 
-Every artifact has ``complete``: a stage that stopped half-way (an LLM stage interrupted,
-some calls failed) stores what it has with ``complete=False`` and the next run fills in
-only what is missing.
+Every artifact has ``complete``: a stage some of whose model calls failed stores what it
+has with ``complete=False`` (and the failures); the next run asks only for what is
+missing (the paid replies are in the workspace's call journal, :mod:`.journal`).
+
+Every artifact also carries :class:`ArtifactMeta`: the fingerprint of what it was made
+from (the content digests of the upstream artifacts it read, the video file's content
+fingerprint for the first stages, the stage's settings including the model, the prompt
+and the stage version) and the digest of its own content. An artifact whose content does
+not match its digest was edited by hand; one whose recorded inputs differ from the
+current ones is stale (see :mod:`.workspace`).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import hashlib
+import json
+import re
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from mtvbench.data.schema import ChecklistItem, Task
 
@@ -23,19 +33,61 @@ def hms(seconds: float) -> str:
     return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
+#: a video name is a folder name inside the workspace: no separators, no leading dot ("..")
+VIDEO_NAME = re.compile(r"[A-Za-z0-9_][\w.\-]{0,199}")
+
+
+def video_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a video name (it is used as a folder name), or None."""
+    if not VIDEO_NAME.fullmatch(name):
+        return ("video names may only use letters, digits, '_', '-' and '.', must not start with '.' or '-' "
+                f"and have at most 200 characters: {name!r}")
+    return None
+
+
 class VideoRecord(BaseModel):
     name: str
     path: str
     category: str = "uncategorized"
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        problem = video_name_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
 
 
 class Manifest(BaseModel):
     videos: list[VideoRecord] = Field(default_factory=list)
 
 
+class ArtifactMeta(BaseModel):
+    """What an artifact was made from, and the digest of its own content (see module doc)."""
+
+    stage: str
+    #: upstream stage -> its content digest; ``video`` -> the video file's content fingerprint
+    upstream: dict[str, str] = Field(default_factory=dict)
+    #: the stage's settings: model, prompt digest, stage version, frame and rule settings
+    settings: dict[str, Any] = Field(default_factory=dict)
+    digest: str = ""
+
+
 class Artifact(BaseModel):
     video: str
     complete: bool = True
+    meta: ArtifactMeta | None = None
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def content_digest(artifact: Artifact) -> str:
+    """SHA-256 (24 hex digits) of the artifact's content without its ``meta``, key order ignored."""
+    body = canonical_json(artifact.model_dump(mode="json", exclude={"meta"}))
+    return hashlib.sha256(body.encode()).hexdigest()[:24]
 
 
 # ------------------------------------------------------------------ 1. split
@@ -65,8 +117,14 @@ class SplitResult(Artifact):
 
 
 class Failure(BaseModel):
-    item: str
+    """One item a stage has no result for. ``error``: the model call failed (asked again on the next
+    run; the stage is incomplete); ``rejected``: the replies broke the rules up to the re-ask bound
+    (given up: asked again only with ``--retry-failed``)."""
+
+    item: str  # the item's id in the call journal, e.g. "clip/3", "S1/object_reference"
     problems: list[str]
+    kind: Literal["error", "rejected"] = "rejected"
+    attempts: int = 0
 
 
 class Captions(Artifact):
@@ -237,7 +295,6 @@ class GeneratedDialogue(BaseModel):
 class GenerateResult(Artifact):
     dialogues: dict[str, GeneratedDialogue] = Field(default_factory=dict)  # "<unit>/<task>" -> dialogue
     failures: list[Failure] = Field(default_factory=list)
-    attempted: list[str] = Field(default_factory=list)  # keys given up on (re-asked to the bound)
 
 
 # ------------------------------------------------------------------ 11. checklists
@@ -247,3 +304,10 @@ class ChecklistResult(Artifact):
     #: "<unit>/<task>" -> {round index -> items}
     checklists: dict[str, dict[int, list[ChecklistItem]]] = Field(default_factory=dict)
     failures: list[Failure] = Field(default_factory=list)
+
+
+ARTIFACTS: dict[str, type[Artifact]] = {
+    "split": SplitResult, "caption": Captions, "merge": MergeResult, "keyframes": KeyFrames, "detect": Detections,
+    "objects": ObjectsResult, "crossscene": CrossSceneResult, "score": ScoreResult, "generate": GenerateResult,
+    "checklists": ChecklistResult,
+}

@@ -5,7 +5,7 @@ from 1 to 6. Only those tasks that receive a score of 5 or 6 are selected". One 
 unit, with frames sampled from the unit's ranges only and the unit's captions. The reply
 is read as a JSON object (any of the task's key, label, abbreviation or file stem as key)
 or as ``<task>: <score>`` lines; a reply missing a task or giving a score outside 1-6 is
-re-asked (bounded), then recorded as a failure.
+re-asked with the problems (bounded), then recorded as a failure (the unit gets no dialogue).
 """
 
 from __future__ import annotations
@@ -14,12 +14,17 @@ import asyncio
 import re
 from pathlib import Path
 
-from mtvbench.construct.clipframes import sample_ranges_frames
-from mtvbench.construct.llm import StageModel, find_json_object
-from mtvbench.construct.records import Failure, ScoreResult, Unit, UnitScores, hms
+from mtvbench.construct.llm import StageModel, failure, gather_all, ranges_frames
+from mtvbench.construct.records import ScoreResult, Unit, UnitScores, hms
 from mtvbench.data.schema import TASKS, Task
+from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
+from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
+from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import SCORE_PROMPT, TASK_DEFINITIONS
+from mtvbench.util.jsonio import extract_json_object
+
+SCORE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Reply with the JSON object only.")
 
 
 def _norm(s: str) -> str:
@@ -63,7 +68,7 @@ def _as_score(v: object) -> int | None:
 def parse_scores(text: str) -> tuple[dict[Task, int], list[str]]:
     """(scores found, problems). Problems name missing tasks and out-of-range scores."""
     found: dict[Task, int] = {}
-    obj = find_json_object(text)
+    obj = extract_json_object(text)
     if obj is not None:
         for k, v in obj.items():
             t = _ALIASES.get(_norm(str(k)))
@@ -80,32 +85,32 @@ def parse_scores(text: str) -> tuple[dict[Task, int], list[str]]:
     return found, problems
 
 
-async def score_units(video: str, path: Path, units: list[Unit], model: StageModel,
-                      previous: ScoreResult | None = None, min_score: int = 5, num_frames: int = 16,
-                      max_attempts: int = 3, frame_settings: FrameSettings | None = None) -> ScoreResult:
-    out = ScoreResult(video=video, min_score=min_score, units=dict(previous.units) if previous else {})
+def scores_check(text: str) -> dict[Task, int] | Rejected:
+    scores, problems = parse_scores(text)
+    return Rejected(problems) if problems else scores
+
+
+async def score_units(video: str, path: Path, units: list[Unit], model: StageModel, min_score: int = 5,
+                      num_frames: int = 16, max_attempts: int = 3,
+                      frame_settings: FrameSettings | None = None) -> ScoreResult:
     settings = frame_settings or FrameSettings(num_frames=num_frames, max_side=448)
+    video_fp = await asyncio.to_thread(fingerprint, path)
+    policy = ReaskPolicy(max_attempts, SCORE_REASK)
 
-    async def one(unit: Unit) -> None:
-        frames = await asyncio.to_thread(sample_ranges_frames, path, unit.ranges, num_frames, settings)
-        base = score_prompt(unit)
-        prompt = base
-        problems: list[str] = []
-        for attempt in range(1, max_attempts + 1):
-            text, err = await model.ask(f"score/{video}/{unit.id}/try{attempt}", prompt, frames)
-            if text is None:
-                out.failures.append(Failure(item=f"unit {unit.id}", problems=[err]))
-                return
-            scores, problems = parse_scores(text)
-            if not problems:
-                out.units[unit.id] = UnitScores(
-                    unit=unit.id, scores={t.value: s for t, s in scores.items()},
-                    selected=[t for t in TASKS if scores[t] >= min_score])
-                return
-            prompt = base + "\n\nYour previous reply could not be used: " + "; ".join(problems) + \
-                ". Reply with the JSON object only."
-        out.failures.append(Failure(item=f"unit {unit.id}", problems=problems))
+    async def one(unit: Unit):  # noqa: ANN202 - AskOutcome[dict[Task, int]]
+        item = f"unit/{unit.id}"
+        frames = ranges_frames(video_fp, path, unit.ranges, num_frames, settings)
+        return await ask(model.caller(video, "score", item, frames),
+                         GenerationRequest(id=item, prompt=score_prompt(unit)), scores_check, policy)
 
-    await asyncio.gather(*(one(u) for u in units if u.id not in out.units))
-    out.complete = all(u.id in out.units for u in units)
+    outcomes = await gather_all(one(u) for u in units)
+    out = ScoreResult(video=video, min_score=min_score)
+    for unit, res in zip(units, outcomes):
+        if res.ok:
+            scores = res.value
+            out.units[unit.id] = UnitScores(unit=unit.id, scores={t.value: s for t, s in scores.items()},
+                                            selected=[t for t in TASKS if scores[t] >= min_score])
+        else:
+            out.failures.append(failure(f"unit/{unit.id}", res))
+    out.complete = not any(f.kind == "error" for f in out.failures)
     return out

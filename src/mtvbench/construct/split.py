@@ -46,8 +46,11 @@ def detect_cuts(path: Path, settings: SplitSettings) -> list[int]:
         raise VideoError(f"{path}: PySceneDetect cannot open it ({e})") from e
     manager = SceneManager()
     manager.add_detector(_detector(settings))
-    manager.detect_scenes(video=video)
-    scenes = manager.get_scene_list(start_in_scene=True)
+    try:
+        manager.detect_scenes(video=video)
+        scenes = manager.get_scene_list(start_in_scene=True)
+    except Exception as e:  # noqa: BLE001 - a decode failure deep in PySceneDetect is this video's problem
+        raise VideoError(f"{path}: PySceneDetect failed on it ({type(e).__name__}: {e})") from e
     return sorted({int(start.frame_num) for start, _ in scenes if int(start.frame_num) > 0})
 
 

@@ -50,6 +50,7 @@ from mtvbench.data.schema import (
 from mtvbench.errors import InputError, MtvbenchError
 from mtvbench.media.probe import ProbeCache
 from mtvbench.util.jsonio import JSONFileError, load_json_file
+from mtvbench.util.jsonio import yes_no as _normalise_yes_no
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm", ".mov", ".avi")
 _ROUND = re.compile(r"^Round (\d+)$")
@@ -154,12 +155,6 @@ def locate_video(root: Path, name: str) -> tuple[Path | None, Path | None]:
 def find_video(root: Path, name: str) -> Path | None:
     """``videos/<name>`` or ``videos/<name>.<ext>`` when it is a regular file; never outside ``videos/``."""
     return locate_video(root, name)[0]
-
-
-def _normalise_yes_no(value: Any) -> str | None:
-    if isinstance(value, str) and value.strip().lower() in ("yes", "no"):
-        return value.strip().capitalize()
-    return None
 
 
 def _round_index(raw: Any) -> tuple[int | None, str]:

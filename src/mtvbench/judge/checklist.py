@@ -9,20 +9,20 @@ asked again when the run is resumed.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from mtvbench.data.schema import ChecklistItem
 from mtvbench.judge import offline
+from mtvbench.models.ask import Check, ReaskPolicy, Rejected, ask
 from mtvbench.models.base import BackendOptions, GenerationRequest, ModelBackend, create_backend
 from mtvbench.prompts import render_judge_prompt
+from mtvbench.util.jsonio import YesNo, extract_json_object, yes_no
 
 JudgeStatus = Literal["ok", "unparsed", "error"]
-YesNo = Literal["Yes", "No"]
 
 
 class JudgeVerdict(BaseModel):
@@ -38,45 +38,26 @@ class JudgeVerdict(BaseModel):
         return sum(1 for it in items if self.verdicts.get(it.answer_key) == it.expected)
 
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _PAIR = re.compile(r"""["']?\b(A\d+)\b["']?\s*[:=]\s*["']?\s*(yes|no)\b""", re.IGNORECASE)
 
 
-def _yes_no(value: object) -> YesNo | None:
-    if isinstance(value, bool):
-        return "Yes" if value else "No"
-    if isinstance(value, str):
-        v = value.strip().strip(".!").strip().lower()
-        if v in ("yes", "no"):
-            return "Yes" if v == "yes" else "No"
-    return None
-
-
-def _from_obj(obj: object) -> dict[str, YesNo]:
+def _from_obj(obj: dict[str, Any]) -> dict[str, YesNo]:
     out: dict[str, YesNo] = {}
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            key = str(k).strip().upper()
-            yn = _yes_no(v)
-            if re.fullmatch(r"A\d+", key) and yn is not None:
-                out[key] = yn
+    for k, v in obj.items():
+        key = str(k).strip().upper()
+        yn = yes_no(v)
+        if re.fullmatch(r"A\d+", key) and yn is not None:
+            out[key] = yn
     return out
 
 
 def parse_verdicts(text: str, keys: Sequence[str]) -> dict[str, YesNo] | None:
-    """Return ``{key: Yes/No}`` for all ``keys``, or None when any key is missing."""
-    candidates: list[str] = [m.group(1) for m in _FENCE.finditer(text)]
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        candidates.append(text[start : end + 1])
-    found: dict[str, YesNo] = {}
-    for cand in candidates:
-        try:
-            found = _from_obj(json.loads(cand))
-        except (json.JSONDecodeError, ValueError):
-            continue
-        if all(k in found for k in keys):
-            break
+    """Return ``{key: Yes/No}`` for all ``keys``, or None when any key is missing.
+
+    The first JSON object (fenced or in prose) that answers every key wins; otherwise
+    ``A1: Yes``-style pairs anywhere in the text are read."""
+    obj = extract_json_object(text, accept=lambda o: all(k in _from_obj(o) for k in keys))
+    found = _from_obj(obj) if obj is not None else {}
     if not all(k in found for k in keys):
         found = {}
         for m in _PAIR.finditer(text):
@@ -84,6 +65,16 @@ def parse_verdicts(text: str, keys: Sequence[str]) -> dict[str, YesNo] | None:
     if all(k in found for k in keys):
         return {k: found[k] for k in keys}
     return None
+
+
+def verdict_check(keys: Sequence[str]) -> Check[dict[str, YesNo]]:
+    """The judge's reply check: every key answered, or the keys still missing."""
+
+    def check(text: str) -> dict[str, YesNo] | Rejected:
+        got = parse_verdicts(text, keys)
+        return got if got is not None else Rejected([f"no parseable verdict for {', '.join(keys)}"])
+
+    return check
 
 
 class Judge(Protocol):
@@ -104,21 +95,16 @@ class LLMJudge:
         self.temperature = temperature
 
     async def judge(self, answer: str, items: Sequence[ChecklistItem], run: int) -> JudgeVerdict:
-        prompt = render_judge_prompt(answer, items)
         keys = [it.answer_key for it in items]
-        raws: list[str] = []
-        for attempt in range(1, self.max_attempts + 1):
-            res = await self.backend.generate(
-                GenerationRequest(id=f"judge-run{run}-try{attempt}", prompt=prompt, temperature=self.temperature)
-            )
-            if res.outcome == "error":
-                return JudgeVerdict(run=run, status="error", raw=raws, attempts=attempt, error=res.error)
-            raws.append(res.raw_text)
-            parsed = parse_verdicts(res.text, keys)
-            if parsed is not None:
-                return JudgeVerdict(run=run, status="ok", verdicts=parsed, raw=raws, attempts=attempt)
-        return JudgeVerdict(run=run, status="unparsed", raw=raws, attempts=self.max_attempts,
-                            error=f"no parseable verdict for {', '.join(keys)} after {self.max_attempts} attempts")
+        request = GenerationRequest(id=f"judge-run{run}", prompt=render_judge_prompt(answer, items),
+                                    temperature=self.temperature)
+        out = await ask(self.backend, request, verdict_check(keys), ReaskPolicy(self.max_attempts))
+        if out.status == "ok":
+            return JudgeVerdict(run=run, status="ok", verdicts=out.value, raw=out.raw, attempts=out.attempts)
+        if out.status == "error":
+            return JudgeVerdict(run=run, status="error", raw=out.raw, attempts=out.attempts, error=out.error)
+        return JudgeVerdict(run=run, status="unparsed", raw=out.raw, attempts=out.attempts,
+                            error=f"no parseable verdict for {', '.join(keys)} after {out.attempts} attempts")
 
     async def aclose(self) -> None:
         await self.backend.aclose()

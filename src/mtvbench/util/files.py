@@ -10,11 +10,16 @@ half-written is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import json
 import os
+import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from mtvbench.errors import InputError, OutputError
 
@@ -63,7 +68,9 @@ def ensure_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write_bytes(path: Path | str, data: bytes) -> None:
+@contextlib.contextmanager
+def atomic_open(path: Path | str) -> Iterator[BinaryIO]:
+    """A binary file that becomes ``path`` when the block ends without an error (see module doc)."""
     path = Path(path)
     ensure_dir(path.parent)
     tmp: str | None = None
@@ -71,7 +78,7 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), file_mode())
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -83,8 +90,24 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
             Path(tmp).unlink(missing_ok=True)
 
 
+def atomic_write_bytes(path: Path | str, data: bytes) -> None:
+    with atomic_open(path) as f:
+        f.write(data)
+
+
 def atomic_write_text(path: Path | str, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path | str, obj: object, indent: int | None = 2) -> None:
+    """``obj`` as UTF-8 JSON (non-ASCII kept), written whole or not at all."""
+    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=indent))
+
+
+def atomic_copy_file(src: Path | str, dst: Path | str) -> None:
+    """Copy ``src`` to ``dst`` whole or not at all (streamed, any size)."""
+    with open(src, "rb") as f, atomic_open(dst) as out:
+        shutil.copyfileobj(f, out, 1 << 20)
 
 
 def check_regular_file(path: Path | str, what: str = "file") -> Path:

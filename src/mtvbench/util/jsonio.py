@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -192,22 +192,29 @@ def read_text_file(path: Path | str, what: str = "file", max_bytes: int = MAX_JS
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 
 
-def json_candidates(text: str) -> list[str]:
-    """Places a model may have put its JSON: fenced blocks first, then the outermost braces."""
+def json_candidates(text: str, arrays: bool = False) -> list[str]:
+    """Places a model may have put its JSON: fenced blocks first, then the outermost braces
+    (and, with ``arrays``, the outermost square brackets)."""
     out = [m.group(1) for m in _FENCE.finditer(text)]
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        out.append(text[start : end + 1])
+    for open_, close in (("{", "}"), ("[", "]")) if arrays else (("{", "}"),):
+        start, end = text.find(open_), text.rfind(close)
+        if start != -1 and end > start:
+            out.append(text[start : end + 1])
     return out
+
+
+def json_values(text: str, arrays: bool = False) -> Iterator[Any]:
+    """Every candidate of :func:`json_candidates` that parses, parsed, in order."""
+    for cand in json_candidates(text, arrays):
+        try:
+            yield json.loads(cand)
+        except (ValueError, RecursionError):
+            continue
 
 
 def extract_json_object(text: str, accept: Any = None) -> dict[str, Any] | None:
     """The first JSON object found in ``text`` (for which ``accept(obj)`` is true, if given)."""
-    for cand in json_candidates(text):
-        try:
-            obj = json.loads(cand)
-        except (ValueError, RecursionError):
-            continue
+    for obj in json_values(text):
         if isinstance(obj, dict) and (accept is None or accept(obj)):
             return obj
     return None

@@ -1,0 +1,137 @@
+"""The call journal: every model reply a build stage paid for, committed the moment it arrives.
+
+``WS/calls.sqlite`` (SQLite, WAL) holds one row per reply: the video, stage and item it
+was asked for, a key (a SHA-256 over the model, the request id with its attempt number,
+the prompt, the frame source and the generation settings) and the reply. A stage never
+asks a request whose reply is in the journal: it reads the stored reply and parses it
+again. So a killed build (even ``kill -9``) asks again at most the calls that were in
+flight, a stage whose artifact is lost or stale is rebuilt from the stored replies
+without asking, and only requests that really changed (another caption, another prompt,
+another model) are asked.
+
+Failed calls (``error``) are not stored: they are asked again. ``--force`` and
+``--retry-failed`` mark rows *superseded* (they stay in the file, never read again), so
+that those requests are asked afresh. API keys never reach the journal (only replies).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from mtvbench.errors import MtvbenchError, OutputError
+from mtvbench.models.base import GenerationRequest, GenerationResult, Outcome
+from mtvbench.util.files import describe_os_error, ensure_dir
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS replies (
+    video TEXT NOT NULL, stage TEXT NOT NULL, item TEXT NOT NULL, key TEXT NOT NULL,
+    request_id TEXT NOT NULL, model TEXT NOT NULL, text TEXT NOT NULL, raw_text TEXT NOT NULL,
+    outcome TEXT NOT NULL, created REAL NOT NULL, superseded INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS replies_key ON replies (video, stage, key, superseded);
+CREATE INDEX IF NOT EXISTS replies_item ON replies (video, stage, item);
+"""
+
+
+class JournalError(MtvbenchError):
+    pass
+
+
+class StoredReply(BaseModel):
+    text: str
+    raw_text: str
+    outcome: Outcome
+
+    def result(self) -> GenerationResult:
+        return GenerationResult(text=self.text, raw_text=self.raw_text, outcome=self.outcome)
+
+
+def request_key(model: str, request: GenerationRequest, frames_key: str | None) -> str:
+    """What identifies a request: model, id (with the attempt), prompt, frame source, generation settings."""
+    h = hashlib.sha256()
+    for part in (model, request.id, request.system or "", request.prompt, frames_key or "",
+                 repr((request.max_tokens, request.temperature, request.top_p, request.top_k,
+                       sorted(request.extra.items())))):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+class CallJournal:
+    FILENAME = "calls.sqlite"
+
+    def __init__(self, root: Path):
+        self.path = Path(root) / self.FILENAME
+        self._db: sqlite3.Connection | None = None
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            ensure_dir(self.path.parent)
+            try:
+                db = sqlite3.connect(self.path, timeout=30.0)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses nothing committed
+                db.executescript(SCHEMA)
+                db.commit()
+            except sqlite3.DatabaseError as e:
+                raise JournalError(f"{self.path}: cannot use the call journal ({e})",
+                                   hint="move the file away to start a new journal (its replies are then "
+                                        "asked again)") from e
+            self._db = db
+        return self._db
+
+    def _run(self, sql: str, args: tuple, write: bool = False) -> sqlite3.Cursor:
+        db = self._conn()
+        try:
+            cur = db.execute(sql, args)
+            if write:
+                db.commit()
+            return cur
+        except sqlite3.OperationalError as e:
+            if "full" in str(e).lower():
+                raise OutputError(describe_os_error(self.path, OSError(28, "No space left on device"))) from e
+            raise JournalError(f"{self.path}: {e}") from e
+        except sqlite3.DatabaseError as e:
+            raise JournalError(f"{self.path}: {e}") from e
+
+    def get(self, video: str, stage: str, key: str) -> StoredReply | None:
+        row = self._run("SELECT text, raw_text, outcome FROM replies WHERE video=? AND stage=? AND key=? "
+                        "AND superseded=0 ORDER BY created DESC LIMIT 1", (video, stage, key)).fetchone()
+        return None if row is None else StoredReply(text=row[0], raw_text=row[1], outcome=row[2])
+
+    def put(self, video: str, stage: str, item: str, key: str, request_id: str, model: str,
+            result: GenerationResult) -> None:
+        self._run("INSERT INTO replies (video, stage, item, key, request_id, model, text, raw_text, outcome, created)"
+                  " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                  (video, stage, item, key, request_id, model, result.text, result.raw_text, result.outcome,
+                   time.time()), write=True)
+
+    def supersede(self, video: str, stage: str, items: Iterable[str] | None = None) -> int:
+        """Stop replaying the stored replies of ``items`` (all of the stage's when None); returns the count."""
+        if items is None:
+            return self._run("UPDATE replies SET superseded=1 WHERE video=? AND stage=? AND superseded=0",
+                             (video, stage), write=True).rowcount
+        n = 0
+        for item in items:
+            n += self._run("UPDATE replies SET superseded=1 WHERE video=? AND stage=? AND item=? AND superseded=0",
+                           (video, stage, item), write=True).rowcount
+        return n
+
+    def count(self, video: str | None = None, stage: str | None = None) -> int:
+        """Replies that are replayed (not superseded), optionally of one video and stage."""
+        sql, args = "SELECT COUNT(*) FROM replies WHERE superseded=0", ()
+        if video is not None:
+            sql, args = sql + " AND video=?", (*args, video)
+        if stage is not None:
+            sql, args = sql + " AND stage=?", (*args, stage)
+        return int(self._run(sql, args).fetchone()[0])
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None

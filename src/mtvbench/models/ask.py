@@ -1,0 +1,110 @@
+"""Ask a model, read and check its reply, re-ask while the reply is unusable: the one loop.
+
+Every caller that needs a *usable* reply (the checklist judge, the checklist generator,
+the construction stages) goes through :func:`ask`:
+
+1. the request is sent (``request.id`` gets ``-try<n>``; transport retries, deadlines and
+   backoff are the backend's business, below this loop);
+2. the reply text goes to the caller's ``check``, which returns the parsed value, or
+   :class:`Rejected` with the problems it found;
+3. on a rejection the model is asked again, at most ``policy.max_attempts`` calls in all;
+   ``policy.reprompt(prompt, problems)`` builds the next prompt (the same prompt by
+   default; the construction stages append the problems so the model can fix them).
+
+The outcome is typed (:class:`AskOutcome`): ``ok`` with the value, ``failed`` with the
+last problems after the bounded re-asks (given up), or ``error`` when the backend call
+itself failed (nothing was decided: callers ask again on their next run). Every raw reply
+is kept. This module sits beside :mod:`mtvbench.models.retry`: that one repeats a call
+that did not arrive, this one repeats a call whose content was unusable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from mtvbench.errors import ConfigError
+from mtvbench.models.base import GenerationRequest, ModelBackend
+
+T = TypeVar("T")
+
+AskStatus = Literal["ok", "failed", "error"]
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """What a check returns for an unusable reply: the problems, and optionally what it could read."""
+
+    problems: list[str]
+    partial: Any = None
+
+
+#: parse and check one reply: the value, or :class:`Rejected`
+Check = Callable[[str], "T | Rejected"]
+#: the next prompt from the original prompt and the problems of the last reply
+Reprompt = Callable[[str, list[str]], str]
+
+
+def same_prompt(prompt: str, problems: list[str]) -> str:
+    return prompt
+
+
+def append_problems(intro: str, outro: str = "", sep: str = "; ") -> Reprompt:
+    """A reprompt: the prompt, then ``intro``, the problems joined by ``sep``, and ``outro``."""
+
+    def reprompt(prompt: str, problems: list[str]) -> str:
+        return prompt + intro + sep.join(problems) + outro
+
+    return reprompt
+
+
+@dataclass(frozen=True)
+class ReaskPolicy:
+    max_attempts: int = 3
+    reprompt: Reprompt = field(default=same_prompt)
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ConfigError(f"max_attempts must be at least 1, got {self.max_attempts}")
+
+
+@dataclass
+class AskOutcome(Generic[T]):
+    """``ok``: ``value`` holds the checked reply; ``failed``: ``problems`` of the last reply after
+    ``attempts`` calls; ``error``: the backend call failed (``error``), nothing was decided."""
+
+    status: AskStatus
+    value: T | None = None
+    problems: list[str] = field(default_factory=list)
+    attempts: int = 0
+    raw: list[str] = field(default_factory=list)
+    error: str | None = None
+    partial: Any = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+async def ask(backend: ModelBackend, request: GenerationRequest, check: Check[T],
+              policy: ReaskPolicy | None = None) -> AskOutcome[T]:
+    """Ask ``backend`` until ``check`` accepts the reply, at most ``policy.max_attempts`` calls."""
+    policy = policy or ReaskPolicy()
+    prompt = request.prompt
+    raws: list[str] = []
+    problems: list[str] = []
+    partial: Any = None
+    for attempt in range(1, policy.max_attempts + 1):
+        res = await backend.generate(request.model_copy(update={"id": f"{request.id}-try{attempt}",
+                                                                "prompt": prompt}))
+        if res.outcome == "error":
+            return AskOutcome(status="error", problems=problems, attempts=attempt, raw=raws,
+                              error=res.error or "the backend call failed", partial=partial)
+        raws.append(res.raw_text or res.text)
+        got = check(res.text)
+        if not isinstance(got, Rejected):
+            return AskOutcome(status="ok", value=got, attempts=attempt, raw=raws)
+        problems, partial = list(got.problems), got.partial
+        prompt = policy.reprompt(request.prompt, problems)
+    return AskOutcome(status="failed", problems=problems, attempts=policy.max_attempts, raw=raws, partial=partial)
