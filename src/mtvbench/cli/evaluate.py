@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -12,11 +11,13 @@ import yaml
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
-from mtvbench.cli.common import console, err_console, fail, make_console, note, say
+from mtvbench.cli.common import console, err_console, fail, make_console, note, say, styled
 from mtvbench.config import ConfigError, build_config, load_yaml
 from mtvbench.data.official import Problem, load_official
 from mtvbench.report.leaderboard import leaderboard_table
 from mtvbench.run.runner import Progress, RunSummary
+from mtvbench.scoring.aggregate import Scores
+from mtvbench.scoring.usage import usage_lines
 
 T = TypeVar("T")
 
@@ -32,6 +33,9 @@ class RichRunProgress(Progress):
     def advance(self, name: str, n: int = 1) -> None:
         if name in self.ids:
             self.p.advance(self.ids[name], n)
+
+    def note(self, label: str, message: str) -> None:
+        self.p.console.print(styled([(f"{label}: ", "yellow"), (message, None)]), highlight=False, soft_wrap=True)
 
 
 def _progress_bar(quiet: bool) -> RichProgress:
@@ -84,6 +88,39 @@ def _summarise(summary: RunSummary) -> None:
     if summary.call_errors or summary.pending_turns or summary.judge_errors:
         note("incomplete", f"{summary.call_errors} model calls failed, {summary.pending_turns} turns "
              f"not reached, {summary.judge_errors} judge calls failed; run the same command again to retry them")
+    if summary.judge_unparsed:
+        note("judge", f"{summary.judge_unparsed} judge runs gave no parseable verdict (left out of the mean)")
+    if summary.last_judge_error and (summary.judge_errors or summary.judge_unparsed):
+        note("judge", f"last judge failure: {summary.last_judge_error}")
+    if summary.reused:
+        note("reused", f"{summary.reused} stored answers whose prompt came out unchanged (not asked again)")
+
+
+def show_scores(scores: Scores, title: str) -> None:
+    """The Table 2 row, then the status (INCOMPLETE with its reasons), counts and usage, as plain text."""
+    console.print(leaderboard_table([(scores.model, scores)],
+                                    title=styled([(title, None)] + ([(" — INCOMPLETE", "bold red")]
+                                                                    if not scores.complete else []))))
+    label = scores.overall_label()
+    subset = len(scores.tasks_selected) < 6
+    chosen = f" (tasks selected: {', '.join(scores.tasks_selected)})" if subset else ""
+    if scores.complete:
+        say(f"status: complete; Overall {label}{chosen}")
+    else:
+        say(f"status: INCOMPLETE; Overall {label}{chosen}", style="bold red")
+        for r in scores.incomplete_reasons:
+            say(f"  - {r}", style="red")
+    c = scores.counts
+    line = (f"counts: {c.dialogues} dialogues, {c.model_turns} model turns, {c.scored_turns} scored turns, "
+            f"{c.unscored_turns} turns without a verdict, {c.missing_responses} without a response, "
+            f"{c.unscored_judge_runs} judge runs without a verdict")
+    if c.superseded_responses or c.superseded_verdicts:
+        line += (f"; kept but not scored (inputs changed since): {c.superseded_responses} responses, "
+                 f"{c.superseded_verdicts} verdicts")
+    say(line)
+    if scores.usage is not None:
+        for u in usage_lines(scores.usage):
+            say(f"usage: {u}")
 
 
 def run(
@@ -103,6 +140,9 @@ def run(
     judge_runs: Annotated[int | None, typer.Option(help="judge runs per turn, averaged")] = None,
     concurrency: Annotated[int | None, typer.Option(help="model calls in flight")] = None,
     limit: Annotated[int | None, typer.Option(help="at most N dialogues per task")] = None,
+    tasks: Annotated[str | None, typer.Option(
+        help="evaluate only these tasks, e.g. OR,MR (keys or abbreviations); the Overall is then partial")] = None,
+    wait: Annotated[bool, typer.Option(help="wait for another process using --out instead of refusing")] = False,
     max_tokens: Annotated[int | None, typer.Option(help="max new tokens of the model")] = None,
     temperature: Annotated[float | None, typer.Option(help="sampling temperature of the model")] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="frame cache folder")] = None,
@@ -120,7 +160,7 @@ def run(
     values: dict[str, Any] = load_yaml(config) if config else {}
     flags = {"data": data, "model": model, "judge": judge, "out": out, "frames": frames,
              "max_side": max_side, "frame_size": frame_size, "context": context, "judge_runs": judge_runs,
-             "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir}
+             "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir, "tasks": tasks}
     values.update({k: v for k, v in flags.items() if v is not None})
     for role, url, env, opts in (("model_settings", model_base_url, model_api_key_env, model_option),
                                  ("judge_settings", judge_base_url, judge_api_key_env, judge_option)):
@@ -142,21 +182,29 @@ def run(
     if missing:
         fail(f"missing setting(s): {', '.join('--' + m for m in missing)} (flag or --config)")
     cfg = build_config(values, source=str(config) if config else "command line")
-    scores, summary = _run_with_progress(lambda p: evaluate(cfg, p), quiet)
+    scores, summary = _run_with_progress(lambda p: evaluate(cfg, p, wait=wait), quiet)
     _summarise(summary)
-    console.print(leaderboard_table([(cfg.model, scores)], title=f"MT-Video-Bench — {cfg.out}"))
+    show_scores(scores.model_copy(update={"model": cfg.model}), f"MT-Video-Bench — {cfg.out}")
     say(f"wrote {cfg.out}/scores.json, leaderboard.md, responses.jsonl")
-    if summary.call_errors or summary.pending_turns:
+    if summary.call_errors or summary.pending_turns or not scores.complete:
         raise typer.Exit(3)
 
 
 def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
-    """Recompute scores from what is stored (no API calls)."""
-    from mtvbench.run.outputs import score_run
+    """Recompute scores from what is stored (no API calls). Exit 3 when they are INCOMPLETE.
 
-    scores, _ = score_run(run_dir)
-    console.print(leaderboard_table([(scores.model, scores)], title=f"MT-Video-Bench — {run_dir}"))
-    say(json.dumps(scores.counts.model_dump()))
+    While a `run` holds the directory the scores of a consistent snapshot are printed and no
+    file is written (the run writes them when it finishes)."""
+    from mtvbench.run.outputs import score_dir
+
+    out = score_dir(run_dir)
+    show_scores(out.scores, f"MT-Video-Bench — {run_dir}")
+    if out.written:
+        say(f"wrote {run_dir}/scores.json, leaderboard.md, responses.jsonl")
+    else:
+        note("run in progress", f"{out.busy}; printed a snapshot of the results so far, wrote no file")
+    if not out.scores.complete:
+        raise typer.Exit(3)
 
 
 def demo(

@@ -360,9 +360,9 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
     return (None if errors else Benchmark(root=root, dialogues=dialogues, videos=videos)), col.problems
 
 
-def load_benchmark(root: str | Path, check_videos: bool = True) -> Benchmark:
-    """Load or raise :class:`DataError` listing every error."""
-    bench, problems = load_official(root, check_videos=check_videos)
+def load_benchmark(root: str | Path, check_videos: bool = True, tasks: tuple[Task, ...] = TASKS) -> Benchmark:
+    """Load (only ``tasks``) or raise :class:`DataError` listing every error."""
+    bench, problems = load_official(root, tasks=tasks, check_videos=check_videos)
     if bench is None:
         raise DataError(problems)
     return bench

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from mtvbench.data.schema import ChecklistItem
 from mtvbench.judge import offline
-from mtvbench.models.base import BackendOptions, GenerationRequest, ModelBackend, create_backend
+from mtvbench.models.base import BackendOptions, GenerationRequest, ModelBackend, Usage, create_backend
 from mtvbench.prompts import render_judge_prompt
 
 JudgeStatus = Literal["ok", "unparsed", "error"]
@@ -32,6 +32,9 @@ class JudgeVerdict(BaseModel):
     raw: list[str] = Field(default_factory=list)
     attempts: int = 0
     error: str | None = None
+    #: tokens and seconds of every attempt of this judge run, summed (for usage and cost)
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
 
     def matches(self, items: Sequence[ChecklistItem]) -> int:
         assert self.verdicts is not None
@@ -107,17 +110,25 @@ class LLMJudge:
         prompt = render_judge_prompt(answer, items)
         keys = [it.answer_key for it in items]
         raws: list[str] = []
+        usage, latency = Usage(), 0.0
         for attempt in range(1, self.max_attempts + 1):
             res = await self.backend.generate(
                 GenerationRequest(id=f"judge-run{run}-try{attempt}", prompt=prompt, temperature=self.temperature)
             )
+            usage = Usage(prompt_tokens=usage.prompt_tokens + res.usage.prompt_tokens,
+                          completion_tokens=usage.completion_tokens + res.usage.completion_tokens,
+                          total_tokens=usage.total_tokens + res.usage.total_tokens)
+            latency += res.latency_s
             if res.outcome == "error":
-                return JudgeVerdict(run=run, status="error", raw=raws, attempts=attempt, error=res.error)
+                return JudgeVerdict(run=run, status="error", raw=raws, attempts=attempt, error=res.error, usage=usage,
+                                    latency_s=latency)
             raws.append(res.raw_text)
             parsed = parse_verdicts(res.text, keys)
             if parsed is not None:
-                return JudgeVerdict(run=run, status="ok", verdicts=parsed, raw=raws, attempts=attempt)
-        return JudgeVerdict(run=run, status="unparsed", raw=raws, attempts=self.max_attempts,
+                return JudgeVerdict(run=run, status="ok", verdicts=parsed, raw=raws, attempts=attempt, usage=usage,
+                                    latency_s=latency)
+        return JudgeVerdict(run=run, status="unparsed", raw=raws, attempts=self.max_attempts, usage=usage,
+                            latency_s=latency,
                             error=f"no parseable verdict for {', '.join(keys)} after {self.max_attempts} attempts")
 
     async def aclose(self) -> None:
