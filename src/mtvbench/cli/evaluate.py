@@ -92,8 +92,6 @@ def _summarise(summary: RunSummary) -> None:
         note("judge", f"{summary.judge_unparsed} judge runs gave no parseable verdict (left out of the mean)")
     if summary.last_judge_error and (summary.judge_errors or summary.judge_unparsed):
         note("judge", f"last judge failure: {summary.last_judge_error}")
-    if summary.reused:
-        note("reused", f"{summary.reused} stored answers whose prompt came out unchanged (not asked again)")
 
 
 def show_scores(scores: Scores, title: str) -> None:

@@ -209,6 +209,7 @@ def score_dir(run_dir: Path, lock: bool = True) -> ScoreOutcome:
     holds it, the scores of a consistent snapshot are returned and no file is written (the
     run writes them when it finishes). ``lock=False`` is for the run itself, which holds it."""
     run_dir = run_dir_path(run_dir)
+    read_config(run_dir)  # not a run directory (or another format): say so before taking any lock
     if not lock:
         run = load_scored(run_dir)
         write_score_files(run)

@@ -21,7 +21,6 @@ import asyncio
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Benchmark, Dialogue, Round
@@ -43,7 +42,6 @@ from mtvbench.run.identity import (
     ResultKey,
     RunKeys,
     current_results,
-    digest,
     reason,
 )
 from mtvbench.run.plan import build_request, rounds_to_call
@@ -72,8 +70,6 @@ class RunSummary:
     #: stored responses / verdicts no longer valid for the current data, by reason
     invalidated: dict[str, int] = field(default_factory=dict)
     invalidated_verdicts: dict[str, int] = field(default_factory=dict)
-    #: self-context turns whose prompt came out unchanged after an earlier turn was asked again
-    reused: int = 0
     warnings: list[str] = field(default_factory=list)
 
 
@@ -126,10 +122,9 @@ class Runner:
         self._abort: RunAborted | None = None
         #: a result could not be stored (disk full, ...): no new call starts, raised at the end
         self._fatal: MtvbenchError | None = None
-        #: final stored responses by (turn id, fingerprint), for self-context turns whose prompt is unchanged
-        self._stored: dict[tuple[str, str], dict[str, Any]] = {}
-        self._stored_verdicts: set[tuple[str, str, int]] = set()
         self._keys: dict[str, ResultKey] = {}
+        #: (turn id, verdict fingerprint, judge run) of every final verdict stored before this run
+        self._judged: set[tuple[str, str, int]] = set()
 
     @property
     def _stopped(self) -> bool:
@@ -145,15 +140,9 @@ class Runner:
         rows, vrows = self.store.response_rows(), self.store.verdict_rows()
         cur = current_results(dialogues, ctx, self.keys.turn_keys(dialogues), self.keys.judge_keys(dialogues),
                               rows, vrows, FINAL_OUTCOMES, FINAL_JUDGE)
-        self._stored = {(r["turn_id"], r["fingerprint"]): r for r in rows if r["outcome"] in FINAL_OUTCOMES}
-        self._stored_verdicts = {(v["turn_id"], v["fingerprint"], v["run"]) for v in vrows
-                                 if v["verdict"].status in FINAL_JUDGE}
         final_verdicts = cur.final_verdicts(FINAL_JUDGE)
         self.answers = {tid: rec["text"] for tid, rec in cur.responses.items()}
-        v_by_tid: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for v in vrows:
-            if v["verdict"].status in FINAL_JUDGE:
-                v_by_tid[v["turn_id"]].append(v)
+        self._judged = {(v["turn_id"], v["fingerprint"], v["run"]) for v in vrows if v["verdict"].status in FINAL_JUDGE}
         stale_r: Counter[str] = Counter()
         stale_v: Counter[str] = Counter()
         by_video: dict[str, list[_Pending]] = defaultdict(list)
@@ -170,9 +159,6 @@ class Runner:
                     stale_r[DEPENDS_ON_EARLIER] += 1
                 else:
                     stale_r[reason(old["parts"], self._key(d, r).parts, RESPONSE_REASONS)] += 1
-                judged_old = digest(old["text"])
-                stale_v[VERDICT_REASONS["answer"]] += sum(v["parts"].get("answer") == judged_old
-                                                          for v in v_by_tid[d.turn_id(r.index)])
             for r in d.scored_turns:
                 tid = d.turn_id(r.index)
                 if tid not in cur.responses:
@@ -225,7 +211,11 @@ class Runner:
         assert rnd.checklist
         items = rnd.checklist
         key = self.keys.verdict(rnd, answer)
-        for run in runs:
+        # an answer asked again that came out the same keeps the verdicts it already has
+        todo = [i for i in runs if (tid, key.fingerprint, i) not in self._judged]
+        if len(todo) < len(runs):
+            self.progress.advance("judging", len(runs) - len(todo))
+        for run in todo:
             async def one(run: int = run) -> None:
                 async with self.judge_sem:
                     if self._stopped:  # not asked, not stored: asked on the next run
@@ -276,35 +266,8 @@ class Runner:
         self._keys[p.dialogue.turn_id(rnd.index)] = self.keys.response(p.dialogue, rnd, own)
         return build_request(p.dialogue, rnd, self.cfg.context, frames, own)
 
-    def _reuse(self, p: _Pending, rnd: Round) -> bool:
-        """A stored answer to exactly this prompt (self context: an earlier turn was asked again
-        and came out the same) is used as is, and only its missing judge runs are asked."""
-        tid = p.dialogue.turn_id(rnd.index)
-        row = self._stored.get((tid, self._keys[tid].fingerprint))
-        if row is None:
-            return False
-        del self._keys[tid]
-        self.answers[tid] = row["text"]
-        self.summary.reused += 1
-        self.progress.advance("inference")
-        if rnd.scored:
-            fp = self.keys.verdict(rnd, row["text"]).fingerprint
-            runs = [i for i in range(self.cfg.judge_runs) if (tid, fp, i) not in self._stored_verdicts]
-            if runs:
-                self._spawn_judging(p.dialogue, rnd, runs)
-        return True
-
     async def _call_wave(self, wave: list[tuple[_Pending, Round]], frames: VideoFrames | None) -> list[bool]:
         requests = [self._request(p, r, frames) for p, r in wave]
-        reused = [self._reuse(p, r) for p, r in wave]
-        sent = iter(await self._call_wave_sent([w for w, u in zip(wave, reused) if not u],
-                                               [q for q, u in zip(requests, reused) if not u]))
-        return [True if u else next(sent) for u in reused]
-
-    async def _call_wave_sent(self, wave: list[tuple[_Pending, Round]], requests: list[GenerationRequest]
-                              ) -> list[bool]:
-        if not wave:
-            return []
         batch_size = getattr(self.model, "batch_size", 0)
         if batch_size and hasattr(self.model, "generate_batch"):
             ok: list[bool] = []
