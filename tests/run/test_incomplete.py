@@ -61,7 +61,7 @@ def test_every_judge_call_unparsable_is_incomplete_and_exits_3(dataset: Path, tm
     assert res.exit_code == 3
     out = " ".join(res.output.split())
     assert "status: INCOMPLETE" in out and "- 6 of 6 tasks without a score" in out
-    assert "counts: 6 dialogues, 12 model turns, 0 scored turns, 12 turns without a verdict" in out
+    assert "counts: 6 dialogues, 18 model turns, 0 scored turns, 12 turns without a verdict" in out
     assert '{"dialogues"' not in res.output  # counts are readable, not a raw dict
 
 
