@@ -47,8 +47,12 @@ def judge_requests(state: Any) -> list[dict[str, Any]]:
 
 
 def stored_ok(run: Path) -> int:
-    with sqlite3.connect(run / "store.sqlite", timeout=5) as c:
-        return c.execute("SELECT COUNT(*) FROM responses WHERE outcome='ok'").fetchone()[0]
+    """Responses stored with outcome ok (0 while the store is being created)."""
+    try:
+        with sqlite3.connect(run / "store.sqlite", timeout=5) as c:
+            return c.execute("SELECT COUNT(*) FROM responses WHERE outcome='ok'").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
 
 
 def subprocess_env() -> dict[str, str]:
