@@ -291,18 +291,18 @@ class Runner:
         return list(await asyncio.gather(*(one(item, req) for item, req in zip(wave, requests))))
 
     async def _frames(self, video: str) -> VideoFrames:
-        path, settings = self.bench.videos[video], self.cfg.frame_settings()
+        path, settings, cache = self.bench.videos[video], self.cfg.frame_settings(), self.cache
         try:
-            return await asyncio.to_thread(self.cache.get, path, settings)
+            return await asyncio.to_thread(cache.get, path, settings)
         except OSError as e:  # the frame cache cannot be written (disk full, permissions)
-            if self.cache.root is None:
+            if cache.root is None:
                 raise
-            where = self.cache.root
-            self.cache = FrameCache(None, memory_items=self.cfg.videos_in_flight)
-            msg = (f"{describe_os_error(where, e, 'frame cache not writable')}; "
-                   "continuing with frames in memory (decoded again by the next run)")
-            self.summary.warnings.append(msg)
-            self.progress.note("warning", msg)
+            if self.cache is cache:  # the first video to find out says so, once
+                self.cache = FrameCache(None, memory_items=self.cfg.videos_in_flight)
+                msg = (f"{describe_os_error(cache.root, e, 'frame cache not writable')}; "
+                       "continuing with frames in memory (decoded again by the next run)")
+                self.summary.warnings.append(msg)
+                self.progress.note("warning", msg)
             return await asyncio.to_thread(self.cache.get, path, settings)
 
     async def _guarded(self, video: str, pending: list[_Pending]) -> None:
