@@ -55,7 +55,7 @@ def test_every_judge_call_unparsable_is_incomplete_and_exits_3(dataset: Path, tm
     assert "INCOMPLETE" in out and "no judge verdict at all" in out and "12 judge runs without a verdict" in out
     assert "12 judge runs gave no parseable verdict" in out and "last judge failure: no parseable verdict" in out
     s = scores_of(tmp_path / "run")
-    assert not s["complete"] and s["overall"] is None and s["overall_partial"] is None
+    assert not s["complete"] and s["status"] == "INCOMPLETE" and s["overall"] is None and s["overall_partial"] is None
     assert any("no judge verdict at all" in r for r in s["incomplete_reasons"])
     res = cli("score", str(tmp_path / "run"))
     assert res.exit_code == 3
@@ -71,6 +71,6 @@ def test_complete_run_says_so_and_exits_0(dataset: Path, tmp_path: Path) -> None
     assert res.exit_code == 0, res.output
     assert "status: complete; Overall 20.00" in res.output and "INCOMPLETE" not in res.output
     s = json.loads((tmp_path / "run" / "scores.json").read_text())
-    assert s["complete"] and s["incomplete_reasons"] == [] and s["tasks_selected"] == [
+    assert s["complete"] and s["status"] == "complete" and s["incomplete_reasons"] == [] and s["tasks_selected"] == [
         "object_reference", "memory_recall", "content_summary", "answer_refusal", "topic_shifting",
         "proactive_interaction"]

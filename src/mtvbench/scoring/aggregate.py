@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, Task
 from mtvbench.judge.checklist import JudgeVerdict
@@ -209,8 +209,10 @@ class Scores(BaseModel):
     #: calls, tokens, time and cost per role (from the run store)
     usage: UsageReport | None = None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def status(self) -> str:
+        """``complete`` or ``INCOMPLETE``, also written to scores.json so no reader can miss it."""
         return "complete" if self.complete else "INCOMPLETE"
 
     def overall_label(self, digits: int = 2) -> str:
