@@ -103,13 +103,14 @@ def evaluate(cfg: RunConfig, progress: Progress | None = None, wait: bool = Fals
                              cfg.judge_settings.temperature)
         keys = RunKeys(cfg, video_keys, reads_golden=bool(getattr(model, "reads_golden_answer", False)))
         created = not run_dir.exists()
+        ensure_dir(run_dir)
         try:
-            ensure_dir(run_dir)
             lock = RunLock(run_dir).acquire(
                 wait, on_wait=lambda holder: progress.note("waiting", f"{run_dir} is in use by {holder}"))
         except BaseException:
-            if created:
-                shutil.rmtree(run_dir, ignore_errors=True)
+            if created:  # only while still empty: a process that made it at the same time may hold it now
+                with contextlib.suppress(OSError):
+                    os.rmdir(run_dir)
             raise
         with lock:
             store = _prepare(run_dir, cfg, full, bench, keys, progress, created)
