@@ -174,11 +174,14 @@ class Runner:
         self.summary.invalidated, self.summary.invalidated_verdicts = dict(stale_r), dict(stale_v)
         return by_video, judge_todo
 
+    def _own(self, d: Dialogue, r: Round) -> dict[int, str] | None:
+        """In self context the model's answers to every earlier round (its prompt holds them)."""
+        if self.cfg.context != "self":
+            return None
+        return {x.index: self.answers[d.turn_id(x.index)] for x in d.rounds if x.index < r.index}
+
     def _key(self, d: Dialogue, r: Round) -> ResultKey:
-        own = None
-        if self.cfg.context == "self":
-            own = {x.index: self.answers[d.turn_id(x.index)] for x in d.rounds if x.index < r.index}
-        return self.keys.response(d, r, own)
+        return self.keys.response(d, r, self._own(d, r))
 
     # storing ----------------------------------------------------------------------------
     def _store_response(self, tid: str, prompt: str, res: GenerationResult) -> bool:
@@ -259,10 +262,7 @@ class Runner:
         return True
 
     def _request(self, p: _Pending, rnd: Round, frames: VideoFrames | None) -> GenerationRequest:
-        own = None
-        if self.cfg.context == "self":
-            own = {r.index: self.answers[p.dialogue.turn_id(r.index)] for r in p.dialogue.rounds
-                   if r.index < rnd.index}
+        own = self._own(p.dialogue, rnd)
         self._keys[p.dialogue.turn_id(rnd.index)] = self.keys.response(p.dialogue, rnd, own)
         return build_request(p.dialogue, rnd, self.cfg.context, frames, own)
 
