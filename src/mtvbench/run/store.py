@@ -142,9 +142,16 @@ class RunStore:
         try:
             with self.db:  # commits, or rolls back on an exception
                 yield self.db
-        except sqlite3.Error as e:
-            raise StoreWriteError(f"{self.path}: cannot write results: {e} (the disk may be full, or the file "
-                                  "may not grow any further)", hint=_no_room_hint(self.path)) from e
+        except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise  # a bug of mtvbench, not the disk
+        except sqlite3.DatabaseError as e:
+            text = str(e)
+            if "full" in text or "I/O" in text:
+                raise StoreWriteError(f"{self.path}: cannot write results: {text} (the disk may be full, or the "
+                                      "file may not grow any further)", hint=_no_room_hint(self.path)) from e
+            raise StoreWriteError(f"{self.path}: cannot write results: {text}",
+                                  hint="everything committed so far is kept; fix the cause and run the same "
+                                       "command again to resume") from e
 
     def _put_meta(self, values: dict[str, Any]) -> None:
         with self._writing() as db:
