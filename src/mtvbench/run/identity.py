@@ -3,18 +3,20 @@
 A stored model response is valid only for the exact input that produced it. Its
 *fingerprint* is a hash over named *parts*:
 
-- ``question``, ``history`` (golden context: every earlier round's User and dataset
-  Assistant text; self context: the earlier User texts; none: nothing), ``answers`` (self
-  context only: the model's own earlier answers, which are in its prompt), ``template``
-  (the Figure 15 prompt), ``system``, ``generation`` (max_tokens, temperature, top_p,
-  top_k), ``backend`` (the backend spec), ``frames`` (frame settings), ``video`` (the
-  video's content key, :func:`mtvbench.media.cache.fingerprint`) and, for a backend that
-  reads it (the ``oracle`` baseline), ``golden`` (this round's golden answer).
+- ``prompt``: the rendered Figure 15 prompt with its history (in self context with a
+  placeholder for each of the model's own earlier answers, which ``answers`` covers), and,
+  to say *why* it changed, ``question`` and ``history`` (golden context: every earlier
+  round's User and dataset Assistant text; self context: the earlier User texts; none:
+  nothing); ``answers`` (self context only: the model's own earlier answers); ``system``,
+  ``generation`` (max_tokens, temperature, top_p, top_k), ``backend`` (the backend spec),
+  ``frames`` (frame settings), ``video`` (the video's content key,
+  :func:`mtvbench.media.cache.fingerprint`) and, for a backend that reads it (the ``oracle``
+  baseline), ``golden`` (this round's golden answer).
 
 A judge verdict is valid only for the exact answer and checklist it judged: ``answer``,
 ``checklist`` (the item keys and questions the judge saw; the expected Yes/No is applied
 at scoring time, so flipping it re-scores without re-judging), ``judge`` (spec and
-settings) and ``template`` (Figure 17).
+settings) and ``prompt`` (the rendered Figure 17 prompt, with a placeholder answer).
 
 Everything except ``answers`` (responses) and ``answer`` (verdicts) is known before any
 call; its hash is the *input key*, stored per turn in ``benchmark.json``. The fingerprint
@@ -37,8 +39,8 @@ from pydantic import BaseModel, ConfigDict
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Dialogue, Round
 from mtvbench.judge.checklist import JudgeVerdict
-from mtvbench.prompts.templates import INFERENCE_TEMPLATE, JUDGE_TEMPLATE
-from mtvbench.run.plan import rounds_to_call
+from mtvbench.prompts import render_inference_prompt, render_judge_prompt
+from mtvbench.run.plan import history_for, rounds_to_call
 
 #: why a stored response no longer matches, by the first part that differs (in this order)
 RESPONSE_REASONS: dict[str, str] = {
@@ -51,14 +53,14 @@ RESPONSE_REASONS: dict[str, str] = {
     "generation": "generation settings changed",
     "backend": "model backend changed",
     "frames": "frame settings changed",
-    "template": "inference prompt template changed",
+    "prompt": "inference prompt changed (another prompt template)",
 }
 #: why a stored verdict no longer matches
 VERDICT_REASONS: dict[str, str] = {
     "answer": "answer asked again",
     "checklist": "checklist items edited",
     "judge": "judge or judge settings changed",
-    "template": "judge prompt template changed",
+    "prompt": "judge prompt changed (another prompt template)",
 }
 #: a later self-context turn whose earlier answer is asked again
 DEPENDS_ON_EARLIER = "an earlier turn of its dialogue is asked again (self context)"
@@ -111,13 +113,11 @@ class RunKeys:
             "generation": digest(ms.model_dump(include={"max_tokens", "temperature", "top_p", "top_k"})),
             "system": digest(ms.system),
             "frames": cfg.frame_settings().key(),
-            "template": digest(INFERENCE_TEMPLATE),
         }
         js = cfg.judge_settings
         self.judge_common = {
             "judge": digest([cfg.judge, js.model_dump(include={"max_tokens", "temperature", "top_p", "top_k",
                                                                "system"})]),
-            "template": digest(JUDGE_TEMPLATE),
         }
 
     # responses --------------------------------------------------------------------------
@@ -130,8 +130,10 @@ class RunKeys:
             history = [x.user for x in earlier]
         else:
             history = []
+        placeholders = {x.index: f"<the model's answer to round {x.index}>" for x in earlier}
+        prompt = render_inference_prompt(history_for(d, r.index, self.context, placeholders), r.user)
         parts = {**self.common, "video": self.video_keys.get(d.video, ""), "question": digest(r.user),
-                 "history": digest(history)}
+                 "history": digest(history), "prompt": digest(prompt)}
         if self.reads_golden:
             parts["golden"] = digest(r.assistant)
         return parts
@@ -151,7 +153,9 @@ class RunKeys:
 
     # verdicts ---------------------------------------------------------------------------
     def judge_parts(self, r: Round) -> dict[str, str]:
-        return {**self.judge_common, "checklist": digest([[it.key, it.question] for it in r.checklist or []])}
+        items = r.checklist or []
+        return {**self.judge_common, "checklist": digest([[it.key, it.question] for it in items]),
+                "prompt": digest(render_judge_prompt("<the answer>", items))}
 
     def judge_key(self, r: Round) -> str:
         return digest(self.judge_parts(r))
