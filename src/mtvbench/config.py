@@ -33,6 +33,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import ConfigError, MtvbenchError
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.base import BackendOptions
@@ -55,6 +56,41 @@ _RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
     "timeout_s": (lambda v: v > 0, "must be > 0 seconds"),
     "max_retries": (lambda v: v >= 0, "must be >= 0"),
 }
+
+#: version of the run-directory format (store meta, config.yaml, benchmark.json); bumped when a
+#: stored field changes meaning, so a run directory of another format is refused, not misread
+RUN_SCHEMA_VERSION = 2
+#: keys a run directory's config.yaml carries besides the settings (so it can be passed to --config)
+RECORD_KEYS = ("schema_version", "mtvbench_version")
+
+
+def parse_tasks(value: Any) -> list[str]:
+    """Task keys (``object_reference``), abbreviations (``OR``) or release stems (``summary``),
+    as a list or a comma-separated string -> task keys in the paper's order."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    lookup: dict[str, Task] = {}
+    for t in TASKS:
+        for name in (t.value, t.abbr, t.official_stem):
+            lookup[name.lower()] = t
+    chosen: set[Task] = set()
+    for item in items:
+        name = str(item).strip().lower()
+        if not name:
+            continue
+        if name not in lookup:
+            valid = ", ".join(f"{t.abbr} ({t.value})" for t in TASKS)
+            raise ValueError(f"unknown task {str(item).strip()!r}; valid: {valid}")
+        chosen.add(lookup[name])
+    if not chosen:
+        raise ValueError("no task selected")
+    return [t.value for t in TASKS if t in chosen]
+
+
+class Price(BaseModel):
+    """Prices per million tokens (in the currency you choose; the cost is reported in it)."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
 
 
 class RoleSettings(BackendOptions):
@@ -95,7 +131,8 @@ class RunConfig(BaseModel):
     model: str
     #: the backend spec actually run (``hf:Qwen/...``); set from the preset, else equal to ``model``
     model_spec: str | None = None
-    judge: str = "offline"
+    #: required: the offline lexical judge only when asked for by name (its scores are not the paper's)
+    judge: str
     out: Path
     context: ContextMode = "golden"
     #: ``paper`` (Figure 15) or ``authors`` (the authors' infer_qwen25vl.py prompt; part of the run's identity)
@@ -117,6 +154,15 @@ class RunConfig(BaseModel):
     bootstrap: int = Field(1000, ge=0)
     model_settings: RoleSettings = Field(default_factory=RoleSettings)
     judge_settings: RoleSettings = Field(default_factory=RoleSettings)
+    #: the tasks evaluated (task keys); None: all six. Part of the run identity.
+    tasks: list[str] | None = None
+    #: per-million-token prices by role (``model``, ``judge``) or backend spec (``openai:gpt-4o``)
+    prices: dict[str, Price] = Field(default_factory=dict)
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _parse_tasks(cls, v: Any) -> Any:
+        return None if v is None else parse_tasks(v)
 
     @field_validator("frame_size", mode="before")
     @classmethod
@@ -144,6 +190,15 @@ class RunConfig(BaseModel):
     def backend_spec(self) -> str:
         return self.model_spec or self.model
 
+    @property
+    def selected_tasks(self) -> tuple[Task, ...]:
+        return TASKS if self.tasks is None else tuple(Task(t) for t in self.tasks)
+
+    def price(self, role: str) -> Price | None:
+        """The price of ``role`` (``model``/``judge``): by role name, else by backend spec."""
+        specs = (role, self.backend_spec, self.model) if role == "model" else (role, self.judge)
+        return next((self.prices[k] for k in specs if k in self.prices), None)
+
     def identity(self) -> dict[str, Any]:
         """The settings that define what a stored answer or verdict means (checked on resume)."""
         identity: dict[str, Any] = {
@@ -151,6 +206,7 @@ class RunConfig(BaseModel):
             "frames": self.frame_settings().key(),
             "model_generation": self.model_settings.model_dump(
                 include={"max_tokens", "temperature", "top_p", "top_k", "system"}),
+            "tasks": [t.value for t in self.selected_tasks],
         }
         if self.prompt_style != "paper":  # absent for the default, so run directories made before it resume
             identity["prompt_style"] = self.prompt_style
@@ -389,4 +445,10 @@ def validate_settings(model: type[M], data: Mapping[str, Any], source: str, *,
 def build_config(values: dict[str, Any], source: str = "settings", flags: Mapping[str, str] | None = None
                  ) -> RunConfig:
     """A :class:`RunConfig` from flags/YAML values (the preset resolved); see :func:`validate_settings`."""
+    values = dict(values)
+    found = values.pop("schema_version", RUN_SCHEMA_VERSION)
+    values.pop("mtvbench_version", None)
+    if found != RUN_SCHEMA_VERSION:  # a run directory's config.yaml of another format
+        raise ConfigError(f"{source}: field 'schema_version': run-directory format {found!r}, "
+                          f"this mtvbench reads format {RUN_SCHEMA_VERSION}")
     return validate_settings(RunConfig, values, source, flags=flags, prepare=apply_preset)

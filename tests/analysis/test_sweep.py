@@ -8,8 +8,8 @@ from tests.servers.openai_server import LoopbackServer, ServerState
 
 
 def test_plan_shares_equal_settings(tmp_path):
-    plan = plan_sweep({"data": tmp_path, "model": "oracle", "cache_dir": tmp_path / "c"}, tmp_path / "sw",
-                      frames=[64, 128], max_sides=[720, 960], contexts=["golden", "self"])
+    plan = plan_sweep({"data": tmp_path, "model": "oracle", "judge": "offline", "cache_dir": tmp_path / "c"},
+                      tmp_path / "sw", frames=[64, 128], max_sides=[720, 960], contexts=["golden", "self"])
     dirs = {(axis, v): cfg.out.name for axis, v, cfg in plan}
     assert dirs[("frames", "128")] == dirs[("max_side", "720")] == dirs[("context", "golden")] == "f128-m720-golden"
     assert dirs[("frames", "64")] == "f64-m720-golden" and dirs[("context", "self")] == "f128-m720-self"

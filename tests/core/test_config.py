@@ -10,7 +10,7 @@ from mtvbench.config import ConfigError, build_config
 
 
 def test_preset_supplies_backend_frames_and_generation(tmp_path: Path) -> None:
-    cfg = build_config({"data": tmp_path, "model": "internvl3.5-8b-think", "out": tmp_path / "r"})
+    cfg = build_config({"data": tmp_path, "judge": "offline", "model": "internvl3.5-8b-think", "out": tmp_path / "r"})
     assert cfg.model == "internvl3.5-8b-think"
     assert cfg.backend_spec.startswith("hf:") and "InternVL3_5-8B" in cfg.backend_spec
     assert cfg.frame_size == (448, 448) and cfg.frames == 128
@@ -19,7 +19,8 @@ def test_preset_supplies_backend_frames_and_generation(tmp_path: Path) -> None:
 
 
 def test_explicit_settings_win_over_the_preset(tmp_path: Path) -> None:
-    cfg = build_config({"data": tmp_path, "model": "qwen3-vl-8b-instruct", "out": tmp_path / "r", "frames": 32,
+    cfg = build_config({"data": tmp_path, "judge": "offline", "model": "qwen3-vl-8b-instruct", "out": tmp_path / "r",
+                        "frames": 32,
                         "model_settings": {"temperature": 0.0, "extra": {"batch_size": 2}}})
     assert cfg.frames == 32 and cfg.max_side == 720
     assert cfg.model_settings.temperature == 0.0
@@ -27,10 +28,10 @@ def test_explicit_settings_win_over_the_preset(tmp_path: Path) -> None:
 
 
 def test_plain_specs_pass_through_and_typos_are_clear(tmp_path: Path) -> None:
-    cfg = build_config({"data": tmp_path, "model": "openai:gpt-4o", "out": tmp_path / "r"})
+    cfg = build_config({"data": tmp_path, "judge": "offline", "model": "openai:gpt-4o", "out": tmp_path / "r"})
     assert cfg.backend_spec == "openai:gpt-4o" and cfg.frames == 128 and cfg.frame_size is None
     with pytest.raises(ConfigError, match="did you mean"):
-        build_config({"data": tmp_path, "model": "qwen3-vl-8b-instrct", "out": tmp_path / "r"})
+        build_config({"data": tmp_path, "judge": "offline", "model": "qwen3-vl-8b-instrct", "out": tmp_path / "r"})
 
 
 def test_options_parse_yaml_values() -> None:

@@ -148,7 +148,7 @@ def test_served_preset_without_server_url_is_one_clear_error(big_data: Path, cac
 
 
 def test_authors_style_refused_where_it_would_not_reproduce_the_authors(tmp_path: Path) -> None:
-    base = {"data": tmp_path, "out": tmp_path / "r", "prompt_style": "authors"}
+    base = {"data": tmp_path, "judge": "offline", "out": tmp_path / "r", "prompt_style": "authors"}
     with pytest.raises(ConfigError, match="infer_internvl.py sends no history block"):
         build_config({**base, "model": "internvl3.5-8b-think"})
     with pytest.raises(ConfigError, match="released no inference script"):
@@ -157,13 +157,13 @@ def test_authors_style_refused_where_it_would_not_reproduce_the_authors(tmp_path
     assert build_config({**base, "model": "openai:my-model"}).prompt_style == "authors"  # a plain spec: user's call
     with pytest.raises(ConfigError, match="prompt_style"):
         build_config({**base, "model": "oracle", "prompt_style": "fancy"})
-    paper = build_config({"data": tmp_path, "out": tmp_path / "r", "model": "oracle"})
+    paper = build_config({"data": tmp_path, "judge": "offline", "out": tmp_path / "r", "model": "oracle"})
     assert paper.prompt_style == "paper" and "prompt_style" not in paper.identity()  # old run dirs still resume
     assert build_config({**base, "model": "oracle"}).identity()["prompt_style"] == "authors"
 
 
 def test_given_extra_body_adds_to_the_presets(tmp_path: Path) -> None:
-    cfg = build_config({"data": tmp_path, "out": tmp_path / "r", "model": "minicpm-v4.5@openai",
+    cfg = build_config({"data": tmp_path, "judge": "offline", "out": tmp_path / "r", "model": "minicpm-v4.5@openai",
                         "model_settings": {"base_url": "http://127.0.0.1:9/v1",
                                            "extra": {"extra_body": {"min_p": 0.05}, "served_name": "mc"}}})
     assert cfg.backend_spec == "openai:mc" and "served_name" not in cfg.model_settings.extra

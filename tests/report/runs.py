@@ -16,9 +16,12 @@ from mtvbench.config import RunConfig, build_config
 from mtvbench.data.official import load_benchmark
 from mtvbench.judge.checklist import JudgeVerdict
 from mtvbench.judge.offline import judge_items
+from mtvbench.media.cache import fingerprint
 from mtvbench.models.base import GenerationResult
 from mtvbench.run.evaluate import evaluate
-from mtvbench.run.outputs import score_run, write_config, write_snapshot
+from mtvbench.run.identity import RunKeys
+from mtvbench.run.outputs import RunSnapshot, score_run, write_config, write_snapshot
+from mtvbench.run.plan import rounds_to_call
 from mtvbench.run.store import RunStore
 
 AnswerFn = Callable[[str, int, str], str]  # (dialogue id, round, golden) -> answer
@@ -32,17 +35,21 @@ def make_store_run(data: Path, out: Path, model: str = "scripted", answer: Answe
     # a scripted model is no backend: the run config is built directly, without preset resolution
     cfg = RunConfig.model_validate({"data": data, "model": model, "judge": "offline", "out": out,
                                     "judge_runs": judge_runs, "context": context, "bootstrap": bootstrap})
+    keys = RunKeys(cfg, {v: fingerprint(p) for v, p in bench.videos.items()})
     out.mkdir(parents=True, exist_ok=True)
     store = RunStore(out)
     try:
         store.check_identity(cfg.identity())
         write_config(out, cfg)
-        write_snapshot(out, bench.dialogues, bench.videos)
+        write_snapshot(out, RunSnapshot.of(cfg, bench, keys))
         for d in bench.dialogues:
-            for r in d.model_turns:
+            own: dict[int, str] = {}
+            for r in rounds_to_call(d, cfg.context):  # self context: every round up to the last scored
                 tid = d.turn_id(r.index)
                 text = answer(d.id, r.index, r.assistant) if answer else r.assistant
-                store.put_response(tid, "prompt", GenerationResult(text=text, raw_text=text))
+                store.put_response(tid, "prompt", GenerationResult(text=text, raw_text=text),
+                                   keys.response(d, r, own))
+                own[r.index] = text
                 if not r.checklist:
                     continue
                 base = judge_items(text, [it.question for it in r.checklist])
@@ -53,7 +60,7 @@ def make_store_run(data: Path, out: Path, model: str = "scripted", answer: Answe
                             v = not v
                         verdicts[it.answer_key] = "Yes" if v else "No"
                     store.put_verdict(tid, JudgeVerdict(run=run, status="ok", verdicts=verdicts, raw=["{}"],
-                                                        attempts=1))
+                                                        attempts=1), keys.verdict(r, text))
     finally:
         store.close()
     score_run(out)

@@ -14,17 +14,22 @@ from mtvbench.cli.common import (
     FormatOption,
     OutputFormat,
     console,
+    emit,
+    emit_json,
     fail,
     make_console,
     note,
-    print_leaderboard,
+    resolve_format,
     say,
+    styled,
 )
 from mtvbench.cli.data import check_dataset, data_path
 from mtvbench.config import ConfigError, build_config, load_yaml, loads_yaml_strict
 from mtvbench.extras import require_backend
 from mtvbench.report.leaderboard import leaderboard_table
 from mtvbench.run.runner import Progress, RunSummary
+from mtvbench.scoring.aggregate import Scores
+from mtvbench.scoring.usage import usage_lines
 
 T = TypeVar("T")
 
@@ -43,6 +48,9 @@ class RichRunProgress(Progress):
     def advance(self, name: str, n: int = 1) -> None:
         if name in self.ids:
             self.p.advance(self.ids[name], n)
+
+    def note(self, label: str, message: str) -> None:
+        self.p.console.print(styled([(f"{label}: ", "yellow"), (message, None)]), highlight=False, soft_wrap=True)
 
 
 def _progress_bar(quiet: bool) -> RichProgress:
@@ -88,6 +96,63 @@ def _summarise(summary: RunSummary) -> None:
     if summary.call_errors or summary.pending_turns or summary.judge_errors:
         note("incomplete", f"{summary.call_errors} model calls failed, {summary.pending_turns} turns "
              f"not reached, {summary.judge_errors} judge calls failed; run the same command again to retry them")
+    if summary.judge_unparsed:
+        note("judge", f"{summary.judge_unparsed} judge runs gave no parseable verdict (left out of the mean)")
+    if summary.last_judge_error and (summary.judge_errors or summary.judge_unparsed):
+        note("judge", f"last judge failure: {summary.last_judge_error}")
+
+
+def _wrapped(text: str, style: str | None = None) -> None:
+    """A summary line, wrapped at the terminal's width (literal text)."""
+    from mtvbench.util.escape import rich_text
+
+    console.print(rich_text(text, style or ""), highlight=False)
+
+
+def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = OutputFormat.auto) -> None:
+    """The Table 2 row, then the status (INCOMPLETE with its reasons), counts and usage, as plain text;
+    or the scores as JSON / the leaderboard.md Markdown / the leaderboard.csv row (``--format``)."""
+    from mtvbench.report.leaderboard import leaderboard_csv, leaderboard_markdown
+
+    kind = resolve_format(output_format)
+    if kind == "json":
+        emit_json(scores.model_dump(mode="json"))
+        return
+    if kind in ("md", "csv"):  # the table on stdout as is; the status and usage as notes on stderr
+        rows = [(scores.model, scores)]
+        emit(leaderboard_markdown(rows) if kind == "md" else leaderboard_csv(rows))
+        if scores.complete:
+            note("status", f"complete; Overall {scores.overall_label()}", style="green")
+        else:
+            note("status", f"INCOMPLETE; Overall {scores.overall_label()}: " + "; ".join(scores.incomplete_reasons),
+                 style="bold red")
+        if scores.usage is not None:
+            for u in usage_lines(scores.usage):
+                note("usage", u, style="dim")
+        return
+    console.print(leaderboard_table([(scores.model, scores)],
+                                    title=styled([(title, None)] + ([(" — INCOMPLETE", "bold red")]
+                                                                    if not scores.complete else []))))
+    label = scores.overall_label()
+    subset = len(scores.tasks_selected) < 6
+    chosen = f" (tasks selected: {', '.join(scores.tasks_selected)})" if subset else ""
+    if scores.complete:
+        _wrapped(f"status: complete; Overall {label}{chosen}")
+    else:
+        _wrapped(f"status: INCOMPLETE; Overall {label}{chosen}", style="bold red")
+        for r in scores.incomplete_reasons:
+            _wrapped(f"  - {r}", style="red")
+    c = scores.counts
+    line = (f"counts: {c.dialogues} dialogues, {c.model_turns} model turns, {c.scored_turns} scored turns, "
+            f"{c.unscored_turns} turns without a verdict, {c.missing_responses} without a response, "
+            f"{c.unscored_judge_runs} judge runs without a verdict")
+    if c.superseded_responses or c.superseded_verdicts:
+        line += (f"; kept but not scored (inputs changed since): {c.superseded_responses} responses, "
+                 f"{c.superseded_verdicts} verdicts")
+    _wrapped(line)
+    if scores.usage is not None:
+        for u in usage_lines(scores.usage):
+            _wrapped(f"usage: {u}")
 
 
 def run(
@@ -110,6 +175,9 @@ def run(
     judge_runs: Annotated[int | None, typer.Option(help="judge runs per turn, averaged")] = None,
     concurrency: Annotated[int | None, typer.Option(help="model calls in flight")] = None,
     limit: Annotated[int | None, typer.Option(help="at most N dialogues per task")] = None,
+    tasks: Annotated[str | None, typer.Option(
+        help="evaluate only these tasks, e.g. OR,MR (keys or abbreviations); the Overall is then partial")] = None,
+    wait: Annotated[bool, typer.Option(help="wait for another process using --out instead of refusing")] = False,
     max_tokens: Annotated[int | None, typer.Option(help="max new tokens of the model")] = None,
     temperature: Annotated[float | None, typer.Option(help="sampling temperature of the model (>= 0)")] = None,
     top_p: Annotated[float | None, typer.Option(help="nucleus sampling top-p of the model, in (0, 1]")] = None,
@@ -128,7 +196,8 @@ def run(
     values: dict[str, Any] = load_yaml(config) if config else {}
     flags = {"data": data, "model": model, "judge": judge, "out": out, "frames": frames,
              "max_side": max_side, "frame_size": frame_size, "context": context, "judge_runs": judge_runs,
-             "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir, "prompt_style": prompt_style}
+             "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir, "prompt_style": prompt_style,
+             "tasks": tasks}
     values.update({k: v for k, v in flags.items() if v is not None})
     #: setting -> the flag that gave it, so that a bad value is named by its flag
     origins = {k: "--" + k.replace("_", "-") for k, v in flags.items() if v is not None}
@@ -161,22 +230,30 @@ def run(
     require_backend(cfg.backend_spec, "model")
     require_backend(cfg.judge, "judge")
     cfg = cfg.model_copy(update={"data": data_path(cfg.data)})
-    scores, summary = _run_with_progress(lambda p: evaluate(cfg, p), quiet)
+    scores, summary = _run_with_progress(lambda p: evaluate(cfg, p, wait=wait), quiet)
     _summarise(summary)
-    console.print(leaderboard_table([(cfg.model, scores)], title=f"MT-Video-Bench — {cfg.out}"))
+    show_scores(scores.model_copy(update={"model": cfg.model}), f"MT-Video-Bench — {cfg.out}", OutputFormat.table)
     say(f"wrote {cfg.out}/scores.json, leaderboard.md, responses.jsonl")
-    if summary.call_errors or summary.pending_turns:
+    if summary.call_errors or summary.pending_turns or not scores.complete:
         raise typer.Exit(3)
 
 
 def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")],
           output_format: FormatOption = OutputFormat.auto) -> None:
-    """Recompute scores from what is stored (no API calls)."""
-    from mtvbench.run.outputs import score_run
+    """Recompute scores from what is stored (no API calls). Exit 3 when they are INCOMPLETE.
 
-    scores, _ = score_run(run_dir)
-    print_leaderboard([(scores.model, scores)], output_format, title=f"MT-Video-Bench — {run_dir}",
-                      json_obj=scores.model_dump(mode="json"))
+    While a `run` holds the directory the scores of a consistent snapshot are printed and no
+    file is written (the run writes them when it finishes)."""
+    from mtvbench.run.outputs import score_dir
+
+    out = score_dir(run_dir)
+    show_scores(out.scores, f"MT-Video-Bench — {run_dir}", output_format)
+    if out.written:
+        note("wrote", f"{run_dir}/scores.json, leaderboard.md, responses.jsonl", style="green")
+    else:
+        note("run in progress", f"{out.busy}; printed a snapshot of the results so far, wrote no file")
+    if not out.scores.complete:
+        raise typer.Exit(3)
 
 
 def demo(

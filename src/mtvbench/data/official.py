@@ -451,9 +451,10 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
     return (None if errors else Benchmark(root=root, dialogues=dialogues, videos=videos)), col.problems
 
 
-def load_benchmark(root: str | Path, check_videos: bool = True, probe_cache: ProbeCache | None = None) -> Benchmark:
-    """Load or raise :class:`DataError` listing every error."""
-    bench, problems = load_official(root, check_videos=check_videos, probe_cache=probe_cache)
+def load_benchmark(root: str | Path, check_videos: bool = True, probe_cache: ProbeCache | None = None,
+                   tasks: tuple[Task, ...] = TASKS) -> Benchmark:
+    """Load (only ``tasks``) or raise :class:`DataError` listing every error."""
+    bench, problems = load_official(root, tasks=tasks, check_videos=check_videos, probe_cache=probe_cache)
     if bench is None:
         raise DataError(problems)
     return bench

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from mtvbench.data.schema import ChecklistItem
 from mtvbench.judge import offline
 from mtvbench.models.ask import Check, ReaskPolicy, Rejected, ask
-from mtvbench.models.base import BackendOptions, GenerationRequest, ModelBackend, create_backend
+from mtvbench.models.base import BackendOptions, GenerationRequest, ModelBackend, Usage, create_backend
 from mtvbench.prompts import render_judge_prompt
 from mtvbench.util.jsonio import YesNo, extract_json_object, yes_no
 
@@ -32,6 +32,9 @@ class JudgeVerdict(BaseModel):
     raw: list[str] = Field(default_factory=list)
     attempts: int = 0
     error: str | None = None
+    #: tokens and seconds of every attempt of this judge run, summed (for usage and cost)
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
 
     def matches(self, items: Sequence[ChecklistItem]) -> int:
         assert self.verdicts is not None
@@ -99,11 +102,12 @@ class LLMJudge:
         request = GenerationRequest(id=f"judge-run{run}", prompt=render_judge_prompt(answer, items),
                                     temperature=self.temperature)
         out = await ask(self.backend, request, verdict_check(keys), ReaskPolicy(self.max_attempts))
+        spent = {"raw": out.raw, "attempts": out.attempts, "usage": out.usage, "latency_s": out.latency_s}
         if out.status == "ok":
-            return JudgeVerdict(run=run, status="ok", verdicts=out.value, raw=out.raw, attempts=out.attempts)
+            return JudgeVerdict(run=run, status="ok", verdicts=out.value, **spent)
         if out.status == "error":
-            return JudgeVerdict(run=run, status="error", raw=out.raw, attempts=out.attempts, error=out.error)
-        return JudgeVerdict(run=run, status="unparsed", raw=out.raw, attempts=out.attempts,
+            return JudgeVerdict(run=run, status="error", error=out.error, **spent)
+        return JudgeVerdict(run=run, status="unparsed", **spent,
                             error=f"no parseable verdict for {', '.join(keys)} after {out.attempts} attempts")
 
     async def aclose(self) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from mtvbench.errors import ConfigError
-from mtvbench.models.base import GenerationRequest, ModelBackend
+from mtvbench.models.base import GenerationRequest, ModelBackend, Usage
 
 T = TypeVar("T")
 
@@ -81,6 +81,9 @@ class AskOutcome(Generic[T]):
     raw: list[str] = field(default_factory=list)
     error: str | None = None
     partial: Any = None
+    #: tokens and seconds of every call made for this outcome
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -95,16 +98,20 @@ async def ask(backend: ModelBackend, request: GenerationRequest, check: Check[T]
     raws: list[str] = []
     problems: list[str] = []
     partial: Any = None
+    usage, latency = Usage(), 0.0
     for attempt in range(1, policy.max_attempts + 1):
         res = await backend.generate(request.model_copy(update={"id": f"{request.id}-try{attempt}",
                                                                 "prompt": prompt}))
+        usage, latency = usage + res.usage, latency + res.latency_s
         if res.outcome == "error":
             return AskOutcome(status="error", problems=problems, attempts=attempt, raw=raws,
-                              error=res.error or "the backend call failed", partial=partial)
+                              error=res.error or "the backend call failed", partial=partial, usage=usage,
+                              latency_s=latency)
         raws.append(res.raw_text or res.text)
         got = check(res.text)
         if not isinstance(got, Rejected):
-            return AskOutcome(status="ok", value=got, attempts=attempt, raw=raws)
+            return AskOutcome(status="ok", value=got, attempts=attempt, raw=raws, usage=usage, latency_s=latency)
         problems, partial = list(got.problems), got.partial
         prompt = policy.reprompt(request.prompt, problems)
-    return AskOutcome(status="failed", problems=problems, attempts=policy.max_attempts, raw=raws, partial=partial)
+    return AskOutcome(status="failed", problems=problems, attempts=policy.max_attempts, raw=raws, partial=partial,
+                      usage=usage, latency_s=latency)

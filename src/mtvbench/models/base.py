@@ -29,6 +29,11 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     total_tokens: int = 0
 
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                     completion_tokens=self.completion_tokens + other.completion_tokens,
+                     total_tokens=self.total_tokens + other.total_tokens)
+
 
 class GenerationRequest(BaseModel):
     """What one call asks of a model."""

@@ -11,6 +11,8 @@ REFUSAL_TEXT = "I'm sorry, but I can't help with that based on this video."
 class OracleBackend:
     name = "oracle"
     needs_frames = False
+    #: its answer is the round's golden answer, so that answer is part of what a stored reply means
+    reads_golden_answer = True
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         if request.golden_answer is None:

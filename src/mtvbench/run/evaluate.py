@@ -1,20 +1,36 @@
-"""One evaluation end to end: load -> plan -> frames -> model -> judge -> scores."""
+"""One evaluation end to end: load -> plan -> frames -> model -> judge -> scores.
+
+Order matters for what a failure leaves behind: the dataset, the task selection, the
+videos' content keys and both backends (API key, optional extras) are checked before the
+run directory is touched, so an early error leaves no half-made directory. Then the run
+lock is taken (one writer per directory), the store's format, the run identity and the
+dataset are checked, and only then are ``config.yaml`` and ``benchmark.json`` written.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import shutil
 from pathlib import Path
 
 from mtvbench.config import RunConfig
 from mtvbench.data.official import load_benchmark
+from mtvbench.data.schema import Benchmark
+from mtvbench.errors import InputError, OutputError, RunDirError
 from mtvbench.extras import require_backend
-from mtvbench.judge.checklist import create_judge
-from mtvbench.media.cache import FrameCache
-from mtvbench.models.base import create_backend
-from mtvbench.run.outputs import score_run, write_config, write_snapshot
+from mtvbench.judge.checklist import Judge, create_judge
+from mtvbench.media.cache import FrameCache, fingerprint
+from mtvbench.media.frames import VideoError
+from mtvbench.models.base import ModelBackend, create_backend
+from mtvbench.run.identity import RunKeys
+from mtvbench.run.lock import RunLock
+from mtvbench.run.outputs import RunSnapshot, score_dir, write_config, write_snapshot
 from mtvbench.run.runner import Progress, Runner, RunSummary
 from mtvbench.run.store import RunStore
 from mtvbench.scoring.aggregate import Scores
+from mtvbench.util.files import ensure_dir
 from mtvbench.util.paths import cache_dir
 
 
@@ -22,10 +38,37 @@ def default_cache_dir() -> Path:
     return cache_dir("frames")
 
 
-async def _execute(cfg: RunConfig, runner_args: dict, progress: Progress | None) -> RunSummary:
-    model = create_backend(cfg.backend_spec, cfg.model_settings.backend_options())
-    judge = create_judge(cfg.judge, cfg.judge_settings.backend_options(), cfg.judge_max_attempts,
-                         cfg.judge_settings.temperature)
+def check_tasks(bench: Benchmark, cfg: RunConfig) -> None:
+    """Every selected task must be scorable: a task without dialogues or checklists would
+    silently leave the paper's Overall undefined. Leaving it out is a choice (``--tasks``)."""
+    problems = []
+    for t in cfg.selected_tasks:
+        dialogues = bench.by_task(t)
+        checklist = bench.root / "checklist" / f"{t.official_stem}_CheckList.json"
+        if not dialogues:
+            problems.append(f"{t.abbr} ({t.value}): no dialogues ({bench.root / 'mtqa' / t.official_stem}.json "
+                            "is missing or empty)")
+        elif not checklist.exists():
+            problems.append(f"{t.abbr} ({t.value}): checklist file missing: {checklist}")
+        elif not any(d.scored_turns for d in dialogues):
+            problems.append(f"{t.abbr} ({t.value}): no model turn has a checklist entry in {checklist}")
+    if problems:
+        usable = [t.abbr for t in cfg.selected_tasks if any(d.scored_turns for d in bench.by_task(t))]
+        hint = ("to evaluate a subset on purpose, select it with --tasks"
+                + (f" (e.g. --tasks {','.join(usable)}); the Overall is then reported as partial" if usable else ""))
+        raise InputError(f"{bench.root}: {len(problems)} selected task(s) cannot be scored:\n" + "\n".join(problems),
+                         hint=hint)
+
+
+def _video_key(path: Path) -> str:
+    try:
+        return fingerprint(path)
+    except VideoError:  # unreadable now: its turns fail when the frames are read, and are asked again later
+        return "unreadable"
+
+
+async def _execute(cfg: RunConfig, model: ModelBackend, judge: Judge, runner_args: dict,
+                   progress: Progress | None) -> RunSummary:
     try:
         runner = Runner(cfg, model=model, judge=judge, progress=progress, **runner_args)
         return await runner.execute()
@@ -34,20 +77,78 @@ async def _execute(cfg: RunConfig, runner_args: dict, progress: Progress | None)
         await judge.aclose()
 
 
-def evaluate(cfg: RunConfig, progress: Progress | None = None) -> tuple[Scores, RunSummary]:
+async def _close(model: ModelBackend | None, judge: Judge | None) -> None:
+    for b in (model, judge):
+        if b is not None:
+            await b.aclose()
+
+
+def evaluate(cfg: RunConfig, progress: Progress | None = None, wait: bool = False) -> tuple[Scores, RunSummary]:
+    """Run (or resume) one evaluation into ``cfg.out``; ``wait`` waits for another process that
+    holds the run directory instead of refusing (:class:`~mtvbench.errors.BusyError`)."""
+    progress = progress or Progress()
     require_backend(cfg.backend_spec, "model")  # a missing extra fails before the run directory exists
     require_backend(cfg.judge, "judge")
-    bench = load_benchmark(cfg.data).limit(cfg.limit)
     run_dir = Path(cfg.out)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    store = RunStore(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: --out is a file; it must be a run directory (new or existing)")
+    full = load_benchmark(cfg.data, tasks=cfg.selected_tasks)
+    check_tasks(full, cfg)
+    bench = full.limit(cfg.limit)
+    video_keys = {v: _video_key(p) for v, p in sorted(bench.videos.items())}
+    model: ModelBackend | None = None
+    judge: Judge | None = None
     try:
-        store.check_identity(cfg.identity())
-        write_config(run_dir, cfg)
-        write_snapshot(run_dir, bench.dialogues, bench.videos)
-        cache = FrameCache(cfg.cache_dir if cfg.cache_dir is not None else default_cache_dir())
-        summary = asyncio.run(_execute(cfg, {"bench": bench, "store": store, "cache": cache}, progress))
+        model = create_backend(cfg.backend_spec, cfg.model_settings.backend_options())
+        judge = create_judge(cfg.judge, cfg.judge_settings.backend_options(), cfg.judge_max_attempts,
+                             cfg.judge_settings.temperature)
+        keys = RunKeys(cfg, video_keys, reads_golden=bool(getattr(model, "reads_golden_answer", False)))
+        created = not run_dir.exists()
+        ensure_dir(run_dir)
+        try:
+            lock = RunLock(run_dir).acquire(
+                wait, on_wait=lambda holder: progress.note("waiting", f"{run_dir} is in use by {holder}"))
+        except BaseException:
+            if created:  # only while still empty: a process that made it at the same time may hold it now
+                with contextlib.suppress(OSError):
+                    os.rmdir(run_dir)
+            raise
+        with lock:
+            store = _prepare(run_dir, cfg, full, bench, keys, progress, created)
+            try:
+                store.begin_session()
+                runner_args = {"bench": bench, "store": store, "keys": keys,
+                               "cache": FrameCache(cfg.cache_dir if cfg.cache_dir is not None else default_cache_dir())}
+                m, j, model, judge = model, judge, None, None  # closed by _execute
+                summary = asyncio.run(_execute(cfg, m, j, runner_args, progress))
+            finally:
+                with contextlib.suppress(OutputError):  # disk full: the error that stopped the run is reported
+                    store.end_session()
+                store.close()
+            scored = score_dir(run_dir, lock=False)
     finally:
-        store.close()
-    scores, _ = score_run(run_dir)
-    return scores, summary
+        if model is not None or judge is not None:
+            asyncio.run(_close(model, judge))
+    return scored.scores, summary
+
+
+def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, keys: RunKeys, progress: Progress,
+             created: bool) -> RunStore:
+    """Open and check the store, then write config.yaml and benchmark.json (under the lock).
+    A run directory this call created is removed again when any of it fails."""
+    store: RunStore | None = None
+    try:
+        store = RunStore(run_dir)
+        store.check_identity(cfg.identity())
+        moved = store.check_dataset(full.root, [d.id for d in full.dialogues])
+        if moved:
+            progress.note("data", moved)
+        write_config(run_dir, cfg)
+        write_snapshot(run_dir, RunSnapshot.of(cfg, bench, keys))
+        return store
+    except BaseException:
+        if store is not None:
+            store.close()
+        if created:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise

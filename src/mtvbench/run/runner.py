@@ -7,19 +7,25 @@ and its encoded payload is reused by every turn of every dialogue of that video;
 in *waves*: in golden/none context one wave holds every pending round (all independent); in
 self context wave *i* holds the *i*-th pending round of each dialogue, so a dialogue's
 rounds stay in order while dialogues still run side by side (and batch, for local backends).
+
+Only stored results whose fingerprint is the expected one (:mod:`mtvbench.run.identity`)
+count as done; every other turn is asked again and the reasons are reported. A result that
+cannot be stored (disk full) stops the run cleanly: no new call is started, the calls in
+flight finish, and the one error is raised at the end. A frame cache that cannot be written
+is replaced by an in-memory one with a warning.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Benchmark, Dialogue, Round
 from mtvbench.errors import MtvbenchError
-from mtvbench.judge.checklist import Judge
+from mtvbench.judge.checklist import Judge, JudgeVerdict
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import VideoError, VideoFrames
 from mtvbench.models.base import (
@@ -29,8 +35,18 @@ from mtvbench.models.base import (
     generate_many,
     redact_secrets,
 )
+from mtvbench.run.identity import (
+    DEPENDS_ON_EARLIER,
+    RESPONSE_REASONS,
+    VERDICT_REASONS,
+    ResultKey,
+    RunKeys,
+    current_results,
+    reason,
+)
 from mtvbench.run.plan import build_request, rounds_to_call
-from mtvbench.run.store import RunStore
+from mtvbench.run.store import FINAL_JUDGE, FINAL_OUTCOMES, RunStore
+from mtvbench.util.files import describe_os_error
 
 #: abort when this many calls in a row failed and none succeeded yet (bad key, wrong URL, ...)
 ABORT_AFTER_FAILURES = 8
@@ -48,6 +64,13 @@ class RunSummary:
     judge_errors: int = 0
     failed_videos: dict[str, str] = field(default_factory=dict)
     pending_turns: int = 0
+    judge_unparsed: int = 0
+    #: the last judge failure, in the server's own words (secrets redacted)
+    last_judge_error: str | None = None
+    #: stored responses / verdicts no longer valid for the current data, by reason
+    invalidated: dict[str, int] = field(default_factory=dict)
+    invalidated_verdicts: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 class Progress:
@@ -56,6 +79,19 @@ class Progress:
     def start(self, name: str, total: int) -> None: ...
 
     def advance(self, name: str, n: int = 1) -> None: ...
+
+    def note(self, label: str, message: str) -> None: ...
+
+
+def invalidation_lines(summary: RunSummary) -> list[str]:
+    """``invalidated: 3 responses (question edited: 2, ...)``-style lines, empty when nothing was."""
+    lines = []
+    for what, counts in (("responses", summary.invalidated), ("judge verdicts", summary.invalidated_verdicts)):
+        if counts:
+            why = ", ".join(f"{r}: {n}" for r, n in sorted(counts.items(), key=lambda x: -x[1]))
+            lines.append(f"{sum(counts.values())} stored {what} no longer match the data or settings ({why}); "
+                         "they are asked again (the old ones stay in the store, never scored)")
+    return lines
 
 
 @dataclass
@@ -66,8 +102,9 @@ class _Pending:
 
 class Runner:
     def __init__(self, cfg: RunConfig, bench: Benchmark, store: RunStore, model: ModelBackend, judge: Judge,
-                 cache: FrameCache, progress: Progress | None = None):
+                 cache: FrameCache, keys: RunKeys, progress: Progress | None = None):
         self.cfg = cfg
+        self.keys = keys
         self.bench = bench
         self.store = store
         self.model = model
@@ -83,25 +120,92 @@ class Runner:
         self._failures_in_row = 0
         self._any_success = False
         self._abort: RunAborted | None = None
+        #: a result could not be stored (disk full, ...): no new call starts, raised at the end
+        self._fatal: MtvbenchError | None = None
+        self._keys: dict[str, ResultKey] = {}
+        #: (turn id, verdict fingerprint, judge run) of every final verdict stored before this run
+        self._judged: set[tuple[str, str, int]] = set()
+
+    @property
+    def _stopped(self) -> bool:
+        return self._abort is not None or self._fatal is not None
+
+    def _stop(self, e: MtvbenchError) -> None:
+        if self._fatal is None:
+            self._fatal = e
 
     # planning ---------------------------------------------------------------------------
     def _plan(self) -> tuple[dict[str, list[_Pending]], list[tuple[Dialogue, Round, list[int]]]]:
-        done = self.store.final_responses()
-        self.answers = {tid: rec["text"] for tid, rec in done.items()}
-        verdicts = self.store.final_verdicts()
+        ctx, dialogues = self.cfg.context, self.bench.dialogues
+        rows, vrows = self.store.response_rows(), self.store.verdict_rows()
+        cur = current_results(dialogues, ctx, self.keys.turn_keys(dialogues), self.keys.judge_keys(dialogues),
+                              rows, vrows, FINAL_OUTCOMES, FINAL_JUDGE)
+        final_verdicts = cur.final_verdicts(FINAL_JUDGE)
+        self.answers = {tid: rec["text"] for tid, rec in cur.responses.items()}
+        self._judged = {(v["turn_id"], v["fingerprint"], v["run"]) for v in vrows if v["verdict"].status in FINAL_JUDGE}
+        stale_r: Counter[str] = Counter()
+        stale_v: Counter[str] = Counter()
         by_video: dict[str, list[_Pending]] = defaultdict(list)
         judge_todo: list[tuple[Dialogue, Round, list[int]]] = []
-        for d in self.bench.dialogues:
-            todo = [r for r in rounds_to_call(d, self.cfg.context) if d.turn_id(r.index) not in done]
+        for d in dialogues:
+            todo = [r for r in rounds_to_call(d, ctx) if d.turn_id(r.index) not in cur.responses]
             if todo:
                 by_video[d.video].append(_Pending(d, todo))
+            for i, r in enumerate(todo):
+                old = cur.stale_responses.get(d.turn_id(r.index))
+                if old is None:
+                    continue
+                if ctx == "self" and i > 0:
+                    stale_r[DEPENDS_ON_EARLIER] += 1
+                else:
+                    stale_r[reason(old["parts"], self._key(d, r).parts, RESPONSE_REASONS)] += 1
             for r in d.scored_turns:
                 tid = d.turn_id(r.index)
-                if tid in done:
-                    runs = [i for i in range(self.cfg.judge_runs) if i not in verdicts.get(tid, {})]
-                    if runs:
-                        judge_todo.append((d, r, runs))
+                if tid not in cur.responses:
+                    continue
+                runs = [i for i in range(self.cfg.judge_runs) if i not in final_verdicts.get(tid, {})]
+                if runs:
+                    judge_todo.append((d, r, runs))
+                for run in runs:
+                    old_v = cur.stale_verdicts.get((tid, run))
+                    if old_v is not None:
+                        stale_v[reason(old_v["parts"], self.keys.verdict(r, self.answers[tid]).parts,
+                                       VERDICT_REASONS)] += 1
+        self.summary.invalidated, self.summary.invalidated_verdicts = dict(stale_r), dict(stale_v)
         return by_video, judge_todo
+
+    def _own(self, d: Dialogue, r: Round) -> dict[int, str] | None:
+        """In self context the model's answers to every earlier round (its prompt holds them)."""
+        if self.cfg.context != "self":
+            return None
+        return {x.index: self.answers[d.turn_id(x.index)] for x in d.rounds if x.index < r.index}
+
+    def _key(self, d: Dialogue, r: Round) -> ResultKey:
+        return self.keys.response(d, r, self._own(d, r))
+
+    # storing ----------------------------------------------------------------------------
+    def _store_response(self, tid: str, prompt: str, res: GenerationResult) -> bool:
+        try:
+            self.store.put_response(tid, prompt, res, self._keys.pop(tid))
+        except MtvbenchError as e:
+            self._stop(e)
+            return False
+        return True
+
+    def _store_verdict(self, tid: str, v: JudgeVerdict, key: ResultKey) -> bool:
+        try:
+            self.store.put_verdict(tid, v, key)
+        except MtvbenchError as e:
+            self._stop(e)
+            return False
+        return True
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self.judge_tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # retrieved here, raised by execute()
+            exc = task.exception()
+            if isinstance(exc, MtvbenchError):
+                self._stop(exc)
 
     # judging ----------------------------------------------------------------------------
     def _spawn_judging(self, dialogue: Dialogue, rnd: Round, runs: Sequence[int]) -> None:
@@ -109,24 +213,37 @@ class Runner:
         answer = self.answers[tid]
         assert rnd.checklist
         items = rnd.checklist
-        for run in runs:
+        key = self.keys.verdict(rnd, answer)
+        # an answer asked again that came out the same keeps the verdicts it already has
+        todo = [i for i in runs if (tid, key.fingerprint, i) not in self._judged]
+        if len(todo) < len(runs):
+            self.progress.advance("judging", len(runs) - len(todo))
+        for run in todo:
             async def one(run: int = run) -> None:
                 async with self.judge_sem:
+                    if self._stopped:  # not asked, not stored: asked on the next run
+                        return
                     v = await self.judge.judge(answer, items, run)
-                self.store.put_verdict(tid, v)
+                if not self._store_verdict(tid, v, key):
+                    return
                 self.summary.judge_calls += 1
                 if v.status == "error":
                     self.summary.judge_errors += 1
+                    self.summary.last_judge_error = v.error
+                elif v.status == "unparsed":
+                    self.summary.judge_unparsed += 1
+                    self.summary.last_judge_error = v.error
                 self.progress.advance("judging")
 
             task = asyncio.create_task(one())
             self.judge_tasks.add(task)
-            task.add_done_callback(self.judge_tasks.discard)
+            task.add_done_callback(self._task_done)
 
     # inference --------------------------------------------------------------------------
     def _record(self, dialogue: Dialogue, rnd: Round, prompt: str, res: GenerationResult) -> bool:
         tid = dialogue.turn_id(rnd.index)
-        self.store.put_response(tid, prompt, res)
+        if not self._store_response(tid, prompt, res):
+            return False
         self.summary.calls += 1
         self.progress.advance("inference")
         if res.outcome == "error":
@@ -145,10 +262,8 @@ class Runner:
         return True
 
     def _request(self, p: _Pending, rnd: Round, frames: VideoFrames | None) -> GenerationRequest:
-        own = None
-        if self.cfg.context == "self":
-            own = {r.index: self.answers[p.dialogue.turn_id(r.index)] for r in p.dialogue.rounds
-                   if r.index < rnd.index}
+        own = self._own(p.dialogue, rnd)
+        self._keys[p.dialogue.turn_id(rnd.index)] = self.keys.response(p.dialogue, rnd, own)
         return build_request(p.dialogue, rnd, self.cfg.context, frames, own, self.cfg.prompt_style)
 
     async def _call_wave(self, wave: list[tuple[_Pending, Round]], frames: VideoFrames | None) -> list[bool]:
@@ -158,6 +273,9 @@ class Runner:
             ok: list[bool] = []
             for i in range(0, len(requests), batch_size):
                 chunk = list(zip(wave, requests))[i : i + batch_size]
+                if self._stopped:
+                    ok += [False] * len(chunk)
+                    continue
                 async with self.call_sem:
                     results = await generate_many(self.model, [req for _, req in chunk])
                 ok += [self._record(p.dialogue, r, req.prompt, res) for ((p, r), req), res in zip(chunk, results)]
@@ -165,22 +283,42 @@ class Runner:
 
         async def one(item: tuple[_Pending, Round], req: GenerationRequest) -> bool:
             async with self.call_sem:
-                if self._abort:  # not sent, not stored: asked on the next run
+                if self._stopped:  # not sent, not stored: asked on the next run
                     return False
                 res = await self.model.generate(req)
             return self._record(item[0].dialogue, item[1], req.prompt, res)  # stored as it arrives
 
         return list(await asyncio.gather(*(one(item, req) for item, req in zip(wave, requests))))
 
+    async def _frames(self, video: str) -> VideoFrames:
+        path, settings, cache = self.bench.videos[video], self.cfg.frame_settings(), self.cache
+        try:
+            return await asyncio.to_thread(cache.get, path, settings)
+        except OSError as e:  # the frame cache cannot be written (disk full, permissions)
+            if cache.root is None:
+                raise
+            if self.cache is cache:  # the first video to find out says so, once
+                self.cache = FrameCache(None, memory_items=self.cfg.videos_in_flight)
+                msg = (f"{describe_os_error(cache.root, e, 'frame cache not writable')}; "
+                       "continuing with frames in memory (decoded again by the next run)")
+                self.summary.warnings.append(msg)
+                self.progress.note("warning", msg)
+            return await asyncio.to_thread(self.cache.get, path, settings)
+
+    async def _guarded(self, video: str, pending: list[_Pending]) -> None:
+        try:
+            await self._video(video, pending)
+        except MtvbenchError as e:  # anything the user must act on stops the run, once
+            self._stop(e)
+
     async def _video(self, video: str, pending: list[_Pending]) -> None:
         async with self.video_sem:
-            if self._abort:
+            if self._stopped:
                 return
             frames: VideoFrames | None = None
             if getattr(self.model, "needs_frames", True):
                 try:
-                    frames = await asyncio.to_thread(self.cache.get, self.bench.videos[video],
-                                                     self.cfg.frame_settings())
+                    frames = await self._frames(video)
                 except VideoError as e:
                     self.summary.failed_videos[video] = str(e)
                     self.summary.pending_turns += sum(len(p.rounds) for p in pending)
@@ -190,7 +328,7 @@ class Runner:
             self.progress.advance("frames")
             queues = [list(p.rounds) for p in pending]
             alive = list(range(len(pending)))
-            while alive and not self._abort:
+            while alive and not self._stopped:
                 if self.cfg.context == "self":
                     wave_idx = alive
                     wave = [(pending[i], queues[i].pop(0)) for i in wave_idx]
@@ -209,6 +347,8 @@ class Runner:
 
     async def execute(self) -> RunSummary:
         by_video, judge_todo = self._plan()
+        for line in invalidation_lines(self.summary):
+            self.progress.note("invalidated", line)
         n_calls = sum(len(p.rounds) for ps in by_video.values() for p in ps)
         n_judge = sum(len(runs) for *_, runs in judge_todo)
         n_judge += sum(self.cfg.judge_runs for ps in by_video.values() for p in ps for r in p.rounds if r.scored)
@@ -218,12 +358,14 @@ class Runner:
         for d, r, runs in judge_todo:
             self._spawn_judging(d, r, runs)
         try:
-            await asyncio.gather(*(self._video(v, ps) for v, ps in sorted(by_video.items())))
+            await asyncio.gather(*(self._guarded(v, ps) for v, ps in sorted(by_video.items())))
             while self.judge_tasks:
                 await asyncio.gather(*list(self.judge_tasks))
         finally:
             for t in list(self.judge_tasks):
                 t.cancel()
+        if self._fatal:
+            raise self._fatal
         if self._abort:
             raise self._abort
         return self.summary

@@ -3,19 +3,37 @@
 Every model response and every judge verdict is committed the moment it exists (WAL
 mode), so a killed run loses at most the calls in flight, and the next run of the same
 command asks only for what is missing.
+
+Each result row carries the fingerprint of what produced it (:mod:`mtvbench.run.identity`)
+and its parts; a row whose fingerprint is no longer the expected one is kept (superseded)
+but never scored. ``calls`` is an append-only ledger of every model and judge call (tokens,
+seconds), ``sessions`` one row per ``run`` process: usage and cost come from these.
+
+The ``meta`` table records the store's format (``schema_version``), the mtvbench version
+that created it, the run identity and the dataset it belongs to. A store of another format
+is refused with a message naming the file and both versions, a corrupt file with one line.
+A failed write (disk full, file too large, read-only) becomes one
+:class:`~mtvbench.errors.OutputError` and the transaction is rolled back, so the store
+stays consistent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mtvbench.errors import RunDirError
+from mtvbench import __version__
+from mtvbench.config import RUN_SCHEMA_VERSION
+from mtvbench.errors import OutputError, RunDirError
 from mtvbench.judge.checklist import JudgeVerdict
 from mtvbench.models.base import GenerationResult, redact_secrets
+from mtvbench.run.identity import ResultKey
 
 #: response outcomes that are final (a resumed run does not ask again)
 FINAL_OUTCOMES = ("ok", "blocked", "empty")
@@ -25,13 +43,21 @@ FINAL_JUDGE = ("ok", "unparsed")
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS responses (
-    turn_id TEXT PRIMARY KEY, prompt TEXT NOT NULL, text TEXT NOT NULL, raw_text TEXT NOT NULL,
-    reasoning TEXT, outcome TEXT NOT NULL, error TEXT, usage TEXT NOT NULL, latency_s REAL,
-    attempts INTEGER, created REAL NOT NULL);
+    turn_id TEXT NOT NULL, fingerprint TEXT NOT NULL, parts TEXT NOT NULL, prompt TEXT NOT NULL,
+    text TEXT NOT NULL, raw_text TEXT NOT NULL, reasoning TEXT, outcome TEXT NOT NULL, error TEXT,
+    usage TEXT NOT NULL, latency_s REAL, attempts INTEGER, created REAL NOT NULL,
+    PRIMARY KEY (turn_id, fingerprint));
 CREATE TABLE IF NOT EXISTS verdicts (
-    turn_id TEXT NOT NULL, run INTEGER NOT NULL, status TEXT NOT NULL, verdicts TEXT,
-    raw TEXT NOT NULL, attempts INTEGER, error TEXT, created REAL NOT NULL,
-    PRIMARY KEY (turn_id, run));
+    turn_id TEXT NOT NULL, run INTEGER NOT NULL, fingerprint TEXT NOT NULL, parts TEXT NOT NULL,
+    status TEXT NOT NULL, verdicts TEXT, raw TEXT NOT NULL, attempts INTEGER, error TEXT,
+    usage TEXT NOT NULL, latency_s REAL, created REAL NOT NULL,
+    PRIMARY KEY (turn_id, run, fingerprint));
+CREATE TABLE IF NOT EXISTS calls (
+    id INTEGER PRIMARY KEY, session INTEGER, role TEXT NOT NULL, turn_id TEXT NOT NULL, outcome TEXT NOT NULL,
+    requests INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
+    latency_s REAL NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    id INTEGER PRIMARY KEY, started REAL NOT NULL, ended REAL, pid INTEGER, mtvbench_version TEXT NOT NULL);
 """
 
 
@@ -39,22 +65,98 @@ class StoreMismatchError(RunDirError):
     pass
 
 
+class StoreWriteError(OutputError):
+    """A result could not be committed (disk full, file size limit, read-only): the run stops."""
+
+
+def _no_room_hint(path: Path) -> str:
+    return (f"free some space (or choose another --out); everything committed so far is kept in {path.name}: "
+            "run the same command again to resume")
+
+
 class RunStore:
     FILENAME = "store.sqlite"
 
     def __init__(self, run_dir: Path, create: bool = True):
         self.path = Path(run_dir) / self.FILENAME
-        if not create and not self.path.exists():
+        self.session: int | None = None
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        if fresh and not create:
             raise RunDirError(f"{self.path}: no run store here (is this a run directory?)")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30.0)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
-        self.db.commit()
+        if self.path.exists() and not self.path.is_file():
+            raise RunDirError(f"{self.path}: is not a file")
+        try:
+            self.db = sqlite3.connect(self.path, timeout=30.0)
+        except sqlite3.Error as e:
+            raise RunDirError(f"{self.path}: cannot open the run store ({e})") from e
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            if fresh:
+                self._create()
+            else:
+                self._check_format()
+        except sqlite3.DatabaseError as e:
+            self.db.close()
+            if fresh:
+                raise StoreWriteError(f"{self.path}: cannot create the run store ({e})",
+                                      hint=_no_room_hint(self.path)) from e
+            raise RunDirError(f"{self.path}: not a readable mtvbench run store ({e})") from e
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _create(self) -> None:
+        """Tables and format record in one transaction: a store has both or neither."""
+        self.db.execute("BEGIN")
+        try:
+            for stmt in SCHEMA.split(";"):
+                if stmt.strip():
+                    self.db.execute(stmt)
+            meta = {"schema_version": RUN_SCHEMA_VERSION, "mtvbench_version": __version__, "created": time.time()}
+            self.db.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
+            self.db.commit()
+        except BaseException:
+            self.db.rollback()
+            raise
+
+    def _check_format(self) -> None:
+        tables = {n for (n,) in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "meta" not in tables:
+            raise RunDirError(f"{self.path}: not an mtvbench run store (no meta table)")
+        found = self.get_meta("schema_version")
+        if found != RUN_SCHEMA_VERSION:
+            made_by = self.get_meta("mtvbench_version") or "an mtvbench before 0.2"
+            raise RunDirError(
+                f"{self.path}: run-store format {found if found is not None else 1} (written by {made_by}); "
+                f"this mtvbench ({__version__}) reads format {RUN_SCHEMA_VERSION}",
+                hint="evaluate into a new --out, or use the mtvbench version that wrote this run directory")
 
     def close(self) -> None:
         self.db.close()
+
+    # writing ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One committed transaction; any SQLite failure -> rollback and one clear error."""
+        try:
+            with self.db:  # commits, or rolls back on an exception
+                yield self.db
+        except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise  # a bug of mtvbench, not the disk
+        except sqlite3.DatabaseError as e:
+            text = str(e)
+            if "full" in text or "I/O" in text:
+                raise StoreWriteError(f"{self.path}: cannot write results: {text} (the disk may be full, or the "
+                                      "file may not grow any further)", hint=_no_room_hint(self.path)) from e
+            raise StoreWriteError(f"{self.path}: cannot write results: {text}",
+                                  hint="everything committed so far is kept; fix the cause and run the same "
+                                       "command again to resume") from e
+
+    def _put_meta(self, values: dict[str, Any]) -> None:
+        with self._writing() as db:
+            db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                           [(k, json.dumps(v, sort_keys=True)) for k, v in values.items()])
 
     # meta -------------------------------------------------------------------------------
     def get_meta(self, key: str) -> Any:
@@ -62,11 +164,10 @@ class RunStore:
         return None if row is None else json.loads(row[0])
 
     def set_meta(self, key: str, value: Any) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value, sort_keys=True)))
-        self.db.commit()
+        self._put_meta({key: value})
 
     def check_identity(self, identity: dict[str, Any]) -> None:
-        """A run directory belongs to one model/judge/context/frames setting."""
+        """A run directory belongs to one model/judge/context/frames/generation/tasks setting."""
         stored = self.get_meta("identity")
         if stored is None:
             self.set_meta("identity", identity)
@@ -77,53 +178,125 @@ class RunStore:
                 f"{self.path.parent}: this run directory holds results for other settings "
                 f"({', '.join(diff)} differ); use another --out or the original settings")
 
+    def check_dataset(self, root: Path, dialogue_ids: list[str]) -> str | None:
+        """One dataset per run directory. Accepted: the same data root (its dialogues may have been
+        edited, added or removed, as long as some are shared), or the same dialogue ids under
+        another root (a moved copy). Refused: another root with other dialogue ids, or no shared
+        dialogue at all. Returns a note when the data moved."""
+        stored = self.get_meta("dataset")
+        current = {"root": str(root), "dialogue_ids": sorted(dialogue_ids)}
+        if stored is None:
+            self.set_meta("dataset", current)
+            return None
+        old_ids, new_ids = set(stored["dialogue_ids"]), set(current["dialogue_ids"])
+        same_root = stored["root"] == current["root"]
+        shared = len(old_ids & new_ids)
+        if (same_root and shared) or old_ids == new_ids:
+            self.set_meta("dataset", current)
+            if not same_root:
+                return f"the dataset moved from {stored['root']} to {root} (same dialogues): results are kept"
+            return None
+        raise StoreMismatchError(
+            f"{self.path.parent}: this run directory holds results for the dataset at {stored['root']} "
+            f"({len(old_ids)} dialogues); {root} has {len(new_ids)} dialogues, {shared} of them shared: "
+            "a different dataset", hint="use another --out for another dataset")
+
+    # sessions ---------------------------------------------------------------------------
+    def begin_session(self) -> None:
+        with self._writing() as db:
+            cur = db.execute("INSERT INTO sessions (started, pid, mtvbench_version) VALUES (?,?,?)",
+                             (time.time(), os.getpid(), __version__))
+        self.session = cur.lastrowid
+
+    def end_session(self) -> None:
+        if self.session is not None:
+            with self._writing() as db:
+                db.execute("UPDATE sessions SET ended=? WHERE id=?", (time.time(), self.session))
+
     # responses --------------------------------------------------------------------------
-    def put_response(self, turn_id: str, prompt: str, res: GenerationResult) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (turn_id, prompt, res.text, res.raw_text, res.reasoning, res.outcome, redact_secrets(res.error),
-             res.usage.model_dump_json(), res.latency_s, res.attempts, time.time()),
-        )
-        self.db.commit()
+    def put_response(self, turn_id: str, prompt: str, res: GenerationResult, key: ResultKey) -> None:
+        now = time.time()
+        with self._writing() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (turn_id, key.fingerprint, json.dumps(key.parts, sort_keys=True), prompt, res.text, res.raw_text,
+                 res.reasoning, res.outcome, redact_secrets(res.error), res.usage.model_dump_json(), res.latency_s,
+                 res.attempts, now))
+            self._ledger(db, "model", turn_id, res.outcome, res.attempts, res.usage.prompt_tokens,
+                         res.usage.completion_tokens, res.latency_s, now)
+
+    def _ledger(self, db: sqlite3.Connection, role: str, turn_id: str, outcome: str, requests: int,
+                prompt_tokens: int, completion_tokens: int, latency_s: float, now: float) -> None:
+        db.execute("INSERT INTO calls (session, role, turn_id, outcome, requests, prompt_tokens, completion_tokens,"
+                   " latency_s, created) VALUES (?,?,?,?,?,?,?,?,?)",
+                   (self.session, role, turn_id, outcome, requests, prompt_tokens, completion_tokens,
+                    latency_s or 0.0, now))
+
+    @staticmethod
+    def _response_row(rec: dict[str, Any]) -> dict[str, Any]:
+        rec["usage"] = json.loads(rec["usage"])
+        rec["parts"] = json.loads(rec["parts"])
+        return rec
+
+    def response_rows(self) -> list[dict[str, Any]]:
+        """Every stored response row (current, superseded and failed)."""
+        cur = self._read("SELECT * FROM responses ORDER BY created")
+        cols = [c[0] for c in cur.description]
+        return [self._response_row(dict(zip(cols, row))) for row in cur.fetchall()]
 
     def responses(self) -> dict[str, dict[str, Any]]:
-        cur = self.db.execute("SELECT * FROM responses")
-        cols = [c[0] for c in cur.description]
-        out = {}
-        for row in cur.fetchall():
-            rec = dict(zip(cols, row))
-            rec["usage"] = json.loads(rec["usage"])
-            out[rec["turn_id"]] = rec
-        return out
-
-    def final_responses(self) -> dict[str, dict[str, Any]]:
-        return {k: v for k, v in self.responses().items() if v["outcome"] in FINAL_OUTCOMES}
+        """The latest stored response per turn (for inspection; scoring uses only matching rows)."""
+        return {rec["turn_id"]: rec for rec in self.response_rows()}
 
     # verdicts ---------------------------------------------------------------------------
-    def put_verdict(self, turn_id: str, v: JudgeVerdict) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?)",
-            (turn_id, v.run, v.status, json.dumps(v.verdicts) if v.verdicts is not None else None,
-             json.dumps(v.raw), v.attempts, redact_secrets(v.error), time.time()),
-        )
-        self.db.commit()
+    def put_verdict(self, turn_id: str, v: JudgeVerdict, key: ResultKey) -> None:
+        now = time.time()
+        with self._writing() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (turn_id, v.run, key.fingerprint, json.dumps(key.parts, sort_keys=True), v.status,
+                 json.dumps(v.verdicts) if v.verdicts is not None else None, json.dumps(v.raw), v.attempts,
+                 redact_secrets(v.error), v.usage.model_dump_json(), v.latency_s, now))
+            self._ledger(db, "judge", turn_id, v.status, v.attempts, v.usage.prompt_tokens,
+                         v.usage.completion_tokens, v.latency_s, now)
 
-    def delete_verdicts(self, turn_id: str) -> None:
-        self.db.execute("DELETE FROM verdicts WHERE turn_id=?", (turn_id,))
-        self.db.commit()
-
-    def verdicts(self) -> dict[str, dict[int, JudgeVerdict]]:
-        out: dict[str, dict[int, JudgeVerdict]] = {}
-        for turn_id, run, status, verdicts, raw, attempts, error, _ in self.db.execute("SELECT * FROM verdicts"):
-            out.setdefault(turn_id, {})[run] = JudgeVerdict(
-                run=run, status=status, verdicts=json.loads(verdicts) if verdicts else None,
-                raw=json.loads(raw), attempts=attempts or 0, error=error)
+    def verdict_rows(self) -> list[dict[str, Any]]:
+        """Every stored verdict row; ``verdict`` holds the :class:`JudgeVerdict`."""
+        out = []
+        cur = self._read("SELECT turn_id, run, fingerprint, parts, status, verdicts, raw, attempts, error, usage, "
+                         "latency_s, created FROM verdicts ORDER BY created")
+        for tid, run, fp, parts, status, verdicts, raw, attempts, error, usage, latency, created in cur:
+            v = JudgeVerdict(run=run, status=status, verdicts=json.loads(verdicts) if verdicts else None,
+                             raw=json.loads(raw), attempts=attempts or 0, error=error, usage=json.loads(usage),
+                             latency_s=latency or 0.0)
+            out.append({"turn_id": tid, "run": run, "fingerprint": fp, "parts": json.loads(parts), "verdict": v,
+                        "created": created})
         return out
 
-    def final_verdicts(self) -> dict[str, dict[int, JudgeVerdict]]:
-        out: dict[str, dict[int, JudgeVerdict]] = {}
-        for tid, runs in self.verdicts().items():
-            kept = {r: v for r, v in runs.items() if v.status in FINAL_JUDGE}
-            if kept:
-                out[tid] = kept
-        return out
+    # usage ------------------------------------------------------------------------------
+    def call_rows(self) -> list[dict[str, Any]]:
+        cur = self._read("SELECT role, outcome, requests, prompt_tokens, completion_tokens, latency_s, created, "
+                         "session FROM calls ORDER BY id")
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+    def session_rows(self) -> list[dict[str, Any]]:
+        cur = self._read("SELECT id, started, ended FROM sessions ORDER BY id")
+        return [{"id": i, "started": s, "ended": e} for i, s, e in cur.fetchall()]
+
+    # reading ----------------------------------------------------------------------------
+    def _read(self, sql: str) -> sqlite3.Cursor:
+        try:
+            return self.db.execute(sql)
+        except sqlite3.DatabaseError as e:
+            raise RunDirError(f"{self.path}: cannot read the run store ({e})") from e
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[RunStore]:
+        """One read transaction: every read inside sees the same committed state, even while a
+        run writes (WAL readers are not blocked and do not see later commits)."""
+        self._read("BEGIN")
+        try:
+            yield self
+        finally:
+            self.db.execute("ROLLBACK")

@@ -11,14 +11,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, Task
 from mtvbench.judge.checklist import JudgeVerdict
+from mtvbench.scoring.usage import UsageReport
 
 
 class TurnScore(BaseModel):
@@ -44,6 +45,12 @@ class Counts(BaseModel):
     unscored_turns: int = 0
     missing_responses: int = 0
     dialogues_without_score: int = 0
+    #: scored turns without a valid response whose store holds only an answer to an earlier
+    #: version of the turn (data edited, not yet asked again): counted in missing_responses
+    stale_turns: int = 0
+    #: stored results kept for the record but not scored (their inputs changed since)
+    superseded_responses: int = 0
+    superseded_verdicts: int = 0
 
 
 def turn_score(items_expected: Sequence[tuple[str, str]], runs: Mapping[int, JudgeVerdict]) -> TurnScore:
@@ -64,8 +71,8 @@ def _mean(xs: Sequence[float]) -> float | None:
 
 
 def score_dialogues(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
-                    verdicts: Mapping[str, Mapping[int, JudgeVerdict]], judge_runs: int
-                    ) -> tuple[list[DialogueScore], Counts]:
+                    verdicts: Mapping[str, Mapping[int, JudgeVerdict]], judge_runs: int,
+                    stale: Collection[str] = ()) -> tuple[list[DialogueScore], Counts]:
     counts = Counts()
     out: list[DialogueScore] = []
     for d in dialogues:
@@ -77,6 +84,7 @@ def score_dialogues(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
             tid = d.turn_id(r.index)
             if tid not in responses:
                 counts.missing_responses += 1
+                counts.stale_turns += tid in stale
                 turns.append(TurnScore(turn_id=tid, score=None, missing_response=True))
                 continue
             runs = dict(verdicts.get(tid, {}))
@@ -192,11 +200,19 @@ class Scores(BaseModel):
     judge_run_overall: list[float | None] = Field(default_factory=list)
     judge_run_std: float | None = None
     context: str = "golden"
+    #: the tasks evaluated (a subset only when chosen with --tasks); the others are None in ``tasks``
+    tasks_selected: list[str] = Field(default_factory=lambda: [t.value for t in TASKS])
+    #: at most this many dialogues per task (--limit), else None
+    limit: int | None = None
     complete: bool = True
     incomplete_reasons: list[str] = Field(default_factory=list)
+    #: calls, tokens, time and cost per role (from the run store)
+    usage: UsageReport | None = None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def status(self) -> str:
+        """``complete`` or ``INCOMPLETE``, also written to scores.json so no reader can miss it."""
         return "complete" if self.complete else "INCOMPLETE"
 
     def overall_label(self, digits: int = 2) -> str:
@@ -212,13 +228,19 @@ def pct(x: float | None) -> float | None:
     return None if x is None else 100.0 * x
 
 
-def incomplete_reasons(counts: Counts, task_scores: Mapping[Task, float]) -> list[str]:
+def incomplete_reasons(counts: Counts, task_scores: Mapping[Task, float],
+                       selected: Sequence[Task] = TASKS) -> list[str]:
     out = []
-    missing_tasks = [t.abbr for t in TASKS if t not in task_scores]
+    missing_tasks = [t.abbr for t in selected if t not in task_scores]
     if missing_tasks:
-        out.append(f"{len(missing_tasks)} of {len(TASKS)} tasks without a score ({', '.join(missing_tasks)})")
+        which = "tasks" if len(selected) == len(TASKS) else "selected tasks"
+        out.append(f"{len(missing_tasks)} of {len(selected)} {which} without a score ({', '.join(missing_tasks)})")
     if counts.missing_responses:
-        out.append(f"{counts.missing_responses} scored turns without a model response")
+        stale = f" ({counts.stale_turns} of them answered only before the data changed)" if counts.stale_turns else ""
+        out.append(f"{counts.missing_responses} scored turns without a model response{stale}")
+    answered = counts.scored_turns + counts.unscored_turns
+    if answered and not counts.scored_turns:
+        out.append(f"no judge verdict at all: every judge call of {answered} answered turns failed or was unparsable")
     if counts.unscored_judge_runs:
         out.append(f"{counts.unscored_judge_runs} judge runs without a verdict")
     if counts.unscored_turns:
@@ -230,16 +252,20 @@ def incomplete_reasons(counts: Counts, task_scores: Mapping[Task, float]) -> lis
 
 def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
                    verdicts: Mapping[str, Mapping[int, JudgeVerdict]], *, model: str, judge: str,
-                   judge_runs: int, context: str = "golden", bootstrap: int = 1000, seed: int = 0
+                   judge_runs: int, context: str = "golden", bootstrap: int = 1000, seed: int = 0,
+                   tasks: Sequence[Task] = TASKS, limit: int | None = None, stale: Collection[str] = ()
                    ) -> tuple[Scores, list[DialogueScore]]:
+    """Scores of ``dialogues`` from their current responses and verdicts; ``tasks`` are the tasks
+    selected on purpose (a missing score of any other task is not a gap), ``stale`` the turn ids
+    whose store holds only an answer to an earlier version of the turn."""
     from mtvbench import __version__
 
-    dscores, counts = score_dialogues(dialogues, responses, verdicts, judge_runs)
+    dscores, counts = score_dialogues(dialogues, responses, verdicts, judge_runs, stale)
     tm = task_means(dscores)
     runs = per_run_overall(dscores, judge_runs)
     finite = [r for r in runs if r is not None]
     std = float(np.std(finite, ddof=1)) if len(finite) > 1 else (0.0 if finite else None)
-    reasons = incomplete_reasons(counts, tm)
+    reasons = incomplete_reasons(counts, tm, tasks)
     all_tasks = len(tm) == len(TASKS)
     scores = Scores(
         mtvbench_version=__version__,
@@ -253,6 +279,7 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
         counts=counts, model=model, judge=judge, judge_runs=judge_runs,
         judge_run_overall=runs if all_tasks else [None for _ in runs], judge_run_std=std if all_tasks else None,
         context=context, complete=not reasons, incomplete_reasons=reasons,
+        tasks_selected=[t.value for t in TASKS if t in tasks], limit=limit,
     )
     return scores, dscores
 

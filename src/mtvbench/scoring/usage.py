@@ -1,0 +1,107 @@
+"""Usage and cost of a run directory, per role (model under test, judge).
+
+Computed from the store's append-only ledger of calls (every call ever made into the run
+directory, across resumes, including failed and superseded ones: they were paid for) and
+its run sessions. Cost needs prices per million tokens in the run config (``prices``, by
+role or backend spec); without a price for a role that used tokens its cost is ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from mtvbench.config import Price
+
+ROLES = ("model", "judge")
+
+
+class RoleUsage(BaseModel):
+    #: results obtained: model answers, judge runs (failed ones included)
+    calls: int = 0
+    failed_calls: int = 0
+    #: requests sent: retries and judge re-asks included
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    #: sum of the calls' durations (larger than the wall time when calls overlap)
+    call_seconds: float = 0.0
+    #: time during which at least one call of this role was in flight
+    wall_seconds: float = 0.0
+    #: prompt and completion tokens at the configured prices; None without a price
+    cost: float | None = None
+    #: the prices applied (per million tokens)
+    price: Price | None = None
+
+
+class UsageReport(BaseModel):
+    model: RoleUsage
+    judge: RoleUsage
+    #: ``run`` processes that wrote to this directory, and their total wall time
+    sessions: int = 0
+    wall_seconds: float = 0.0
+    #: model + judge cost; None unless every role that used tokens has a price
+    cost: float | None = None
+
+    def role(self, name: str) -> RoleUsage:
+        return self.model if name == "model" else self.judge
+
+
+def _union_seconds(intervals: Iterable[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
+
+
+def role_usage(rows: Sequence[Mapping[str, Any]], price: Price | None, failed: Sequence[str] = ("error",)
+               ) -> RoleUsage:
+    u = RoleUsage(price=price)
+    for r in rows:
+        u.calls += 1
+        u.failed_calls += r["outcome"] in failed
+        u.requests += int(r["requests"] or 0)
+        u.prompt_tokens += int(r["prompt_tokens"] or 0)
+        u.completion_tokens += int(r["completion_tokens"] or 0)
+        u.call_seconds += float(r["latency_s"] or 0.0)
+    u.wall_seconds = _union_seconds((r["created"] - (r["latency_s"] or 0.0), r["created"]) for r in rows)
+    if price is not None:
+        u.cost = (u.prompt_tokens * price.input + u.completion_tokens * price.output) / 1e6
+    elif u.prompt_tokens + u.completion_tokens == 0:
+        u.cost = 0.0
+    return u
+
+
+def usage_report(calls: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]],
+                 price_of: Callable[[str], Price | None]) -> UsageReport:
+    roles = {name: role_usage([c for c in calls if c["role"] == name], price_of(name)) for name in ROLES}
+    last_call: dict[Any, float] = {}
+    for c in calls:
+        last_call[c["session"]] = max(last_call.get(c["session"], 0.0), c["created"])
+    wall = 0.0
+    for s in sessions:  # a killed session has no end: its last stored call stands in
+        end = s["ended"] if s["ended"] is not None else last_call.get(s["id"], s["started"])
+        wall += max(0.0, end - s["started"])
+    costs = [u.cost for u in roles.values()]
+    return UsageReport(model=roles["model"], judge=roles["judge"], sessions=len(sessions), wall_seconds=wall,
+                       cost=None if any(c is None for c in costs) else sum(c for c in costs if c is not None))
+
+
+def usage_lines(u: UsageReport) -> list[str]:
+    """Plain-text lines for the terminal."""
+    lines = []
+    for name in ROLES:
+        r = u.role(name)
+        cost = "no price in the config" if r.cost is None else f"cost {r.cost:.4f}"
+        failed = f" ({r.failed_calls} failed)" if r.failed_calls else ""
+        lines.append(f"{name}: {r.calls} calls{failed}, {r.requests} requests, {r.prompt_tokens:,} prompt + "
+                     f"{r.completion_tokens:,} completion tokens, {r.wall_seconds:.1f} s wall "
+                     f"({r.call_seconds:.1f} s in calls), {cost}")
+    total = "–" if u.cost is None else f"{u.cost:.4f}"
+    lines.append(f"total: {u.sessions} run session(s), {u.wall_seconds:.1f} s wall, cost {total}")
+    return lines
