@@ -225,3 +225,20 @@ def test_mtvbench_run_on_bundled_sample_uploads_each_video_once(tmp_path: Path) 
     assert srv.state.counters["uploads"] == n_videos  # one upload per video for every turn of the run
     s = json.loads((tmp_path / "run" / "scores.json").read_text())
     assert s["complete"] and s["counts"]["scored_turns"] == len(srv.state.requests)
+
+
+def test_the_google_key_goes_only_to_google(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GEMINI_API_KEY is for Google's endpoint: a custom base URL without api_key_env gets a placeholder."""
+    monkeypatch.setenv("GEMINI_API_KEY", "gem-secret-0123456789")
+    frames = _frames(tmp_path)
+
+    async def go(url: str) -> Any:
+        b = create_backend("gemini:gemini-test", BackendOptions(base_url=url, retry_base_s=0.01))
+        try:
+            return await b.generate(GenerationRequest(id="a", prompt="Current question: colour?", frames=frames))
+        finally:
+            await b.aclose()
+
+    with GeminiServer() as srv:
+        res = asyncio.run(go(srv.url))
+    assert res.outcome == "ok" and srv.state.api_keys == ["EMPTY"]

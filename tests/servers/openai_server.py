@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import functools
+import gzip
 import hashlib
 import json
 import re
@@ -49,6 +51,7 @@ Fault = _Literal[
     "trickle",  # a complete reply sent one byte every Faults.trickle_s
     "huge",  # a Faults.huge_bytes reply with Content-Length
     "huge_unsized",  # the same without Content-Length (read until the connection closes)
+    "gzip_huge",  # the same gzip-compressed (a few KB on the wire), sent although identity was asked
     "hang_up",  # the connection is closed without any reply
     "echo_key",  # a normal answer that quotes the Authorization header it received
 ]
@@ -153,6 +156,15 @@ def _question(prompt: str) -> str:
     return prompt.rsplit("Current question: ", 1)[-1]
 
 
+@functools.lru_cache(maxsize=4)
+def _huge_reply(model: str, n: int, compressed: bool = False) -> bytes:
+    """A valid completion whose answer is ``n`` bytes (built once per size: the tests stay fast)."""
+    data = json.dumps({"id": "chatcmpl-test", "object": "chat.completion", "model": model,
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "x" * n},
+                                    "finish_reason": "stop"}]}).encode()
+    return gzip.compress(data, 1) if compressed else data
+
+
 class _Handler(BaseHTTPRequestHandler):
     state: ServerState
 
@@ -230,8 +242,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_raw(200, json.dumps(self._completion(body, answer, n_img=n_img)).encode(), chunk=1,
                            pause_s=f.trickle_s)
         elif fault in ("huge", "huge_unsized"):
-            head, tail = json.dumps(self._completion(body, "@@", n_img=n_img)).encode().split(b"@@")
-            self._send_raw(200, head + b"x" * f.huge_bytes + tail, length=fault == "huge")
+            self._send_raw(200, _huge_reply(body.get("model", "test"), f.huge_bytes), length=fault == "huge")
+        elif fault == "gzip_huge":
+            self._send_raw(200, _huge_reply(body.get("model", "test"), f.huge_bytes, compressed=True),
+                           headers={"Content-Encoding": "gzip"})
         elif fault == "hang_up":
             self.close_connection = True
             self.connection.shutdown(2)

@@ -303,7 +303,12 @@ class CircuitOpenError(MtvbenchError):
 
 
 class CircuitBreaker:
-    """Counts failed calls in a row to one endpoint; at ``threshold`` it opens for good (this run)."""
+    """Counts failures in a row at one endpoint; at ``threshold`` it opens for good (this run).
+
+    A failure is a call that ended in error (after its retries), or one connection attempt that
+    was refused (nothing listens there: counted at once, so a dead server stops a run in a
+    moment, not after every call's retries). Any reply that ends a call (ok, blocked, empty)
+    resets the count."""
 
     def __init__(self, name: str, url: str | None, threshold: int):
         self.name = name
@@ -336,8 +341,9 @@ class CircuitBreaker:
         where = f"{self.name} at {self.url}" if self.url else self.name
         never = self.successes == 0 and self._last_fatal
         return CircuitOpenError(
-            f"{where} failed {self.failures_in_row} calls in a row; nothing more is sent to it in this run "
-            f"(circuit breaker, breaker_threshold={self.threshold}). Last error: {self.last_error}",
+            f"{where}: {self.failures_in_row} failures in a row (failed calls or refused connections); nothing more "
+            f"is sent to it in this run (circuit breaker, breaker_threshold={self.threshold}). "
+            f"Last error: {self.last_error}",
             hint=("no call to it succeeded: check its URL, key and model name; " if never else "")
             + "everything finished is stored; run the same command again to ask only what is missing",
             exit_code=2 if never else 3)
