@@ -255,14 +255,11 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             raise AssertionError(f"unknown fault {fault}")
 
-    def _die_if_due(self, n_requests: int) -> None:
-        due = self.state.faults.die_after
-        if due is not None and n_requests == due:
-            def die() -> None:
-                self.server.shutdown()
-                self.server.server_close()  # the port is closed: later connections are refused
-
-            threading.Thread(target=die, daemon=True).start()
+    def _die(self) -> None:
+        """Close the listening socket now (later connections are refused at once; this request is
+        still answered), then stop the serving loop."""
+        self.server.socket.close()
+        threading.Thread(target=self.server.shutdown, daemon=True).start()
 
     def do_POST(self) -> None:  # noqa: N802
         st = self.state
@@ -282,10 +279,9 @@ class _Handler(BaseHTTPRequestHandler):
                                 "attempt": attempt, "body": body, "t": time.time()})
             st.auth_headers.append(self.headers.get("Authorization", ""))
             n_requests = len(st.requests)
-        try:
-            self._answer(body, key, text, n_img, is_judge, attempt, ordinal)
-        finally:
-            self._die_if_due(n_requests)
+        if st.faults.die_after is not None and n_requests == st.faults.die_after:
+            self._die()
+        self._answer(body, key, text, n_img, is_judge, attempt, ordinal)
 
     def _answer(self, body: dict[str, Any], key: str, text: str, n_img: int, is_judge: bool, attempt: int,
                 ordinal: int) -> None:

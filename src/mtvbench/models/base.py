@@ -180,15 +180,20 @@ class BackendOptions(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _legacy_extra(cls, data: Any) -> Any:
-        """``extra: {retry_base_s: ...}`` (the old spelling) still sets ``retry_base_s``."""
-        if isinstance(data, dict) and isinstance(data.get("extra"), dict) and "retry_base_s" in data["extra"]:
-            data = dict(data)
-            extra = dict(data["extra"])
-            legacy = extra.pop("retry_base_s")
-            data["extra"] = extra
-            data.setdefault("retry_base_s", legacy)
-        return data
+    def _call_settings_from_extra(cls, data: Any) -> Any:
+        """A call-path setting given as a backend option (``--model-option timeout_s=60``, or the
+        old ``extra: {retry_base_s: ...}``) sets the field, unless the field is given itself."""
+        if not isinstance(data, dict) or not isinstance(data.get("extra"), dict):
+            return data
+        moved = {k: v for k, v in data["extra"].items() if k in CALL_SETTINGS}
+        if not moved:
+            return data
+        extra = {k: v for k, v in data["extra"].items() if k not in CALL_SETTINGS}
+        return {**moved, **data, "extra": extra}
+
+
+#: the settings of the call path (models.resilience) that ``--model-option`` / ``extra`` may also set
+CALL_SETTINGS = ("timeout_s", "max_retries", "retry_base_s", "retry_cap_s", "max_response_bytes", "breaker_threshold")
 
 
 BackendFactory = Callable[[str, BackendOptions], ModelBackend]

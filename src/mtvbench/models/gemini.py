@@ -180,9 +180,9 @@ class GeminiBackend:
             raise ConfigError(f"gemini: input must be 'frames' or 'upload', got {self.input_mode!r}")
         self.poll_s = float(extra.get("upload_poll_s", 2.0))
         self.upload_timeout_s = float(extra.get("upload_timeout_s", 600.0))
+        self.http = capped_http_client(httpx.AsyncClient, options)
         http = types.HttpOptions(base_url=options.base_url, timeout=int(options.timeout_s * 1000),
-                                 api_version=extra.get("api_version"),
-                                 httpx_async_client=capped_http_client(httpx.AsyncClient, options))
+                                 api_version=extra.get("api_version"), httpx_async_client=self.http)
         self.vertex = use_vertex() and not options.api_key_env
         if self.vertex:
             if self.input_mode == "upload":
@@ -305,6 +305,7 @@ class GeminiBackend:
         close = getattr(self.client.aio, "aclose", None)  # older SDKs have no aclose
         if close is not None:
             await close()
+        await self.http.aclose()  # ours, whether or not the SDK closes an injected client
 
 
 def _mime(path: Path) -> str:
