@@ -138,9 +138,9 @@ async def test_the_deadline_covers_the_waits_between_attempts() -> None:
             res = await b.generate(GenerationRequest(id="a", prompt="q"))
         finally:
             await b.aclose()
-    assert res.outcome == "error" and res.attempts == len(state.requests) < 5
-    assert "no time left for another attempt within timeout_s=1s" in (res.error or "")
-    assert res.error and res.error.startswith(f'HTTP 429 from {srv.url}/chat/completions: "rate limited"')
+    # 0.4 s apart, as the server asked: at most 3 attempts fit in the 1 s budget, not 51
+    assert res.outcome == "error" and res.attempts == len(state.requests) <= 3
+    assert res.error and "timeout_s=1s" in res.error and f"{srv.url}/chat/completions" in res.error
 
 
 # ------------------------------------------------------------------------ settings
