@@ -2,8 +2,9 @@
 
 Keys: ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``, sent only to Google's endpoint (or to
 ``GOOGLE_GEMINI_BASE_URL``); a variable named by ``api_key_env`` goes to ``base_url`` too
-(:mod:`mtvbench.models.endpoints`). Vertex AI: set ``GOOGLE_GENAI_USE_VERTEXAI=true`` with ``GOOGLE_CLOUD_PROJECT`` and
-``GOOGLE_CLOUD_LOCATION`` (and application default credentials); the SDK reads them.
+(:mod:`mtvbench.models.endpoints`). Vertex AI: set ``GOOGLE_GENAI_USE_VERTEXAI=true`` with
+``GOOGLE_CLOUD_PROJECT`` and ``GOOGLE_CLOUD_LOCATION`` (and application default credentials);
+the SDK reads them.
 
 Two input modes (``options.extra["input"]``):
 
@@ -58,6 +59,7 @@ from mtvbench.models.resilience import (
     Resilient,
     RetryableError,
     capped_http_client,
+    causes,
     http_error_message,
     parse_retry_after,
     quote_server_text,
@@ -114,8 +116,9 @@ def classify_error(error: BaseException, url: str = "the Gemini API") -> CallFai
         if code in RETRYABLE_STATUS or code >= 500:
             return RetryableError(msg, retry_after=retry_delay(error))
         return FatalError(msg)
-    if isinstance(error, json.JSONDecodeError):  # the SDK parses the reply body
-        return RetryableError(f"malformed reply from {url}: not JSON: {quote_server_text(error.doc)}")
+    decode = next((e for e in causes(error) if isinstance(e, json.JSONDecodeError)), None)
+    if decode is not None:  # the SDK parses the reply body (raw, or as UnknownApiResponseError)
+        return RetryableError(f"malformed reply from {url}: not JSON: {quote_server_text(decode.doc)}")
     if genai is not None and isinstance(error, pydantic.ValidationError):
         return RetryableError(f"malformed reply from {url}: {error.error_count()} fields do not fit the API schema")
     return None

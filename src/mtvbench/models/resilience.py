@@ -196,7 +196,8 @@ _TIMEOUTS = tuple(m.TimeoutException for m in _MODULES)
 _TRANSPORT_ERRORS = tuple(m.TransportError for m in _MODULES) + tuple(m.StreamError for m in _MODULES)
 
 
-def _chain(e: BaseException) -> Iterator[BaseException]:
+def causes(e: BaseException) -> Iterator[BaseException]:
+    """``e`` and what it was raised from (SDKs wrap transport errors)."""
     seen: set[int] = set()
     cur: BaseException | None = e
     while cur is not None and id(cur) not in seen:
@@ -207,10 +208,10 @@ def _chain(e: BaseException) -> Iterator[BaseException]:
 
 def transport_failure(e: BaseException, url: str) -> CallFailure | None:
     """Classify a transport-level exception (httpx / httpx2 / OS), looking through wrappers."""
-    for err in _chain(e):
+    for err in causes(e):
         if isinstance(err, (ResponseTooLarge, UnreadableReply)):
             return FatalError(str(err))
-    for err in _chain(e):
+    for err in causes(e):
         detail = str(err) or type(err).__name__
         if isinstance(err, (*_CONNECT_ERRORS, ConnectionRefusedError)):
             return RetryableError(f"cannot connect to {url}: {detail}", unreachable=True)
@@ -231,19 +232,21 @@ def _capped_stream_class(base: type) -> type:
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             seen = 0
-            async for chunk in self._inner:
-                if self._decoder is not None:  # gzip/deflate sent although identity was asked for
-                    chunk = self._decoder.decompress(chunk, self._limit - seen + 1)
-                seen += len(chunk)
-                if seen > self._limit:
-                    raise ResponseTooLarge(self._url, self._limit)
-                yield chunk
-            if self._decoder is not None:
-                tail = self._decoder.flush()
-                if seen + len(tail) > self._limit:
-                    raise ResponseTooLarge(self._url, self._limit)
-                if tail:
-                    yield tail
+            try:
+                async for chunk in self._inner:
+                    if self._decoder is not None:  # gzip/deflate sent although identity was asked for
+                        chunk = self._decoder.decompress(chunk, self._limit - seen + 1)
+                    seen += len(chunk)
+                    if seen > self._limit:
+                        raise ResponseTooLarge(self._url, self._limit)
+                    yield chunk
+                tail = self._decoder.flush() if self._decoder is not None else b""
+            except zlib.error as e:
+                raise UnreadableReply(f"reply from {self._url} cannot be decompressed: {e}") from None
+            if seen + len(tail) > self._limit:
+                raise ResponseTooLarge(self._url, self._limit)
+            if tail:
+                yield tail
 
         async def aclose(self) -> None:
             await self._inner.aclose()
