@@ -67,19 +67,22 @@ def register_secret(value: str | None) -> None:
             _SECRETS.add(value)
 
 
-def _secret_values() -> list[str]:
+def _secret_values(named_like_keys: bool) -> list[str]:
     with _SECRETS_LOCK:
         values = set(_SECRETS)
-    values.update(v for k, v in os.environ.items() if v and len(v) >= MIN_SECRET_LEN and _SECRET_ENV.search(k))
+    if named_like_keys:
+        values.update(v for k, v in os.environ.items()
+                      if v and len(v) >= MIN_SECRET_LEN and _SECRET_ENV.search(k))
     return sorted(values, key=len, reverse=True)  # longest first: a key that contains another
 
 
-def scrub_secret_values(text: str | None) -> str | None:
-    """Replace the value of every registered key (and of variables named like keys) by ``***``.
-    Used on model replies too, so it touches nothing but exact key values."""
+def scrub_secret_values(text: str | None, named_like_keys: bool = False) -> str | None:
+    """Replace the value of every key a backend read (and, with ``named_like_keys``, of every
+    environment variable named like a key) by ``***``. Model replies get only the first: it
+    touches nothing but exact values of keys that were really read."""
     if not text:
         return text
-    for value in _secret_values():
+    for value in _secret_values(named_like_keys):
         if value in text:
             text = text.replace(value, "***")
     return text
@@ -89,7 +92,7 @@ def redact_secrets(text: str | None) -> str | None:
     """Remove API keys from a message before it is stored or shown: every key value a backend
     read (:func:`register_secret`), the values of environment variables named like
     keys/tokens/secrets, and key-shaped strings (``sk-...``)."""
-    text = scrub_secret_values(text)
+    text = scrub_secret_values(text, named_like_keys=True)
     return _KEYLIKE.sub("***", text) if text else text
 
 
