@@ -139,7 +139,7 @@ async def test_the_deadline_covers_the_waits_between_attempts() -> None:
         finally:
             await b.aclose()
     # 0.4 s apart, as the server asked: at most 3 attempts fit in the 1 s budget, not 51
-    assert res.outcome == "error" and res.attempts == len(state.requests) <= 3
+    assert res.outcome == "error" and 1 <= res.attempts <= 3 and len(state.requests) <= 3
     assert res.error and "timeout_s=1s" in res.error and f"{srv.url}/chat/completions" in res.error
 
 
