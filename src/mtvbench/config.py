@@ -373,7 +373,7 @@ def _structure_problems(model: type[BaseModel], data: Mapping[Any, Any], loc: tu
         if not isinstance(key, str) or key not in names:
             close = difflib.get_close_matches(str(key), list(names), n=1, cutoff=0.6)
             hint = f"did you mean '{_dotted((*loc, close[0]))}'?" if close else (
-                "known: " + ", ".join(sorted(names)) if len(names) <= 12 else "see --help for the settings")
+                "known: " + ", ".join(sorted(names)) if len(names) <= 20 else "see --help for the settings")
             out.append(_Problem(here, "unknown", hint, value))
             continue
         annotation = model.model_fields[names[key]].annotation

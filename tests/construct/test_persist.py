@@ -271,7 +271,8 @@ def test_missing_api_key_is_one_line_and_writes_nothing(short_ws: dict, tmp_path
                                 "--model", "openai:gpt-4o"])
     assert fresh.exit_code == 2, fresh.output
     lines = [x for x in fresh.output.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: no API key") and "OPENAI_API_KEY" in lines[0]
+    assert len(lines) <= 2 and lines[0].startswith("error: no API key") and "OPENAI_API_KEY" in lines[0]
+    assert all(x.startswith("error: ") or "--api-key-env" in x for x in lines)  # one error, at most a hint
     assert not (tmp_path / "ws").exists()
     ws = _copy(short_ws, tmp_path / "copy")
     (ws / "videos" / "short" / "caption.json").unlink()

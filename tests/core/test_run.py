@@ -253,7 +253,7 @@ def test_rejected_key_aborts_cleanly_and_is_not_stored(dataset: Path, tmp_path: 
                                        "--out", str(tmp_path / "run"), "--model-base-url", srv.url,
                                        "--model-api-key-env", "MY_MODEL_KEY", "--frames", "4", "--concurrency", "1",
                                        "--cache-dir", str(tmp_path / "c"), "--quiet"])
-    assert res.exit_code == 2 and "failed 8 calls in a row" in res.output and "HTTP 401" in res.output
+    assert res.exit_code == 2 and "8 failures in a row" in res.output and "HTTP 401" in res.output
     assert "Incorrect API key provided: ***" in res.output
     assert secret not in res.output and "Traceback" not in res.output
     assert len(srv.state.requests) == 8  # stopped instead of hammering the server with a bad key

@@ -17,7 +17,7 @@ from mtvbench.config import build_config  # noqa: E402
 from mtvbench.media.frames import FrameSettings, sample_frames  # noqa: E402
 from mtvbench.models.base import BackendOptions, GenerationRequest, MissingKeyError, create_backend  # noqa: E402
 from mtvbench.models.gemini import classify_error, retry_delay  # noqa: E402
-from mtvbench.models.retry import FatalError, RetryableError  # noqa: E402
+from mtvbench.models.resilience import FatalError, RetryableError  # noqa: E402
 from mtvbench.run.evaluate import evaluate  # noqa: E402
 from mtvbench.run.store import RunStore  # noqa: E402
 from tests.conftest import write_video  # noqa: E402
@@ -86,31 +86,50 @@ def test_upload_once_per_video_and_deleted_after_run(dataset: Path, tmp_path: Pa
     assert all(a["text"].endswith("[frames=0] [files=1]") for a in stored(tmp_path / "run").values())
 
 
-def test_safety_blocks_and_empty_candidates_are_recorded(dataset: Path, tmp_path: Path) -> None:
-    def block(question: str) -> str | None:
+def test_blocks_are_final_and_replies_without_an_answer_are_retried(dataset: Path, tmp_path: Path) -> None:
+    def block(question: str, attempt: int) -> str | None:
         if "Question 3 about the summary" in question:
             return "finish"
         if "Question 5 about the summary" in question:
             return "prompt"
         if "Question 3 about the memory" in question:
-            return "empty"
+            return "max_tokens"
+        if "Question 5 about the memory" in question and attempt == 1:
+            return "empty"  # no candidates, no block reason: asked again
+        if "Question 3 about the object" in question and attempt == 1:
+            return "html"  # a proxy's page instead of JSON: asked again
         return None
 
     with GeminiServer(GeminiState(block=block)) as srv:
         _, summary = evaluate(run_cfg(dataset, tmp_path / "run", srv.url, tmp_path / "cache"))
     assert summary.calls == 12 and summary.call_errors == 0  # not errors, not crashes
+    assert summary.blocked == 2 and summary.empty == 1  # counted for the run summary
     answers = stored(tmp_path / "run")
     by_q = {a["prompt"].rsplit("Current question: ", 1)[-1]: a for a in answers.values()}
     finish = by_q["Question 3 about the summary clip?"]
     assert finish["outcome"] == "blocked" and "SAFETY" in finish["error"]
     prompt = by_q["Question 5 about the summary clip?"]
     assert prompt["outcome"] == "blocked" and prompt["error"] == "prompt blocked: SAFETY"
-    assert by_q["Question 3 about the memory_recall clip?"]["outcome"] == "empty"
+    out_of_tokens = by_q["Question 3 about the memory_recall clip?"]
+    assert out_of_tokens["outcome"] == "empty" and "MAX_TOKENS" in out_of_tokens["error"]
+    for q in ("Question 5 about the memory_recall clip?", "Question 3 about the object_reference clip?"):
+        assert by_q[q]["outcome"] == "ok" and by_q[q]["attempts"] == 2, q
     assert sum(a["outcome"] == "ok" for a in answers.values()) == 9
     # a second run resumes: blocked / empty are final outcomes, nothing is asked again
     with GeminiServer(GeminiState(block=block)) as srv2:
         evaluate(run_cfg(dataset, tmp_path / "run", srv2.url, tmp_path / "cache"))
     assert srv2.state.counters["generate"] == 0
+
+
+def test_a_reply_that_never_holds_an_answer_ends_as_error_not_empty(dataset: Path, tmp_path: Path) -> None:
+    state = GeminiState(block=lambda q, attempt: "empty" if "Question 3 about the summary" in q else None)
+    with GeminiServer(state) as srv:
+        _, summary = evaluate(run_cfg(dataset, tmp_path / "run", srv.url, tmp_path / "cache"))
+    row = next(a for a in stored(tmp_path / "run").values()
+               if a["prompt"].endswith("Current question: Question 3 about the summary clip?"))
+    assert row["outcome"] == "error" and row["attempts"] == 4  # 1 + max_retries=3, the true count
+    assert "no candidates" in row["error"] and srv.url in row["error"]
+    assert summary.call_errors == 1 and summary.empty == 0
 
 
 def _frames(tmp_path: Path):
@@ -206,3 +225,20 @@ def test_mtvbench_run_on_bundled_sample_uploads_each_video_once(tmp_path: Path) 
     assert srv.state.counters["uploads"] == n_videos  # one upload per video for every turn of the run
     s = json.loads((tmp_path / "run" / "scores.json").read_text())
     assert s["complete"] and s["counts"]["scored_turns"] == len(srv.state.requests)
+
+
+def test_the_google_key_goes_only_to_google(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GEMINI_API_KEY is for Google's endpoint: a custom base URL without api_key_env gets a placeholder."""
+    monkeypatch.setenv("GEMINI_API_KEY", "gem-secret-0123456789")
+    frames = _frames(tmp_path)
+
+    async def go(url: str) -> Any:
+        b = create_backend("gemini:gemini-test", BackendOptions(base_url=url, retry_base_s=0.01))
+        try:
+            return await b.generate(GenerationRequest(id="a", prompt="Current question: colour?", frames=frames))
+        finally:
+            await b.aclose()
+
+    with GeminiServer() as srv:
+        res = asyncio.run(go(srv.url))
+    assert res.outcome == "ok" and srv.state.api_keys == ["EMPTY"]

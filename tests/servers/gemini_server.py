@@ -9,9 +9,11 @@ google-genai SDK uses:
 - ``DELETE /{v}/files/{id}``.
 
 Replies: ``"Answer to: <question> [frames=<n inline images>] [files=<n file parts>]"`` or what
-``model_reply`` returns. ``block`` can make a reply safety-blocked (``"prompt"``: prompt_feedback;
-``"finish"``: finish_reason SAFETY) or ``"empty"`` (no candidates). ``rate_limit_every`` answers the
-first attempt of every k-th distinct body with 429 RESOURCE_EXHAUSTED and a RetryInfo delay.
+``model_reply`` returns. ``block(question, attempt)`` can make a reply safety-blocked (``"prompt"``:
+prompt_feedback; ``"finish"``: finish_reason SAFETY), ``"empty"`` (no candidates), ``"max_tokens"``
+(a candidate without text that stopped at MAX_TOKENS) or ``"html"`` (a 200 HTML page, not JSON).
+``rate_limit_every`` answers the first attempt of every k-th distinct body with 429
+RESOURCE_EXHAUSTED and a RetryInfo delay.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from typing import Any
 @dataclass
 class GeminiState:
     model_reply: Callable[[str, int, int], str] | None = None
-    #: question text -> "prompt" | "finish" | "empty" | None
-    block: Callable[[str], str | None] | None = None
+    #: (question text, attempt of this body) -> "prompt" | "finish" | "empty" | "max_tokens" | "html" | None
+    block: Callable[[str, int], str | None] | None = None
     rate_limit_every: int = 0
     #: answer every generateContent with 429 (quota exhausted for good)
     rate_limit_always: bool = False
@@ -215,7 +217,19 @@ class _Handler(BaseHTTPRequestHandler):
             return
         usage = {"promptTokenCount": 10 + 258 * n_inline, "candidatesTokenCount": 7,
                  "totalTokenCount": 17 + 258 * n_inline}
-        block = st.block(_question(text)) if st.block else None
+        block = st.block(_question(text), attempt) if st.block else None
+        if block == "html":
+            page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+            return
+        if block == "max_tokens":
+            self._send(200, {"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "MAX_TOKENS",
+                                             "index": 0}], "usageMetadata": usage})
+            return
         if block == "prompt":
             self._send(200, {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": usage})
             return

@@ -7,10 +7,18 @@
 - Faults, keyed on the request body so that a retried request is recognised: 429 with
   Retry-After, 500, slow replies and malformed judge JSON, each on the *first* attempt of
   every k-th distinct body. With faults, the final results equal a fault-free run.
+- Any fault of :data:`FAULTS` by name, chosen per call by ``Faults.plan`` (see
+  :func:`on_first_attempt`): rate limits, 5xx, 400s with the two usual error bodies, 200 replies
+  that are not answers (empty choices, null content, HTML, cut JSON, content filter, length
+  with null content), a trickle of one byte every ``trickle_s``, a ``huge_bytes`` reply (with or
+  without Content-Length), a hang-up, and a reply that echoes the key it was sent.
+  ``die_after=N``: after N requests the server closes its port (connection refused).
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
 import hashlib
 import json
 import re
@@ -20,22 +28,84 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, get_args
+from typing import Literal as _Literal
 
 from mtvbench.judge.offline import judge_items
 
 JUDGE_PREFIX = "Given a current model-generated answer"
+
+Fault = _Literal[
+    "rate_limit",  # 429 with Retry-After: Faults.retry_after (seconds)
+    "rate_limit_ms",  # 429 with retry-after-ms: Faults.retry_after_ms
+    "server_error",  # 500 {"error": {"message": "boom"}}
+    "bad_gateway_text",  # 502 with a plain-text body
+    "bad_request_detail",  # 400 {"detail": "..."} (vLLM, FastAPI)
+    "bad_request_error",  # 400 {"error": {"message": "..."}} (OpenAI)
+    "empty_choices",  # 200 with "choices": []
+    "content_null",  # 200, message.content null, finish_reason stop
+    "html",  # 200 with an HTML page (a proxy's error page)
+    "cut_json",  # 200 JSON cut in the middle
+    "content_filter",  # 200, content null, finish_reason content_filter
+    "length_null",  # 200, content null, finish_reason length (a thinking model out of tokens)
+    "trickle",  # a complete reply sent one byte every Faults.trickle_s
+    "huge",  # a Faults.huge_bytes reply with Content-Length
+    "huge_unsized",  # the same without Content-Length (read until the connection closes)
+    "gzip_huge",  # the same gzip-compressed (a few KB on the wire), sent although identity was asked
+    "hang_up",  # the connection is closed without any reply
+    "echo_key",  # a normal answer that quotes the Authorization header it received
+]
+FAULTS: tuple[str, ...] = get_args(Fault)
+
+BAD_REQUEST_DETAIL = "This model's maximum context length is 32768 tokens, your request has 40960"
+BAD_REQUEST_ERROR = "Image inputs are not supported by this model"
+BAD_GATEWAY_TEXT = "upstream connect error or disconnect/reset before headers"
+HTML_PAGE = ("<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1>"
+             "</center><hr><center>nginx</center></body></html>")
+
+
+@dataclass
+class Call:
+    """What a fault plan sees of a request."""
+
+    ordinal: int  # distinct bodies seen so far, this one included
+    attempt: int  # how often this very body was sent
+    judge: bool
+    text: str
+
+
+def on_first_attempt(fault: str, every: int = 1, judge: bool = False) -> Callable[[Call], str | None]:
+    """A plan: ``fault`` on the first attempt of every ``every``-th distinct model (or judge) body."""
+    assert fault in FAULTS, fault
+
+    def plan(call: Call) -> str | None:
+        return fault if call.judge == judge and call.attempt == 1 and call.ordinal % every == 0 else None
+
+    return plan
+
+
+def always(fault: str, judge: bool = False) -> Callable[[Call], str | None]:
+    """A plan: ``fault`` on every model (or judge) request."""
+    assert fault in FAULTS, fault
+    return lambda call: fault if call.judge == judge else None
 
 
 @dataclass
 class Faults:
     rate_limit_every: int = 0  # 429 + Retry-After on first attempt of every k-th body
     retry_after: str = "0.05"
+    retry_after_ms: str = "50"
     error_every: int = 0  # 500 on first attempt
     slow_every: int = 0  # sleep slow_s before answering
     slow_s: float = 0.3
     malformed_judge_every: int = 0  # judge replies prose without JSON on first attempt
     always_malformed_judge: bool = False
+    #: which fault of FAULTS (if any) answers a call
+    plan: Callable[[Call], str | None] | None = None
+    trickle_s: float = 1.0
+    huge_bytes: int = 50 << 20
+    #: after this many requests the server closes its port: every later call is refused
+    die_after: int | None = None
 
 
 @dataclass
@@ -47,6 +117,7 @@ class ServerState:
     requests: list[dict[str, Any]] = field(default_factory=list)
     attempts: Counter = field(default_factory=Counter)
     served_ok: Counter = field(default_factory=Counter)
+    faults_sent: Counter = field(default_factory=Counter)
     auth_headers: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -85,6 +156,15 @@ def _question(prompt: str) -> str:
     return prompt.rsplit("Current question: ", 1)[-1]
 
 
+@functools.lru_cache(maxsize=4)
+def _huge_reply(model: str, n: int, compressed: bool = False) -> bytes:
+    """A valid completion whose answer is ``n`` bytes (built once per size: the tests stay fast)."""
+    data = json.dumps({"id": "chatcmpl-test", "object": "chat.completion", "model": model,
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "x" * n},
+                                    "finish_reason": "stop"}]}).encode()
+    return gzip.compress(data, 1) if compressed else data
+
+
 class _Handler(BaseHTTPRequestHandler):
     state: ServerState
 
@@ -100,6 +180,86 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
+
+    def _send_raw(self, code: int, data: bytes, content_type: str = "application/json",
+                  headers: dict[str, str] | None = None, length: bool = True, pause_s: float = 0.0,
+                  chunk: int = 1 << 20) -> None:
+        """Send ``data`` in pieces of ``chunk`` bytes, ``pause_s`` apart; stop when the client hangs up."""
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            if length:
+                self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            for i in range(0, len(data), chunk):
+                self.wfile.write(data[i : i + chunk])
+                self.wfile.flush()
+                if pause_s:
+                    time.sleep(pause_s)
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+    def _completion(self, body: dict[str, Any], content: str | None, finish: str = "stop", n_img: int = 0
+                    ) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "test"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10 + 5 * n_img, "completion_tokens": 7, "total_tokens": 17 + 5 * n_img},
+        }
+
+    def _fault(self, fault: str, body: dict[str, Any], answer: str, n_img: int) -> None:
+        f = self.state.faults
+        if fault == "rate_limit":
+            self._send(429, {"error": {"message": "rate limited"}}, {"Retry-After": f.retry_after})
+        elif fault == "rate_limit_ms":
+            self._send(429, {"error": {"message": "rate limited"}}, {"retry-after-ms": f.retry_after_ms})
+        elif fault == "server_error":
+            self._send(500, {"error": {"message": "boom"}})
+        elif fault == "bad_gateway_text":
+            self._send_raw(502, BAD_GATEWAY_TEXT.encode(), "text/plain")
+        elif fault == "bad_request_detail":
+            self._send(400, {"detail": BAD_REQUEST_DETAIL})
+        elif fault == "bad_request_error":
+            self._send(400, {"error": {"message": BAD_REQUEST_ERROR, "type": "invalid_request_error", "code": None}})
+        elif fault == "empty_choices":
+            self._send(200, {**self._completion(body, None, n_img=n_img), "choices": []})
+        elif fault == "content_null":
+            self._send(200, self._completion(body, None, "stop", n_img))
+        elif fault == "html":
+            self._send_raw(200, HTML_PAGE.encode(), "text/html")
+        elif fault == "cut_json":
+            data = json.dumps(self._completion(body, answer, n_img=n_img)).encode()
+            self._send_raw(200, data[: len(data) // 2])
+        elif fault == "content_filter":
+            self._send(200, self._completion(body, None, "content_filter", n_img))
+        elif fault == "length_null":
+            self._send(200, self._completion(body, None, "length", n_img))
+        elif fault == "trickle":
+            self._send_raw(200, json.dumps(self._completion(body, answer, n_img=n_img)).encode(), chunk=1,
+                           pause_s=f.trickle_s)
+        elif fault in ("huge", "huge_unsized"):
+            self._send_raw(200, _huge_reply(body.get("model", "test"), f.huge_bytes), length=fault == "huge")
+        elif fault == "gzip_huge":
+            self._send_raw(200, _huge_reply(body.get("model", "test"), f.huge_bytes, compressed=True),
+                           headers={"Content-Encoding": "gzip"})
+        elif fault == "hang_up":
+            self.close_connection = True
+            self.connection.shutdown(2)
+        elif fault == "echo_key":
+            self._send(200, self._completion(body, f"{answer} (you sent {self.headers.get('Authorization', '')})",
+                                             n_img=n_img))
+        else:
+            raise AssertionError(f"unknown fault {fault}")
+
+    def _die(self) -> None:
+        """Close the listening socket now (later connections are refused at once; this request is
+        still answered), then stop the serving loop."""
+        self.server.socket.close()
+        threading.Thread(target=self.server.shutdown, daemon=True).start()
 
     def do_POST(self) -> None:  # noqa: N802
         st = self.state
@@ -118,6 +278,14 @@ class _Handler(BaseHTTPRequestHandler):
             st.requests.append({"key": key, "judge": is_judge, "text": text, "images": n_img,
                                 "attempt": attempt, "body": body, "t": time.time()})
             st.auth_headers.append(self.headers.get("Authorization", ""))
+            n_requests = len(st.requests)
+        if st.faults.die_after is not None and n_requests == st.faults.die_after:
+            self._die()
+        self._answer(body, key, text, n_img, is_judge, attempt, ordinal)
+
+    def _answer(self, body: dict[str, Any], key: str, text: str, n_img: int, is_judge: bool, attempt: int,
+                ordinal: int) -> None:
+        st = self.state
         if st.unauthorized:
             key_used = self.headers.get("Authorization", "").removeprefix("Bearer ")
             self._send(401, {"error": {"message": f"Incorrect API key provided: {key_used}."}})
@@ -142,15 +310,15 @@ class _Handler(BaseHTTPRequestHandler):
             content = f"Answer to: {_question(text)} [frames={n_img}]"
             if st.think:
                 content = "<think>let me look at the frames</think>" + content
+        fault = f.plan(Call(ordinal, attempt, is_judge, text)) if f.plan else None
+        if fault is not None:
+            with st.lock:
+                st.faults_sent[fault] += 1
+            self._fault(fault, body, content, n_img)
+            return
         with st.lock:
             st.served_ok[key] += 1
-        self._send(200, {
-            "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "test"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10 + 5 * n_img, "completion_tokens": 7, "total_tokens": 17 + 5 * n_img},
-        })
+        self._send(200, self._completion(body, content, n_img=n_img))
 
 
 class LoopbackServer:

@@ -93,6 +93,9 @@ def _run_with_progress(fn: Callable[[Progress], T], quiet: bool) -> T:
 def _summarise(summary: RunSummary) -> None:
     for video, msg in summary.failed_videos.items():
         note("video failed", f"{video}: {msg}", style="red")
+    if summary.blocked or summary.empty:
+        note("not answered", f"{summary.blocked} replies blocked by the provider's content filter, {summary.empty} "
+             "empty (e.g. max_tokens spent thinking); final, scored as wrong answers")
     if summary.call_errors or summary.pending_turns or summary.judge_errors:
         note("incomplete", f"{summary.call_errors} model calls failed, {summary.pending_turns} turns "
              f"not reached, {summary.judge_errors} judge calls failed; run the same command again to retry them")

@@ -14,7 +14,7 @@ the construction stages) goes through :func:`ask`:
 The outcome is typed (:class:`AskOutcome`): ``ok`` with the value, ``failed`` with the
 last problems after the bounded re-asks (given up), or ``error`` when the backend call
 itself failed (nothing was decided: callers ask again on their next run). Every raw reply
-is kept. This module sits beside :mod:`mtvbench.models.retry`: that one repeats a call
+is kept. This module sits beside :mod:`mtvbench.models.resilience`: that one repeats a call
 that did not arrive, this one repeats a call whose content was unusable.
 """
 

@@ -1,8 +1,9 @@
 """One protocol for every model backend, and the registry that picks one by prefix.
 
 A backend turns a :class:`GenerationRequest` (frames + one text prompt) into a
-:class:`GenerationResult`. Prompt building, frame sampling and retries live elsewhere
-(``prompts``, ``media``, ``models.retry``) and are shared by all backends.
+:class:`GenerationResult`. Prompt building, frame sampling and the call path of every remote
+backend (retries, deadline, size cap, circuit breaker: ``models.resilience``; which key goes to
+which URL: ``models.endpoints``) live elsewhere and are shared by all backends.
 
 Adding a backend is one new module that calls :func:`register_backend` plus an entry in
 ``_BUILTIN_MODULES`` so that it is imported lazily when its prefix is used.
@@ -12,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import re
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mtvbench.errors import MtvbenchError
 from mtvbench.media.frames import VideoFrames
@@ -55,19 +58,47 @@ class GenerationRequest(BaseModel):
 
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET)", re.IGNORECASE)
 _KEYLIKE = re.compile(r"\b(sk|AIza|key)[-_][A-Za-z0-9*_\-]{8,}")
+#: values shorter than this are not scrubbed (a 3-letter "key" would blank ordinary words)
+MIN_SECRET_LEN = 8
+_SECRETS: set[str] = set()
+_SECRETS_LOCK = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a key a backend read (from any variable, whatever its name) so that
+    :func:`redact_secrets` scrubs its value from every message, log line and store."""
+    if value and len(value) >= MIN_SECRET_LEN:
+        with _SECRETS_LOCK:
+            _SECRETS.add(value)
+
+
+def _secret_values(named_like_keys: bool) -> list[str]:
+    with _SECRETS_LOCK:
+        values = set(_SECRETS)
+    if named_like_keys:
+        values.update(v for k, v in os.environ.items()
+                      if v and len(v) >= MIN_SECRET_LEN and _SECRET_ENV.search(k))
+    return sorted(values, key=len, reverse=True)  # longest first: a key that contains another
+
+
+def scrub_secret_values(text: str | None, named_like_keys: bool = False) -> str | None:
+    """Replace the value of every key a backend read (and, with ``named_like_keys``, of every
+    environment variable named like a key) by ``***``. Model replies get only the first: it
+    touches nothing but exact values of keys that were really read."""
+    if not text:
+        return text
+    for value in _secret_values(named_like_keys):
+        if value in text:
+            text = text.replace(value, "***")
+    return text
 
 
 def redact_secrets(text: str | None) -> str | None:
-    """Remove API keys from a message before it is stored or shown: the values of environment
-    variables named like keys/tokens/secrets, and key-shaped strings (``sk-...``)."""
-    if not text:
-        return text
-    import os
-
-    for name, value in os.environ.items():
-        if value and len(value) >= 8 and _SECRET_ENV.search(name) and value in text:
-            text = text.replace(value, "***")
-    return _KEYLIKE.sub("***", text)
+    """Remove API keys from a message before it is stored or shown: every key value a backend
+    read (:func:`register_secret`), the values of environment variables named like
+    keys/tokens/secrets, and key-shaped strings (``sk-...``)."""
+    text = scrub_secret_values(text, named_like_keys=True)
+    return _KEYLIKE.sub("***", text) if text else text
 
 
 class GenerationResult(BaseModel):
@@ -86,6 +117,11 @@ class GenerationResult(BaseModel):
     @classmethod
     def _no_secrets(cls, v: str | None) -> str | None:
         return redact_secrets(v)  # every backend's error text, before anything can store or print it
+
+    @field_validator("text", "raw_text", "reasoning")
+    @classmethod
+    def _no_key_values(cls, v: str | None) -> str | None:
+        return scrub_secret_values(v)  # a server that echoes the key it was sent
 
 
 _THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
@@ -121,18 +157,51 @@ class BatchingBackend(ModelBackend, Protocol):
 
 
 class BackendOptions(BaseModel):
-    """Settings a backend may read; unknown keys go to ``extra``."""
+    """Settings a backend may read; unknown keys go to ``extra``.
+
+    The call-path settings (``timeout_s`` .. ``breaker_threshold``) are read by
+    :mod:`mtvbench.models.resilience` for every remote backend (openai, gemini, and the judge,
+    which is one of them); local backends ignore them.
+    """
 
     base_url: str | None = None
+    #: the environment variable holding this role's key; a key named here goes to ``base_url``
     api_key_env: str | None = None
-    timeout_s: float = 300.0
-    max_retries: int = 6
+    #: deadline of one call in seconds: every attempt, connect to last byte, and every wait between them
+    timeout_s: float = Field(300.0, gt=0, allow_inf_nan=False)
+    #: attempts after the first one for retryable failures (429, 408/409, 5xx, connection, malformed reply)
+    max_retries: int = Field(6, ge=0)
+    #: backoff with full jitter: a wait is uniform in [0, min(retry_cap_s, retry_base_s * 2**n)]
+    retry_base_s: float = Field(1.0, gt=0, allow_inf_nan=False)
+    #: the longest wait between attempts, also for a server's Retry-After / retry-after-ms
+    retry_cap_s: float = Field(60.0, gt=0, allow_inf_nan=False)
+    #: a reply body (error replies included) larger than this is cut off and the call fails
+    max_response_bytes: int = Field(8 << 20, gt=0)
+    #: this many failed calls in a row to one endpoint stop the run (circuit breaker)
+    breaker_threshold: int = Field(8, ge=1)
     max_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None
     system: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _call_settings_from_extra(cls, data: Any) -> Any:
+        """A call-path setting given as a backend option (``--model-option timeout_s=60``, or the
+        old ``extra: {retry_base_s: ...}``) sets the field, unless the field is given itself."""
+        if not isinstance(data, dict) or not isinstance(data.get("extra"), dict):
+            return data
+        moved = {k: v for k, v in data["extra"].items() if k in CALL_SETTINGS}
+        if not moved:
+            return data
+        extra = {k: v for k, v in data["extra"].items() if k not in CALL_SETTINGS}
+        return {**moved, **data, "extra": extra}
+
+
+#: the settings of the call path (models.resilience) that ``--model-option`` / ``extra`` may also set
+CALL_SETTINGS = ("timeout_s", "max_retries", "retry_base_s", "retry_cap_s", "max_response_bytes", "breaker_threshold")
 
 
 BackendFactory = Callable[[str, BackendOptions], ModelBackend]

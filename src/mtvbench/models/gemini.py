@@ -1,8 +1,10 @@
 """``gemini:MODEL`` — Google Gemini through the google-genai SDK (``pip install 'mtvbench[gemini]'``).
 
-Keys: ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY`` (or the variable named by ``api_key_env``).
-Vertex AI: set ``GOOGLE_GENAI_USE_VERTEXAI=true`` with ``GOOGLE_CLOUD_PROJECT`` and
-``GOOGLE_CLOUD_LOCATION`` (and application default credentials); the SDK reads them.
+Keys: ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``, sent only to Google's endpoint (or to
+``GOOGLE_GEMINI_BASE_URL``); a variable named by ``api_key_env`` goes to ``base_url`` too
+(:mod:`mtvbench.models.endpoints`). Vertex AI: set ``GOOGLE_GENAI_USE_VERTEXAI=true`` with
+``GOOGLE_CLOUD_PROJECT`` and ``GOOGLE_CLOUD_LOCATION`` (and application default credentials);
+the SDK reads them.
 
 Two input modes (``options.extra["input"]``):
 
@@ -17,25 +19,27 @@ Two input modes (``options.extra["input"]``):
 Other ``extra`` settings: ``thinking_budget`` (tokens; 0 turns thinking off where the model
 allows it, -1 dynamic), ``include_thoughts`` (bool), ``media_resolution`` (``low`` / ``medium`` /
 ``high``), ``safety`` (``default`` or ``off``: BLOCK_NONE for the adjustable categories),
-``api_version``, ``upload_poll_s``, ``upload_timeout_s``, ``retry_base_s``.
+``api_version``, ``upload_poll_s``, ``upload_timeout_s`` (the deadline of one upload, polling
+included).
 
 Outcomes: a prompt blocked by safety (``prompt_feedback.block_reason``) or a candidate stopped
-for safety / prohibited content / recitation is ``blocked``; no candidate or no text is
-``empty``; HTTP 429 (``RESOURCE_EXHAUSTED``), 408 and 5xx are retried with the one retry policy
-(the server's ``RetryInfo.retryDelay`` is honoured) and recorded as ``error`` when retries run
-out. None of these raise.
+for safety / prohibited content / recitation is ``blocked``; a candidate without text that
+stopped at ``MAX_TOKENS`` is ``empty`` (the model spent its tokens). Every call goes through
+:class:`~mtvbench.models.resilience.Resilient`: no candidate, a candidate without text for any
+other reason, a reply that is not JSON, HTTP 429 (``RESOURCE_EXHAUSTED``, the server's
+``RetryInfo.retryDelay`` honoured), 408 and 5xx are retried and recorded as ``error`` when
+retries or the deadline run out; 4xx are not retried. None of these raise.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import mimetypes
-import os
 import re
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from mtvbench.errors import ConfigError, MissingExtraError
 from mtvbench.models.base import (
@@ -46,10 +50,24 @@ from mtvbench.models.base import (
     register_backend,
     split_thinking,
 )
-from mtvbench.models.retry import FatalError, RetryableError, RetryPolicy, parse_retry_after, with_retries
+from mtvbench.models.endpoints import gemini_endpoint, use_vertex
+from mtvbench.models.resilience import (
+    RETRYABLE_STATUS,
+    CallFailed,
+    CallFailure,
+    FatalError,
+    Resilient,
+    RetryableError,
+    capped_http_client,
+    causes,
+    http_error_message,
+    parse_retry_after,
+    quote_server_text,
+)
 
 try:
     import httpx
+    import pydantic
     from google import genai
     from google.genai import errors as genai_errors
     from google.genai import types
@@ -59,13 +77,8 @@ except ImportError as _e:  # pragma: no cover - exercised only without the extra
 else:
     _IMPORT_ERROR = None
 
-
-T = TypeVar("T")
-
-KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 BLOCK_FINISH = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY",
                 "IMAGE_PROHIBITED_CONTENT"}
-RETRYABLE_STATUS = {408, 429}
 SAFETY_CATEGORIES = ("HARM_CATEGORY_HARASSMENT", "HARM_CATEGORY_HATE_SPEECH", "HARM_CATEGORY_SEXUALLY_EXPLICIT",
                      "HARM_CATEGORY_DANGEROUS_CONTENT")
 
@@ -73,26 +86,6 @@ SAFETY_CATEGORIES = ("HARM_CATEGORY_HARASSMENT", "HARM_CATEGORY_HATE_SPEECH", "H
 def _require_sdk() -> None:
     if _IMPORT_ERROR is not None:
         raise MissingExtraError("the gemini: backend", "gemini", "google-genai") from _IMPORT_ERROR
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def use_vertex() -> bool:
-    return _truthy(os.environ.get("GOOGLE_GENAI_USE_VERTEXAI"))
-
-
-def resolve_key(api_key_env: str | None) -> str:
-    from mtvbench.models.base import MissingKeyError
-
-    names = (api_key_env,) if api_key_env else KEY_ENVS
-    for env in names:
-        key = os.environ.get(env)
-        if key:
-            return key
-    raise MissingKeyError(
-        f"no Gemini API key: set {' or '.join(names)} (or GOOGLE_GENAI_USE_VERTEXAI=true for Vertex AI)")
 
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*s\s*$")
@@ -112,21 +105,28 @@ def retry_delay(error: Any) -> float | None:
     return parse_retry_after(dict(headers)) if headers is not None else None
 
 
-def classify_error(error: BaseException) -> Exception:
-    """SDK / transport error -> RetryableError or FatalError (the one retry policy decides)."""
+def classify_error(error: BaseException, url: str = "the Gemini API") -> CallFailure | None:
+    """An SDK error -> RetryableError / FatalError (None: not an SDK error; transport errors are
+    classified by the wrapper)."""
     if genai is not None and isinstance(error, genai_errors.APIError):
         code = int(error.code or 0)
-        msg = f"HTTP {code} {error.status or ''}: {error.message or ''}".strip()
+        request = getattr(getattr(error, "response", None), "request", None)
+        where = str(request.url) if request is not None else url
+        msg = http_error_message(code, where, json.dumps(error.details) if error.details else error.message)
         if code in RETRYABLE_STATUS or code >= 500:
-            return RetryableError(msg, retry_delay(error))
+            return RetryableError(msg, retry_after=retry_delay(error))
         return FatalError(msg)
-    if isinstance(error, (httpx.TimeoutException, httpx.TransportError, asyncio.TimeoutError)):
-        return RetryableError(f"{type(error).__name__}: {error}")
-    return FatalError(f"{type(error).__name__}: {error}")
+    decode = next((e for e in causes(error) if isinstance(e, json.JSONDecodeError)), None)
+    if decode is not None:  # the SDK parses the reply body (raw, or as UnknownApiResponseError)
+        return RetryableError(f"malformed reply from {url}: not JSON: {quote_server_text(decode.doc)}")
+    if genai is not None and isinstance(error, pydantic.ValidationError):
+        return RetryableError(f"malformed reply from {url}: {error.error_count()} fields do not fit the API schema")
+    return None
 
 
-def result_from_response(resp: Any, latency: float, attempts: int) -> GenerationResult:
-    """A generateContent response -> ok / blocked / empty, with usage and thoughts."""
+def result_from_response(resp: Any, url: str = "the Gemini API") -> GenerationResult:
+    """A generateContent response -> ok / blocked / empty (final), or RetryableError when the
+    reply holds no answer for no stated reason."""
     usage = Usage()
     um = getattr(resp, "usage_metadata", None)
     if um is not None:
@@ -134,13 +134,12 @@ def result_from_response(resp: Any, latency: float, attempts: int) -> Generation
         completion = (um.candidates_token_count or 0) + (um.thoughts_token_count or 0)
         usage = Usage(prompt_tokens=prompt, completion_tokens=completion,
                       total_tokens=um.total_token_count or prompt + completion)
-    common = {"usage": usage, "latency_s": latency, "attempts": attempts}
     feedback = getattr(resp, "prompt_feedback", None)
     if feedback is not None and feedback.block_reason:
         reason = _enum_name(feedback.block_reason)
-        return GenerationResult(outcome="blocked", error=f"prompt blocked: {reason}", **common)
+        return GenerationResult(outcome="blocked", error=f"prompt blocked: {reason}", usage=usage)
     if not resp.candidates:
-        return GenerationResult(outcome="empty", error="no candidates", **common)
+        raise RetryableError(f"malformed reply from {url}: no candidates and no block reason")
     cand = resp.candidates[0]
     finish = _enum_name(cand.finish_reason) if cand.finish_reason else ""
     answer, thoughts = [], []
@@ -151,13 +150,16 @@ def result_from_response(resp: Any, latency: float, attempts: int) -> Generation
     raw = "".join(answer)
     text, reasoning = split_thinking(raw)
     reasoning = "\n".join(thoughts).strip() or reasoning
+    common: dict[str, Any] = {"raw_text": raw, "reasoning": reasoning, "usage": usage}
     if finish in BLOCK_FINISH:
-        return GenerationResult(text=text, raw_text=raw, reasoning=reasoning, outcome="blocked",
-                                error=f"finish_reason {finish}", **common)
+        return GenerationResult(text=text, outcome="blocked", error=f"finish_reason {finish}", **common)
+    if not raw.strip():
+        if finish == "MAX_TOKENS":  # the model spent its tokens (thinking, often): its own failure
+            return GenerationResult(outcome="empty", error="no text: finish_reason MAX_TOKENS", **common)
+        raise RetryableError(f"malformed reply from {url}: a candidate without text (finish_reason {finish or 'none'})")
     if not text:
-        return GenerationResult(raw_text=raw, reasoning=reasoning, outcome="empty",
-                                error=f"no text (finish_reason {finish or 'none'})", **common)
-    return GenerationResult(text=text, raw_text=raw, reasoning=reasoning, outcome="ok", **common)
+        return GenerationResult(outcome="empty", error=f"no answer after </think> (finish_reason {finish})", **common)
+    return GenerationResult(text=text, outcome="ok", **common)
 
 
 def _enum_name(value: Any) -> str:
@@ -179,18 +181,24 @@ class GeminiBackend:
         self.input_mode = str(extra.get("input", "frames"))
         if self.input_mode not in ("frames", "upload"):
             raise ConfigError(f"gemini: input must be 'frames' or 'upload', got {self.input_mode!r}")
-        self.policy = RetryPolicy(max_retries=options.max_retries, base_s=float(extra.get("retry_base_s", 1.0)))
         self.poll_s = float(extra.get("upload_poll_s", 2.0))
         self.upload_timeout_s = float(extra.get("upload_timeout_s", 600.0))
+        self.http = capped_http_client(httpx.AsyncClient, options)
         http = types.HttpOptions(base_url=options.base_url, timeout=int(options.timeout_s * 1000),
-                                 api_version=extra.get("api_version"))
+                                 api_version=extra.get("api_version"), httpx_async_client=self.http)
         self.vertex = use_vertex() and not options.api_key_env
         if self.vertex:
             if self.input_mode == "upload":
                 raise ConfigError("gemini: input=upload needs the Gemini Developer API (Vertex AI has no Files API)")
+            self.url = options.base_url or "Vertex AI"
             self.client = genai.Client(http_options=http)
         else:
-            self.client = genai.Client(api_key=resolve_key(options.api_key_env), http_options=http)
+            endpoint = gemini_endpoint(options)
+            self.url = endpoint.url
+            http.base_url = endpoint.url
+            self.client = genai.Client(api_key=endpoint.key, http_options=http)
+        self.calls = Resilient(self.name, self.url, options, lambda e: classify_error(e, self.url))
+        self.breaker = self.calls.breaker
         self._uploads: dict[Path, asyncio.Task[Any]] = {}
         #: names of the files this backend uploaded (deleted in aclose)
         self.uploaded: list[str] = []
@@ -219,20 +227,16 @@ class GeminiBackend:
                                       for c in SAFETY_CATEGORIES]
         return types.GenerateContentConfig(**cfg)
 
-    async def _parts(self, request: GenerationRequest) -> list[Any]:
+    async def _parts(self, request: GenerationRequest, video: Path | None) -> list[Any]:
         parts: list[Any] = []
-        frames = request.frames
-        if self.input_mode == "upload":
-            video = request.extra.get("video") or (frames.video if frames is not None else None)
-            if video is None:
-                raise FatalError("gemini: input=upload needs the video path (frames record or request.extra['video'])")
-            f = await self.file_for(Path(video))
-            part = types.Part.from_uri(file_uri=f.uri, mime_type=f.mime_type or _mime(Path(video)))
+        if video is not None:
+            f = await self.file_for(video)
+            part = types.Part.from_uri(file_uri=f.uri, mime_type=f.mime_type or _mime(video))
             if self.options.extra.get("video_fps"):
                 part.video_metadata = types.VideoMetadata(fps=float(self.options.extra["video_fps"]))
             parts.append(part)
-        elif frames is not None:
-            parts.extend(types.Part.from_bytes(data=j, mime_type="image/jpeg") for j in frames.jpegs)
+        elif request.frames is not None:
+            parts.extend(types.Part.from_bytes(data=j, mime_type="image/jpeg") for j in request.frames.jpegs)
         parts.append(types.Part.from_text(text=request.prompt))
         return parts
 
@@ -247,51 +251,48 @@ class GeminiBackend:
         return await asyncio.shield(task)
 
     async def _upload(self, path: Path) -> Any:
-        async def once() -> Any:
-            return await self._guard(self.client.aio.files.upload(
-                file=str(path), config=types.UploadFileConfig(mime_type=_mime(path),
-                                                              display_name=f"mtvbench-{path.name}")))
-
-        f, _ = await with_retries(once, self.policy)
-        self.uploaded.append(f.name)
+        """Upload through the one call path (its own deadline: ``upload_timeout_s``), then poll
+        until the file is ACTIVE. Raises :class:`CallFailed`."""
         deadline = time.monotonic() + self.upload_timeout_s
+        f, _ = await self.calls.call(lambda: self.client.aio.files.upload(
+            file=str(path), config=types.UploadFileConfig(mime_type=_mime(path), display_name=f"mtvbench-{path.name}")),
+            timeout_s=self.upload_timeout_s)
+        self.uploaded.append(f.name)
         while _enum_name(f.state) == "PROCESSING":
-            if time.monotonic() > deadline:
-                raise FatalError(f"gemini: {path.name} still PROCESSING after {self.upload_timeout_s:.0f}s")
-            await asyncio.sleep(self.poll_s)
-            f, _ = await with_retries(lambda name=f.name: self._guard(self.client.aio.files.get(name=name)),
-                                      self.policy)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CallFailed(f"gemini: {path.name} still PROCESSING at {self.url} after "
+                                 f"upload_timeout_s={self.upload_timeout_s:g}s", 1)
+            await asyncio.sleep(min(self.poll_s, left))
+            f, _ = await self.calls.call(lambda name=f.name: self.client.aio.files.get(name=name),
+                                         timeout_s=max(left, 1.0))
         if _enum_name(f.state) != "ACTIVE":
             err = getattr(getattr(f, "error", None), "message", None)
-            raise FatalError(f"gemini: upload of {path.name} ended in state {_enum_name(f.state)}: {err or ''}")
+            raise CallFailed(f"gemini: upload of {path.name} to {self.url} ended in state {_enum_name(f.state)}: "
+                             f"{quote_server_text(err)}", 1)
         return f
 
     # -------------------------------------------------------------------- calls
-    async def _guard(self, aw: Awaitable[T]) -> T:
-        try:
-            return await aw
-        except (RetryableError, FatalError):
-            raise
-        except Exception as e:  # SDK and transport errors -> the one policy's two kinds
-            raise classify_error(e) from e
-
     async def generate(self, request: GenerationRequest) -> GenerationResult:
-        start = time.perf_counter()
-        attempts = 1
+        video: Path | None = None
+        if self.input_mode == "upload":
+            path = request.extra.get("video") or (request.frames.video if request.frames is not None else None)
+            if path is None:
+                return GenerationResult(outcome="error", attempts=0, error=(
+                    "gemini: input=upload needs the video path (frames record or request.extra['video'])"))
+            video = Path(path)
         try:
-            parts = await self._parts(request)
-            config = self._config(request)
-            call: Callable[[], Awaitable[Any]] = lambda: self._guard(  # noqa: E731
-                self.client.aio.models.generate_content(model=self.model, contents=[
-                    types.Content(role="user", parts=parts)], config=config))
-            resp, attempts = await with_retries(call, self.policy)
-        except RetryableError as e:
-            return GenerationResult(outcome="error", error=str(e), latency_s=time.perf_counter() - start,
-                                    attempts=self.policy.max_retries + 1)
-        except FatalError as e:
-            return GenerationResult(outcome="error", error=str(e), latency_s=time.perf_counter() - start,
-                                    attempts=attempts)
-        return result_from_response(resp, time.perf_counter() - start, attempts)
+            parts = await self._parts(request, video)
+        except CallFailed as e:  # the shared upload failed; this turn is asked again on the next run
+            return GenerationResult(outcome="error", error=str(e), attempts=e.attempts)
+        config = self._config(request)
+        contents = [types.Content(role="user", parts=parts)]
+
+        async def once() -> GenerationResult:
+            resp = await self.client.aio.models.generate_content(model=self.model, contents=contents, config=config)
+            return result_from_response(resp, self.url)
+
+        return await self.calls.generate(once)
 
     async def aclose(self) -> None:
         for task in self._uploads.values():
@@ -307,6 +308,7 @@ class GeminiBackend:
         close = getattr(self.client.aio, "aclose", None)  # older SDKs have no aclose
         if close is not None:
             await close()
+        await self.http.aclose()  # ours, whether or not the SDK closes an injected client
 
 
 def _mime(path: Path) -> str:

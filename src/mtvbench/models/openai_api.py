@@ -3,15 +3,18 @@
 This covers OpenAI itself, vLLM and SGLang servers, Doubao (Volcengine Ark), DashScope and
 others: point ``--model-base-url`` (or ``OPENAI_BASE_URL``) at the server. Frames go as
 base64 JPEG ``image_url`` parts followed by the text prompt (``--model-option video_part=true``
-sends them as one video part instead, for vLLM servers). The key is read from the
-environment variable named by ``api_key_env`` (default ``OPENAI_API_KEY``) and is never
-stored.
+sends them as one video part instead, for vLLM servers). Which key goes to which URL is decided
+by :mod:`mtvbench.models.endpoints`; keys are never stored.
+
+Every call goes through :class:`~mtvbench.models.resilience.Resilient`; this module only
+classifies. A 200 reply that is not JSON, has no choices, or has no content (finish_reason
+``stop`` or missing) is retryable; no content with finish_reason ``length`` is a final
+``empty`` (the model spent its tokens, e.g. thinking); ``content_filter`` is a final ``blocked``.
 """
 
 from __future__ import annotations
 
-import os
-import time
+import json
 from typing import Any
 
 import openai
@@ -21,24 +24,23 @@ from mtvbench.models.base import (
     BackendOptions,
     GenerationRequest,
     GenerationResult,
-    MissingKeyError,
     Usage,
     register_backend,
     split_thinking,
 )
-from mtvbench.models.retry import FatalError, RetryableError, RetryPolicy, parse_retry_after, with_retries
-
-RETRYABLE_STATUS = {408, 409, 429}
-
-
-def resolve_api_key(api_key_env: str | None, base_url: str | None) -> str:
-    env = api_key_env or "OPENAI_API_KEY"
-    key = os.environ.get(env)
-    if key:
-        return key
-    if base_url or os.environ.get("OPENAI_BASE_URL"):
-        return "EMPTY"  # local servers (vLLM, SGLang) accept any key
-    raise MissingKeyError(f"no API key: set the environment variable {env}")
+from mtvbench.models.endpoints import openai_endpoint
+from mtvbench.models.resilience import (
+    RETRYABLE_STATUS,
+    CallFailure,
+    FatalError,
+    Resilient,
+    RetryableError,
+    capped_http_client,
+    http_error_message,
+    parse_retry_after,
+    quote_server_text,
+    transport_failure,
+)
 
 
 def build_messages(request: GenerationRequest, system: str | None = None, video_part: bool = False
@@ -64,6 +66,54 @@ def build_messages(request: GenerationRequest, system: str | None = None, video_
     return messages
 
 
+def _usage(data: Any) -> Usage:
+    if not isinstance(data, dict):
+        return Usage()
+    counts = {k: data.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    return Usage(**{k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool)})
+
+
+def _content_text(content: Any) -> str | None:
+    """``message.content``: a string, or a list of parts (some servers), or null."""
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "".join(texts) if texts else None
+    return content if isinstance(content, str) else None
+
+
+def parse_completion(body: bytes, url: str) -> GenerationResult:
+    """A chat-completions reply body -> a final result, or :class:`RetryableError` when malformed."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise RetryableError(f"malformed reply from {url}: not JSON: {quote_server_text(body)}") from None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise RetryableError(f"malformed reply from {url}: no choices: {quote_server_text(body)}")
+    choice = choices[0]
+    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    finish = choice.get("finish_reason")
+    raw = _content_text(message.get("content"))
+    server_reasoning = message.get("reasoning_content") or message.get("reasoning")
+    server_reasoning = server_reasoning if isinstance(server_reasoning, str) and server_reasoning else None
+    usage = _usage(data.get("usage"))
+    text, reasoning = split_thinking(raw or "")
+    reasoning = reasoning or server_reasoning
+    common: dict[str, Any] = {"text": text, "raw_text": raw or "", "reasoning": reasoning, "usage": usage}
+    if finish == "content_filter":
+        return GenerationResult(outcome="blocked", error="finish_reason content_filter", **common)
+    if not (raw or "").strip():
+        if finish == "length":  # the model spent every token (a thinking model, often): its own failure
+            return GenerationResult(outcome="empty", error="no content: finish_reason length (max_tokens spent)",
+                                    **common)
+        what = "null" if raw is None else "empty"
+        raise RetryableError(f"malformed reply from {url}: choices[0].message.content is {what} "
+                             f"(finish_reason {finish or 'missing'})")
+    if not text:
+        return GenerationResult(outcome="empty", error=f"no answer after </think> (finish_reason {finish})", **common)
+    return GenerationResult(outcome="ok", **common)
+
+
 class OpenAIBackend:
     def __init__(self, model: str, options: BackendOptions):
         if not model:
@@ -71,13 +121,16 @@ class OpenAIBackend:
         self.name = f"openai:{model}"
         self.model = model
         self.options = options
-        self.policy = RetryPolicy(max_retries=options.max_retries,
-                                  base_s=float(options.extra.get("retry_base_s", 1.0)))
+        self.endpoint = openai_endpoint(options)
+        self.url = self.endpoint.url.rstrip("/") + "/chat/completions"
+        self.calls = Resilient(self.name, self.endpoint.url, options, self._classify)
+        self.breaker = self.calls.breaker
         self.client = openai.AsyncOpenAI(
-            api_key=resolve_api_key(options.api_key_env, options.base_url),
-            base_url=options.base_url,
+            api_key=self.endpoint.key,
+            base_url=self.endpoint.url,
             timeout=options.timeout_s,
-            max_retries=0,  # retries are ours: one policy for every backend
+            max_retries=0,  # retries are the one wrapper's (models.resilience)
+            http_client=capped_http_client(openai.DefaultAsyncHttpxClient, options),
         )
 
     def _params(self, request: GenerationRequest) -> dict[str, Any]:
@@ -113,44 +166,27 @@ class OpenAIBackend:
             params["extra_body"] = body
         return params
 
-    async def _call(self, params: dict[str, Any]) -> Any:
-        try:
-            return await self.client.chat.completions.create(**params)
-        except openai.APIStatusError as e:
-            if e.status_code in RETRYABLE_STATUS or e.status_code >= 500:
-                raise RetryableError(f"HTTP {e.status_code}", parse_retry_after(e.response.headers)) from e
-            raise FatalError(f"HTTP {e.status_code}: {e.message}") from e
-        except (openai.APITimeoutError, openai.APIConnectionError) as e:
-            raise RetryableError(type(e).__name__) from e
+    def _classify(self, e: BaseException) -> CallFailure | None:
+        if isinstance(e, openai.APIStatusError):
+            status = e.status_code
+            msg = http_error_message(status, self.url, e.response.content)
+            hint = self.endpoint.auth_hint() if status in (401, 403) else None
+            if hint:
+                msg = f"{msg} ({hint})"
+            if status in RETRYABLE_STATUS or status >= 500:
+                return RetryableError(msg, retry_after=parse_retry_after(e.response.headers))
+            return FatalError(msg)
+        if isinstance(e, openai.APIConnectionError):  # APITimeoutError included; the cause says what happened
+            return transport_failure(e, self.url) or RetryableError(f"connection to {self.url} failed: {e}")
+        return None
+
+    async def _once(self, params: dict[str, Any]) -> GenerationResult:
+        raw = await self.client.chat.completions.with_raw_response.create(**params)
+        return parse_completion(raw.content, self.url)
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         params = self._params(request)
-        start = time.perf_counter()
-        try:
-            resp, attempts = await with_retries(lambda: self._call(params), self.policy)
-        except (RetryableError, FatalError) as e:
-            return GenerationResult(outcome="error", error=str(e), latency_s=time.perf_counter() - start,
-                                    attempts=self.policy.max_retries + 1 if isinstance(e, RetryableError) else 1)
-        latency = time.perf_counter() - start
-        usage = Usage()
-        if resp.usage is not None:
-            usage = Usage(prompt_tokens=resp.usage.prompt_tokens or 0,
-                          completion_tokens=resp.usage.completion_tokens or 0,
-                          total_tokens=resp.usage.total_tokens or 0)
-        if not resp.choices:
-            return GenerationResult(outcome="empty", error="no choices", usage=usage, latency_s=latency,
-                                    attempts=attempts)
-        choice = resp.choices[0]
-        raw = choice.message.content or ""
-        server_reasoning = getattr(choice.message, "reasoning_content", None)
-        text, reasoning = split_thinking(raw)
-        reasoning = reasoning or server_reasoning
-        if choice.finish_reason == "content_filter":
-            return GenerationResult(text=text, raw_text=raw, reasoning=reasoning, outcome="blocked",
-                                    error="content_filter", usage=usage, latency_s=latency, attempts=attempts)
-        outcome = "ok" if text else "empty"
-        return GenerationResult(text=text, raw_text=raw, reasoning=reasoning, outcome=outcome, usage=usage,
-                                latency_s=latency, attempts=attempts)
+        return await self.calls.generate(lambda: self._once(params))
 
     async def aclose(self) -> None:
         await self.client.close()

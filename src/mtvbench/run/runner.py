@@ -33,8 +33,8 @@ from mtvbench.models.base import (
     GenerationResult,
     ModelBackend,
     generate_many,
-    redact_secrets,
 )
+from mtvbench.models.resilience import CircuitBreaker, CircuitOpenError, breaker_of
 from mtvbench.run.identity import (
     DEPENDS_ON_EARLIER,
     RESPONSE_REASONS,
@@ -47,13 +47,6 @@ from mtvbench.run.identity import (
 from mtvbench.run.plan import build_request, rounds_to_call
 from mtvbench.run.store import FINAL_JUDGE, FINAL_OUTCOMES, RunStore
 from mtvbench.util.files import describe_os_error
-
-#: abort when this many calls in a row failed and none succeeded yet (bad key, wrong URL, ...)
-ABORT_AFTER_FAILURES = 8
-
-
-class RunAborted(MtvbenchError):
-    pass
 
 
 @dataclass
@@ -71,6 +64,10 @@ class RunSummary:
     invalidated: dict[str, int] = field(default_factory=dict)
     invalidated_verdicts: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: final outcomes that are not answers: content-filter blocks, and empty replies (e.g. every
+    #: token spent thinking); stored, scored as wrong answers, never asked again
+    blocked: int = 0
+    empty: int = 0
 
 
 class Progress:
@@ -117,9 +114,10 @@ class Runner:
         self.video_sem = asyncio.Semaphore(cfg.videos_in_flight)
         self.judge_tasks: set[asyncio.Task[None]] = set()
         self.answers: dict[str, str] = {}
-        self._failures_in_row = 0
-        self._any_success = False
-        self._abort: RunAborted | None = None
+        #: a backend that calls a server counts its failures itself (models.resilience); a local one here
+        self.breaker = breaker_of(model) or CircuitBreaker(model.name, None, cfg.model_settings.breaker_threshold)
+        self._count_failures = breaker_of(model) is None
+        self._abort: MtvbenchError | None = None
         #: a result could not be stored (disk full, ...): no new call starts, raised at the end
         self._fatal: MtvbenchError | None = None
         self._keys: dict[str, ResultKey] = {}
@@ -220,10 +218,14 @@ class Runner:
             self.progress.advance("judging", len(runs) - len(todo))
         for run in todo:
             async def one(run: int = run) -> None:
-                async with self.judge_sem:
-                    if self._stopped:  # not asked, not stored: asked on the next run
-                        return
-                    v = await self.judge.judge(answer, items, run)
+                try:
+                    async with self.judge_sem:
+                        if self._stopped:  # not asked, not stored: asked on the next run
+                            return
+                        v = await self.judge.judge(answer, items, run)
+                except CircuitOpenError as e:  # the judge endpoint's breaker is open: not sent, not stored
+                    self._abort = self._abort or e
+                    return
                 if not self._store_verdict(tid, v, key):
                     return
                 self.summary.judge_calls += 1
@@ -246,16 +248,18 @@ class Runner:
             return False
         self.summary.calls += 1
         self.progress.advance("inference")
+        if self._count_failures:
+            if res.outcome == "error":
+                self.breaker.failure(res.error)
+            else:
+                self.breaker.success()
         if res.outcome == "error":
             self.summary.call_errors += 1
-            self._failures_in_row += 1
-            if not self._any_success and self._failures_in_row >= ABORT_AFTER_FAILURES:
-                self._abort = RunAborted(
-                    f"the model backend failed {self._failures_in_row} calls in a row and none succeeded; "
-                    f"last error: {redact_secrets(res.error)}")
+            if self.breaker.is_open:
+                self._abort = self._abort or self.breaker.error()
             return False
-        self._any_success = True
-        self._failures_in_row = 0
+        self.summary.blocked += res.outcome == "blocked"
+        self.summary.empty += res.outcome == "empty"
         self.answers[tid] = res.text
         if rnd.scored:
             self._spawn_judging(dialogue, rnd, range(self.cfg.judge_runs))
@@ -285,7 +289,11 @@ class Runner:
             async with self.call_sem:
                 if self._stopped:  # not sent, not stored: asked on the next run
                     return False
-                res = await self.model.generate(req)
+                try:
+                    res = await self.model.generate(req)
+                except CircuitOpenError as e:  # the endpoint's breaker is open: not sent, not stored
+                    self._abort = self._abort or e
+                    return False
             return self._record(item[0].dialogue, item[1], req.prompt, res)  # stored as it arrives
 
         return list(await asyncio.gather(*(one(item, req) for item, req in zip(wave, requests))))

@@ -1,0 +1,456 @@
+"""The one call path of every remote backend: retries, deadline, size cap, circuit breaker.
+
+A backend only *classifies*. One attempt of a call either returns a final
+:class:`~mtvbench.models.base.GenerationResult` (``ok``, or a final ``blocked`` / ``empty``
+that is the model's own doing), or raises
+
+- :class:`RetryableError`: 429, 408/409, 5xx, a refused or reset connection, a timeout, a
+  malformed 200 reply (not JSON, no choices, no content);
+- :class:`FatalError`: another attempt will not help in this run (400/401/403/404, a reply
+  over the size cap). The error is stored and asked again on the next run.
+
+:class:`Resilient` owns everything else, once for all backends (openai, gemini, and the
+judge, which calls one of them):
+
+- backoff with full jitter (``retry_base_s``, ``retry_cap_s``), a server's ``Retry-After`` /
+  ``retry-after-ms`` honoured up to ``retry_cap_s``; at most ``max_retries`` retries;
+- the deadline: ``timeout_s`` bounds a whole call, connect to last byte, every attempt and
+  every wait included (a server trickling one byte a second cannot hold a call open);
+- the true attempt count in the result;
+- the circuit breaker of the endpoint (:class:`CircuitBreaker`): ``breaker_threshold`` failed
+  calls in a row open it, also after earlier successes; once open nothing new is sent
+  (:class:`CircuitOpenError`, exit 3), calls in flight finish their current attempt.
+
+:func:`capped_http_client` builds the HTTP client the SDKs are given (``http_client=`` /
+``httpx_async_client=``): it enforces ``max_response_bytes`` while the body is read, so memory
+stays bounded whatever the server sends (error replies included).
+
+Messages name the URL and quote the server's own words (:func:`quote_server_text`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import functools
+import json
+import random
+import re
+import time
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+import httpx
+import tenacity
+
+from mtvbench.errors import MtvbenchError
+from mtvbench.models.base import BackendOptions, GenerationResult, redact_secrets
+
+T = TypeVar("T")
+C = TypeVar("C")
+
+#: statuses worth another attempt (besides every 5xx)
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+#: how much of a server's message is quoted
+MAX_QUOTE_CHARS = 300
+
+
+# ---------------------------------------------------------------------------------------- failures
+class CallFailure(Exception):
+    """How a backend classifies one failed attempt. ``message`` names the URL."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, retry_after: float | None = None, unreachable: bool = False):
+        message = redact_secrets(message) or ""  # a server may echo the key it was sent
+        super().__init__(message)
+        self.message = message
+        #: seconds the server asked us to wait (Retry-After), if any
+        self.retry_after = retry_after
+        #: no connection could be made at all (refused, DNS): counts for the breaker at once
+        self.unreachable = unreachable
+        #: already counted by the breaker (set by :class:`Resilient`)
+        self.counted = False
+
+
+class RetryableError(CallFailure):
+    """A transient failure: 429, 408/409, 5xx, connection, timeout, malformed 200 reply."""
+
+    retryable = True
+
+
+class FatalError(CallFailure):
+    """A failure another attempt will not fix in this run (bad request, auth, not found, too large)."""
+
+
+class CallFailed(Exception):
+    """A call that ended without a result, after ``attempts`` attempts (message is final)."""
+
+    def __init__(self, message: str, attempts: int):
+        super().__init__(redact_secrets(message))
+        self.attempts = attempts
+
+
+class ResponseTooLarge(Exception):
+    """The reply body passed ``max_response_bytes``; reading stopped there."""
+
+    def __init__(self, url: str, limit: int, size: int | None = None):
+        said = f" (Content-Length {size})" if size is not None else ""
+        super().__init__(f"reply from {url} is larger than max_response_bytes={limit}{said}; "
+                         "raise max_response_bytes in the role's settings if such replies are expected")
+
+
+class UnreadableReply(Exception):
+    """A reply whose body cannot be read within the cap (an encoding we did not ask for)."""
+
+
+# ---------------------------------------------------------------------------------------- messages
+_TAG = re.compile(r"<[^>]+>")
+
+
+def quote_server_text(body: str | bytes | None) -> str:
+    """The server's own words from an error body, quoted and truncated: ``{"detail": ...}``,
+    ``{"error": {"message": ...}}`` (with its ``status``), ``{"message": ...}``, or the text."""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    text = (body or "").strip()[:65536]  # an error body is small; a huge one is quoted from its start
+    msg: str | None = None
+    try:
+        obj = json.loads(text) if text[:1] in "{[" and text else None
+    except (ValueError, RecursionError):
+        obj = None
+    if isinstance(obj, list) and obj and isinstance(obj[0], dict):
+        obj = obj[0]  # some gateways wrap the error in a list
+    if isinstance(obj, dict):
+        err = obj.get("error")
+        if isinstance(err, dict):
+            status, message = err.get("status"), err.get("message")
+            msg = ": ".join(str(x) for x in (status, message) if x) or json.dumps(err)
+        elif isinstance(err, str):
+            msg = err
+        if msg is None and "detail" in obj:
+            detail = obj["detail"]
+            msg = detail if isinstance(detail, str) else json.dumps(detail)
+        if msg is None and isinstance(obj.get("message"), str):
+            msg = obj["message"]
+    if msg is None:
+        msg = _TAG.sub(" ", text) if "<" in text else text
+    msg = " ".join(msg.split())
+    if len(msg) > MAX_QUOTE_CHARS:
+        msg = msg[:MAX_QUOTE_CHARS] + "..."
+    return f'"{msg}"' if msg else "(empty body)"
+
+
+def http_error_message(status: int, url: str, body: str | bytes | None) -> str:
+    return f"HTTP {status} from {url}: {quote_server_text(body)}"
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds from ``retry-after-ms``, or ``retry-after`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def backoff_s(attempt: int, retry_after: float | None, base_s: float, cap_s: float) -> float:
+    """The wait before attempt ``attempt + 1`` (``attempt`` >= 1 failed so far): the server's
+    Retry-After up to ``cap_s``, else full jitter, uniform in [0, min(cap_s, base_s * 2**(attempt-1))]."""
+    if retry_after is not None:
+        return min(retry_after, cap_s)
+    return random.uniform(0.0, min(cap_s, base_s * 2 ** (attempt - 1)))
+
+
+# ---------------------------------------------------------------------------------------- transport
+def _http_modules() -> tuple[Any, ...]:
+    mods: list[Any] = [httpx]
+    try:
+        import httpx2  # the openai SDK's HTTP client in recent releases
+
+        mods.append(httpx2)
+    except ImportError:
+        pass
+    return tuple(mods)
+
+
+_MODULES = _http_modules()
+_CONNECT_ERRORS = tuple(m.ConnectError for m in _MODULES)
+_TIMEOUTS = tuple(m.TimeoutException for m in _MODULES)
+_TRANSPORT_ERRORS = tuple(m.TransportError for m in _MODULES) + tuple(m.StreamError for m in _MODULES)
+
+
+def causes(e: BaseException) -> Iterator[BaseException]:
+    """``e`` and what it was raised from (SDKs wrap transport errors)."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def transport_failure(e: BaseException, url: str) -> CallFailure | None:
+    """Classify a transport-level exception (httpx / httpx2 / OS), looking through wrappers."""
+    for err in causes(e):
+        if isinstance(err, (ResponseTooLarge, UnreadableReply)):
+            return FatalError(str(err))
+    for err in causes(e):
+        detail = str(err) or type(err).__name__
+        if isinstance(err, (*_CONNECT_ERRORS, ConnectionRefusedError)):
+            return RetryableError(f"cannot connect to {url}: {detail}", unreachable=True)
+        if isinstance(err, _TIMEOUTS):
+            return RetryableError(f"timed out talking to {url}: {type(err).__name__}")
+        if isinstance(err, (*_TRANSPORT_ERRORS, OSError)):
+            return RetryableError(f"connection to {url} failed: {type(err).__name__}: {detail}")
+    return None
+
+
+@functools.cache
+def _capped_stream_class(base: type) -> type:
+    """A byte stream (subclass of the client's own ``AsyncByteStream``) that stops at the cap."""
+
+    class CappedStream(base):  # type: ignore[misc, valid-type]
+        def __init__(self, inner: Any, limit: int, url: str, decoder: Any | None):
+            self._inner, self._limit, self._url, self._decoder = inner, limit, url, decoder
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            seen = 0
+            try:
+                async for chunk in self._inner:
+                    if self._decoder is not None:  # gzip/deflate sent although identity was asked for
+                        chunk = self._decoder.decompress(chunk, self._limit - seen + 1)
+                    seen += len(chunk)
+                    if seen > self._limit:
+                        raise ResponseTooLarge(self._url, self._limit)
+                    yield chunk
+                tail = self._decoder.flush() if self._decoder is not None else b""
+            except zlib.error as e:
+                raise UnreadableReply(f"reply from {self._url} cannot be decompressed: {e}") from None
+            if seen + len(tail) > self._limit:
+                raise ResponseTooLarge(self._url, self._limit)
+            if tail:
+                yield tail
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return CappedStream
+
+
+def _stream_base(stream: Any) -> type:
+    for cls in type(stream).__mro__:
+        if cls.__name__ == "AsyncByteStream":
+            return cls
+    raise TypeError(f"not an async byte stream: {type(stream).__name__}")
+
+
+async def _identity(request: Any) -> None:
+    request.headers["Accept-Encoding"] = "identity"  # then the cap counts exactly what is kept
+
+
+def _cap_hook(limit: int) -> Callable[[Any], Awaitable[None]]:
+    async def cap(response: Any) -> None:
+        url = str(response.request.url)
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) > limit:
+            raise ResponseTooLarge(url, limit, int(length))
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        decoder = None
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            decoder = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header, detected
+            del response.headers["content-encoding"]
+            if "content-length" in response.headers:
+                del response.headers["content-length"]
+        elif encoding not in ("identity", ""):
+            raise UnreadableReply(f"reply from {url} uses Content-Encoding {encoding!r} (identity was asked for); "
+                                  "its size cannot be bounded")
+        response.stream = _capped_stream_class(_stream_base(response.stream))(response.stream, limit, url, decoder)
+
+    return cap
+
+
+def capped_http_client(client_cls: Callable[..., C], options: BackendOptions, **kwargs: Any) -> C:
+    """An async HTTP client (``httpx.AsyncClient``, ``openai.DefaultAsyncHttpxClient``, ...) whose
+    every reply body is cut off past ``options.max_response_bytes`` while it is read."""
+    hooks = {"request": [_identity], "response": [_cap_hook(options.max_response_bytes)]}
+    return client_cls(timeout=options.timeout_s, event_hooks=hooks, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------- breaker
+class CircuitOpenError(MtvbenchError):
+    """An endpoint failed too many calls in a row; the run stops sending to it (exit 3, or 2 when
+    no call to it ever succeeded and it refused the request itself: a key, URL or model problem)."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, hint: str | None = None, exit_code: int = 3):
+        super().__init__(redact_secrets(message) or "", hint=hint)
+        self.exit_code = exit_code
+
+
+class CircuitBreaker:
+    """Counts failures in a row at one endpoint; at ``threshold`` it opens for good (this run).
+
+    A failure is a call that ended in error (after its retries), or one connection attempt that
+    was refused (nothing listens there: counted at once, so a dead server stops a run in a
+    moment, not after every call's retries). Any reply that ends a call (ok, blocked, empty)
+    resets the count."""
+
+    def __init__(self, name: str, url: str | None, threshold: int):
+        self.name = name
+        self.url = url
+        self.threshold = threshold
+        self.failures_in_row = 0
+        self.successes = 0
+        self.last_error: str | None = None
+        self._last_fatal = False
+        self.is_open = False
+
+    def success(self) -> None:
+        self.successes += 1
+        if not self.is_open:
+            self.failures_in_row = 0
+
+    def failure(self, message: str | None, fatal: bool = False) -> None:
+        self.failures_in_row += 1
+        self.last_error = message
+        self._last_fatal = fatal
+        if self.failures_in_row >= self.threshold:
+            self.is_open = True
+
+    def check(self) -> None:
+        """Raise :class:`CircuitOpenError` when open (before anything is sent)."""
+        if self.is_open:
+            raise self.error()
+
+    def error(self) -> CircuitOpenError:
+        where = f"{self.name} at {self.url}" if self.url else self.name
+        never = self.successes == 0 and self._last_fatal
+        return CircuitOpenError(
+            f"{where}: {self.failures_in_row} failures in a row (failed calls or refused connections); nothing more "
+            f"is sent to it in this run (circuit breaker, breaker_threshold={self.threshold}). "
+            f"Last error: {self.last_error}",
+            hint=("no call to it succeeded: check its URL, key and model name; " if never else "")
+            + "everything finished is stored; run the same command again to ask only what is missing",
+            exit_code=2 if never else 3)
+
+
+def breaker_of(backend: Any) -> CircuitBreaker | None:
+    """The breaker of a backend that calls a server (None for local backends)."""
+    breaker = getattr(backend, "breaker", None)
+    return breaker if isinstance(breaker, CircuitBreaker) else None
+
+
+# ---------------------------------------------------------------------------------------- wrapper
+Classifier = Callable[[BaseException], CallFailure | None]
+
+
+class Resilient:
+    """The retry/deadline/breaker wrapper of one backend talking to one endpoint.
+
+    ``classify`` maps a backend's own exceptions (SDK errors) to :class:`RetryableError` /
+    :class:`FatalError` (None: not its kind); transport errors are classified here.
+    Anything still unclassified is a bug and propagates.
+    """
+
+    def __init__(self, name: str, url: str, options: BackendOptions, classify: Classifier | None = None):
+        self.name = name
+        self.url = url
+        self.options = options
+        self.classify = classify or (lambda e: None)
+        self.breaker = CircuitBreaker(name, url, options.breaker_threshold)
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        failure = state.outcome.exception() if state.outcome is not None else None
+        return backoff_s(state.attempt_number, getattr(failure, "retry_after", None), self.options.retry_base_s,
+                         self.options.retry_cap_s)
+
+    def _classified(self, e: BaseException) -> CallFailure | None:
+        if isinstance(e, CallFailure):
+            return e
+        return self.classify(e) or transport_failure(e, self.url)
+
+    async def _attempt(self, fn: Callable[[], Awaitable[T]], deadline: float, timeout: float) -> T:
+        remaining = deadline - time.monotonic()
+        try:
+            if remaining <= 0:
+                raise asyncio.TimeoutError
+            return await asyncio.wait_for(fn(), remaining)
+        except asyncio.TimeoutError:
+            raise RetryableError(f"no complete reply from {self.url} within timeout_s={timeout:g}s") from None
+        except Exception as e:
+            failure = self._classified(e)
+            if failure is None:
+                raise  # not a failure of the call: a bug
+            if failure.unreachable:
+                self.breaker.failure(failure.message)
+                failure.counted = True
+            if failure is e:
+                raise
+            raise failure from e
+
+    async def call(self, fn: Callable[[], Awaitable[T]], timeout_s: float | None = None) -> tuple[T, int]:
+        """Run ``fn`` (one attempt) until it succeeds; return (result, attempts). Raises
+        :class:`CallFailed` when the call ends without a result, :class:`CircuitOpenError`
+        (nothing sent) when the endpoint's breaker is open."""
+        self.breaker.check()
+        timeout = timeout_s if timeout_s is not None else self.options.timeout_s
+        start = time.monotonic()
+        deadline = start + timeout
+        attempts = 0
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(lambda e: isinstance(e, RetryableError)),
+            stop=tenacity.stop_any(tenacity.stop_after_attempt(self.options.max_retries + 1),
+                                   tenacity.stop_before_delay(timeout),
+                                   lambda _state: self.breaker.is_open),
+            wait=self._wait, reraise=True)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    value = await self._attempt(fn, deadline, timeout)
+        except CallFailure as e:
+            if not e.counted:
+                self.breaker.failure(e.message, fatal=not e.retryable)
+            raise CallFailed(self._final_message(e, attempts, time.monotonic() - start, timeout), attempts) from e
+        self.breaker.success()
+        return value, attempts
+
+    def _final_message(self, e: CallFailure, attempts: int, elapsed: float, timeout: float) -> str:
+        if not e.retryable:
+            return e.message
+        if self.breaker.is_open:
+            why = "circuit breaker open"
+        elif attempts > self.options.max_retries:
+            why = f"max_retries={self.options.max_retries} spent"
+        else:
+            why = f"no time left for another attempt within timeout_s={timeout:g}s"
+        return f"{e.message} (gave up after {attempts} attempt{'s' * (attempts != 1)} in {elapsed:.1f}s: {why})"
+
+    async def generate(self, fn: Callable[[], Awaitable[GenerationResult]]) -> GenerationResult:
+        """:meth:`call` for one generation: failures become an ``error`` result with the true
+        attempt count; only :class:`CircuitOpenError` (nothing was sent) is raised."""
+        start = time.perf_counter()
+        try:
+            res, attempts = await self.call(fn)
+        except CallFailed as e:
+            return GenerationResult(outcome="error", error=str(e), attempts=e.attempts,
+                                    latency_s=time.perf_counter() - start)
+        return res.model_copy(update={"attempts": attempts, "latency_s": time.perf_counter() - start})
