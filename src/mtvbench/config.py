@@ -61,7 +61,9 @@ _RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
 #: stored field changes meaning, so a run directory of another format is refused, not misread
 RUN_SCHEMA_VERSION = 2
 #: keys a run directory's config.yaml carries besides the settings (so it can be passed to --config)
-RECORD_KEYS = ("schema_version", "mtvbench_version")
+#: what a run directory's config.yaml records besides the settings (read back, never a setting):
+#: the format, the version that wrote it, and the base URL each role actually called
+RECORD_KEYS = ("schema_version", "mtvbench_version", "endpoints")
 
 
 def parse_tasks(value: Any) -> list[str]:
@@ -447,7 +449,8 @@ def build_config(values: dict[str, Any], source: str = "settings", flags: Mappin
     """A :class:`RunConfig` from flags/YAML values (the preset resolved); see :func:`validate_settings`."""
     values = dict(values)
     found = values.pop("schema_version", RUN_SCHEMA_VERSION)
-    values.pop("mtvbench_version", None)
+    for key in RECORD_KEYS:
+        values.pop(key, None)
     if found != RUN_SCHEMA_VERSION:  # a run directory's config.yaml of another format
         raise ConfigError(f"{source}: field 'schema_version': run-directory format {found!r}, "
                           f"this mtvbench reads format {RUN_SCHEMA_VERSION}")

@@ -171,6 +171,8 @@ def test_a_server_that_dies_mid_run_trips_the_breaker(dataset: Path, tmp_path: P
     # second failing call (the first attempt after the death may meet a dropped connection rather than
     # a refusal), instead of each of the 9 remaining calls spending 7 attempts
     assert len(stored) == 5 and failed[0]["attempts"] == 7 and failed[1]["attempts"] <= 2
+    scores = json.loads((tmp_path / "run" / "scores.json").read_text())  # what the run has, marked as such
+    assert scores["status"] == "INCOMPLETE" and scores["counts"]["missing_responses"] > 0
 
 
 def test_a_failing_judge_endpoint_stops_the_run(dataset: Path, tmp_path: Path) -> None:

@@ -99,3 +99,25 @@ def test_early_errors_leave_no_run_directory(dataset: Path, tmp_path: Path, monk
     _one_clear_error(cli("run", "--data", dataset, "--model", "oracle", "--judge", "nosuch:judge", "--out", out),
                      "unknown model")
     assert not out.exists()
+
+
+def test_config_records_the_base_url_actually_used(dataset: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.servers.openai_server import LoopbackServer
+
+    with LoopbackServer() as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.url)  # the URL comes from the environment, not a flag
+        res = cli("run", "--data", dataset, "--model", "openai:m", "--judge", "offline", "--out", tmp_path / "r",
+                  "--frames", "2", "--judge-runs", "1", "--quiet", "--tasks", "OR")
+        assert res.exit_code == 0, res.output
+        cfg = yaml.safe_load((tmp_path / "r" / "config.yaml").read_text())
+        assert cfg["endpoints"] == {"model": srv.url, "judge": None}  # the offline judge calls nothing
+        assert cfg["model_settings"]["base_url"] is None  # the setting stays as given
+        assert cli("score", tmp_path / "r").exit_code == 0  # the record is read back, not taken for a setting
+        monkeypatch.delenv("OPENAI_BASE_URL")
+        res = cli("run", "--data", dataset, "--model", "openai:m", "--judge", "openai:j", "--judge-base-url", srv.url,
+                  "--model-base-url", srv.url, "--out", tmp_path / "r2", "--frames", "2", "--judge-runs", "1",
+                  "--quiet", "--tasks", "OR")
+        assert res.exit_code == 0, res.output
+    assert yaml.safe_load((tmp_path / "r2" / "config.yaml").read_text())["endpoints"] == {"model": srv.url,
+                                                                                           "judge": srv.url}

@@ -24,6 +24,7 @@ from mtvbench.judge.checklist import Judge, create_judge
 from mtvbench.media.cache import FrameCache, fingerprint
 from mtvbench.media.frames import VideoError
 from mtvbench.models.base import ModelBackend, create_backend
+from mtvbench.models.resilience import CircuitOpenError
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.lock import RunLock
 from mtvbench.run.outputs import RunSnapshot, score_dir, write_config, write_snapshot
@@ -115,17 +116,24 @@ def evaluate(cfg: RunConfig, progress: Progress | None = None, wait: bool = Fals
             raise
         with lock:
             store = _prepare(run_dir, cfg, full, bench, keys, progress, created)
+            stopped: CircuitOpenError | None = None
             try:
                 store.begin_session()
                 runner_args = {"bench": bench, "store": store, "keys": keys,
                                "cache": FrameCache(cfg.cache_dir if cfg.cache_dir is not None else default_cache_dir())}
                 m, j, model, judge = model, judge, None, None  # closed by _execute
                 summary = asyncio.run(_execute(cfg, m, j, runner_args, progress))
+            except CircuitOpenError as e:
+                stopped = e
             finally:
                 with contextlib.suppress(OutputError):  # disk full: the error that stopped the run is reported
                     store.end_session()
                 store.close()
             scored = score_dir(run_dir, lock=False)
+            if stopped is not None:
+                # an endpoint kept failing: what the run has is scored (and marked INCOMPLETE), so
+                # scores.json never shows an earlier state; then the error is reported
+                raise stopped
     finally:
         if model is not None or judge is not None:
             asyncio.run(_close(model, judge))

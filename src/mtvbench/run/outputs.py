@@ -77,7 +77,13 @@ def _other_format(path: Path, found: Any, made_by: Any) -> RunDirError:
 
 
 def write_config(run_dir: Path, cfg: RunConfig) -> None:
-    data = {"schema_version": RUN_SCHEMA_VERSION, "mtvbench_version": __version__,
+    """Settings (no secrets) plus the format, the version and the base URL each role really calls
+    (also when it came from ``OPENAI_BASE_URL`` or the provider's default; null for local backends)."""
+    from mtvbench.models.endpoints import effective_base_url
+
+    endpoints = {"model": effective_base_url(cfg.backend_spec, cfg.model_settings.backend_options()),
+                 "judge": effective_base_url(cfg.judge, cfg.judge_settings.backend_options())}
+    data = {"schema_version": RUN_SCHEMA_VERSION, "mtvbench_version": __version__, "endpoints": endpoints,
             **json.loads(cfg.model_dump_json())}
     atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(data, sort_keys=False))
 
