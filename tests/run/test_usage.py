@@ -37,6 +37,12 @@ def test_usage_and_cost_per_role(dataset: Path, tmp_path: Path) -> None:
         assert {v["verdict"].usage.prompt_tokens for v in store.verdict_rows()} == {JUDGE_PROMPT}
     finally:
         store.close()
+    from mtvbench.report.build import build_report  # and the report shows it per role
+
+    build_report([tmp_path / "run"], tmp_path / "rep", scene_cache_dir=tmp_path / "scenes", thumbs=0, bootstrap=0)
+    html = (tmp_path / "rep" / "report.html").read_text()
+    usage = html[html.index("Usage and cost"):]
+    assert f"<td>{12 * MODEL_PROMPT:,}</td>" in usage and f"<td>{m['cost']:.4f}</td>" in usage
 
 
 def test_usage_adds_up_across_resumes_and_has_no_cost_without_prices(dataset: Path, tmp_path: Path) -> None:

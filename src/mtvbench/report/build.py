@@ -132,12 +132,23 @@ def _leaderboard_html(rows: Sequence[tuple[str, Scores]]) -> str:
         info.append([name, s.judge, str(s.judge_runs), fmt(s.judge_run_std), s.context, str(c.dialogues),
                      str(c.scored_turns), str(c.unscored_judge_runs), str(c.missing_responses), s.status,
                      "; ".join(s.incomplete_reasons) or "–"])
+    usage = [[name, role, str(r.calls), str(r.failed_calls), str(r.requests), f"{r.prompt_tokens:,}",
+              f"{r.completion_tokens:,}", f"{r.wall_seconds:.1f}", "–" if r.cost is None else f"{r.cost:.4f}"]
+             for name, s in rows if s.usage is not None for role, r in (("model", s.usage.model),
+                                                                        ("judge", s.usage.judge))]
+    usage_html = "" if not usage else (
+        "<h3>Usage and cost</h3>"
+        + html_table(["Model", "Role", "Calls", "Failed", "Requests", "Prompt tokens", "Completion tokens",
+                      "Wall s", "Cost"], usage)
+        + "<p>Every call made into the run directory (resumes, failed and superseded calls included); cost from "
+          "the prices per million tokens in the run's config (– without a price).</p>")
     return (html_table(["Model", *COLUMNS, "Status"], body, raw=True, cls="lb")
             + "<p>Best in <b>bold</b>, second <u>underlined</u>; 95% bootstrap CI over dialogues below each value. "
             + esc(RANK_RULE) + "</p>"
             + html_table(["Model", "Judge", "Judge runs", "SD of Overall across judge runs", "Context", "Dialogues",
                           "Scored turns", "Unscored judge runs", "Missing responses", "Status", "Incomplete because"],
-                         info))
+                         info)
+            + usage_html)
 
 
 def _breakdown_html(items: Sequence[Breakdown], plot_pngs: Sequence[tuple[str, bytes]]) -> str:
