@@ -146,9 +146,12 @@ class RunConfig(BaseModel):
     judge_runs: int = Field(3, ge=1)
     judge_max_attempts: int = Field(3, ge=1)
     concurrency: int = Field(16, ge=1)
-    #: videos whose frames are held (and whose turns run) at once; raise it to give a local
-    #: engine (hf/vllm) bigger batches across videos, at the cost of memory
-    videos_in_flight: int = Field(2, ge=1)
+    #: videos whose frames are held at once (decoded ahead or with turns running): the memory
+    #: bound of a run; raise it for more calls in flight on videos with few turns, or bigger
+    #: batches of a local engine (hf/vllm) across videos
+    videos_in_flight: int = Field(4, ge=1)
+    #: videos decoded at a time, in threads that hold no call slot (default: 2, or 1 on one CPU)
+    decode_workers: int | None = Field(None, ge=1)
     judge_concurrency: int | None = Field(None, ge=1)
     limit: int | None = Field(None, ge=1)
     cache_dir: Path | None = None

@@ -14,12 +14,16 @@ classifies. A 200 reply that is not JSON, has no choices, or has no content (fin
 
 from __future__ import annotations
 
+import base64
 import json
+import uuid
 from typing import Any
 
 import openai
+import openai._base_client as _sdk
 
 from mtvbench.errors import ConfigError
+from mtvbench.media.frames import VideoFrames
 from mtvbench.models.base import (
     BackendOptions,
     GenerationRequest,
@@ -42,21 +46,59 @@ from mtvbench.models.resilience import (
     transport_failure,
 )
 
+#: the response class of the HTTP library the installed SDK uses (httpx, or httpx2 in newer ones)
+_SDK_RESPONSE = (getattr(_sdk, "httpx2", None) or _sdk.httpx).Response  # type: ignore[attr-defined]
+#: stands for the frames in a request until the body is written: a NUL (escaped in JSON) and a
+#: random id, so no text of a prompt can be it
+_FRAMES = f"\x00mtvbench-frames-{uuid.uuid4().hex}"
+_FRAMES_JSON = json.dumps(_FRAMES)
 
-def build_messages(request: GenerationRequest, system: str | None = None, video_part: bool = False
-                   ) -> list[dict[str, Any]]:
+
+def _frame_parts(frames: VideoFrames, video_part: bool) -> list[dict[str, Any]]:
+    if video_part:
+        return [{"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + ",".join(frames.b64())}}]
+    return [{"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{b64}"}} for b64 in frames.b64()]
+
+
+def frame_parts_json(frames: VideoFrames, video_part: bool = False) -> str:
+    """The JSON of a video's frame parts (without brackets), written once per video and reused
+    by every turn: at 128 frames it is most of a request's bytes and of its encoding time."""
+    key = "_openai_video_part_json" if video_part else "_openai_image_parts_json"
+    memo = frames.__dict__.get(key)
+    if memo is None:
+        b64 = [base64.b64encode(j).decode("ascii") for j in frames.jpegs]  # not kept: the JSON is
+        if video_part:
+            memo = json.dumps({"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + ",".join(b64)}})
+        else:
+            memo = ", ".join('{"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,' + b + '"}}'
+                             for b in b64)
+        frames.__dict__[key] = memo
+    return memo
+
+
+def request_body(params: dict[str, Any], frames: VideoFrames | None, video_part: bool = False) -> bytes:
+    """The JSON body of a chat-completions request whose messages hold the frames placeholder:
+    ``extra_body`` merged at the top level (as the SDK does), the frames' JSON spliced in."""
+    body = {k: v for k, v in params.items() if k != "extra_body"}
+    body.update(params.get("extra_body") or {})
+    text = json.dumps(body)
+    if frames is not None:
+        parts = frame_parts_json(frames, video_part)
+        text = text.replace(_FRAMES_JSON, parts, 1) if parts else text.replace(_FRAMES_JSON + ", ", "", 1)
+    return text.encode()
+
+
+def build_messages(request: GenerationRequest, system: str | None = None, video_part: bool = False,
+                   placeholder: bool = False) -> list[dict[str, Any]]:
     """Frames as JPEG image parts (or, with ``video_part``, one ``video_url`` part holding the
     comma-joined base64 JPEG frames as ``data:video/jpeg``, a form only vLLM's OpenAI server reads
     as one video; recent vLLM versions keep at most ``--media-io-kwargs '{"video": {"num_frames": N}}'``
     frames of it, 32 by default, so start the server with ``num_frames`` -1), then the prompt;
-    ``request.system`` or ``system`` first."""
-    content: list[dict[str, Any]] = []
-    if request.frames is not None and video_part:
-        url = "data:video/jpeg;base64," + ",".join(request.frames.b64())
-        content.append({"type": "video_url", "video_url": {"url": url}})
-    elif request.frames is not None:
-        for b64 in request.frames.b64():
-            content.append({"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{b64}"}})
+    ``request.system`` or ``system`` first. With ``placeholder`` the frames are one placeholder
+    string that :func:`request_body` replaces with their JSON."""
+    content: list[Any] = []
+    if request.frames is not None:
+        content += [_FRAMES] if placeholder else _frame_parts(request.frames, video_part)
     content.append({"type": "text", "text": request.prompt})
     messages: list[dict[str, Any]] = []
     system = request.system or system
@@ -141,7 +183,7 @@ class OpenAIBackend:
         An ``extra_body`` option is sent as given, over the mapped values."""
         o = self.options
         x = o.extra
-        messages = build_messages(request, o.system, video_part=bool(x.get("video_part", False)))
+        messages = build_messages(request, o.system, video_part=bool(x.get("video_part", False)), placeholder=True)
         params: dict[str, Any] = {"model": self.model, "messages": messages}
         max_tokens = request.max_tokens or o.max_tokens
         if max_tokens:
@@ -180,13 +222,14 @@ class OpenAIBackend:
             return transport_failure(e, self.url) or RetryableError(f"connection to {self.url} failed: {e}")
         return None
 
-    async def _once(self, params: dict[str, Any]) -> GenerationResult:
-        raw = await self.client.chat.completions.with_raw_response.create(**params)
+    async def _once(self, body: bytes) -> GenerationResult:
+        raw = await self.client.post("/chat/completions", cast_to=_SDK_RESPONSE, content=body,
+                                     options={"headers": {"Content-Type": "application/json"}})
         return parse_completion(raw.content, self.url)
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
-        params = self._params(request)
-        return await self.calls.generate(lambda: self._once(params))
+        body = request_body(self._params(request), request.frames, bool(self.options.extra.get("video_part", False)))
+        return await self.calls.generate(lambda: self._once(body))
 
     async def aclose(self) -> None:
         await self.client.close()

@@ -1,25 +1,25 @@
-"""The evaluation loop: frames once per video, bounded async inference, judging as answers
-arrive, every result committed to the run store the moment it exists.
+"""The evaluation loop: plan what to ask, record every result the moment it exists, judge
+answers as they arrive.
 
-Work is grouped by video so that each video is decoded (or read from the frame cache) once
-and its encoded payload is reused by every turn of every dialogue of that video; at most
-``videos_in_flight`` videos hold frames in memory at a time. Within a video the rounds run
-in *waves*: in golden/none context one wave holds every pending round (all independent); in
-self context wave *i* holds the *i*-th pending round of each dialogue, so a dialogue's
-rounds stay in order while dialogues still run side by side (and batch, for local backends).
+The runner decides *what* is asked (only stored results whose fingerprint is the expected one,
+:mod:`mtvbench.run.identity`, count as done; every other turn is asked again and the reasons
+are reported) and it is the only writer of the run store. *How* the model under test is asked
+(frames decoded ahead, bounded calls, batches, other processes or machines) is the executor's
+job (:mod:`mtvbench.run.executor`): it calls :meth:`Runner.request` to build a turn's request
+and :meth:`Runner.record` with each result, which stores it, updates the breaker and spawns
+the judge runs of a scored turn. The judge runs in this process (async calls, bounded by
+``judge_concurrency``).
 
-Only stored results whose fingerprint is the expected one (:mod:`mtvbench.run.identity`)
-count as done; every other turn is asked again and the reasons are reported. A result that
-cannot be stored (disk full) stops the run cleanly: no new call is started, the calls in
-flight finish, and the one error is raised at the end. A frame cache that cannot be written
-is replaced by an in-memory one with a warning.
+A result that cannot be stored (disk full) stops the run cleanly: no new call is started, the
+calls in flight finish, and the one error is raised at the end. A frame cache that cannot be
+written is replaced by an in-memory one with a warning.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from mtvbench.config import RunConfig
@@ -27,14 +27,10 @@ from mtvbench.data.schema import Benchmark, Dialogue, Round
 from mtvbench.errors import MtvbenchError
 from mtvbench.judge.checklist import Judge, JudgeVerdict
 from mtvbench.media.cache import FrameCache
-from mtvbench.media.frames import VideoError, VideoFrames
-from mtvbench.models.base import (
-    GenerationRequest,
-    GenerationResult,
-    ModelBackend,
-    generate_many,
-)
+from mtvbench.media.frames import VideoFrames
+from mtvbench.models.base import GenerationRequest, GenerationResult, ModelBackend
 from mtvbench.models.resilience import CircuitBreaker, CircuitOpenError, breaker_of
+from mtvbench.run.executor import DialogueTurns, Executor, LocalExecutor, VideoJob
 from mtvbench.run.identity import (
     DEPENDS_ON_EARLIER,
     RESPONSE_REASONS,
@@ -91,15 +87,10 @@ def invalidation_lines(summary: RunSummary) -> list[str]:
     return lines
 
 
-@dataclass
-class _Pending:
-    dialogue: Dialogue
-    rounds: list[Round]
-
-
 class Runner:
     def __init__(self, cfg: RunConfig, bench: Benchmark, store: RunStore, model: ModelBackend, judge: Judge,
-                 cache: FrameCache, keys: RunKeys, progress: Progress | None = None):
+                 cache: FrameCache, keys: RunKeys, progress: Progress | None = None,
+                 executor: Executor | None = None):
         self.cfg = cfg
         self.keys = keys
         self.bench = bench
@@ -109,9 +100,8 @@ class Runner:
         self.cache = cache
         self.progress = progress or Progress()
         self.summary = RunSummary()
-        self.call_sem = asyncio.Semaphore(cfg.concurrency)
+        self.executor = executor or LocalExecutor(cfg.decode_workers)
         self.judge_sem = asyncio.Semaphore(cfg.judge_concurrency or cfg.concurrency)
-        self.video_sem = asyncio.Semaphore(cfg.videos_in_flight)
         self.judge_tasks: set[asyncio.Task[None]] = set()
         self.answers: dict[str, str] = {}
         #: a backend that calls a server counts its failures itself (models.resilience); a local one here
@@ -120,20 +110,30 @@ class Runner:
         self._abort: MtvbenchError | None = None
         #: a result could not be stored (disk full, ...): no new call starts, raised at the end
         self._fatal: MtvbenchError | None = None
-        self._keys: dict[str, ResultKey] = {}
         #: (turn id, verdict fingerprint, judge run) of every final verdict stored before this run
         self._judged: set[tuple[str, str, int]] = set()
 
     @property
-    def _stopped(self) -> bool:
+    def stopped(self) -> bool:
+        """Nothing new is asked: a result could not be stored, or an endpoint's breaker opened."""
         return self._abort is not None or self._fatal is not None
 
     def _stop(self, e: MtvbenchError) -> None:
         if self._fatal is None:
             self._fatal = e
 
+    def abort(self, e: MtvbenchError) -> None:
+        """An endpoint keeps failing (its circuit breaker is open): stop asking, report ``e``."""
+        self._abort = self._abort or e
+
+    def fail(self, e: BaseException) -> None:
+        """An executor's error: a user-facing one stops the run (reported once at the end)."""
+        if not isinstance(e, MtvbenchError):
+            raise e
+        self._stop(e)
+
     # planning ---------------------------------------------------------------------------
-    def _plan(self) -> tuple[dict[str, list[_Pending]], list[tuple[Dialogue, Round, list[int]]]]:
+    def _plan(self) -> tuple[dict[str, list[DialogueTurns]], list[tuple[Dialogue, Round, list[int]]]]:
         ctx, dialogues = self.cfg.context, self.bench.dialogues
         rows, vrows = self.store.response_rows(), self.store.verdict_rows()
         cur = current_results(dialogues, ctx, self.keys.turn_keys(dialogues), self.keys.judge_keys(dialogues),
@@ -143,12 +143,12 @@ class Runner:
         self._judged = {(v["turn_id"], v["fingerprint"], v["run"]) for v in vrows if v["verdict"].status in FINAL_JUDGE}
         stale_r: Counter[str] = Counter()
         stale_v: Counter[str] = Counter()
-        by_video: dict[str, list[_Pending]] = defaultdict(list)
+        by_video: dict[str, list[DialogueTurns]] = defaultdict(list)
         judge_todo: list[tuple[Dialogue, Round, list[int]]] = []
         for d in dialogues:
             todo = [r for r in rounds_to_call(d, ctx) if d.turn_id(r.index) not in cur.responses]
             if todo:
-                by_video[d.video].append(_Pending(d, todo))
+                by_video[d.video].append(DialogueTurns(d, todo))
             for i, r in enumerate(todo):
                 old = cur.stale_responses.get(d.turn_id(r.index))
                 if old is None:
@@ -182,9 +182,9 @@ class Runner:
         return self.keys.response(d, r, self._own(d, r))
 
     # storing ----------------------------------------------------------------------------
-    def _store_response(self, tid: str, prompt: str, res: GenerationResult) -> bool:
+    def _store_response(self, tid: str, prompt: str, res: GenerationResult, key: ResultKey) -> bool:
         try:
-            self.store.put_response(tid, prompt, res, self._keys.pop(tid))
+            self.store.put_response(tid, prompt, res, key)
         except MtvbenchError as e:
             self._stop(e)
             return False
@@ -220,11 +220,11 @@ class Runner:
             async def one(run: int = run) -> None:
                 try:
                     async with self.judge_sem:
-                        if self._stopped:  # not asked, not stored: asked on the next run
+                        if self.stopped:  # not asked, not stored: asked on the next run
                             return
                         v = await self.judge.judge(answer, items, run)
                 except CircuitOpenError as e:  # the judge endpoint's breaker is open: not sent, not stored
-                    self._abort = self._abort or e
+                    self.abort(e)
                     return
                 if not self._store_verdict(tid, v, key):
                     return
@@ -241,10 +241,17 @@ class Runner:
             self.judge_tasks.add(task)
             task.add_done_callback(self._task_done)
 
-    # inference --------------------------------------------------------------------------
-    def _record(self, dialogue: Dialogue, rnd: Round, prompt: str, res: GenerationResult) -> bool:
+    # inference (called by the executor) -------------------------------------------------
+    def request(self, dialogue: Dialogue, rnd: Round, frames: VideoFrames | None) -> GenerationRequest:
+        """The request of one turn: Figure 15 with the history of the run's context (in self
+        context the model's own earlier answers, which were recorded before)."""
+        return build_request(dialogue, rnd, self.cfg.context, frames, self._own(dialogue, rnd), self.cfg.prompt_style)
+
+    def record(self, dialogue: Dialogue, rnd: Round, request: GenerationRequest, res: GenerationResult) -> bool:
+        """Store one result as it arrives (bound to the fingerprint of what produced it), count it,
+        and start its judge runs; False when the dialogue cannot go on (failed or not stored)."""
         tid = dialogue.turn_id(rnd.index)
-        if not self._store_response(tid, prompt, res):
+        if not self._store_response(tid, request.prompt, res, self._key(dialogue, rnd)):
             return False
         self.summary.calls += 1
         self.progress.advance("inference")
@@ -256,7 +263,7 @@ class Runner:
         if res.outcome == "error":
             self.summary.call_errors += 1
             if self.breaker.is_open:
-                self._abort = self._abort or self.breaker.error()
+                self.abort(self.breaker.error())
             return False
         self.summary.blocked += res.outcome == "blocked"
         self.summary.empty += res.outcome == "empty"
@@ -265,43 +272,11 @@ class Runner:
             self._spawn_judging(dialogue, rnd, range(self.cfg.judge_runs))
         return True
 
-    def _request(self, p: _Pending, rnd: Round, frames: VideoFrames | None) -> GenerationRequest:
-        own = self._own(p.dialogue, rnd)
-        self._keys[p.dialogue.turn_id(rnd.index)] = self.keys.response(p.dialogue, rnd, own)
-        return build_request(p.dialogue, rnd, self.cfg.context, frames, own, self.cfg.prompt_style)
-
-    async def _call_wave(self, wave: list[tuple[_Pending, Round]], frames: VideoFrames | None) -> list[bool]:
-        requests = [self._request(p, r, frames) for p, r in wave]
-        batch_size = getattr(self.model, "batch_size", 0)
-        if batch_size and hasattr(self.model, "generate_batch"):
-            ok: list[bool] = []
-            for i in range(0, len(requests), batch_size):
-                chunk = list(zip(wave, requests))[i : i + batch_size]
-                if self._stopped:
-                    ok += [False] * len(chunk)
-                    continue
-                async with self.call_sem:
-                    results = await generate_many(self.model, [req for _, req in chunk])
-                ok += [self._record(p.dialogue, r, req.prompt, res) for ((p, r), req), res in zip(chunk, results)]
-            return ok
-
-        async def one(item: tuple[_Pending, Round], req: GenerationRequest) -> bool:
-            async with self.call_sem:
-                if self._stopped:  # not sent, not stored: asked on the next run
-                    return False
-                try:
-                    res = await self.model.generate(req)
-                except CircuitOpenError as e:  # the endpoint's breaker is open: not sent, not stored
-                    self._abort = self._abort or e
-                    return False
-            return self._record(item[0].dialogue, item[1], req.prompt, res)  # stored as it arrives
-
-        return list(await asyncio.gather(*(one(item, req) for item, req in zip(wave, requests))))
-
-    async def _frames(self, video: str) -> VideoFrames:
+    async def frames(self, video: str, run: Callable[..., Awaitable[VideoFrames]]) -> VideoFrames:
+        """The frames of ``video`` (``run(fn, *args)`` runs the decode off the event loop)."""
         path, settings, cache = self.bench.videos[video], self.cfg.frame_settings(), self.cache
         try:
-            return await asyncio.to_thread(cache.get, path, settings)
+            return await run(cache.get, path, settings)
         except OSError as e:  # the frame cache cannot be written (disk full, permissions)
             if cache.root is None:
                 raise
@@ -311,62 +286,34 @@ class Runner:
                        "continuing with frames in memory (decoded again by the next run)")
                 self.summary.warnings.append(msg)
                 self.progress.note("warning", msg)
-            return await asyncio.to_thread(self.cache.get, path, settings)
+            return await run(self.cache.get, path, settings)
 
-    async def _guarded(self, video: str, pending: list[_Pending]) -> None:
-        try:
-            await self._video(video, pending)
-        except MtvbenchError as e:  # anything the user must act on stops the run, once
-            self._stop(e)
+    def video_failed(self, job: VideoJob, message: str) -> None:
+        """The video cannot be read: its turns are not asked (this run), the run goes on."""
+        self.summary.failed_videos[job.video] = message
+        self.summary.pending_turns += job.turns
+        self.progress.advance("frames")
+        self.progress.advance("inference", job.turns)
 
-    async def _video(self, video: str, pending: list[_Pending]) -> None:
-        async with self.video_sem:
-            if self._stopped:
-                return
-            frames: VideoFrames | None = None
-            if getattr(self.model, "needs_frames", True):
-                try:
-                    frames = await self._frames(video)
-                except VideoError as e:
-                    self.summary.failed_videos[video] = str(e)
-                    self.summary.pending_turns += sum(len(p.rounds) for p in pending)
-                    self.progress.advance("frames")
-                    self.progress.advance("inference", sum(len(p.rounds) for p in pending))
-                    return
-            self.progress.advance("frames")
-            queues = [list(p.rounds) for p in pending]
-            alive = list(range(len(pending)))
-            while alive and not self._stopped:
-                if self.cfg.context == "self":
-                    wave_idx = alive
-                    wave = [(pending[i], queues[i].pop(0)) for i in wave_idx]
-                else:
-                    wave_idx = [i for i in alive for _ in queues[i]]
-                    wave = [(pending[i], r) for i in alive for r in queues[i]]
-                    for i in alive:
-                        queues[i] = []
-                ok = await self._call_wave(wave, frames)
-                failed = {i for i, good in zip(wave_idx, ok) if not good}
-                for i in failed:  # a failed round stops its dialogue (self context needs it)
-                    self.summary.pending_turns += len(queues[i])
-                    self.progress.advance("inference", len(queues[i]))
-                    queues[i] = []
-                alive = [i for i in alive if queues[i]]
+    def turns_not_reached(self, n: int) -> None:
+        """Rounds left unasked because an earlier round of their dialogue failed (self context)."""
+        self.summary.pending_turns += n
+        self.progress.advance("inference", n)
 
     async def execute(self) -> RunSummary:
         by_video, judge_todo = self._plan()
         for line in invalidation_lines(self.summary):
             self.progress.note("invalidated", line)
-        n_calls = sum(len(p.rounds) for ps in by_video.values() for p in ps)
+        jobs = [VideoJob(v, self.bench.videos[v], ts) for v, ts in sorted(by_video.items())]
         n_judge = sum(len(runs) for *_, runs in judge_todo)
-        n_judge += sum(self.cfg.judge_runs for ps in by_video.values() for p in ps for r in p.rounds if r.scored)
-        self.progress.start("frames", len(by_video))
-        self.progress.start("inference", n_calls)
+        n_judge += sum(self.cfg.judge_runs for j in jobs for t in j.dialogues for r in t.rounds if r.scored)
+        self.progress.start("frames", len(jobs))
+        self.progress.start("inference", sum(j.turns for j in jobs))
         self.progress.start("judging", n_judge)
         for d, r, runs in judge_todo:
             self._spawn_judging(d, r, runs)
         try:
-            await asyncio.gather(*(self._guarded(v, ps) for v, ps in sorted(by_video.items())))
+            await self.executor.run(self, jobs)
             while self.judge_tasks:
                 await asyncio.gather(*list(self.judge_tasks))
         finally:
@@ -377,4 +324,3 @@ class Runner:
         if self._abort:
             raise self._abort
         return self.summary
-
