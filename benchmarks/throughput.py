@@ -14,7 +14,8 @@ call, ``peak RSS`` its ``ru_maxrss``.
 The server is a minimal asyncio HTTP/1.1 server in a thread of this process, so that it adds as
 little as possible to the latency it simulates (a thread-per-request ``http.server`` adds about
 50 ms per call under this load). The reference is the latency bound: with ``C`` calls in flight
-per role, N model calls and M judge calls cannot finish faster than ``max(N, M) * latency / C`` (+ one latency to fill the pipeline).
+per role, N model calls and M judge calls cannot finish faster than ``max(N, M) * latency / C``
+(+ one latency to fill the pipeline).
 ``time / bound`` is 1.0 for a perfect pipeline; ``mean in flight`` is the time-weighted number
 of calls the server was serving, per role, over the whole run.
 """
