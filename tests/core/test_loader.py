@@ -266,3 +266,14 @@ def test_a_bad_event_index_still_reports_the_problems_of_its_rounds(tmp_path: Pa
     _, problems = load_official(root)
     fields = {p.field for p in _only(problems) if p.file == "mtqa/memory_recall.json"}
     assert {"event_index", "mtqa.Round 2.User"} <= fields
+
+
+def test_a_symlink_loop_in_place_of_a_video_is_one_problem(tmp_path: Path) -> None:
+    root = make_dataset(tmp_path / "d")
+    (root / "videos" / "vid0.mp4").unlink()
+    (root / "videos" / "loop.mp4").symlink_to("vid0.mp4")
+    (root / "videos" / "vid0.mp4").symlink_to("loop.mp4")  # vid0 -> loop -> vid0
+    bench, problems = load_official(root)
+    errors = [p for p in problems if p.level == "error"]
+    assert bench is None and len(errors) == 1
+    assert errors[0].file == "videos/vid0.mp4" and "symlink loop" in errors[0].message

@@ -226,3 +226,19 @@ async def test_a_refused_request_says_where_the_key_went(monkeypatch: pytest.Mon
     assert res.outcome == "error" and res.attempts == 1
     assert f"Incorrect API key provided: {PLACEHOLDER_KEY}." in (res.error or "")
     assert "OPENAI_API_KEY goes only to the provider's own URL" in (res.error or "")
+
+
+def test_hostile_reply_shapes_are_retryable_and_usage_is_never_negative() -> None:
+    import json as _json
+
+    from mtvbench.models.openai_api import parse_completion
+    from mtvbench.models.resilience import RetryableError
+
+    for reply in ({"choices": [{"message": {"content": 123}, "finish_reason": "stop"}]},
+                  {"choices": {"a": 1}}, {"choices": [None]}, [1, 2], "text"):
+        with pytest.raises(RetryableError, match="malformed reply from http://x"):
+            parse_completion(_json.dumps(reply).encode(), "http://x")
+    res = parse_completion(_json.dumps({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+                                        "usage": {"prompt_tokens": 3, "completion_tokens": -5,
+                                                  "total_tokens": "9"}}).encode(), "http://x")
+    assert res.outcome == "ok" and (res.usage.prompt_tokens, res.usage.completion_tokens) == (3, 0)

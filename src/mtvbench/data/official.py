@@ -141,7 +141,9 @@ def locate_video(root: Path, name: str) -> tuple[Path | None, Path | None]:
     for c in candidates:
         try:
             resolved = c.resolve()
-        except OSError:
+        except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13): no file there
+            if odd is None and c.is_symlink():
+                odd = c
             continue
         if not resolved.is_relative_to(vdir) or resolved == vdir:
             continue
@@ -400,7 +402,8 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                 if vp is None:
                     missing_videos.add(video)
                     if odd is not None:
-                        col.add("error", odd, "is not a regular file (a FIFO, device or socket), not a video file",
+                        col.add("error", odd, "is not a regular file (a FIFO, device, socket or a symlink loop), "
+                                "not a video file",
                                 video=video)
                     else:
                         col.add("error", path, f"video file not found under videos/ (tried {video} and "

@@ -112,7 +112,8 @@ def _usage(data: Any) -> Usage:
     if not isinstance(data, dict):
         return Usage()
     counts = {k: data.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
-    return Usage(**{k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool)})
+    # a server's own numbers; anything but a whole number >= 0 is not counted (costs never go negative)
+    return Usage(**{k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0})
 
 
 def _content_text(content: Any) -> str | None:
@@ -148,7 +149,8 @@ def parse_completion(body: bytes, url: str) -> GenerationResult:
         if finish == "length":  # the model spent every token (a thinking model, often): its own failure
             return GenerationResult(outcome="empty", error="no content: finish_reason length (max_tokens spent)",
                                     **common)
-        what = "null" if raw is None else "empty"
+        content = message.get("content")
+        what = "null" if content is None else "empty" if raw is not None else f"not text ({type(content).__name__})"
         raise RetryableError(f"malformed reply from {url}: choices[0].message.content is {what} "
                              f"(finish_reason {finish or 'missing'})")
     if not text:
