@@ -138,3 +138,18 @@ def test_human_file_errors(tmp_path):
     assert not Path(tmp_path / "missing.csv").exists()
     with pytest.raises(InputError, match="not found"):
         load_human(tmp_path / "missing.csv")
+
+
+def test_a_human_file_that_matches_nothing_is_an_error_not_an_empty_table(judged):
+    from typer.testing import CliRunner
+
+    from mtvbench.cli import app
+
+    tmp, run_dir = judged
+    empty = tmp / "empty.csv"
+    empty.write_text("")
+    other = tmp / "other.csv"
+    other.write_text("turn_id,score\nobject_reference/nosuchvideo/0#3,50\n")
+    for f, words in ((empty, "no human records"), (other, "none of its 1 records is a scored turn")):
+        res = CliRunner().invoke(app, ["agreement", "--human", str(f), str(run_dir)])
+        assert res.exit_code == 2 and words in " ".join(res.output.split()) and "Traceback" not in res.output

@@ -277,3 +277,9 @@ def test_a_symlink_loop_in_place_of_a_video_is_one_problem(tmp_path: Path) -> No
     errors = [p for p in problems if p.level == "error"]
     assert bench is None and len(errors) == 1
     assert errors[0].file == "videos/vid0.mp4" and "symlink loop" in errors[0].message
+
+
+def test_a_missing_dataset_folder_is_named_in_full(tmp_path: Path) -> None:
+    bench, problems = load_official(tmp_path / "nowhere")
+    assert bench is None and [p.render() for p in problems] == [
+        f"ERROR: {tmp_path / 'nowhere'}: dataset folder does not exist"]

@@ -340,10 +340,17 @@ def agreement_report(human_file: Path, run_dirs: Sequence[Path], level: Level = 
     from mtvbench.analysis.rundata import load_run
 
     records = load_human(human_file)
+    if not records:
+        raise AgreementError(f"{human_file}: no human records (see `agreement --human` in the README for the format)")
     rows, unmatched = [], {}
     for rd in run_dirs:
         run = load_run(Path(rd), bootstrap=0)
         row, miss = judge_agreement(run, records, level)
+        if row.n == 0 and row.n_items == 0:
+            example = records[0].turn_id
+            raise AgreementError(f"{human_file}: none of its {len(records)} records is a scored turn of {rd} "
+                                 f"(e.g. {example!r}); turn ids look like task/video/event#round, as in "
+                                 "responses.jsonl")
         rows.append(row)
         unmatched[str(rd)] = miss
     # human inter-annotator agreement (item level, items every annotator rated)

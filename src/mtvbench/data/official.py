@@ -94,10 +94,12 @@ class _Collector:
         self.problems: list[Problem] = []
 
     def rel(self, path: Path) -> str:
+        """A file inside the dataset as a relative path; the dataset folder itself in full."""
         try:
-            return str(path.relative_to(self.root))
+            rel = path.relative_to(self.root)
         except ValueError:
             return str(path)
+        return str(path) if rel == Path(".") else str(rel)
 
     def add(self, level: Literal["error", "warning"], path: Path, message: str, **where: Any) -> None:
         self.problems.append(Problem(level=level, file=self.rel(path), message=message, **where))
