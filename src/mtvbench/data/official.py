@@ -404,8 +404,9 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                 if vp is None:
                     missing_videos.add(video)
                     if odd is not None:
-                        col.add("error", odd, "is not a regular file (a FIFO, device, socket or a symlink loop), "
-                                "not a video file",
+                        what = ("is a symlink loop, not a video file" if odd.is_symlink() and not odd.exists()
+                                else "is not a regular file (a FIFO, device or socket), not a video file")
+                        col.add("error", odd, what,
                                 video=video)
                     else:
                         col.add("error", path, f"video file not found under videos/ (tried {video} and "
