@@ -278,8 +278,8 @@ def main() -> None:
     print(" | ".join(hdr))
     for r in rows:
         print(" | ".join([str(r["frames"]), r["cache"], f"{r['seconds']:.1f}", f"{r['span_s']:.1f}",
-                          f"{r['bound_s']:.1f}", f"{r['time_over_bound']:.2f}", f"{r['span_over_bound']:.2f}", str(r["model_calls"]),
-                          str(r["judge_calls"]),
+                          f"{r['bound_s']:.1f}", f"{r['time_over_bound']:.2f}", f"{r['span_over_bound']:.2f}",
+                          str(r["model_calls"]), str(r["judge_calls"]),
                           f"{r['mean_inflight_model']:.1f}", f"{r['mean_inflight_judge']:.1f}",
                           f"{r['cpu_s_per_call'] * 1000:.1f} ms", f"{r['peak_rss_mb']:.0f}"]))
     print("time/bound = the run's wall time (process start to exit) over the latency bound max(N_model, N_judge) "
