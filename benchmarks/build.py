@@ -36,12 +36,9 @@ from tests.construct.scripts import Scripted  # noqa: E402
 from mtvbench.construct.export import ExportReport  # noqa: E402
 from mtvbench.construct.pipeline import ALL_STAGES, ROLE_OF, BuildConfig, Builder  # noqa: E402
 from mtvbench.construct.workspace import Workspace  # noqa: E402
-from mtvbench.models.base import (  # noqa: E402
-    BackendOptions,
-    GenerationRequest,
-    GenerationResult,
-    create_backend,
-)
+from mtvbench.models.registry import create_backend  # noqa: E402
+from mtvbench.models.settings import BackendOptions  # noqa: E402
+from mtvbench.records import GenerationRequest, GenerationResult  # noqa: E402
 
 
 class OfflineScripted:

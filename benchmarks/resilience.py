@@ -29,8 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from mtvbench.models.base import BackendOptions, GenerationRequest, create_backend  # noqa: E402
+from mtvbench.models.registry import create_backend  # noqa: E402
 from mtvbench.models.resilience import CircuitOpenError  # noqa: E402
+from mtvbench.models.settings import BackendOptions  # noqa: E402
+from mtvbench.records import GenerationRequest  # noqa: E402
 
 
 def vm_hwm_mb() -> float:

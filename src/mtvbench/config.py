@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import ConfigError, MtvbenchError
 from mtvbench.media.frames import FrameSettings
-from mtvbench.models.base import BackendOptions
+from mtvbench.models.settings import BackendOptions
 from mtvbench.prompts import PromptStyle
 from mtvbench.util.jsonio import loads_strict, read_text_file
 
@@ -291,8 +291,8 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     row; every setting present in ``values`` (flags, YAML) wins over the preset's. The model
     option ``served_name`` names the checkpoint on an OpenAI-compatible server (``PRESET@openai``).
     """
-    from mtvbench.models.base import UnknownModelError
     from mtvbench.models.presets import get_preset, resolve_model
+    from mtvbench.models.registry import UnknownModelError
 
     if "model" not in values or values.get("model_spec"):
         return values

@@ -19,13 +19,6 @@ from mtvbench.errors import MissingExtraError
 
 Module = tuple[str, str]  # (import name, the distribution pip installs)
 
-#: model backends by ``--model``/``--judge`` prefix
-BACKENDS: dict[str, tuple[str, tuple[Module, ...]]] = {
-    "gemini": ("gemini", (("google.genai", "google-genai"),)),
-    "hf": ("hf", (("torch", "torch"), ("transformers", "transformers"))),
-    "vllm": ("vllm", (("vllm", "vllm"),)),
-}
-
 _SCENEDETECT: Module = ("scenedetect", "scenedetect")
 _OPENCV: Module = ("cv2", "opencv-python-headless")
 
@@ -59,11 +52,14 @@ def require_modules(feature: str, extra: str, modules: Iterable[Module]) -> None
 
 
 def require_backend(spec: str, role: str = "model") -> None:
-    """The extra of a backend spec (``hf:...``, ``gemini:...``), checked without importing it."""
-    prefix = spec.partition(":")[0].strip().lower()
-    if prefix in BACKENDS:
-        extra, modules = BACKENDS[prefix]
-        require_modules(f"the {prefix}: backend ({role} {spec})", extra, modules)
+    """The extra of a backend spec (``hf:...``, ``gemini:...``), checked without importing the backend:
+    each entry of :data:`mtvbench.models.registry.BACKENDS` names its extra and modules."""
+    from mtvbench.models.registry import BACKENDS, parse_spec
+
+    prefix, _ = parse_spec(spec)
+    backend = BACKENDS.get(prefix) if prefix in BACKENDS else None
+    if backend is not None and backend.extra and backend.modules:
+        require_modules(f"the {prefix}: backend ({role} {spec})", backend.extra, backend.modules)
 
 
 def require_stages(stages: Iterable[str], *, objects: bool = True, detector: str | None = None) -> None:
@@ -97,5 +93,5 @@ def require_scene_detection() -> None:
     require_modules("scene estimation (PySceneDetect)", extra, modules)
 
 
-__all__ = ["BACKENDS", "SCENES", "STAGES", "require_backend", "require_build", "require_modules",
+__all__ = ["SCENES", "STAGES", "require_backend", "require_build", "require_modules",
            "require_scene_detection", "require_stages"]

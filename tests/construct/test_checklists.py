@@ -17,7 +17,8 @@ from mtvbench.checklists import (
 )
 from mtvbench.data.official import load_official
 from mtvbench.data.schema import Task
-from mtvbench.models.base import BackendOptions, create_backend
+from mtvbench.models.registry import create_backend
+from mtvbench.models.settings import BackendOptions
 from tests.conftest import make_dataset
 from tests.construct.scripts import Scripted, good_checklist
 from tests.servers.openai_server import LoopbackServer, ServerState

@@ -13,7 +13,8 @@ from mtvbench.construct.llm import StageModel
 from mtvbench.construct.records import GenRound, ScoreResult, Unit, UnitScores
 from mtvbench.construct.score import parse_scores, score_units
 from mtvbench.data.schema import TASKS, Task
-from mtvbench.models.base import BackendOptions, create_backend
+from mtvbench.models.registry import create_backend
+from mtvbench.models.settings import BackendOptions
 from tests.construct.scripts import Scripted, good_dialogue
 from tests.servers.openai_server import LoopbackServer, ServerState
 

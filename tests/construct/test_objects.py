@@ -11,7 +11,8 @@ from mtvbench.construct.keyframes import extract_keyframes
 from mtvbench.construct.llm import StageModel
 from mtvbench.construct.objects import BankSettings, MemoryBank, Observation, build_objects
 from mtvbench.construct.records import MergeResult, Segment
-from mtvbench.models.base import BackendOptions, create_backend
+from mtvbench.models.registry import create_backend
+from mtvbench.models.settings import BackendOptions
 from tests.construct.conftest import ColourBlobDetector
 from tests.construct.scripts import Scripted
 from tests.servers.openai_server import LoopbackServer, ServerState

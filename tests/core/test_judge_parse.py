@@ -49,7 +49,8 @@ def test_prompts_follow_the_paper() -> None:
 
 def _judge(url: str, max_attempts: int = 3):  # noqa: ANN202
     from mtvbench.judge.checklist import LLMJudge
-    from mtvbench.models.base import BackendOptions, create_backend
+    from mtvbench.models.registry import create_backend
+    from mtvbench.models.settings import BackendOptions
 
     return LLMJudge(create_backend("openai:judge", BackendOptions(base_url=url, api_key_env="MTV_NO_KEY",
                                                                   max_retries=0)), max_attempts=max_attempts)
@@ -91,7 +92,9 @@ def test_ask_reprompts_with_the_problems_and_keeps_every_reply() -> None:
     import asyncio
 
     from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
-    from mtvbench.models.base import BackendOptions, GenerationRequest, create_backend
+    from mtvbench.models.registry import create_backend
+    from mtvbench.models.settings import BackendOptions
+    from mtvbench.records import GenerationRequest
     from tests.servers.openai_server import LoopbackServer, ServerState
 
     replies = iter(["seven", "8", "9"])

@@ -312,7 +312,7 @@ def test_pydantic_field_keeps_the_object(cfr_video: Path) -> None:
     vf.b64()
     req = Request(frames=vf)
     assert req.frames is vf and req.frames.b64() is vf.b64()
-    from mtvbench.models.base import GenerationRequest
+    from mtvbench.records import GenerationRequest
 
     assert GenerationRequest(id="x", prompt="p", frames=vf).frames is vf
 

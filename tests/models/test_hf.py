@@ -18,8 +18,12 @@ from typer.testing import CliRunner  # noqa: E402
 
 from mtvbench.config import build_config  # noqa: E402
 from mtvbench.media.frames import FrameSettings, sample_frames  # noqa: E402
-from mtvbench.models.base import BackendOptions, GenerationRequest, create_backend, register_backend  # noqa: E402
-from mtvbench.models.hf import GenParams, HFBackend, RawOutput, build_messages, detect_family  # noqa: E402
+from mtvbench.models.hf import HFBackend  # noqa: E402
+from mtvbench.models.hf_families import detect_family  # noqa: E402
+from mtvbench.models.local import GenParams, RawOutput, build_messages  # noqa: E402
+from mtvbench.models.registry import create_backend, register_backend  # noqa: E402
+from mtvbench.models.settings import BackendOptions  # noqa: E402
+from mtvbench.records import GenerationRequest  # noqa: E402
 from mtvbench.run.evaluate import evaluate  # noqa: E402
 from mtvbench.run.store import RunStore  # noqa: E402
 from tests.conftest import write_video  # noqa: E402

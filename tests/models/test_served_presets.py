@@ -19,9 +19,10 @@ from typer.testing import CliRunner
 
 from mtvbench.cli import app
 from mtvbench.config import ConfigError, build_config
-from mtvbench.models.base import BackendOptions, GenerationRequest
 from mtvbench.models.openai_api import OpenAIBackend
 from mtvbench.models.presets import get_preset
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest
 from tests.conftest import make_dataset, write_video
 from tests.servers.openai_server import LoopbackServer
 

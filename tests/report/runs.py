@@ -17,7 +17,7 @@ from mtvbench.data.official import load_benchmark
 from mtvbench.judge.checklist import JudgeVerdict
 from mtvbench.judge.offline import judge_items
 from mtvbench.media.cache import fingerprint
-from mtvbench.models.base import GenerationResult
+from mtvbench.records import GenerationResult
 from mtvbench.run.evaluate import evaluate
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.outputs import RunSnapshot, score_run, write_config, write_snapshot

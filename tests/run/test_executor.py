@@ -9,7 +9,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from mtvbench.models.base import BackendOptions, GenerationRequest, GenerationResult, register_backend
+from mtvbench.models.registry import register_backend
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest, GenerationResult
 from mtvbench.run.evaluate import evaluate
 from mtvbench.run.executor import CallGate, NotSent
 from tests.run.helpers import cfg_for

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mtvbench.errors import BusyError
 from mtvbench.judge.checklist import JudgeVerdict
-from mtvbench.models.base import GenerationResult
+from mtvbench.records import GenerationResult
 from mtvbench.run.identity import ResultKey
 from mtvbench.run.lock import RunLock
 from mtvbench.run.store import RunStore

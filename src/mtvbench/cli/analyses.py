@@ -241,7 +241,8 @@ def checklists(
     Choose where: --out DIR (a copy of the dataset) or --in-place (into DATA). Exit 3 when some
     turns still have no checklist (listed)."""
     from mtvbench.checklists import fill_checklists
-    from mtvbench.models.base import BackendOptions, create_backend
+    from mtvbench.models.registry import create_backend
+    from mtvbench.models.settings import BackendOptions
 
     if out is None and not in_place:
         fail(f"choose where the checklists go: --out DIR (a copy of {data} with the new checklists) "

@@ -15,8 +15,8 @@ from mtvbench.construct.records import Captions, SplitResult, hms
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.ask import ReaskPolicy, ask
-from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import CLIP_CAPTION_PROMPT
+from mtvbench.records import GenerationRequest
 
 
 async def caption_clips(video: str, path: Path, split: SplitResult, model: StageModel, num_frames: int = 8,

@@ -48,7 +48,6 @@ from mtvbench.data.schema import ALL_ROUNDS_TASKS, Task
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.ask import ReaskPolicy, Rejected, ask
-from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import (
     BASIC_ABILITIES,
     CROSS_SCENE_OBJECTS,
@@ -58,6 +57,7 @@ from mtvbench.prompts.generation import (
     TOPIC_FORMAT,
     render_generation_prompt,
 )
+from mtvbench.records import GenerationRequest
 
 MIN_ROUNDS, MAX_ROUNDS = 5, 8
 

@@ -24,8 +24,8 @@ from mtvbench.construct.llm import StageModel, failure
 from mtvbench.construct.records import Captions, MergeDecision, MergeResult, Segment, SplitResult, hms
 from mtvbench.construct.textsim import TextSimilarity
 from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
-from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import MERGE_PROMPT
+from mtvbench.records import GenerationRequest
 from mtvbench.util.jsonio import extract_json_object, yes_no
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)

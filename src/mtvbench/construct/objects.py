@@ -50,8 +50,8 @@ from mtvbench.construct.records import (
 from mtvbench.construct.textsim import LexicalSimilarity, TextSimilarity
 from mtvbench.errors import InputError
 from mtvbench.models.ask import ReaskPolicy, ask
-from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import OBJECT_CAPTION_PROMPT
+from mtvbench.records import GenerationRequest
 
 
 class BankSettings(BaseModel):

@@ -90,7 +90,9 @@ from mtvbench.data.schema import TASKS
 from mtvbench.errors import InputError, MtvbenchError, require
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings, VideoError
-from mtvbench.models.base import BackendOptions, ModelBackend, create_backend
+from mtvbench.models.backend import ModelBackend
+from mtvbench.models.registry import create_backend
+from mtvbench.models.settings import BackendOptions
 from mtvbench.prompts.generation import (
     CLIP_CAPTION_PROMPT,
     MERGE_PROMPT,

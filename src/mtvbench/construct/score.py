@@ -20,8 +20,8 @@ from mtvbench.data.schema import TASKS, Task
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
-from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import SCORE_PROMPT, TASK_DEFINITIONS
+from mtvbench.records import GenerationRequest
 from mtvbench.util.jsonio import extract_json_object
 
 SCORE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Reply with the JSON object only.")

@@ -18,8 +18,11 @@ from pydantic import BaseModel, Field
 from mtvbench.data.schema import ChecklistItem
 from mtvbench.judge import offline
 from mtvbench.models.ask import Check, ReaskPolicy, Rejected, ask
-from mtvbench.models.base import BackendOptions, GenerationRequest, ModelBackend, Usage, create_backend
+from mtvbench.models.backend import ModelBackend
+from mtvbench.models.registry import create_backend
+from mtvbench.models.settings import BackendOptions
 from mtvbench.prompts import render_judge_prompt
+from mtvbench.records import GenerationRequest, Usage
 from mtvbench.util.jsonio import YesNo, extract_json_object, yes_no
 
 JudgeStatus = Literal["ok", "unparsed", "error"]

@@ -23,7 +23,8 @@ from mtvbench.extras import require_backend
 from mtvbench.judge.checklist import Judge, create_judge
 from mtvbench.media.cache import FrameCache, fingerprint
 from mtvbench.media.frames import VideoError
-from mtvbench.models.base import ModelBackend, create_backend
+from mtvbench.models.backend import ModelBackend
+from mtvbench.models.registry import create_backend
 from mtvbench.models.resilience import CircuitOpenError
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.lock import RunLock

@@ -28,8 +28,9 @@ from mtvbench.errors import MtvbenchError
 from mtvbench.judge.checklist import Judge, JudgeVerdict
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import VideoFrames
-from mtvbench.models.base import GenerationRequest, GenerationResult, ModelBackend
+from mtvbench.models.backend import ModelBackend
 from mtvbench.models.resilience import CircuitBreaker, CircuitOpenError, breaker_of
+from mtvbench.records import GenerationRequest, GenerationResult
 from mtvbench.run.executor import DialogueTurns, Executor, LocalExecutor, VideoJob
 from mtvbench.run.identity import (
     DEPENDS_ON_EARLIER,
