@@ -25,8 +25,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from mtvbench.config import RunConfig  # noqa: E402
 from mtvbench.data.schema import Benchmark, ChecklistItem, Dialogue, Round, Task  # noqa: E402
-from mtvbench.judge.checklist import JudgeVerdict  # noqa: E402
-from mtvbench.records import GenerationResult  # noqa: E402
+from mtvbench.records import GenerationResult, JudgeVerdict  # noqa: E402
 from mtvbench.run.identity import RunKeys, current_results  # noqa: E402
 from mtvbench.run.plan import rounds_to_call  # noqa: E402
 from mtvbench.run.store import FINAL_JUDGE, FINAL_OUTCOMES, RunStore  # noqa: E402

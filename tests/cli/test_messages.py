@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from mtvbench.cli.common import new_app, note
+from mtvbench.cli.common import new_app
 from mtvbench.errors import InputError, MissingExtraError
+from mtvbench.render.console import note
 from tests.cli.hostile import ANSI, MARKUP, RAW_CONTROLS
 
 app = new_app("test")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mtvbench.checklists import (
+from mtvbench.checklist_gen.fill import fill_checklists
+from mtvbench.checklist_gen.generator import (
     ChecklistError,
     check_checklist,
-    fill_checklists,
     generate_checklist,
     parse_checklist_reply,
 )

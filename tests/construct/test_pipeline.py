@@ -9,9 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from mtvbench.cli.construct import build_app
-from mtvbench.construct.export import load_metadata, load_queue
 from mtvbench.construct.records import CrossSceneResult, GenerateResult, MergeResult
+from mtvbench.construct.review_queue import load_queue
 from mtvbench.construct.workspace import Workspace
+from mtvbench.data.buildmeta import load_metadata
 from mtvbench.data.official import load_official
 from mtvbench.data.schema import TASKS
 from tests.construct.scripts import Scripted
@@ -185,7 +186,7 @@ def test_built_dataset_can_be_evaluated(built: dict, tmp_path: Path) -> None:
     assert all(v is not None and 0 <= v <= 100 for v in scores.tasks.values())
     assert scores.overall is not None
     # the report reads the built dataset's metadata.json by itself: categories and scene counts
-    from mtvbench.report.build import build_report
+    from mtvbench.analysis.report import build_report
 
     build_report([tmp_path / "run"], tmp_path / "report", thumbs=0)
     meta = json.loads((tmp_path / "report" / "metadata.json").read_text())

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from mtvbench.data.schema import ChecklistItem
-from mtvbench.judge.checklist import parse_verdicts
+from mtvbench.judge.verdicts import parse_verdicts
 from mtvbench.prompts import render_history, render_inference_prompt, render_judge_prompt
 
 KEYS = ["A1", "A2", "A3", "A4", "A5"]
@@ -48,7 +48,7 @@ def test_prompts_follow_the_paper() -> None:
 
 
 def _judge(url: str, max_attempts: int = 3):  # noqa: ANN202
-    from mtvbench.judge.checklist import LLMJudge
+    from mtvbench.judge.llm import LLMJudge
     from mtvbench.models.registry import create_backend
     from mtvbench.models.settings import BackendOptions
 

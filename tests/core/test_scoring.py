@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from mtvbench.data.schema import ChecklistItem, Dialogue, Round, Task
-from mtvbench.judge.checklist import JudgeVerdict
+from mtvbench.records import JudgeVerdict
 from mtvbench.scoring.aggregate import bootstrap_ci, compute_scores, overall, task_means, turn_score
 
 ITEMS = [ChecklistItem(key=f"Q{i}", question="q", expected="Yes" if i < 5 else "No") for i in range(1, 6)]

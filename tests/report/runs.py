@@ -14,14 +14,14 @@ from pathlib import Path
 
 from mtvbench.config import RunConfig, build_config
 from mtvbench.data.official import load_benchmark
-from mtvbench.judge.checklist import JudgeVerdict
 from mtvbench.judge.offline import judge_items
 from mtvbench.media.cache import fingerprint
-from mtvbench.records import GenerationResult
+from mtvbench.records import GenerationResult, JudgeVerdict
 from mtvbench.run.evaluate import evaluate
 from mtvbench.run.identity import RunKeys
-from mtvbench.run.outputs import RunSnapshot, score_run, write_config, write_snapshot
 from mtvbench.run.plan import rounds_to_call
+from mtvbench.run.rescore import score_run
+from mtvbench.run.rundir import RunSnapshot, write_config, write_snapshot
 from mtvbench.run.store import RunStore
 
 AnswerFn = Callable[[str, int, str], str]  # (dialogue id, round, golden) -> answer

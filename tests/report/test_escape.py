@@ -93,7 +93,7 @@ def test_html_escapes_text_and_attributes():
 
 def test_plot_labels_are_literal(tmp_path):
     pytest.importorskip("matplotlib")
-    from mtvbench.report import plots
+    from mtvbench.render import plots
 
     names = {MATH: [10.0, None], "_hidden": [20.0, 30.0], ALL_IN_ONE: [None, 40.0]}
     png = plots.grouped_bars([MATH, "[/x]"], names, title=MATH, errors={MATH: [(5.0, 15.0), None]})

@@ -9,7 +9,7 @@ import re
 import pytest
 from rich.console import Console
 
-from mtvbench.report.leaderboard import (
+from mtvbench.render.leaderboard import (
     column_ranks,
     leaderboard_csv,
     leaderboard_latex,
@@ -98,7 +98,7 @@ def test_terminal_table_says_incomplete_at_80_columns():
 
 
 def test_report_html_of_a_run_with_a_missing_task(tmp_path):
-    from mtvbench.report.build import build_report
+    from mtvbench.analysis.report import build_report
     from tests.conftest import make_dataset
     from tests.report.runs import make_store_run
 

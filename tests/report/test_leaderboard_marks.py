@@ -3,7 +3,7 @@ from __future__ import annotations
 import csv
 import io
 
-from mtvbench.report.leaderboard import (
+from mtvbench.render.leaderboard import (
     column_ranks,
     leaderboard_csv,
     leaderboard_latex,

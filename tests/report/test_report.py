@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mtvbench.report.build import build_report
+from mtvbench.analysis.report import build_report
 from tests.conftest import make_dataset
 from tests.report.runs import make_store_run
 

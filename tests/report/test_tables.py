@@ -10,7 +10,7 @@ import random
 import pytest
 from rich.console import Console
 
-from mtvbench.report.tables import Col, RichTable, TextTable, to_csv, to_markdown, to_records
+from mtvbench.render.tables import Col, RichTable, TextTable, to_csv, to_markdown, to_records
 from tests.cli.hostile import ALL_IN_ONE
 
 

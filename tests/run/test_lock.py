@@ -10,8 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mtvbench.errors import BusyError
-from mtvbench.judge.checklist import JudgeVerdict
-from mtvbench.records import GenerationResult
+from mtvbench.records import GenerationResult, JudgeVerdict
 from mtvbench.run.identity import ResultKey
 from mtvbench.run.lock import RunLock
 from mtvbench.run.store import RunStore

@@ -37,7 +37,7 @@ def test_usage_and_cost_per_role(dataset: Path, tmp_path: Path) -> None:
         assert {v["verdict"].usage.prompt_tokens for v in store.verdict_rows()} == {JUDGE_PROMPT}
     finally:
         store.close()
-    from mtvbench.report.build import build_report  # and the report shows it per role
+    from mtvbench.analysis.report import build_report
 
     build_report([tmp_path / "run"], tmp_path / "rep", scene_cache_dir=tmp_path / "scenes", thumbs=0, bootstrap=0)
     html = (tmp_path / "rep" / "report.html").read_text()

@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from mtvbench.data.schema import STEM_TO_TASK, Task, dialogue_id
 from mtvbench.errors import MtvbenchError
-from mtvbench.report.tables import Col, TextTable, to_markdown
+from mtvbench.render.tables import Col, TextTable, to_markdown
 from mtvbench.util.jsonio import JSONFileError, load_json_file, loads_strict, read_text_file
 from mtvbench.util.tables import csv_records, record_keys
 

@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, Task
 from mtvbench.errors import InputError
-from mtvbench.report.tables import Col, TextTable, Value, to_markdown
+from mtvbench.render.tables import Col, TextTable, Value, to_markdown
 from mtvbench.scoring.aggregate import DialogueScore, fmt
 
 #: the fewest paired dialogues per task for which a CI and p-value are reported

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from mtvbench.data.schema import TASKS, Dialogue
 from mtvbench.errors import MissingExtraError
-from mtvbench.report.tables import Col, TextTable, Value, to_markdown
+from mtvbench.render.tables import Col, TextTable, Value, to_markdown
 
 MTLD_THRESHOLD = 0.72
 DIVERSITY_MEASURE = "MTLD (McCarthy & Jarvis 2010, threshold 0.72, forward/backward mean)"
@@ -130,7 +130,7 @@ def load_dialogues(path: Path) -> tuple[list[Dialogue], dict[str, Path], str]:
     """A dataset root in the released layout, or a run directory (its benchmark.json)."""
     path = Path(path)
     if (path / "benchmark.json").exists():
-        from mtvbench.run.outputs import read_snapshot
+        from mtvbench.run.rundir import read_snapshot
 
         snap = read_snapshot(path)
         return snap.dialogues, {k: Path(v) for k, v in snap.videos.items()}, f"run {path}"

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from mtvbench.config import RunConfig, build_config
 from mtvbench.data.schema import TASKS
-from mtvbench.report.tables import Col, TextTable, Value, display, to_markdown
+from mtvbench.render.tables import Col, TextTable, Value, display, to_markdown
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.util.escape import csv_cell
 
@@ -158,7 +158,7 @@ def sweep_csv(points: Sequence[SweepPoint]) -> str:
 
 
 def sweep_plots(points: Sequence[SweepPoint], model: str = "") -> dict[str, bytes]:
-    from mtvbench.report import plots
+    from mtvbench.render import plots
 
     out: dict[str, bytes] = {}
     for axis in ("frames", "max_side"):
@@ -178,7 +178,7 @@ def sweep_plots(points: Sequence[SweepPoint], model: str = "") -> dict[str, byte
 
 
 def write_sweep_report(points: Sequence[SweepPoint], out: Path, model: str = "") -> list[Path]:
-    from mtvbench.report.html import HtmlReport, Section, html_table, png_img, render_html
+    from mtvbench.render.html import HtmlReport, Section, html_table, png_img, render_html
     from mtvbench.util.files import atomic_write_bytes, atomic_write_text
 
     out = Path(out)

@@ -11,21 +11,21 @@ from typing import Annotated, Any
 import typer
 
 from mtvbench.analysis.compare import DEFAULT_MIN_N
-from mtvbench.cli.common import (
+from mtvbench.cli.common import fail
+from mtvbench.cli.data import data_path
+from mtvbench.config import build_config
+from mtvbench.errors import ConfigError
+from mtvbench.extras import require_backend, require_scene_detection
+from mtvbench.render.console import (
     FormatOption,
     OutputFormat,
     emit,
-    fail,
     note,
     print_leaderboard,
     print_tables,
     resolve_format,
     say,
 )
-from mtvbench.cli.data import data_path
-from mtvbench.config import build_config
-from mtvbench.errors import ConfigError
-from mtvbench.extras import require_backend, require_scene_detection
 from mtvbench.util.files import atomic_write_text
 
 
@@ -52,7 +52,7 @@ def report(
     output_format: FormatOption = OutputFormat.auto,
 ) -> None:
     """Leaderboard (MD/CSV/LaTeX), breakdowns and a self-contained report.html from stored runs."""
-    from mtvbench.report.build import build_report
+    from mtvbench.analysis.report import build_report
 
     if estimate_scenes:
         require_scene_detection()
@@ -240,7 +240,7 @@ def checklists(
 
     Choose where: --out DIR (a copy of the dataset) or --in-place (into DATA). Exit 3 when some
     turns still have no checklist (listed)."""
-    from mtvbench.checklists import fill_checklists
+    from mtvbench.checklist_gen.fill import fill_checklists
     from mtvbench.models.registry import create_backend
     from mtvbench.models.settings import BackendOptions
 

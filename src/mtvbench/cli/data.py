@@ -17,9 +17,10 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from mtvbench.cli.common import console, err_console, new_app, note, say
+from mtvbench.cli.common import new_app
 from mtvbench.data.hub import DEFAULT_REPO, HF_PREFIX, HubSpec, is_hub_spec, prepare_from_hub, resolve_dataset
 from mtvbench.errors import ConfigError
+from mtvbench.render.console import console, err_console, note, say
 
 cache_app = new_app("Look into and clear the frame and scene caches (safe to delete; recomputed when needed).")
 

@@ -10,23 +10,23 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
-from mtvbench.cli.common import (
+from mtvbench.cli.common import fail
+from mtvbench.cli.data import check_dataset, data_path
+from mtvbench.config import ConfigError, build_config, load_yaml, loads_yaml_strict
+from mtvbench.extras import require_backend
+from mtvbench.render.console import (
     FormatOption,
     OutputFormat,
     console,
     emit,
     emit_json,
-    fail,
     make_console,
     note,
     resolve_format,
     say,
     styled,
 )
-from mtvbench.cli.data import check_dataset, data_path
-from mtvbench.config import ConfigError, build_config, load_yaml, loads_yaml_strict
-from mtvbench.extras import require_backend
-from mtvbench.report.leaderboard import leaderboard_table
+from mtvbench.render.leaderboard import leaderboard_table
 from mtvbench.run.runner import Progress, RunSummary
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.scoring.usage import usage_lines
@@ -115,7 +115,7 @@ def _wrapped(text: str, style: str | None = None) -> None:
 def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = OutputFormat.auto) -> None:
     """The Table 2 row, then the status (INCOMPLETE with its reasons), counts and usage, as plain text;
     or the scores as JSON / the leaderboard.md Markdown / the leaderboard.csv row (``--format``)."""
-    from mtvbench.report.leaderboard import leaderboard_csv, leaderboard_markdown
+    from mtvbench.render.leaderboard import leaderboard_csv, leaderboard_markdown
 
     kind = resolve_format(output_format)
     if kind == "json":
@@ -247,7 +247,7 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")],
 
     While a `run` holds the directory the scores of a consistent snapshot are printed and no
     file is written (the run writes them when it finishes)."""
-    from mtvbench.run.outputs import score_dir
+    from mtvbench.run.rescore import score_dir
 
     out = score_dir(run_dir)
     show_scores(out.scores, f"MT-Video-Bench — {run_dir}", output_format)

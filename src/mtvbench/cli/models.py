@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
-from mtvbench.cli.common import FormatOption, OutputFormat, console, emit_json, fail, print_tables, say, styled
+from mtvbench.cli.common import fail
 from mtvbench.models.presets import Preset, get_preset, list_presets
-from mtvbench.report.tables import Col, TextTable
+from mtvbench.render.console import FormatOption, OutputFormat, console, emit_json, print_tables, say, styled
+from mtvbench.render.tables import Col, TextTable
 
 UNCHECKED_NOTE = ("Generation values marked (unchecked) were not all seen at their source; `mtvbench models NAME` "
                   "shows the source of every value. Compare them before publishing numbers.")

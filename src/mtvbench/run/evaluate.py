@@ -20,7 +20,8 @@ from mtvbench.data.official import load_benchmark
 from mtvbench.data.schema import Benchmark
 from mtvbench.errors import InputError, OutputError, RunDirError
 from mtvbench.extras import require_backend
-from mtvbench.judge.checklist import Judge, create_judge
+from mtvbench.judge.factory import create_judge
+from mtvbench.judge.protocol import Judge
 from mtvbench.media.cache import FrameCache, fingerprint
 from mtvbench.media.frames import VideoError
 from mtvbench.models.backend import ModelBackend
@@ -28,7 +29,8 @@ from mtvbench.models.registry import create_backend
 from mtvbench.models.resilience import CircuitOpenError
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.lock import RunLock
-from mtvbench.run.outputs import RunSnapshot, score_dir, write_config, write_snapshot
+from mtvbench.run.rescore import score_dir
+from mtvbench.run.rundir import RunSnapshot, write_config, write_snapshot
 from mtvbench.run.runner import Progress, Runner, RunSummary
 from mtvbench.run.store import RunStore
 from mtvbench.scoring.aggregate import Scores

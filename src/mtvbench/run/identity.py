@@ -38,8 +38,8 @@ from pydantic import BaseModel, ConfigDict
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Dialogue, Round
-from mtvbench.judge.checklist import JudgeVerdict
 from mtvbench.prompts import render_inference_prompt, render_judge_prompt
+from mtvbench.records import JudgeVerdict
 from mtvbench.run.plan import history_for, rounds_to_call
 
 #: why a stored response no longer matches, by the first part that differs (in this order)

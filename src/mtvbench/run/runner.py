@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Benchmark, Dialogue, Round
 from mtvbench.errors import MtvbenchError
-from mtvbench.judge.checklist import Judge, JudgeVerdict
+from mtvbench.judge.protocol import Judge
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import VideoFrames
 from mtvbench.models.backend import ModelBackend
 from mtvbench.models.resilience import CircuitBreaker, CircuitOpenError, breaker_of
-from mtvbench.records import GenerationRequest, GenerationResult
+from mtvbench.records import GenerationRequest, GenerationResult, JudgeVerdict
 from mtvbench.run.executor import DialogueTurns, Executor, LocalExecutor, VideoJob
 from mtvbench.run.identity import (
     DEPENDS_ON_EARLIER,
@@ -218,7 +218,7 @@ class Runner:
         if len(todo) < len(runs):
             self.progress.advance("judging", len(runs) - len(todo))
         for run in todo:
-            async def one(run: int = run) -> None:
+            async def judge_run(run: int = run) -> None:
                 try:
                     async with self.judge_sem:
                         if self.stopped:  # not asked, not stored: asked on the next run
@@ -238,7 +238,7 @@ class Runner:
                     self.summary.last_judge_error = v.error
                 self.progress.advance("judging")
 
-            task = asyncio.create_task(one())
+            task = asyncio.create_task(judge_run())
             self.judge_tasks.add(task)
             task.add_done_callback(self._task_done)
 

@@ -31,8 +31,7 @@ from typing import Any
 from mtvbench import __version__
 from mtvbench.config import RUN_SCHEMA_VERSION
 from mtvbench.errors import OutputError, RunDirError
-from mtvbench.judge.checklist import JudgeVerdict
-from mtvbench.records import GenerationResult
+from mtvbench.records import GenerationResult, JudgeVerdict
 from mtvbench.run.identity import ResultKey
 from mtvbench.util.secrets import redact_secrets
 

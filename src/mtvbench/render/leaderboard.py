@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY
-from mtvbench.report.tables import Col, RichTable, TextTable
+from mtvbench.render.tables import Col, RichTable, TextTable
 from mtvbench.scoring.aggregate import Counts, Scores, fmt
 from mtvbench.util.escape import csv_cell, latex, markdown
 

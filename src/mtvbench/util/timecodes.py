@@ -1,6 +1,7 @@
 """Time ranges named in dialogue text (``from 00:01:20 to 00:01:45``, ``00:01:20–00:01:45``).
 
-The review pages turn them into chips that seek the video. A range is two timestamps
+The review pages turn them into chips that seek the video; the construction prompts write them
+with :func:`hms`. A range is two timestamps
 (``h:mm:ss`` or ``mm:ss``, optional fraction) joined by ``to``, ``-``, ``–``, ``—``, ``~`` or
 ``until``; a lone timestamp counts only in the unambiguous ``h:mm:ss`` form (so a clock
 time such as ``08:15`` in the text is not taken for a position in the video).
@@ -33,11 +34,10 @@ def seconds(ts: str) -> float:
     return total
 
 
-def format_ts(s: float) -> str:
-    s = max(0.0, s)
-    h, rem = divmod(int(s), 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h:02d}:{m:02d}:{sec:02d}"
+def hms(seconds: float) -> str:
+    """``HH:MM:SS`` (the form the released questions use for clip ranges)."""
+    s = max(0, int(seconds + 1e-6))
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def segments(text: str) -> list[Segment]:

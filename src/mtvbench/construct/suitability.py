@@ -15,7 +15,8 @@ import re
 from pathlib import Path
 
 from mtvbench.construct.llm import StageModel, failure, gather_all, ranges_frames
-from mtvbench.construct.records import ScoreResult, Unit, UnitScores, hms
+from mtvbench.construct.records import CrossSceneResult, ScoreResult, Unit, UnitScores, VideoRecord
+from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
@@ -23,6 +24,7 @@ from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
 from mtvbench.prompts.generation import SCORE_PROMPT, TASK_DEFINITIONS
 from mtvbench.records import GenerationRequest
 from mtvbench.util.jsonio import extract_json_object
+from mtvbench.util.timecodes import hms
 
 SCORE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Reply with the JSON object only.")
 
@@ -97,13 +99,13 @@ async def score_units(video: str, path: Path, units: list[Unit], model: StageMod
     video_fp = await asyncio.to_thread(fingerprint, path)
     policy = ReaskPolicy(max_attempts, SCORE_REASK)
 
-    async def one(unit: Unit):  # noqa: ANN202 - AskOutcome[dict[Task, int]]
+    async def rate_unit(unit: Unit):  # noqa: ANN202 - AskOutcome[dict[Task, int]]
         item = f"unit/{unit.id}"
         frames = ranges_frames(video_fp, path, unit.ranges, num_frames, settings)
         return await ask(model.caller(video, "score", item, frames),
                          GenerationRequest(id=item, prompt=score_prompt(unit)), scores_check, policy)
 
-    outcomes = await gather_all(one(u) for u in units)
+    outcomes = await gather_all(rate_unit(u) for u in units)
     out = ScoreResult(video=video, min_score=min_score)
     for unit, res in zip(units, outcomes):
         if res.ok:
@@ -114,3 +116,22 @@ async def score_units(video: str, path: Path, units: list[Unit], model: StageMod
             out.failures.append(failure(f"unit/{unit.id}", res))
     out.complete = not any(f.kind == "error" for f in out.failures)
     return out
+
+
+#: a unit with placeholders, rendered into the prompts to digest the templates
+PROBE_UNIT = Unit(id="S0", kind="cross", segments=[0, 1], ranges=[(0.0, 1.0), (2.0, 3.0)], captions=["{a}", "{b}"],
+                  objects=["obj001"], object_lines=["- obj001 (x): {c}"])
+
+
+async def _run(ctx: StageContext, v: VideoRecord) -> ScoreResult:
+    c = ctx.config
+    return await score_units(v.name, Path(v.path), ctx.artifact(v, "crossscene", CrossSceneResult).units,
+                             ctx.model("score"), c.min_score, c.score_frames, c.max_attempts,
+                             ctx.frames(c.score_frames))
+
+
+STAGE = Stage(run=_run, help="9. Task suitability: rate every unit for the six tasks (1-6); keep those rated 5-6.",
+              upstream=("crossscene",), role="score",
+              settings=lambda ctx: {"frames": ctx.frames(ctx.config.score_frames).key(),
+                                    "min_score": ctx.config.min_score},
+              prompts=lambda: text_digest(score_prompt(PROBE_UNIT)))

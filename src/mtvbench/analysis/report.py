@@ -18,9 +18,9 @@ from mtvbench.analysis.metadata import DialogueMeta, SceneCache, resolve_metadat
 from mtvbench.analysis.rundata import RunData, load_run, unique_names
 from mtvbench.data.schema import TASKS, Dialogue
 from mtvbench.errors import InputError
-from mtvbench.report import plots
-from mtvbench.report.html import HtmlReport, Section, esc, html_table, png_img, render_html
-from mtvbench.report.leaderboard import (
+from mtvbench.render import plots
+from mtvbench.render.html import HtmlReport, Section, esc, html_table, png_img, render_html
+from mtvbench.render.leaderboard import (
     CI_KEYS,
     COLUMNS,
     RANK_RULE,

@@ -27,14 +27,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mtvbench.checklists.generator import checklist_outcome, entry_from_items
+from mtvbench.checklist_gen.generator import checklist_outcome, entry_from_items
 from mtvbench.data.schema import TASKS, Task, is_model_turn
 from mtvbench.errors import InputError, OutputError
 from mtvbench.models.backend import ModelBackend
 from mtvbench.util.files import atomic_copy_file, atomic_write_json, ensure_dir
 from mtvbench.util.jsonio import load_json_file
 
-__all__ = ["ChecklistFailure", "FillReport", "atomic_write_json", "fill_checklists", "prepare_out"]
+__all__ = ["ChecklistFailure", "FillReport", "fill_checklists", "prepare_out"]
 
 
 class ChecklistFailure(BaseModel):
