@@ -126,41 +126,52 @@ class RoleSettings(BackendOptions):
 
 
 class RunConfig(BaseModel):
+    """Every setting of one evaluation (``mtvbench run``, ``--config run.yaml``, :func:`mtvbench.evaluate`).
+
+    A field with a ``description`` is also a flag of ``mtvbench run`` (``frames`` -> ``--frames``, the
+    description its help; :mod:`mtvbench.cli.run_flags`), so a new setting is added here and nowhere
+    else. Fields without one are set in the YAML only (or, for ``model_spec``, resolved from a preset)."""
+
     model_config = _STRICT
 
-    data: Path
+    data: Path = Field(description="dataset root in the released layout, or hf:ORG/NAME")
     #: what the user asked for: a preset name (``qwen3-vl-8b-instruct``) or a backend spec
-    model: str
+    model: str = Field(description="model under test: a preset (`mtvbench models`), or openai:NAME, gemini:NAME, "
+                                   "hf:PATH_OR_ID, vllm:PATH_OR_ID, oracle, refuse")
     #: the backend spec actually run (``hf:Qwen/...``); set from the preset, else equal to ``model``
     model_spec: str | None = None
     #: required: the offline lexical judge only when asked for by name (its scores are not the paper's)
-    judge: str
-    out: Path
-    context: ContextMode = "golden"
+    judge: str = Field(description="judge (required): openai:NAME (the paper's: gemini-2.5-flash), "
+                                   "or offline (lexical matcher, pipeline checks only)")
+    out: Path = Field(description="run directory (resumable)")
+    context: ContextMode = Field("golden", description="golden | self | none")
     #: ``paper`` (Figure 15) or ``authors`` (the authors' infer_qwen25vl.py prompt; part of the run's identity)
-    prompt_style: PromptStyle = "paper"
-    frames: int = Field(128, ge=1)
-    max_side: int | None = Field(720, ge=16)
-    frame_size: tuple[int, int] | None = None
-    jpeg_quality: int = Field(90, ge=10, le=100)
-    judge_runs: int = Field(3, ge=1)
-    judge_max_attempts: int = Field(3, ge=1)
-    concurrency: int = Field(16, ge=1)
-    #: videos whose frames are held at once (decoded ahead or with turns running): the memory
-    #: bound of a run; raise it for more calls in flight on videos with few turns, or bigger
-    #: batches of a local engine (hf/vllm) across videos
-    videos_in_flight: int = Field(4, ge=1)
-    #: videos decoded at a time, in threads that hold no call slot (default: 2, or 1 on one CPU)
-    decode_workers: int | None = Field(None, ge=1)
-    judge_concurrency: int | None = Field(None, ge=1)
-    limit: int | None = Field(None, ge=1)
-    cache_dir: Path | None = None
-    seed: int = 0
-    bootstrap: int = Field(1000, ge=0)
+    prompt_style: PromptStyle = Field("paper", description="paper (Figure 15) | authors (the authors' Qwen "
+                                                           "script's prompt, to reproduce their numbers)")
+    frames: int = Field(128, ge=1, description="frames sampled uniformly over the whole video")
+    max_side: int | None = Field(720, ge=16, description="longer side of a frame at most this (px)")
+    frame_size: tuple[int, int] | None = Field(None, description="fixed frame size WxH, e.g. 448x448")
+    jpeg_quality: int = Field(90, ge=10, le=100, description="JPEG quality of the sampled frames (10-100)")
+    judge_runs: int = Field(3, ge=1, description="judge runs per turn, averaged")
+    judge_max_attempts: int = Field(3, ge=1, description="asks per judge run while the reply has no parseable "
+                                                         "verdict")
+    concurrency: int = Field(16, ge=1, description="model calls in flight")
+    #: the memory bound of a run: raise it for more calls in flight on videos with few turns, or
+    #: bigger batches of a local engine (hf/vllm) across videos
+    videos_in_flight: int = Field(4, ge=1, description="videos whose frames are held at once (decoded ahead or "
+                                                       "with turns running)")
+    decode_workers: int | None = Field(None, ge=1, description="videos decoded at a time, in threads that hold no "
+                                                               "call slot (default: 2, or 1 on one CPU)")
+    judge_concurrency: int | None = Field(None, ge=1, description="judge calls in flight (default: --concurrency)")
+    limit: int | None = Field(None, ge=1, description="at most N dialogues per task")
+    cache_dir: Path | None = Field(None, description="frame cache folder")
+    seed: int = Field(0, description="seed of the bootstrap confidence intervals")
+    bootstrap: int = Field(1000, ge=0, description="bootstrap draws for the confidence intervals")
     model_settings: RoleSettings = Field(default_factory=RoleSettings)
     judge_settings: RoleSettings = Field(default_factory=RoleSettings)
     #: the tasks evaluated (task keys); None: all six. Part of the run identity.
-    tasks: list[str] | None = None
+    tasks: list[str] | None = Field(None, description="evaluate only these tasks, e.g. OR,MR (keys or "
+                                                      "abbreviations); the Overall is then partial")
     #: per-million-token prices by role (``model``, ``judge``) or backend spec (``openai:gpt-4o``)
     prices: dict[str, Price] = Field(default_factory=dict)
 

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mtvbench.cli import app, parse_options
+from mtvbench.cli import app
+from mtvbench.cli.run_flags import parse_options
 from mtvbench.config import ConfigError, build_config
 
 

@@ -71,8 +71,10 @@ def test_tiny_model_run_end_to_end(tiny_model: Path, dataset: Path, tmp_path: Pa
     })
     scores, summary = evaluate(cfg)
     assert summary.calls == 12 and summary.call_errors == 0
-    # batching: golden context makes the 6 turns of a video ready at once -> passes of 4 and 2
-    assert sorted(len(s["ids"]) for s in SEEN) == [2, 2, 4, 4]
+    # batching: golden context makes the 6 turns of a video ready at once -> passes of at most 4; the call
+    # gate also gathers ready turns across the videos in flight, so the passes are 4+2+4+2 or 4+4+4
+    sizes = sorted(len(s["ids"]) for s in SEEN)
+    assert sum(sizes) == 12 and max(sizes) == 4 and sizes in ([2, 2, 4, 4], [4, 4, 4])
     for s in SEEN:
         # frames reach the processor: 4 frames per turn, 4 image tokens each, pixel values for all of them
         assert s["image_tokens"] == [4 * TOKENS_PER_IMAGE] * len(s["ids"])

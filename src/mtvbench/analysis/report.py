@@ -11,14 +11,18 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from mtvbench.analysis.breakdowns import Breakdown, all_breakdowns, breakdown_csv_rows, breakdown_markdown
 from mtvbench.analysis.metadata import DialogueMeta, SceneCache, resolve_metadata
 from mtvbench.analysis.rundata import RunData, load_run, unique_names
 from mtvbench.data.schema import TASKS, Dialogue
 from mtvbench.errors import InputError
+from mtvbench.extras import require_scene_detection
 from mtvbench.render import plots
+from mtvbench.render.console import FormatOption, OutputFormat, note, print_leaderboard
 from mtvbench.render.html import HtmlReport, Section, esc, html_table, png_img, render_html
 from mtvbench.render.leaderboard import (
     CI_KEYS,
@@ -319,3 +323,28 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
                      explorer=_explorer(runs, names, meta, thumbnails(videos, thumbs, runs=runs)))
     write("report.html", render_html(rep))
     return res
+
+
+def command(
+    run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("report"),
+    metadata: Annotated[Path | None, typer.Option(help="CSV/JSON with category, scenes, duration per video/event")
+                        ] = None,
+    scene_cache: Annotated[Path | None, typer.Option(help="scene-count cache folder (default: the user cache)")
+                           ] = None,
+    estimate_scenes: Annotated[bool, typer.Option(help="run PySceneDetect now for uncached scene counts")] = False,
+    thumbnails: Annotated[int, typer.Option(help="thumbnail frames per video in the explorer (0: none)")] = 4,
+    bootstrap: Annotated[int | None, typer.Option(help="bootstrap draws for the CIs (default: the run's)")] = None,
+    title: Annotated[str, typer.Option(help="report title")] = "MT-Video-Bench report",
+    output_format: FormatOption = OutputFormat.auto,
+) -> None:
+    """Leaderboard (MD/CSV/LaTeX), breakdowns and a self-contained report.html from stored runs."""
+    if estimate_scenes:
+        require_scene_detection()
+    res = build_report(run_dirs, out, metadata_file=metadata, scene_cache_dir=scene_cache,
+                       estimate_scenes=estimate_scenes, thumbs=thumbnails, title=title, bootstrap=bootstrap)
+    for n in res.notes:
+        note("note", n)
+    print_leaderboard(res.rows, output_format, title=title,
+                      markdown=(out / "leaderboard.md").read_text(encoding="utf-8"))
+    note("wrote", f"{len(res.files)} files to {out} (open {out / 'report.html'})", style="green")

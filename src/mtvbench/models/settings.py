@@ -22,9 +22,9 @@ CALL_SETTINGS = ("timeout_s", "max_retries", "retry_base_s", "retry_cap_s", "max
 class BackendOptions(BaseModel):
     """Settings a backend may read; unknown keys go to ``extra``."""
 
-    base_url: str | None = None
-    #: the environment variable holding this role's key; a key named here goes to ``base_url``
-    api_key_env: str | None = None
+    base_url: str | None = Field(None, description="OpenAI-compatible URL")
+    #: a key named here goes to ``base_url``
+    api_key_env: str | None = Field(None, description="env var holding the key")
     #: deadline of one call in seconds: every attempt, connect to last byte, and every wait between them
     timeout_s: float = Field(300.0, gt=0, allow_inf_nan=False)
     #: attempts after the first one for retryable failures (429, 408/409, 5xx, connection, malformed reply)
@@ -37,9 +37,9 @@ class BackendOptions(BaseModel):
     max_response_bytes: int = Field(8 << 20, gt=0)
     #: this many failed calls in a row to one endpoint stop the run (circuit breaker)
     breaker_threshold: int = Field(8, ge=1)
-    max_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
+    max_tokens: int | None = Field(None, description="max new tokens")
+    temperature: float | None = Field(None, description="sampling temperature (>= 0)")
+    top_p: float | None = Field(None, description="nucleus sampling top-p, in (0, 1]")
     top_k: int | None = None
     system: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)

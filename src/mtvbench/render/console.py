@@ -22,6 +22,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -78,6 +79,14 @@ def note(label: str, message: str, style: str = "yellow") -> None:
 
 def warn(message: str) -> None:
     note("warning", message)
+
+
+def dataset_path(value: str | os.PathLike[str]) -> Path:
+    """A command's dataset argument as a folder: ``hf:ORG/NAME[@REV]`` is fetched (or read from the
+    cache) and laid out once, with progress notes on stderr (:func:`mtvbench.data.hub.resolve_dataset`)."""
+    from mtvbench.data.hub import resolve_dataset
+
+    return resolve_dataset(value, note=lambda m: note("dataset", m, style="cyan"))
 
 
 def print_error(message: str) -> None:

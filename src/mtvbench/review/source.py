@@ -18,8 +18,6 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from mtvbench.data.buildmeta import load_metadata
-from mtvbench.data.official import DataError, load_official
 from mtvbench.data.schema import Dialogue
 from mtvbench.errors import InputError
 from mtvbench.registry import Registry
@@ -106,46 +104,6 @@ class ReviewSource:
         raise NotImplementedError
 
 
-class DatasetSource(ReviewSource):
-    """A dataset in the released layout (``mtqa/``, ``checklist/``, ``videos/``)."""
-
-    kind = "dataset"
-    describe = "a dataset in the released layout (mtqa/, checklist/, videos/)"
-
-    @classmethod
-    def detect(cls, root: Path) -> bool:
-        return (root / "mtqa").is_dir()
-
-    def files(self) -> list[Path]:
-        return sorted((self.root / "mtqa").glob("*.json")) + sorted((self.root / "checklist").glob("*.json")) + [
-            self.root / "metadata.json"]
-
-    def load(self) -> list[ReviewItem]:
-        bench, problems = load_official(self.root)
-        if bench is None:
-            raise DataError(problems)
-        meta = _metadata(self.root)
-        self._videos = dict(bench.videos)
-        return [dataset_item(d, meta.get(d.id)) for d in bench.dialogues]
-
-    def write_export(self, out: Path, items: list[ReviewItem], store: ReviewStore, accepted_only: bool,
-                     video_mode: VideoMode) -> tuple[list[ReviewItem], int]:
-        from mtvbench.review.export import write_dataset
-
-        states = store.states({it.id: it.content_hash for it in items})
-        for it in items:
-            it.annotations, it.adjudication = states[it.id].reviews, states[it.id].adjudication
-        return items, write_dataset(self, items, out, accepted_only, video_mode)
-
-
-def _metadata(root: Path) -> dict:
-    try:
-        m = load_metadata(root)
-    except (ValidationError, ValueError) as e:
-        raise InputError(f"{root / 'metadata.json'}: not a build metadata file ({e})") from None
-    return dict(m.dialogues) if m is not None else {}
-
-
 def dataset_item(d: Dialogue, meta: object | None = None) -> ReviewItem:
     """The review item of a dialogue of a released-layout dataset."""
     rounds: list[dict[str, str | None]] = [{"User": r.user, "Assistant": r.assistant, "Ability": r.ability}
@@ -166,7 +124,7 @@ def _as_source(obj: object) -> type[ReviewSource]:
 #: construction package's (named, not imported: review never imports construct)
 SOURCES: Registry[type[ReviewSource]] = Registry("review source", coerce=_as_source)
 SOURCES.add("workspace", "mtvbench.construct.review_source:WorkspaceSource")
-SOURCES.add("dataset", DatasetSource)
+SOURCES.add("dataset", "mtvbench.review.dataset_source:DatasetSource")
 
 
 def open_source(path: Path | str) -> ReviewSource:

@@ -31,7 +31,7 @@ from mtvbench.run.identity import RunKeys
 from mtvbench.run.lock import RunLock
 from mtvbench.run.rescore import score_dir
 from mtvbench.run.rundir import RunSnapshot, write_config, write_snapshot
-from mtvbench.run.runner import Progress, Runner, RunSummary
+from mtvbench.run.runner import Runner, RunProgress, RunSummary
 from mtvbench.run.store import RunStore
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.util.files import ensure_dir
@@ -72,7 +72,7 @@ def _video_key(path: Path) -> str:
 
 
 async def _execute(cfg: RunConfig, model: ModelBackend, judge: Judge, runner_args: dict,
-                   progress: Progress | None) -> RunSummary:
+                   progress: RunProgress | None) -> RunSummary:
     try:
         runner = Runner(cfg, model=model, judge=judge, progress=progress, **runner_args)
         return await runner.execute()
@@ -87,10 +87,10 @@ async def _close(model: ModelBackend | None, judge: Judge | None) -> None:
             await b.aclose()
 
 
-def evaluate(cfg: RunConfig, progress: Progress | None = None, wait: bool = False) -> tuple[Scores, RunSummary]:
+def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = False) -> tuple[Scores, RunSummary]:
     """Run (or resume) one evaluation into ``cfg.out``; ``wait`` waits for another process that
     holds the run directory instead of refusing (:class:`~mtvbench.errors.BusyError`)."""
-    progress = progress or Progress()
+    progress = progress or RunProgress()
     require_backend(cfg.backend_spec, "model")  # a missing extra fails before the run directory exists
     require_backend(cfg.judge, "judge")
     run_dir = Path(cfg.out)
@@ -143,7 +143,7 @@ def evaluate(cfg: RunConfig, progress: Progress | None = None, wait: bool = Fals
     return scored.scores, summary
 
 
-def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, keys: RunKeys, progress: Progress,
+def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, keys: RunKeys, progress: RunProgress,
              created: bool) -> RunStore:
     """Open and check the store, then write config.yaml and benchmark.json (under the lock).
     A run directory this call created is removed again when any of it fails."""

@@ -67,7 +67,7 @@ class RunSummary:
     empty: int = 0
 
 
-class Progress:
+class RunProgress:
     """What the runner reports; the CLI plugs a rich progress display in here."""
 
     def start(self, name: str, total: int) -> None: ...
@@ -90,7 +90,7 @@ def invalidation_lines(summary: RunSummary) -> list[str]:
 
 class Runner:
     def __init__(self, cfg: RunConfig, bench: Benchmark, store: RunStore, model: ModelBackend, judge: Judge,
-                 cache: FrameCache, keys: RunKeys, progress: Progress | None = None,
+                 cache: FrameCache, keys: RunKeys, progress: RunProgress | None = None,
                  executor: Executor | None = None):
         self.cfg = cfg
         self.keys = keys
@@ -99,7 +99,7 @@ class Runner:
         self.model = model
         self.judge = judge
         self.cache = cache
-        self.progress = progress or Progress()
+        self.progress = progress or RunProgress()
         self.summary = RunSummary()
         self.executor = executor or LocalExecutor(cfg.decode_workers)
         self.judge_sem = asyncio.Semaphore(cfg.judge_concurrency or cfg.concurrency)
