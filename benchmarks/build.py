@@ -3,9 +3,9 @@
     python benchmarks/build.py                        # 2 videos x 60 s, 320x240, 25 fps, loopback server
     python benchmarks/build.py --seconds 120 --backend offline --width 640 --height 360
 
-Videos are synthetic (tests/construct/synth.py: a hard cut every ``--scene-s`` seconds, a
+Videos are synthetic (tests/support/scene_videos.py: a hard cut every ``--scene-s`` seconds, a
 coloured object per scene, the same object colour recurring every other scene). LLM stages
-answer with the scripted replies of the tests (tests/construct/scripts.py), either through the
+answer with the scripted replies of the tests (tests/support/build_replies.py), either through the
 real OpenAI-compatible loopback HTTP server (``loopback``: includes JPEG/base64/HTTP cost)
 or in process (``offline``: pipeline overhead only). Detection uses the tests' colour-blob
 detector (YOLO time is model- and hardware-specific and not measured here). Model latency
@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from tests.construct import synth  # noqa: E402
-from tests.construct.conftest import ColourBlobDetector  # noqa: E402
-from tests.construct.scripts import Scripted  # noqa: E402
+from tests.support import scene_videos as synth  # noqa: E402
+from tests.support.build_replies import Scripted  # noqa: E402
+from tests.support.detector import ColourBlobDetector  # noqa: E402
 
 from mtvbench.construct.config import BuildConfig  # noqa: E402
 from mtvbench.construct.export import ExportReport  # noqa: E402
@@ -103,7 +103,7 @@ def main() -> None:
 
         server = None
         if args.backend == "loopback":
-            from tests.servers.openai_server import LoopbackServer, ServerState
+            from tests.support.openai_server import LoopbackServer, ServerState
 
             server = LoopbackServer(ServerState(model_reply=Scripted())).__enter__()
             backend = create_backend("openai:bench", BackendOptions(base_url=server.url, api_key_env="MTV_BENCH_NONE"))

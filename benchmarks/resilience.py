@@ -71,7 +71,7 @@ def child(kind: str, url: str, calls: int) -> None:
 
 
 def huge_replies(mb: int, calls: int) -> None:
-    from tests.servers.openai_server import Faults, LoopbackServer, ServerState, always
+    from tests.support.openai_server import Faults, LoopbackServer, ServerState, always
 
     state = ServerState(faults=Faults(plan=always("huge"), huge_bytes=mb << 20))
     rows = {}

@@ -460,7 +460,19 @@ def validate_settings(model: type[M], data: Mapping[str, Any], source: str, *,
 
 def build_config(values: dict[str, Any], source: str = "settings", flags: Mapping[str, str] | None = None
                  ) -> RunConfig:
-    """A :class:`RunConfig` from flags/YAML values (the preset resolved); see :func:`validate_settings`."""
+    """The run settings from plain values (a YAML mapping, flags), checked strictly.
+
+    Args:
+        values: the settings (``data``, ``model``, ``judge``, ``out``, ...); a preset name as
+            ``model`` supplies its backend, generation and frame settings, given values win.
+        source: names the values in messages (a file name, ``command line``).
+        flags: dotted setting -> the flag that gave it, so a bad value is named by its flag.
+
+    Returns:
+        The settings.
+
+    Raises:
+        ConfigError: every problem at once, one line each (see :func:`validate_settings`)."""
     values = dict(values)
     found = values.pop("schema_version", RUN_SCHEMA_VERSION)
     for key in RECORD_KEYS:

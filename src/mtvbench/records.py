@@ -77,6 +77,8 @@ class GenerationConfig(BaseModel):
 
 
 class Usage(BaseModel):
+    """Tokens of one call or of several calls summed (``+``)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0

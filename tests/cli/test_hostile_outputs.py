@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 
 from mtvbench.cli import app
 from mtvbench.util.escape import terminal
-from tests.cli.hostile import MARKUP, MATH, RAW_CONTROLS, SCRIPT, PageReader, latex_unescaped, markdown_rows
-from tests.conftest import make_dataset
-from tests.report.runs import make_store_run
-from tests.servers.openai_server import LoopbackServer, ServerState
+from tests.support.datasets import make_dataset
+from tests.support.hostile import MARKUP, MATH, RAW_CONTROLS, SCRIPT, PageReader, latex_unescaped, markdown_rows
+from tests.support.openai_server import LoopbackServer, ServerState
+from tests.support.runs import make_store_run
 
 runner = CliRunner()
 

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 from mtvbench.cli.common import new_app
 from mtvbench.errors import InputError, MissingExtraError
 from mtvbench.render.console import note
-from tests.cli.hostile import ANSI, MARKUP, RAW_CONTROLS
+from tests.support.hostile import ANSI, MARKUP, RAW_CONTROLS
 
 app = new_app("test")
 

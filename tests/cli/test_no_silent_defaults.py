@@ -15,7 +15,7 @@ import yaml
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from tests.conftest import make_dataset, write_video
+from tests.support.datasets import make_dataset, write_video
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from mtvbench.construct.suitability import parse_scores, score_units
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.models.registry import create_backend
 from mtvbench.models.settings import BackendOptions
-from tests.construct.scripts import Scripted, good_dialogue
-from tests.servers.openai_server import LoopbackServer, ServerState
+from tests.support.build_replies import Scripted, good_dialogue
+from tests.support.openai_server import LoopbackServer, ServerState
 
 
 def _model(url: str) -> StageModel:

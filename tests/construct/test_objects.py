@@ -13,9 +13,9 @@ from mtvbench.construct.objects import BankSettings, MemoryBank, Observation, bu
 from mtvbench.construct.records import MergeResult, Segment
 from mtvbench.models.registry import create_backend
 from mtvbench.models.settings import BackendOptions
-from tests.construct.conftest import ColourBlobDetector
-from tests.construct.scripts import Scripted
-from tests.servers.openai_server import LoopbackServer, ServerState
+from tests.support.build_replies import Scripted
+from tests.support.detector import ColourBlobDetector
+from tests.support.openai_server import LoopbackServer, ServerState
 
 
 def _hist(hot: int, n: int = 960) -> list[float]:

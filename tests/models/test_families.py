@@ -17,7 +17,7 @@ from mtvbench.models.registry import create_backend
 from mtvbench.models.settings import BackendOptions
 from mtvbench.models.vllm_engine import chat_messages, engine_kwargs, sampling_kwargs, video_input
 from mtvbench.records import GenerationRequest
-from tests.conftest import write_video
+from tests.support.datasets import write_video
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""gemini: backend against a real HTTP server speaking the Gemini REST protocol (tests/servers/gemini_server.py)."""
+"""gemini: backend against a real HTTP server speaking the Gemini REST protocol (tests/support/gemini_server.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from mtvbench.models.settings import BackendOptions  # noqa: E402
 from mtvbench.records import GenerationRequest  # noqa: E402
 from mtvbench.run.evaluate import evaluate  # noqa: E402
 from mtvbench.run.store import RunStore  # noqa: E402
-from tests.conftest import write_video  # noqa: E402
-from tests.servers.gemini_server import GeminiServer, GeminiState  # noqa: E402
+from tests.support.datasets import write_video  # noqa: E402
+from tests.support.gemini_server import GeminiServer, GeminiState  # noqa: E402
 
 KEY_ENV = "MTVBENCH_TEST_GEMINI_KEY"
 

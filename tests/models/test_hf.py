@@ -26,8 +26,8 @@ from mtvbench.models.settings import BackendOptions  # noqa: E402
 from mtvbench.records import GenerationRequest  # noqa: E402
 from mtvbench.run.evaluate import evaluate  # noqa: E402
 from mtvbench.run.store import RunStore  # noqa: E402
-from tests.conftest import write_video  # noqa: E402
-from tests.models.tiny_hf import IMAGE_TOKEN, TOKENS_PER_IMAGE, build_tiny_llava  # noqa: E402
+from tests.support.datasets import write_video  # noqa: E402
+from tests.support.tiny_hf import IMAGE_TOKEN, TOKENS_PER_IMAGE, build_tiny_llava  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

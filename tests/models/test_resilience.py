@@ -30,7 +30,7 @@ from mtvbench.models.resilience import (
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult
 from mtvbench.util.secrets import redact_secrets as redact
-from tests.servers.openai_server import Faults, LoopbackServer, ServerState, always
+from tests.support.openai_server import Faults, LoopbackServer, ServerState, always
 
 KEY_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
             "GOOGLE_GENAI_USE_VERTEXAI")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from mtvbench.run.store import RunStore
-from tests.run.helpers import cli_run, scores_of, settings
-from tests.servers.openai_server import LoopbackServer
+from tests.support.openai_server import LoopbackServer
+from tests.support.run_helpers import cli_run, scores_of, settings
 
 # the test server reports 10 + 5 per image prompt tokens and 7 completion tokens per call;
 # model calls carry 4 frames, judge calls none

@@ -1,5 +1,9 @@
 """``mtvbench report``: leaderboard (MD/CSV/LaTeX), breakdowns (tables + plots) and one
-self-contained ``report.html`` from stored runs. No model is asked anything."""
+self-contained ``report.html`` from stored runs. No model is asked anything.
+
+The report is an analysis like the others (:mod:`mtvbench.analysis.registry`): it reads run
+directories (:mod:`.rundata`), breaks the scores down (:mod:`.breakdowns`, :mod:`.metadata`) and
+renders them with :mod:`mtvbench.render` (Table 2 layout, plots, the HTML page)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from mtvbench.analysis.rundata import RunData, load_run, unique_names
 from mtvbench.data.schema import TASKS, Dialogue
 from mtvbench.errors import InputError
 from mtvbench.extras import require_scene_detection
+from mtvbench.media.cache import FrameCache
 from mtvbench.render import plots
 from mtvbench.render.console import FormatOption, OutputFormat, note, print_leaderboard
 from mtvbench.render.html import HtmlReport, Section, esc, html_table, png_img, render_html
@@ -40,6 +45,7 @@ from mtvbench.render.leaderboard import (
 from mtvbench.scoring.aggregate import Scores, fmt
 from mtvbench.util.escape import csv_cell, markdown
 from mtvbench.util.files import atomic_write_bytes, atomic_write_text, ensure_dir
+from mtvbench.util.paths import cache_dir as user_cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +61,14 @@ class ReportResult:
     #: (display name, scores) of every run, in the order given
     rows: list[tuple[str, Scores]] = field(default_factory=list)
 
+    def write(self, name: str, data: str | bytes) -> None:
+        """Write ``out/name`` (atomically) and list it."""
+        if isinstance(data, bytes):
+            atomic_write_bytes(self.out / name, data)
+        else:
+            atomic_write_text(self.out / name, data)
+        self.files.append(self.out / name)
+
 
 def _shrink(jpeg: bytes, max_side: int) -> bytes:
     from PIL import Image
@@ -68,15 +82,10 @@ def _shrink(jpeg: bytes, max_side: int) -> bytes:
 
 def _from_frame_cache(runs: Sequence[RunData], name: str, path: Path, n: int) -> list[bytes] | None:
     """Frames a run already sampled for this video, if its frame cache holds them."""
-    try:
-        from mtvbench.media.cache import FrameCache
-        from mtvbench.run.evaluate import default_cache_dir
-    except ImportError:
-        return None
     for r in runs:
         if name not in r.videos:
             continue
-        cache = FrameCache(r.config.cache_dir if r.config.cache_dir is not None else default_cache_dir())
+        cache = FrameCache(r.config.cache_dir if r.config.cache_dir is not None else user_cache_dir("frames"))
         settings = r.config.frame_settings()
         entry = cache.entry_dir(cache.key(path, settings))
         if entry is None or not entry.exists():
@@ -240,35 +249,8 @@ def _explorer(runs: Sequence[RunData], names: Sequence[str], meta: dict[str, Dia
             "tasks": [{"value": t.value, "abbr": t.abbr, "label": t.label} for t in TASKS]}
 
 
-def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | None = None,
-                 scene_cache_dir: Path | None = None, estimate_scenes: bool = False, thumbs: int = 4,
-                 title: str = "MT-Video-Bench report", bootstrap: int | None = None) -> ReportResult:
-    if not run_dirs:
-        raise InputError("give at least one run directory")
-    out = ensure_dir(Path(out))
-    res = ReportResult(out=out)
-    runs = [load_run(Path(d), bootstrap=bootstrap) for d in run_dirs]
-    names = unique_names(runs)
-    rows = [(n, r.scores) for n, r in zip(names, runs)]
-    res.rows = rows
-    if any(r.config.judge == "offline" for r in runs):
-        res.notes.append(OFFLINE_NOTE)
-    incomplete = incomplete_notes(rows)
-    res.notes += incomplete
-
-    def write(name: str, data: str | bytes) -> None:
-        if isinstance(data, bytes):
-            atomic_write_bytes(out / name, data)
-        else:
-            atomic_write_text(out / name, data)
-        res.files.append(out / name)
-
-    write("leaderboard.md", leaderboard_markdown_marked(rows)  # (it lists the incomplete runs itself)
-          + "".join(f"\n> {markdown(n)}\n" for n in res.notes if n not in incomplete))
-    write("leaderboard.csv", leaderboard_csv(rows))
-    write("leaderboard.tex", leaderboard_latex(rows))
-
-    # metadata over the union of dialogues and videos
+def _union(runs: Sequence[RunData]) -> tuple[dict[str, Dialogue], dict[str, Path]]:
+    """Every dialogue and video of the runs (the first run's copy of each)."""
     dialogues: dict[str, Dialogue] = {}
     videos: dict[str, Path] = {}
     for r in runs:
@@ -276,52 +258,85 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
             dialogues.setdefault(d.id, d)
         for k, v in r.videos.items():
             videos.setdefault(k, v)
+    return dialogues, videos
+
+
+def _report_metadata(res: ReportResult, runs: Sequence[RunData], metadata_file: Path | None,
+                     scene_cache_dir: Path | None, estimate_scenes: bool) -> dict[str, DialogueMeta]:
+    """Category, scene count and duration of every dialogue; ``metadata.json`` and the notes."""
+    dialogues, videos = _union(runs)
     if metadata_file is None:  # a dataset made by `mtvbench build export` carries its metadata
         found = [Path(r.config.data) / "metadata.json" for r in runs]
         metadata_file = next((f for f in found if f.exists()), None)
-    cache = SceneCache(scene_cache_dir)
-    meta = resolve_metadata(list(dialogues.values()), videos, metadata_file=metadata_file, scene_cache=cache,
-                            estimate_scenes=estimate_scenes)
-    write("metadata.json", json.dumps({k: m.model_dump() for k, m in meta.items()}, indent=1))
+    meta = resolve_metadata(list(dialogues.values()), videos, metadata_file=metadata_file,
+                            scene_cache=SceneCache(scene_cache_dir), estimate_scenes=estimate_scenes)
+    res.write("metadata.json", json.dumps({k: m.model_dump() for k, m in meta.items()}, indent=1))
     if not any(m.scenes is not None for m in meta.values()):
         res.notes.append("No scene counts: give --metadata, run `mtvbench scenes` first, or pass --estimate-scenes.")
     if not any(m.category for m in meta.values()):
         res.notes.append("No video categories: give them in a --metadata file.")
+    return meta
 
-    # breakdowns
-    per_run = [all_breakdowns(r.dialogues, r.dscores, meta, run=n) for r, n in zip(runs, names)]
-    kinds = [b.name for b in per_run[0]]
-    md_parts, csv_rows, sections = [], [], []
+
+def _leaderboard_section(res: ReportResult) -> Section:
+    rows = res.rows
     plot_names = {n: n if s.complete else f"{n} (INCOMPLETE)" for n, s in rows}
-    lb_png = plots.grouped_bars([c for c in COLUMNS[:7]], {plot_names[n]: row_values(s)[:7] for n, s in rows},
-                                title="Leaderboard (95% CI)",
-                                errors={plot_names[n]: [s.ci95.get(k) for k in CI_KEYS[:7]] for n, s in rows})
-    write("plots/leaderboard.png", lb_png)
-    sections.append(Section("leaderboard", "Leaderboard (Table 2 layout)", _leaderboard_html(rows) +
-                            png_img(lb_png, "leaderboard")))
-    for i, kind in enumerate(kinds):
+    png = plots.grouped_bars([c for c in COLUMNS[:7]], {plot_names[n]: row_values(s)[:7] for n, s in rows},
+                             title="Leaderboard (95% CI)",
+                             errors={plot_names[n]: [s.ci95.get(k) for k in CI_KEYS[:7]] for n, s in rows})
+    res.write("plots/leaderboard.png", png)
+    return Section("leaderboard", "Leaderboard (Table 2 layout)", _leaderboard_html(rows) + png_img(png, "leaderboard"))
+
+
+def _breakdown_sections(res: ReportResult, runs: Sequence[RunData], names: Sequence[str],
+                        meta: dict[str, DialogueMeta]) -> list[Section]:
+    """``breakdowns.md``/``.csv``, their plots, and one report section per breakdown."""
+    per_run = [all_breakdowns(r.dialogues, r.dscores, meta, run=n) for r, n in zip(runs, names)]
+    md_parts, csv_rows, sections = [], [], []
+    for i, kind in enumerate(b.name for b in per_run[0]):
         items = [pr[i] for pr in per_run]
         md_parts.append(breakdown_markdown(items))
         csv_rows += breakdown_csv_rows(items)
         pngs = _breakdown_plots(kind, items) if any(r.n for r in items[0].rows) else []
         for j, (_, png) in enumerate(pngs):
-            write(f"plots/{kind}{'' if j == 0 else f'_{j}'}.png", png)
+            res.write(f"plots/{kind}{'' if j == 0 else f'_{j}'}.png", png)
         sections.append(Section(f"by-{kind}", items[0].title, _breakdown_html(items, pngs)))
-    write("breakdowns.md", "\n".join(md_parts))
+    res.write("breakdowns.md", "\n".join(md_parts))
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=["breakdown", "run", "bin", "task", "n", "score"], lineterminator="\n")
     w.writeheader()
     w.writerows({k: csv_cell(v) for k, v in r.items()} for r in csv_rows)
-    write("breakdowns.csv", buf.getvalue())
+    res.write("breakdowns.csv", buf.getvalue())
+    return sections
 
-    # html
+
+def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | None = None,
+                 scene_cache_dir: Path | None = None, estimate_scenes: bool = False, thumbs: int = 4,
+                 title: str = "MT-Video-Bench report", bootstrap: int | None = None) -> ReportResult:
+    """Write the report of ``run_dirs`` to ``out`` (see the module docstring); no model is asked."""
+    if not run_dirs:
+        raise InputError("give at least one run directory")
+    res = ReportResult(out=ensure_dir(Path(out)))
+    runs = [load_run(Path(d), bootstrap=bootstrap) for d in run_dirs]
+    names = unique_names(runs)
+    res.rows = [(n, r.scores) for n, r in zip(names, runs)]
+    if any(r.config.judge == "offline" for r in runs):
+        res.notes.append(OFFLINE_NOTE)
+    incomplete = incomplete_notes(res.rows)
+    res.notes += incomplete
+    res.write("leaderboard.md", leaderboard_markdown_marked(res.rows)  # (it lists the incomplete runs itself)
+              + "".join(f"\n> {markdown(n)}\n" for n in res.notes if n not in incomplete))
+    res.write("leaderboard.csv", leaderboard_csv(res.rows))
+    res.write("leaderboard.tex", leaderboard_latex(res.rows))
+    meta = _report_metadata(res, runs, metadata_file, scene_cache_dir, estimate_scenes)
+    sections = [_leaderboard_section(res), *_breakdown_sections(res, runs, names, meta)]
     runs_info = html_table(["Run", "Folder", "Model", "Judge", "Context", "Frames"],
                            [[n, str(r.run_dir), r.config.model, f"{r.config.judge} x{r.config.judge_runs}",
                              r.config.context, r.config.frame_settings().key()] for n, r in zip(names, runs)])
     sections.insert(0, Section("runs", "Runs", runs_info))
     rep = HtmlReport(title=title, sections=sections, notes=res.notes,
-                     explorer=_explorer(runs, names, meta, thumbnails(videos, thumbs, runs=runs)))
-    write("report.html", render_html(rep))
+                     explorer=_explorer(runs, names, meta, thumbnails(_union(runs)[1], thumbs, runs=runs)))
+    res.write("report.html", render_html(rep))
     return res
 
 

@@ -52,6 +52,7 @@ async def _run(ctx: StageContext, v: VideoRecord) -> Captions:
                                c.caption_frames, ctx.frames(c.caption_frames), c.max_attempts)
 
 
-STAGE = Stage(run=_run, help="2. Caption each clip with an MLLM (frames from the clip only).", upstream=("split",),
+STAGE = Stage(run=_run, artifact=Captions,
+              help="2. Caption each clip with an MLLM (frames from the clip only).", upstream=("split",),
               role="caption", settings=lambda ctx: {"frames": ctx.frames(ctx.config.caption_frames).key()},
               prompts=lambda: text_digest(CLIP_CAPTION_PROMPT))

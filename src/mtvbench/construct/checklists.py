@@ -49,7 +49,8 @@ async def _run(ctx: StageContext, v: VideoRecord) -> ChecklistResult:
                                  c.checklist_items, c.max_attempts, c.checklist_exact_split)
 
 
-STAGE = Stage(run=_run, help="11. Generate checklists (Figure 16) for the evaluated rounds.", upstream=("generate",),
+STAGE = Stage(run=_run, artifact=ChecklistResult,
+              help="11. Generate checklists (Figure 16) for the evaluated rounds.", upstream=("generate",),
               role="checklist",
               settings=lambda ctx: {"items": ctx.config.checklist_items,
                                     "exact_split": ctx.config.checklist_exact_split},

@@ -93,7 +93,8 @@ async def _run(ctx: StageContext, v: VideoRecord) -> CrossSceneResult:
     return retrieve_units(v.name, ctx.artifact(v, "merge", MergeResult), objects, c.crossscene, ctx.textsim())
 
 
-STAGE = Stage(run=_run, help="8. Group segments sharing objects or themes into cross-scene units.",
+STAGE = Stage(run=_run, artifact=CrossSceneResult,
+              help="8. Group segments sharing objects or themes into cross-scene units.",
               upstream=("merge", "objects"),
               settings=lambda ctx: {"crossscene": ctx.config.crossscene.model_dump(mode="json"),
                                     "textsim": ctx.config.text_embedder or "lexical", "objects": ctx.config.objects},

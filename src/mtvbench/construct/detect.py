@@ -146,7 +146,8 @@ def _yolo(config: BuildConfig) -> bool:
     return config.detector in (None, "", "yolo")
 
 
-STAGE = Stage(run=_run, help="5. Detect objects on key frames (YOLO11 via ultralytics) and save crops.",
+STAGE = Stage(run=_run, artifact=Detections,
+              help="5. Detect objects on key frames (YOLO11 via ultralytics) and save crops.",
               upstream=("keyframes",), object_stage=True, settings=lambda ctx: {"detector": ctx.detector_name()},
               needs=("detect", (("ultralytics", "ultralytics"),)), needs_when=_yolo,
               prepare=lambda ctx: ctx.detector())

@@ -313,7 +313,8 @@ async def _run(ctx: StageContext, v: VideoRecord) -> GenerateResult:
                                     c.generate_frames, c.max_attempts, ctx.frames(c.generate_frames))
 
 
-STAGE = Stage(run=_run, help="10. Generate 5-8 round dialogues (Figures 8-14), checked and re-asked.",
+STAGE = Stage(run=_run, artifact=GenerateResult,
+              help="10. Generate 5-8 round dialogues (Figures 8-14), checked and re-asked.",
               upstream=("split", "crossscene", "score"), role="generate",
               settings=lambda ctx: {"frames": ctx.frames(ctx.config.generate_frames).key()},
               prompts=lambda: text_digest(REASK_SUFFIX, *(generation_prompt(t, PROBE_UNIT, w)

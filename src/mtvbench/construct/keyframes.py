@@ -133,7 +133,8 @@ async def _run(ctx: StageContext, v: VideoRecord) -> KeyFrames:
                                    ctx.config.keyframes)
 
 
-STAGE = Stage(run=_run, help="4. Key frames at 2 FPS: sharp, not a near-repeat (histogram similarity <= 0.9).",
+STAGE = Stage(run=_run, artifact=KeyFrames,
+              help="4. Key frames at 2 FPS: sharp, not a near-repeat (histogram similarity <= 0.9).",
               from_video=True, object_stage=True,
               settings=lambda ctx: {"keyframes": ctx.config.keyframes.model_dump(mode="json")},
               needs=("build", (("cv2", "opencv-python-headless"),)))

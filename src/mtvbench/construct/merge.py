@@ -125,7 +125,8 @@ def _settings(ctx: StageContext) -> dict[str, Any]:
             "textsim": (c.text_embedder or "lexical") if c.merge_prefilter_below is not None else None}
 
 
-STAGE = Stage(run=_run, help="3. Merge adjacent clips of the same scene (LLM judgement, two passes).",
+STAGE = Stage(run=_run, artifact=MergeResult,
+              help="3. Merge adjacent clips of the same scene (LLM judgement, two passes).",
               upstream=("split", "caption"), role="merge", settings=_settings,
               prompts=lambda: text_digest(MERGE_PROMPT),
               prepare=lambda ctx: ctx.textsim() if ctx.config.text_embedder else None)

@@ -248,7 +248,8 @@ async def _run(ctx: StageContext, v: VideoRecord) -> ObjectsResult:
                                c.max_attempts)
 
 
-STAGE = Stage(run=_run, help="6-7. Caption object crops and build the object memory bank (persistent IDs).",
+STAGE = Stage(run=_run, artifact=ObjectsResult,
+              help="6-7. Caption object crops and build the object memory bank (persistent IDs).",
               upstream=("detect", "merge"), role="caption", object_stage=True,
               settings=lambda ctx: {"bank": ctx.config.bank.model_dump(mode="json"),
                                     "textsim": ctx.config.text_embedder or "lexical"},

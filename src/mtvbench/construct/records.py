@@ -298,10 +298,3 @@ class ChecklistResult(Artifact):
     #: "<unit>/<task>" -> {round index -> items}
     checklists: dict[str, dict[int, list[ChecklistItem]]] = Field(default_factory=dict)
     failures: list[Failure] = Field(default_factory=list)
-
-
-ARTIFACTS: dict[str, type[Artifact]] = {
-    "split": SplitResult, "caption": Captions, "merge": MergeResult, "keyframes": KeyFrames, "detect": Detections,
-    "objects": ObjectsResult, "crossscene": CrossSceneResult, "score": ScoreResult, "generate": GenerateResult,
-    "checklists": ChecklistResult,
-}

@@ -77,6 +77,7 @@ async def _run(ctx: StageContext, v: VideoRecord) -> SplitResult:
     return await asyncio.to_thread(split_video, v.name, Path(v.path), ctx.config.split)
 
 
-STAGE = Stage(run=_run, help="1. Split videos into shot clips (PySceneDetect).", from_video=True,
+STAGE = Stage(run=_run, artifact=SplitResult,
+              help="1. Split videos into shot clips (PySceneDetect).", from_video=True,
               settings=lambda ctx: {"split": ctx.config.split.model_dump(mode="json")},
               needs=("build", (("scenedetect", "scenedetect"), ("cv2", "opencv-python-headless"))))

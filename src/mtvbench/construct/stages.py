@@ -1,8 +1,8 @@
 """The construction stages as a registry: :data:`STAGES` maps a stage name to its :class:`Stage`.
 
 A stage is one module (``split``, ``caption``, ... ``checklists``) ending with its ``STAGE``
-entry: how it runs for one video (:attr:`Stage.run`, given the :class:`StageContext` the
-builder provides and the video), which artifacts it is made from (:attr:`Stage.upstream`), the
+entry: how it runs for one video (:attr:`Stage.run`, making a :attr:`Stage.artifact`, given the
+:class:`StageContext` the builder provides and the video), which artifacts it is made from (:attr:`Stage.upstream`), the
 model role it asks (:attr:`Stage.role`), the settings that decide its result
 (:attr:`Stage.settings`, recorded in its artifact), the prompt templates it renders
 (:attr:`Stage.prompts`) and the optional dependencies it needs (:attr:`Stage.needs`).
@@ -83,6 +83,8 @@ class Stage:
 
     #: make the stage's artifact for one video (its upstream artifacts are current)
     run: Callable[[StageContext, VideoRecord], Awaitable[Artifact]]
+    #: the artifact's type (read back from ``WS/videos/<video>/<stage>.json``)
+    artifact: type[Artifact]
     #: one line for ``mtvbench build NAME --help``
     help: str
     #: the stages whose artifacts it reads (object stages are left out with ``--no-objects``)

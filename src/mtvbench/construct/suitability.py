@@ -130,7 +130,8 @@ async def _run(ctx: StageContext, v: VideoRecord) -> ScoreResult:
                              ctx.frames(c.score_frames))
 
 
-STAGE = Stage(run=_run, help="9. Task suitability: rate every unit for the six tasks (1-6); keep those rated 5-6.",
+STAGE = Stage(run=_run, artifact=ScoreResult,
+              help="9. Task suitability: rate every unit for the six tasks (1-6); keep those rated 5-6.",
               upstream=("crossscene",), role="score",
               settings=lambda ctx: {"frames": ctx.frames(ctx.config.score_frames).key(),
                                     "min_score": ctx.config.min_score},

@@ -88,8 +88,23 @@ async def _close(model: ModelBackend | None, judge: Judge | None) -> None:
 
 
 def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = False) -> tuple[Scores, RunSummary]:
-    """Run (or resume) one evaluation into ``cfg.out``; ``wait`` waits for another process that
-    holds the run directory instead of refusing (:class:`~mtvbench.errors.BusyError`)."""
+    """Run (or resume) one evaluation into ``cfg.out``.
+
+    Only what is missing or no longer valid is asked; everything is committed as it arrives, and
+    the score files are written at the end (also when the circuit breaker stopped the run).
+
+    Args:
+        cfg: the settings (:func:`mtvbench.config.build_config` resolves presets and checks them).
+        progress: receives progress counts and notes (default: none shown).
+        wait: wait for another process that holds the run directory instead of refusing
+            (:class:`~mtvbench.errors.BusyError`).
+
+    Returns:
+        The scores (``scores.json``) and the summary of this session's calls.
+
+    Raises:
+        MtvbenchError: bad data, settings, run directory, a missing key or extra; an endpoint whose
+            circuit breaker opened (after the scores so far were written)."""
     progress = progress or RunProgress()
     require_backend(cfg.backend_spec, "model")  # a missing extra fails before the run directory exists
     require_backend(cfg.judge, "judge")

@@ -52,10 +52,20 @@ class ScoredRun:
 
 
 def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
-    """Read a run directory and recompute its scores; ``bootstrap`` overrides the CI draws.
+    """Read a run directory and recompute its scores (no API calls).
 
     The store is read in one transaction (a consistent snapshot even while a run writes), and
-    only results whose fingerprint matches ``benchmark.json`` are scored."""
+    only results whose fingerprint matches ``benchmark.json`` are scored.
+
+    Args:
+        run_dir: a run directory written by :func:`mtvbench.evaluate`.
+        bootstrap: bootstrap draws for the confidence intervals (default: the run's).
+
+    Returns:
+        The settings, dialogues, current responses and verdicts, and the scores.
+
+    Raises:
+        RunDirError: not a run directory, another format, or a corrupt file."""
     run_dir = run_dir_path(run_dir)
     cfg = read_config(run_dir)
     snap = read_snapshot(run_dir)

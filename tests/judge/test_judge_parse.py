@@ -63,7 +63,7 @@ ITEMS = [ChecklistItem(key="Q1", question="Does the model state that the square 
 def test_judge_reasks_an_unparseable_reply_then_scores_it() -> None:
     import asyncio
 
-    from tests.servers.openai_server import Faults, LoopbackServer, ServerState
+    from tests.support.openai_server import Faults, LoopbackServer, ServerState
 
     with LoopbackServer(ServerState(faults=Faults(malformed_judge_every=1))) as srv:
         v = asyncio.run(_judge(srv.url).judge("the square is red", ITEMS, run=2))
@@ -76,7 +76,7 @@ def test_judge_reasks_an_unparseable_reply_then_scores_it() -> None:
 def test_judge_unparsed_after_the_bound_and_error_on_api_failure() -> None:
     import asyncio
 
-    from tests.servers.openai_server import Faults, LoopbackServer, ServerState
+    from tests.support.openai_server import Faults, LoopbackServer, ServerState
 
     with LoopbackServer(ServerState(faults=Faults(always_malformed_judge=True))) as srv:
         v = asyncio.run(_judge(srv.url, max_attempts=2).judge("the square is red", ITEMS, run=1))
@@ -95,7 +95,7 @@ def test_ask_reprompts_with_the_problems_and_keeps_every_reply() -> None:
     from mtvbench.models.registry import create_backend
     from mtvbench.models.settings import BackendOptions
     from mtvbench.records import GenerationRequest
-    from tests.servers.openai_server import LoopbackServer, ServerState
+    from tests.support.openai_server import LoopbackServer, ServerState
 
     replies = iter(["seven", "8", "9"])
 

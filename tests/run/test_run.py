@@ -10,35 +10,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from mtvbench.config import build_config
 from mtvbench.run.evaluate import evaluate
-from tests.conftest import make_dataset, write_video
-from tests.servers.openai_server import Faults, LoopbackServer, ServerState
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-def cfg_for(data: Path, out: Path, url: str, cache: Path, **kw: Any):
-    values = {"data": data, "model": "openai:test-model", "judge": "openai:test-judge", "out": out,
-              "frames": 4, "judge_runs": 2, "concurrency": 4, "cache_dir": cache, "bootstrap": 200,
-              "model_settings": {"base_url": url, "extra": {"retry_base_s": 0.01}, "timeout_s": 20},
-              "judge_settings": {"base_url": url, "extra": {"retry_base_s": 0.01}, "timeout_s": 20}}
-    values.update(kw)
-    return build_config(values)
-
-
-def model_requests(state: ServerState) -> list[dict[str, Any]]:
-    return [r for r in state.requests if not r["judge"]]
-
-
-def scores_of(run: Path) -> dict[str, Any]:
-    return json.loads((run / "scores.json").read_text())
+from tests.support.datasets import make_dataset, write_video
+from tests.support.openai_server import Faults, LoopbackServer, ServerState
+from tests.support.run_helpers import SRC, cfg_for, model_requests, scores_of
 
 
 def test_golden_run_end_to_end(dataset: Path, tmp_path: Path) -> None:

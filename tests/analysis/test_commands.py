@@ -7,8 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from tests.conftest import make_dataset
-from tests.report.runs import make_store_run
+from tests.support.datasets import make_dataset
+from tests.support.runs import make_store_run
 
 runner = CliRunner()
 

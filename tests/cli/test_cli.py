@@ -6,7 +6,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from tests.conftest import make_dataset
+from tests.support.datasets import make_dataset
 
 
 def test_validate_ok_and_broken(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from mtvbench.data.official import load_official
 from mtvbench.data.schema import Task, is_model_turn
-from tests.conftest import checklist_entry, make_dataset
+from tests.support.datasets import checklist_entry, make_dataset
 
 
 def _errors(problems):

@@ -1,5 +1,5 @@
-"""Shared helpers of the run-integrity tests: the run settings of tests/core/test_run.py, as a
-config file for the command line, and readers of what a run directory holds."""
+"""Shared helpers of the run tests: the settings of a run against the loopback server, the same as
+a config file for the command line, and readers of what a run directory holds."""
 
 from __future__ import annotations
 
@@ -16,7 +16,28 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from tests.core.test_run import SRC, cfg_for, model_requests, scores_of
+from mtvbench.config import build_config
+from tests.support.openai_server import ServerState
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def cfg_for(data: Path, out: Path, url: str, cache: Path, **kw: Any):
+    values = {"data": data, "model": "openai:test-model", "judge": "openai:test-judge", "out": out,
+              "frames": 4, "judge_runs": 2, "concurrency": 4, "cache_dir": cache, "bootstrap": 200,
+              "model_settings": {"base_url": url, "extra": {"retry_base_s": 0.01}, "timeout_s": 20},
+              "judge_settings": {"base_url": url, "extra": {"retry_base_s": 0.01}, "timeout_s": 20}}
+    values.update(kw)
+    return build_config(values)
+
+
+def model_requests(state: ServerState) -> list[dict[str, Any]]:
+    return [r for r in state.requests if not r["judge"]]
+
+
+def scores_of(run: Path) -> dict[str, Any]:
+    return json.loads((run / "scores.json").read_text())
+
 
 __all__ = ["SRC", "cfg_for", "cli", "cli_run", "judge_requests", "model_requests", "mtvbench_cmd", "run_cli_process",
            "scores_of", "settings", "stored_ok", "subprocess_env", "write_settings"]

@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from mtvbench.util.escape import csv_cell, html, json_for_script, latex, markdown, plot_label, rich_text, terminal
-from tests.cli.hostile import ALL_IN_ONE, CORPUS, MATH, RAW_CONTROLS, PageReader, latex_unescaped
+from tests.support.hostile import ALL_IN_ONE, CORPUS, MATH, RAW_CONTROLS, PageReader, latex_unescaped
 
 
 @pytest.mark.parametrize("text", CORPUS + [ALL_IN_ONE])

@@ -4,14 +4,14 @@ import csv
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from mtvbench.analysis.report import build_report
-from tests.conftest import make_dataset
-from tests.report.runs import make_store_run
+from tests.support.browser import chromium
+from tests.support.datasets import make_dataset
+from tests.support.runs import make_store_run
 
 HOSTILE_REPLY = "I <b>do</b> not know <!--<script> </script>.\u2028[/x] $\\foo$ =cmd|' /C calc'!A0"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -74,18 +74,10 @@ def test_html_is_self_contained(reported):
     assert len(data["thumbs"]["vid0"]) == 4 and len(data["dialogues"]) == 6
 
 
-def _chromium() -> str | None:
-    for c in (os.environ.get("MTVBENCH_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-              shutil.which("chromium-browser")):
-        if c and Path(c).exists():
-            return c
-    return None
-
-
 def test_report_in_headless_chromium(reported):
     sync_api = pytest.importorskip("playwright.sync_api",
                                    reason="Playwright for Python not installed (pip install playwright)")
-    exe = _chromium()
+    exe = chromium()
     if exe is None:
         pytest.skip("Chromium not installed (apt-get install -y chromium)")
     tmp, _ = reported

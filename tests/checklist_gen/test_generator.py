@@ -19,9 +19,9 @@ from mtvbench.data.official import load_official
 from mtvbench.data.schema import Task
 from mtvbench.models.registry import create_backend
 from mtvbench.models.settings import BackendOptions
-from tests.conftest import make_dataset
-from tests.construct.scripts import Scripted, good_checklist
-from tests.servers.openai_server import LoopbackServer, ServerState
+from tests.support.build_replies import Scripted, good_checklist
+from tests.support.datasets import make_dataset
+from tests.support.openai_server import LoopbackServer, ServerState
 
 
 def _backend(url: str):  # noqa: ANN202

@@ -5,8 +5,8 @@ import json
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from tests.conftest import make_dataset
-from tests.servers.openai_server import LoopbackServer, ServerState
+from tests.support.datasets import make_dataset
+from tests.support.openai_server import LoopbackServer, ServerState
 
 runner = CliRunner()
 

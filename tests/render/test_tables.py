@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from mtvbench.render.tables import Col, RichTable, TextTable, to_csv, to_markdown, to_records
-from tests.cli.hostile import ALL_IN_ONE
+from tests.support.hostile import ALL_IN_ONE
 
 
 def _render(t: TextTable, width: int) -> str:

@@ -19,7 +19,7 @@ from mtvbench.render.leaderboard import (
     ordered,
 )
 from mtvbench.scoring.aggregate import Counts, Scores
-from tests.cli.hostile import PageReader
+from tests.support.hostile import PageReader
 
 TASKS6 = ["object_reference", "memory_recall", "content_summary", "answer_refusal", "topic_shifting",
           "proactive_interaction"]
@@ -99,8 +99,8 @@ def test_terminal_table_says_incomplete_at_80_columns():
 
 def test_report_html_of_a_run_with_a_missing_task(tmp_path):
     from mtvbench.analysis.report import build_report
-    from tests.conftest import make_dataset
-    from tests.report.runs import make_store_run
+    from tests.support.datasets import make_dataset
+    from tests.support.runs import make_store_run
 
     data = make_dataset(tmp_path / "data")
     (data / "checklist" / "proactive_interaction_CheckList.json").unlink()

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from tests.conftest import make_dataset
-from tests.report.runs import evaluate_run
-from tests.servers.openai_server import LoopbackServer, ServerState
+from tests.support.datasets import make_dataset
+from tests.support.openai_server import LoopbackServer, ServerState
+from tests.support.runs import evaluate_run
 
 runner = CliRunner()
 
