@@ -38,6 +38,7 @@ from mtvbench.errors import ConfigError, MtvbenchError
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.settings import BackendOptions
 from mtvbench.prompts import PromptStyle
+from mtvbench.records import GenerationConfig
 from mtvbench.util.jsonio import loads_strict, read_text_file
 
 ContextMode = Literal["golden", "self", "none"]
@@ -221,7 +222,7 @@ class RunConfig(BaseModel):
             "model": self.backend_spec, "judge": self.judge, "context": self.context,
             "frames": self.frame_settings().key(),
             "model_generation": self.model_settings.model_dump(
-                include={"max_tokens", "temperature", "top_p", "top_k", "system"}),
+                include={*GenerationConfig.CALL_FIELDS, "system"}),
             "tasks": [t.value for t in self.selected_tasks],
         }
         if self.prompt_style != "paper":  # absent for the default, so run directories made before it resume
@@ -291,6 +292,8 @@ def _merge_extra(preset: dict[str, Any], given: dict[str, Any]) -> dict[str, Any
     if isinstance(preset.get("extra_body"), dict) and isinstance(given.get("extra_body"), dict):
         merged["extra_body"] = {**preset["extra_body"], **given["extra_body"]}
     return merged
+
+
 def load_yaml(path: Path) -> dict[str, Any]:
     return load_settings_file(path)
 

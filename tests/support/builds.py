@@ -13,7 +13,8 @@ from tests.support.scene_videos import BLUE, RED, Scene, three_scene_video, writ
 runner = CliRunner()
 
 
-def twotwo_videos(root: Path) -> Path:
+def two_videos(root: Path) -> Path:
+    """``Sports/match.mp4`` (three scenes, a red square in the first and last) and ``Movie/short.mp4``."""
     three_scene_video(root / "Sports" / "match.mp4")
     write_scenes(root / "Movie" / "short.mp4", [
         Scene(40, hue=20, obj=("disc", BLUE)),
