@@ -58,12 +58,12 @@ def _broken(name: str, error: RegistryError) -> Any:
 
 def mount_analyses(target: typer.Typer) -> None:
     """``mtvbench NAME`` for every analysis in the registry. One that fails to load (a broken
-    package) becomes a command that says why, so every other command keeps working."""
+    package) becomes a command that says why, so every other command keeps working; one named
+    like a built-in command is not mounted (the built-in stays)."""
     for name in ANALYSES.names():
+        if name in BUILT_IN:
+            continue
         try:
-            if name in BUILT_IN:
-                raise RegistryError(f"analysis {name!r} ({ANALYSES.origin(name)}): `mtvbench {name}` is a built-in "
-                                    "command", hint="the package that adds it must choose another name")
             command = ANALYSES.get(name)
         except RegistryError as e:
             command = _broken(name, e)
