@@ -61,7 +61,8 @@ def main() -> None:
     ap.add_argument("--stale", type=float, default=0.1, help="share of turns that also hold a superseded answer")
     a = ap.parse_args()
     bench = synthetic(a.dialogues, a.rounds)
-    cfg = RunConfig.model_validate({"data": "/bench", "model": "openai:m", "out": "/tmp/x", "context": a.context,
+    cfg = RunConfig.model_validate({"data": "/bench", "model": "openai:m", "judge": "openai:j", "out": "/tmp/x",
+                                    "context": a.context,
                                     "judge_runs": a.judge_runs})
     keys = RunKeys(cfg, {f"video{i}": f"{i:032x}" for i in range(135)})
     turn_keys, judge_keys = keys.turn_keys(bench.dialogues), keys.judge_keys(bench.dialogues)

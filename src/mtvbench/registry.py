@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from mtvbench.errors import MtvbenchError
 
@@ -75,6 +75,12 @@ def load_reference(ref: str) -> Any:
     return obj
 
 
+def _module_of(ref: str | EntryPoint | None) -> str | None:
+    if ref is None:
+        return None
+    return (ref.value if isinstance(ref, EntryPoint) else ref).partition(":")[0].strip()
+
+
 def _ep_origin(ep: EntryPoint) -> str:
     dist = getattr(getattr(ep, "dist", None), "name", None)
     return f"the entry point {ep.value!r} of {dist or 'an installed package'}"
@@ -107,8 +113,9 @@ class Registry(Generic[T]):
             raise RegistryError(f"{self.kind} name {name!r}: must be non-empty, without surrounding spaces")
         slot = self._slots.get(name)
         if slot is not None:
-            if slot.loading and not isinstance(entry, (str, EntryPoint)):
-                slot.value, slot.ref = self._checked(name, entry), None  # the module being loaded registers it
+            if not isinstance(entry, (str, EntryPoint)) and (slot.loading or _module_of(slot.ref) == origin):
+                # the module a reference names registers the name itself (while it is loaded, or imported first)
+                slot.value, slot.ref = self._checked(name, entry), None
                 return
             if slot.ref is None and slot.value is entry:
                 return  # the same object again (a module imported twice)
@@ -138,7 +145,7 @@ class Registry(Generic[T]):
                 raise UnknownNameError(self.unknown_message(name))
             if slot.ref is not None:
                 self._load(name, slot)
-            return slot.value  # type: ignore[no-any-return]
+            return cast(T, slot.value)
 
     def _load(self, name: str, slot: _Slot) -> None:
         ref = slot.ref
@@ -157,7 +164,7 @@ class Registry(Generic[T]):
 
     def _checked(self, name: str, obj: Any) -> T:
         if self._coerce is None:
-            return obj  # type: ignore[no-any-return]
+            return cast(T, obj)
         try:
             return self._coerce(obj)
         except TypeError as e:

@@ -46,6 +46,22 @@ def test_a_module_that_registers_itself_while_loading_is_not_a_duplicate(tmp_pat
 SELF_REG: Registry = Registry("self-registering thing")
 
 
+def test_a_module_imported_before_its_reference_loads_may_register_its_own_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "regmod_first.py").write_text(
+        "from tests.registry.test_registry import FIRST_REG\n@FIRST_REG.register('mine')\ndef mine():\n    return 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    FIRST_REG.add("mine", "regmod_first:mine")
+    import regmod_first  # noqa: F401 - imported directly, as a program may do
+
+    assert FIRST_REG.get("mine")() == 1
+    with pytest.raises(DuplicateNameError):  # another module may not take the name
+        FIRST_REG.add("mine", lambda: 2, origin="someone_else")
+
+
+FIRST_REG: Registry = Registry("thing")
+
+
 def test_unknown_names_get_suggestions() -> None:
     reg: Registry[int] = Registry("colour")
     for name in ("red", "green", "blue"):

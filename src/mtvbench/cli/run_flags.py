@@ -115,14 +115,7 @@ def settings_from_flags(values: Mapping[str, Any], given: Mapping[str, Any], fla
         if value is None or (flag.options and not value):
             continue
         *parents, leaf = flag.key.split(".")
-        target: dict[str, Any] | None = out
-        for part in parents:
-            inner = target.get(part) or {}  # type: ignore[union-attr]
-            if not isinstance(inner, dict):
-                target = None
-                break
-            target[part] = inner = dict(inner)  # type: ignore[index]
-            target = inner
+        target = _nested(out, parents)
         if target is None:
             continue
         if flag.options:
@@ -134,6 +127,19 @@ def settings_from_flags(values: Mapping[str, Any], given: Mapping[str, Any], fla
             target[leaf] = value
             origins[flag.key] = flag.name
     return out, origins
+
+
+def _nested(values: dict[str, Any], path: list[str]) -> dict[str, Any] | None:
+    """The mapping at ``path`` in ``values`` (copied in, so the caller's mappings are not changed),
+    or None when a step is not a mapping."""
+    target = values
+    for part in path:
+        inner = target.get(part) or {}
+        if not isinstance(inner, dict):
+            return None
+        target[part] = inner = dict(inner)
+        target = inner
+    return target
 
 
 def with_flags(flags: list[Flag]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -64,7 +64,7 @@ from mtvbench.media.frames import FrameSettings, VideoError
 from mtvbench.models.backend import ModelBackend
 from mtvbench.models.registry import create_backend
 
-A = TypeVar("A")
+A = TypeVar("A", bound=Artifact)
 Status = Literal["done", "skipped", "incomplete", "blocked", "failed"]
 
 
@@ -283,9 +283,9 @@ class Builder:
     # ------------------------------------------------------------ one stage, one video
     def artifact(self, video: VideoRecord, stage: str, kind: type[A]) -> A:
         """The artifact of an upstream stage (``_decide`` checked that it is current)."""
-        got = self.ws.load(video.name, stage, kind)  # type: ignore[arg-type]
+        got = self.ws.load(video.name, stage, kind)
         assert got is not None
-        return got  # type: ignore[return-value]
+        return got
 
     async def _make(self, stage: str, v: VideoRecord) -> Artifact:
         return await STAGES.get(stage).run(self, v)

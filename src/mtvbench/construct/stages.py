@@ -39,7 +39,7 @@ Role = Literal["caption", "merge", "score", "generate", "checklist"]
 ROLES: tuple[Role, ...] = ("caption", "merge", "score", "generate", "checklist")
 #: (import name, the distribution pip installs)
 Module = tuple[str, str]
-A = TypeVar("A")
+A = TypeVar("A", bound="Artifact")
 
 
 class StageContext(Protocol):

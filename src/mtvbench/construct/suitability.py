@@ -1,4 +1,8 @@
-"""Stage 9 — task scoring: the MLLM rates each unit for each of the six tasks on 1-6.
+"""Stage 9 — task suitability: the MLLM rates each unit for each of the six tasks on 1-6.
+
+The stage is named ``score`` (``mtvbench build score``; its artifact ``score.json`` and its
+journal rows keep that name, so existing workspaces resume); nothing here is the evaluation's
+scoring (:mod:`mtvbench.scoring`).
 
 Paper §3.2: "we prompt MLLMs to evaluate the scene's capabilities, scoring them on a scale
 from 1 to 6. Only those tasks that receive a score of 5 or 6 are selected". One call per

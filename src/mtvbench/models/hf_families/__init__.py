@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from mtvbench.errors import ConfigError
 from mtvbench.models.settings import BackendOptions
@@ -39,7 +39,7 @@ FamilyLoader = Callable[[str, BackendOptions], "Engine"]
 def _as_loader(obj: object) -> FamilyLoader:
     if not callable(obj):
         raise TypeError(f"expected a function (checkpoint, options) -> engine, got {type(obj).__name__}")
-    return obj  # type: ignore[return-value]
+    return cast(FamilyLoader, obj)
 
 
 FAMILIES: Registry[FamilyLoader] = Registry("hf model family", group="mtvbench.hf_families", coerce=_as_loader)
