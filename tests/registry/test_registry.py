@@ -117,3 +117,23 @@ def test_the_four_registries_hold_the_built_ins() -> None:
     assert create_backend("oracle").name == "oracle"
     with pytest.raises(UnknownModelError, match=r"unknown model 'oracel:x'.*did you mean oracle"):
         create_backend("oracel:x")
+
+
+def test_a_broken_stage_of_another_package_leaves_build_working(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    dist = tmp_path / "site" / "mtvbench_broken-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mtvbench-broken\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[mtvbench.stages]\nbroken = mtvbench_no_such_module:STAGE\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(root / "src")]),
+           "COLUMNS": "200"}
+    helped = subprocess.run([sys.executable, "-m", "mtvbench", "build", "--help"], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert helped.returncode == 0 and "broken" in helped.stdout and "failed to load" in helped.stdout
+    ran = subprocess.run([sys.executable, "-m", "mtvbench", "build", "broken", "-w", str(tmp_path / "ws")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert ran.returncode == 2 and "construction stage 'broken'" in ran.stderr and "Traceback" not in ran.stderr
+    assert not (tmp_path / "ws").exists()  # nothing written

@@ -30,6 +30,7 @@ from mtvbench.construct.review_queue import adjudicate, load_queue, record_revie
 from mtvbench.construct.split import SplitSettings
 from mtvbench.construct.stages import STAGES, require_build, stage_names
 from mtvbench.construct.workspace import Workspace, discover_videos
+from mtvbench.registry import RegistryError
 from mtvbench.render.console import FormatOption, OutputFormat, console, note, print_tables, say, styled
 from mtvbench.render.tables import Col, TextTable, Value
 from mtvbench.review.model import ReviewQueue
@@ -185,8 +186,16 @@ def _stage_command(stage: str, help_text: str) -> None:
     command.__name__ = f"build_{stage}"
 
 
+def _stage_help(stage: str) -> str:
+    """The stage's help; a stage of another package that fails to load says so (running it reports why)."""
+    try:
+        return STAGES.get(stage).help
+    except RegistryError as e:
+        return f"(failed to load: {e.message})"
+
+
 for _stage in stage_names():
-    _stage_command(_stage, STAGES.get(_stage).help)
+    _stage_command(_stage, _stage_help(_stage))
 
 
 @build_app.command("export", help="12. Write the released layout, metadata.json and the review queue.")
