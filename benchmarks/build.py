@@ -3,9 +3,9 @@
     python benchmarks/build.py                        # 2 videos x 60 s, 320x240, 25 fps, loopback server
     python benchmarks/build.py --seconds 120 --backend offline --width 640 --height 360
 
-Videos are synthetic (tests/construct/synth.py: a hard cut every ``--scene-s`` seconds, a
+Videos are synthetic (tests/support/scene_videos.py: a hard cut every ``--scene-s`` seconds, a
 coloured object per scene, the same object colour recurring every other scene). LLM stages
-answer with the scripted replies of the tests (tests/construct/scripts.py), either through the
+answer with the scripted replies of the tests (tests/support/build_replies.py), either through the
 real OpenAI-compatible loopback HTTP server (``loopback``: includes JPEG/base64/HTTP cost)
 or in process (``offline``: pipeline overhead only). Detection uses the tests' colour-blob
 detector (YOLO time is model- and hardware-specific and not measured here). Model latency
@@ -29,19 +29,21 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from tests.construct import synth  # noqa: E402
-from tests.construct.conftest import ColourBlobDetector  # noqa: E402
-from tests.construct.scripts import Scripted  # noqa: E402
+from tests.support import scene_videos as synth  # noqa: E402
+from tests.support.build_replies import Scripted  # noqa: E402
+from tests.support.detector import ColourBlobDetector  # noqa: E402
 
+from mtvbench.construct.config import BuildConfig  # noqa: E402
 from mtvbench.construct.export import ExportReport  # noqa: E402
-from mtvbench.construct.pipeline import ALL_STAGES, ROLE_OF, BuildConfig, Builder  # noqa: E402
+from mtvbench.construct.pipeline import Builder  # noqa: E402
+from mtvbench.construct.stages import STAGES, stage_names  # noqa: E402
 from mtvbench.construct.workspace import Workspace  # noqa: E402
-from mtvbench.models.base import (  # noqa: E402
-    BackendOptions,
-    GenerationRequest,
-    GenerationResult,
-    create_backend,
-)
+from mtvbench.models.registry import create_backend  # noqa: E402
+from mtvbench.models.settings import BackendOptions  # noqa: E402
+from mtvbench.records import GenerationRequest, GenerationResult  # noqa: E402
+
+#: the stages that ask a model
+LLM_STAGES = [s for s in stage_names() if STAGES.get(s).role is not None]
 
 
 class OfflineScripted:
@@ -101,7 +103,7 @@ def main() -> None:
 
         server = None
         if args.backend == "loopback":
-            from tests.servers.openai_server import LoopbackServer, ServerState
+            from tests.support.openai_server import LoopbackServer, ServerState
 
             server = LoopbackServer(ServerState(model_reply=Scripted())).__enter__()
             backend = create_backend("openai:bench", BackendOptions(base_url=server.url, api_key_env="MTV_BENCH_NONE"))
@@ -115,7 +117,7 @@ def main() -> None:
 
         async def run_stages(into: list[tuple[str, float, int]]) -> None:
             b = Builder(ws, cfg, backends=roles, detector=ColourBlobDetector()) if into is replay else builder
-            for stage in ALL_STAGES:
+            for stage in stage_names():
                 n_req = len(server.state.requests) if server else backend.calls
                 t = time.perf_counter()
                 reports = await b.run_stage(stage, vids)
@@ -132,7 +134,7 @@ def main() -> None:
             rep = builder.export(vids, root / "out", video_mode="link")
             rows.append(("export", time.perf_counter() - t, 0))
             for v in vids:
-                for stage in ROLE_OF:
+                for stage in LLM_STAGES:
                     ws.path(v.name, stage).unlink()
             await run_stages(replay)
             await backend.aclose()
@@ -150,12 +152,12 @@ def main() -> None:
             print(f"{stage:<12}{dt:>10.2f}{dt / minutes:>16.2f}{calls:>14}")
         total = sum(dt for _, dt, _ in rows)
         print(f"{'total':<12}{total:>10.2f}{total / minutes:>16.2f}{sum(c for *_, c in rows):>14}")
-        llm = [(s, dt, c) for s, dt, c in replay if s in ROLE_OF]
-        first = sum(dt for s, dt, _ in rows if s in ROLE_OF)
+        llm = [(s, dt, c) for s, dt, c in replay if s in LLM_STAGES]
+        first = sum(dt for s, dt, _ in rows if s in LLM_STAGES)
         again = sum(dt for _, dt, _ in llm)
         print(f"\nrebuilt the {len(llm)} LLM stages from the call journal (their artifacts deleted): "
               f"{again:.2f} s, {sum(c for *_, c in llm)} model calls "
-              f"(first build of those stages: {first:.2f} s, {sum(c for s, _, c in rows if s in ROLE_OF)} calls)")
+              f"(first build of those stages: {first:.2f} s, {sum(c for s, _, c in rows if s in LLM_STAGES)} calls)")
 
 
 if __name__ == "__main__":

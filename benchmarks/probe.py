@@ -4,7 +4,7 @@ against what a run does with the same videos anyway (sampling 128 frames).
     python benchmarks/probe.py                       # 4 videos x 60 s, 640x360, 25 fps
     python benchmarks/probe.py --videos 8 --seconds 120 --width 1280 --height 720
 
-Videos are synthetic H.264 MP4 (tests/media/videogen.py: a moving bit pattern, GOP 50,
+Videos are synthetic H.264 MP4 (tests/support/videogen.py: a moving bit pattern, GOP 50,
 B-frames), written once into a temporary folder. "cold" checks with an empty cache (open,
 first frame, tail of the last GOP); "cached" checks again with a fresh cache object over the
 same folder (what a second `validate` or the start of `run` pays: the content fingerprint,
@@ -22,9 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "tests" / "media"))
+sys.path.insert(0, str(ROOT))
 
-from videogen import write_video  # noqa: E402
+from tests.support.videogen import write_video  # noqa: E402
 
 from mtvbench.media import cache as frame_cache  # noqa: E402
 from mtvbench.media.frames import FrameSettings, sample_frames  # noqa: E402

@@ -29,8 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from mtvbench.models.base import BackendOptions, GenerationRequest, create_backend  # noqa: E402
+from mtvbench.models.registry import create_backend  # noqa: E402
 from mtvbench.models.resilience import CircuitOpenError  # noqa: E402
+from mtvbench.models.settings import BackendOptions  # noqa: E402
+from mtvbench.records import GenerationRequest  # noqa: E402
 
 
 def vm_hwm_mb() -> float:
@@ -69,7 +71,7 @@ def child(kind: str, url: str, calls: int) -> None:
 
 
 def huge_replies(mb: int, calls: int) -> None:
-    from tests.servers.openai_server import Faults, LoopbackServer, ServerState, always
+    from tests.support.openai_server import Faults, LoopbackServer, ServerState, always
 
     state = ServerState(faults=Faults(plan=always("huge"), huge_bytes=mb << 20))
     rows = {}

@@ -25,8 +25,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from mtvbench.config import RunConfig  # noqa: E402
 from mtvbench.data.schema import Benchmark, ChecklistItem, Dialogue, Round, Task  # noqa: E402
-from mtvbench.judge.checklist import JudgeVerdict  # noqa: E402
-from mtvbench.models.base import GenerationResult  # noqa: E402
+from mtvbench.records import GenerationResult, JudgeVerdict  # noqa: E402
 from mtvbench.run.identity import RunKeys, current_results  # noqa: E402
 from mtvbench.run.plan import rounds_to_call  # noqa: E402
 from mtvbench.run.store import FINAL_JUDGE, FINAL_OUTCOMES, RunStore  # noqa: E402
@@ -62,7 +61,8 @@ def main() -> None:
     ap.add_argument("--stale", type=float, default=0.1, help="share of turns that also hold a superseded answer")
     a = ap.parse_args()
     bench = synthetic(a.dialogues, a.rounds)
-    cfg = RunConfig.model_validate({"data": "/bench", "model": "openai:m", "out": "/tmp/x", "context": a.context,
+    cfg = RunConfig.model_validate({"data": "/bench", "model": "openai:m", "judge": "openai:j", "out": "/tmp/x",
+                                    "context": a.context,
                                     "judge_runs": a.judge_runs})
     keys = RunKeys(cfg, {f"video{i}": f"{i:032x}" for i in range(135)})
     turn_keys, judge_keys = keys.turn_keys(bench.dialogues), keys.judge_keys(bench.dialogues)

@@ -36,8 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import ConfigError, MtvbenchError
 from mtvbench.media.frames import FrameSettings
-from mtvbench.models.base import BackendOptions
+from mtvbench.models.settings import BackendOptions
 from mtvbench.prompts import PromptStyle
+from mtvbench.records import GenerationConfig
 from mtvbench.util.jsonio import loads_strict, read_text_file
 
 ContextMode = Literal["golden", "self", "none"]
@@ -126,41 +127,52 @@ class RoleSettings(BackendOptions):
 
 
 class RunConfig(BaseModel):
+    """Every setting of one evaluation (``mtvbench run``, ``--config run.yaml``, :func:`mtvbench.evaluate`).
+
+    A field with a ``description`` is also a flag of ``mtvbench run`` (``frames`` -> ``--frames``, the
+    description its help; :mod:`mtvbench.cli.run_flags`), so a new setting is added here and nowhere
+    else. Fields without one are set in the YAML only (or, for ``model_spec``, resolved from a preset)."""
+
     model_config = _STRICT
 
-    data: Path
+    data: Path = Field(description="dataset root in the released layout, or hf:ORG/NAME")
     #: what the user asked for: a preset name (``qwen3-vl-8b-instruct``) or a backend spec
-    model: str
+    model: str = Field(description="model under test: a preset (`mtvbench models`), or openai:NAME, gemini:NAME, "
+                                   "hf:PATH_OR_ID, vllm:PATH_OR_ID, oracle, refuse")
     #: the backend spec actually run (``hf:Qwen/...``); set from the preset, else equal to ``model``
     model_spec: str | None = None
     #: required: the offline lexical judge only when asked for by name (its scores are not the paper's)
-    judge: str
-    out: Path
-    context: ContextMode = "golden"
+    judge: str = Field(description="judge (required): openai:NAME (the paper's: gemini-2.5-flash), "
+                                   "or offline (lexical matcher, pipeline checks only)")
+    out: Path = Field(description="run directory (resumable)")
+    context: ContextMode = Field("golden", description="golden | self | none")
     #: ``paper`` (Figure 15) or ``authors`` (the authors' infer_qwen25vl.py prompt; part of the run's identity)
-    prompt_style: PromptStyle = "paper"
-    frames: int = Field(128, ge=1)
-    max_side: int | None = Field(720, ge=16)
-    frame_size: tuple[int, int] | None = None
-    jpeg_quality: int = Field(90, ge=10, le=100)
-    judge_runs: int = Field(3, ge=1)
-    judge_max_attempts: int = Field(3, ge=1)
-    concurrency: int = Field(16, ge=1)
-    #: videos whose frames are held at once (decoded ahead or with turns running): the memory
-    #: bound of a run; raise it for more calls in flight on videos with few turns, or bigger
-    #: batches of a local engine (hf/vllm) across videos
-    videos_in_flight: int = Field(4, ge=1)
-    #: videos decoded at a time, in threads that hold no call slot (default: 2, or 1 on one CPU)
-    decode_workers: int | None = Field(None, ge=1)
-    judge_concurrency: int | None = Field(None, ge=1)
-    limit: int | None = Field(None, ge=1)
-    cache_dir: Path | None = None
-    seed: int = 0
-    bootstrap: int = Field(1000, ge=0)
+    prompt_style: PromptStyle = Field("paper", description="paper (Figure 15) | authors (the authors' Qwen "
+                                                           "script's prompt, to reproduce their numbers)")
+    frames: int = Field(128, ge=1, description="frames sampled uniformly over the whole video")
+    max_side: int | None = Field(720, ge=16, description="longer side of a frame at most this (px)")
+    frame_size: tuple[int, int] | None = Field(None, description="fixed frame size WxH, e.g. 448x448")
+    jpeg_quality: int = Field(90, ge=10, le=100, description="JPEG quality of the sampled frames (10-100)")
+    judge_runs: int = Field(3, ge=1, description="judge runs per turn, averaged")
+    judge_max_attempts: int = Field(3, ge=1, description="asks per judge run while the reply has no parseable "
+                                                         "verdict")
+    concurrency: int = Field(16, ge=1, description="model calls in flight")
+    #: the memory bound of a run: raise it for more calls in flight on videos with few turns, or
+    #: bigger batches of a local engine (hf/vllm) across videos
+    videos_in_flight: int = Field(4, ge=1, description="videos whose frames are held at once (decoded ahead or "
+                                                       "with turns running)")
+    decode_workers: int | None = Field(None, ge=1, description="videos decoded at a time, in threads that hold no "
+                                                               "call slot (default: 2, or 1 on one CPU)")
+    judge_concurrency: int | None = Field(None, ge=1, description="judge calls in flight (default: --concurrency)")
+    limit: int | None = Field(None, ge=1, description="at most N dialogues per task")
+    cache_dir: Path | None = Field(None, description="frame cache folder")
+    seed: int = Field(0, description="seed of the bootstrap confidence intervals")
+    bootstrap: int = Field(1000, ge=0, description="bootstrap draws for the confidence intervals")
     model_settings: RoleSettings = Field(default_factory=RoleSettings)
     judge_settings: RoleSettings = Field(default_factory=RoleSettings)
     #: the tasks evaluated (task keys); None: all six. Part of the run identity.
-    tasks: list[str] | None = None
+    tasks: list[str] | None = Field(None, description="evaluate only these tasks, e.g. OR,MR (keys or "
+                                                      "abbreviations); the Overall is then partial")
     #: per-million-token prices by role (``model``, ``judge``) or backend spec (``openai:gpt-4o``)
     prices: dict[str, Price] = Field(default_factory=dict)
 
@@ -210,7 +222,7 @@ class RunConfig(BaseModel):
             "model": self.backend_spec, "judge": self.judge, "context": self.context,
             "frames": self.frame_settings().key(),
             "model_generation": self.model_settings.model_dump(
-                include={"max_tokens", "temperature", "top_p", "top_k", "system"}),
+                include={*GenerationConfig.CALL_FIELDS, "system"}),
             "tasks": [t.value for t in self.selected_tasks],
         }
         if self.prompt_style != "paper":  # absent for the default, so run directories made before it resume
@@ -280,6 +292,8 @@ def _merge_extra(preset: dict[str, Any], given: dict[str, Any]) -> dict[str, Any
     if isinstance(preset.get("extra_body"), dict) and isinstance(given.get("extra_body"), dict):
         merged["extra_body"] = {**preset["extra_body"], **given["extra_body"]}
     return merged
+
+
 def load_yaml(path: Path) -> dict[str, Any]:
     return load_settings_file(path)
 
@@ -291,8 +305,8 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     row; every setting present in ``values`` (flags, YAML) wins over the preset's. The model
     option ``served_name`` names the checkpoint on an OpenAI-compatible server (``PRESET@openai``).
     """
-    from mtvbench.models.base import UnknownModelError
     from mtvbench.models.presets import get_preset, resolve_model
+    from mtvbench.models.registry import UnknownModelError
 
     if "model" not in values or values.get("model_spec"):
         return values
@@ -449,7 +463,19 @@ def validate_settings(model: type[M], data: Mapping[str, Any], source: str, *,
 
 def build_config(values: dict[str, Any], source: str = "settings", flags: Mapping[str, str] | None = None
                  ) -> RunConfig:
-    """A :class:`RunConfig` from flags/YAML values (the preset resolved); see :func:`validate_settings`."""
+    """The run settings from plain values (a YAML mapping, flags), checked strictly.
+
+    Args:
+        values: the settings (``data``, ``model``, ``judge``, ``out``, ...); a preset name as
+            ``model`` supplies its backend, generation and frame settings, given values win.
+        source: names the values in messages (a file name, ``command line``).
+        flags: dotted setting -> the flag that gave it, so a bad value is named by its flag.
+
+    Returns:
+        The settings.
+
+    Raises:
+        ConfigError: every problem at once, one line each (see :func:`validate_settings`)."""
     values = dict(values)
     found = values.pop("schema_version", RUN_SCHEMA_VERSION)
     for key in RECORD_KEYS:

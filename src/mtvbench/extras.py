@@ -7,7 +7,9 @@ folder), so a missing extra is one line naming the extra and leaves nothing behi
 
 The check looks the modules up with :func:`importlib.util.find_spec` (nothing is imported,
 so checking for torch costs nothing). Each entry maps a feature to ``(extra, modules)``,
-where a module is ``(import name, distribution name)``.
+where a module is ``(import name, distribution name)``. Model backends name their extra in their
+registry entry (:data:`mtvbench.models.registry.BACKENDS`), construction stages in theirs
+(:data:`mtvbench.construct.stages.STAGES`, checked by :func:`mtvbench.construct.stages.require_build`).
 """
 
 from __future__ import annotations
@@ -19,29 +21,8 @@ from mtvbench.errors import MissingExtraError
 
 Module = tuple[str, str]  # (import name, the distribution pip installs)
 
-#: model backends by ``--model``/``--judge`` prefix
-BACKENDS: dict[str, tuple[str, tuple[Module, ...]]] = {
-    "gemini": ("gemini", (("google.genai", "google-genai"),)),
-    "hf": ("hf", (("torch", "torch"), ("transformers", "transformers"))),
-    "vllm": ("vllm", (("vllm", "vllm"),)),
-}
-
-_SCENEDETECT: Module = ("scenedetect", "scenedetect")
-_OPENCV: Module = ("cv2", "opencv-python-headless")
-
-#: construction stages (``mtvbench build STAGE``)
-STAGES: dict[str, tuple[str, tuple[Module, ...]]] = {
-    "split": ("build", (_SCENEDETECT, _OPENCV)),
-    "keyframes": ("build", (_OPENCV,)),
-    "objects": ("build", (_OPENCV,)),
-    "detect": ("detect", (("ultralytics", "ultralytics"),)),
-}
-
-#: stages that call a model (their backend's extra is checked too)
-_LLM_STAGES = {"caption", "merge", "objects", "crossscene", "score", "generate", "checklists"}
-
 #: scene-count estimation (``mtvbench scenes``, ``report --estimate-scenes``)
-SCENES: tuple[str, tuple[Module, ...]] = ("build", (_SCENEDETECT, _OPENCV))
+SCENES: tuple[str, tuple[Module, ...]] = ("build", (("scenedetect", "scenedetect"), ("cv2", "opencv-python-headless")))
 
 
 def _installed(module: str) -> bool:
@@ -59,37 +40,14 @@ def require_modules(feature: str, extra: str, modules: Iterable[Module]) -> None
 
 
 def require_backend(spec: str, role: str = "model") -> None:
-    """The extra of a backend spec (``hf:...``, ``gemini:...``), checked without importing it."""
-    prefix = spec.partition(":")[0].strip().lower()
-    if prefix in BACKENDS:
-        extra, modules = BACKENDS[prefix]
-        require_modules(f"the {prefix}: backend ({role} {spec})", extra, modules)
+    """The extra of a backend spec (``hf:...``, ``gemini:...``), checked without importing the backend:
+    each entry of :data:`mtvbench.models.registry.BACKENDS` names its extra and modules."""
+    from mtvbench.models.registry import BACKENDS, parse_spec
 
-
-def require_stages(stages: Iterable[str], *, objects: bool = True, detector: str | None = None) -> None:
-    """The extras of construction stages. With ``objects`` false the object stages are skipped;
-    a custom ``detector`` (``module:factory``) brings its own dependencies."""
-    for stage in stages:
-        if stage not in STAGES:
-            continue
-        if not objects and stage in ("keyframes", "detect", "objects"):
-            continue
-        if stage == "detect" and detector not in (None, "", "yolo"):
-            continue
-        extra, modules = STAGES[stage]
-        require_modules(f"the {stage} stage", extra, modules)
-
-
-def require_build(stages: Iterable[str], config: object) -> None:
-    """Everything ``mtvbench build`` needs for ``stages`` under a ``BuildConfig``: the stages'
-    extras and the extras of the model backends it names."""
-    stages = list(stages)
-    require_stages(stages, objects=bool(getattr(config, "objects", True)), detector=getattr(config, "detector", None))
-    if not set(stages) & _LLM_STAGES:
-        return
-    specs = {getattr(config, "model", None), *(getattr(config, "models", None) or {}).values()}
-    for spec in sorted(s for s in specs if s):
-        require_backend(spec, "build")
+    prefix, _ = parse_spec(spec)
+    backend = BACKENDS.get(prefix) if prefix in BACKENDS else None
+    if backend is not None and backend.extra and backend.modules:
+        require_modules(f"the {prefix}: backend ({role} {spec})", backend.extra, backend.modules)
 
 
 def require_scene_detection() -> None:
@@ -97,5 +55,4 @@ def require_scene_detection() -> None:
     require_modules("scene estimation (PySceneDetect)", extra, modules)
 
 
-__all__ = ["BACKENDS", "SCENES", "STAGES", "require_backend", "require_build", "require_modules",
-           "require_scene_detection", "require_stages"]
+__all__ = ["SCENES", "require_backend", "require_modules", "require_scene_detection"]

@@ -17,8 +17,8 @@ from mtvbench.analysis.agreement import (
 )
 from mtvbench.analysis.rundata import load_run
 from mtvbench.errors import InputError
-from tests.conftest import make_dataset
-from tests.report.runs import make_store_run
+from tests.support.datasets import make_dataset
+from tests.support.runs import make_store_run
 
 
 def test_cohen_kappa_hand_computed():

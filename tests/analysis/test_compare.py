@@ -11,8 +11,8 @@ from mtvbench.analysis.compare import DEFAULT_MIN_N, comparison_markdown, paired
 from mtvbench.cli import app
 from mtvbench.data.schema import TASKS
 from mtvbench.scoring.aggregate import DialogueScore
-from tests.conftest import make_dataset
-from tests.report.runs import make_store_run
+from tests.support.datasets import make_dataset
+from tests.support.runs import make_store_run
 
 
 def _run(scores):

@@ -4,7 +4,7 @@ import pytest
 
 from mtvbench.analysis.stats import benchmark_stats, compute_stats, mtld, stats_markdown, words
 from mtvbench.data.schema import Dialogue, Round, Task
-from tests.conftest import make_dataset
+from tests.support.datasets import make_dataset
 
 
 def test_mtld_hand_computed():

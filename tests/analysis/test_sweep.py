@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from mtvbench.analysis.sweep import plan_sweep, points_from_dirs, run_sweep, write_sweep_report
-from tests.conftest import make_dataset
-from tests.servers.openai_server import LoopbackServer, ServerState
+from tests.support.datasets import make_dataset
+from tests.support.openai_server import LoopbackServer, ServerState
 
 
 def test_plan_shares_equal_settings(tmp_path):

@@ -15,7 +15,7 @@ from mtvbench.media.cache import FrameCache
 from mtvbench.media.cache_admin import clear, info, parse_age, scan
 from mtvbench.media.frames import FrameSettings
 from mtvbench.util.locks import file_lock
-from tests.conftest import write_video
+from tests.support.datasets import write_video
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 
 from mtvbench.cli import app
 from mtvbench.util.escape import terminal
-from tests.cli.hostile import MARKUP, MATH, RAW_CONTROLS, SCRIPT, PageReader, latex_unescaped, markdown_rows
-from tests.conftest import make_dataset
-from tests.report.runs import make_store_run
-from tests.servers.openai_server import LoopbackServer, ServerState
+from tests.support.datasets import make_dataset
+from tests.support.hostile import MARKUP, MATH, RAW_CONTROLS, SCRIPT, PageReader, latex_unescaped, markdown_rows
+from tests.support.openai_server import LoopbackServer, ServerState
+from tests.support.runs import make_store_run
 
 runner = CliRunner()
 
@@ -152,8 +152,9 @@ def test_compare_every_format(runs, fmt):
 
 
 def test_review_status_hostile_annotators_and_long_ids(tmp_path):
-    from mtvbench.construct.export import ReviewItem, ReviewQueue, record_review, save_queue
+    from mtvbench.construct.review_queue import record_review, save_queue
     from mtvbench.construct.workspace import Workspace
+    from mtvbench.review.model import ReviewItem, ReviewQueue
 
     ids = [f"a_video_with_a_rather_long_file_name_2024_05_{i:02d}/unit_000{i}/proactive_interaction"
            for i in range(3)]

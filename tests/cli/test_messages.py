@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from mtvbench.cli.common import new_app, note
+from mtvbench.cli.common import new_app
 from mtvbench.errors import InputError, MissingExtraError
-from tests.cli.hostile import ANSI, MARKUP, RAW_CONTROLS
+from mtvbench.render.console import note
+from tests.support.hostile import ANSI, MARKUP, RAW_CONTROLS
 
 app = new_app("test")
 

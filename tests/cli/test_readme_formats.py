@@ -12,8 +12,8 @@ from mtvbench.analysis.agreement import load_human
 from mtvbench.analysis.metadata import load_metadata_file, resolve_metadata
 from mtvbench.cli import app
 from mtvbench.data.official import load_benchmark
-from tests.conftest import make_dataset
-from tests.report.runs import make_store_run
+from tests.support.datasets import make_dataset
+from tests.support.runs import make_store_run
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 _FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)

@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 from mtvbench import __version__
 from mtvbench.cli import app
 from mtvbench.models.presets import list_presets
-from tests.cli.hostile import markdown_rows
-from tests.conftest import make_dataset
-from tests.report.runs import make_store_run
-from tests.servers.openai_server import LoopbackServer
+from tests.support.datasets import make_dataset
+from tests.support.hostile import markdown_rows
+from tests.support.openai_server import LoopbackServer
+from tests.support.runs import make_store_run
 
 runner = CliRunner()
 NARROW = {"COLUMNS": "80"}

@@ -11,11 +11,12 @@ from mtvbench.construct.generate import check_dialogue, generate_dialogues, pars
 from mtvbench.construct.journal import CallJournal
 from mtvbench.construct.llm import StageModel
 from mtvbench.construct.records import GenRound, ScoreResult, Unit, UnitScores
-from mtvbench.construct.score import parse_scores, score_units
+from mtvbench.construct.suitability import parse_scores, score_units
 from mtvbench.data.schema import TASKS, Task
-from mtvbench.models.base import BackendOptions, create_backend
-from tests.construct.scripts import Scripted, good_dialogue
-from tests.servers.openai_server import LoopbackServer, ServerState
+from mtvbench.models.registry import create_backend
+from mtvbench.models.settings import BackendOptions
+from tests.support.build_replies import Scripted, good_dialogue
+from tests.support.openai_server import LoopbackServer, ServerState
 
 
 def _model(url: str) -> StageModel:

@@ -11,10 +11,11 @@ from mtvbench.construct.keyframes import extract_keyframes
 from mtvbench.construct.llm import StageModel
 from mtvbench.construct.objects import BankSettings, MemoryBank, Observation, build_objects
 from mtvbench.construct.records import MergeResult, Segment
-from mtvbench.models.base import BackendOptions, create_backend
-from tests.construct.conftest import ColourBlobDetector
-from tests.construct.scripts import Scripted
-from tests.servers.openai_server import LoopbackServer, ServerState
+from mtvbench.models.registry import create_backend
+from mtvbench.models.settings import BackendOptions
+from tests.support.build_replies import Scripted
+from tests.support.detector import ColourBlobDetector
+from tests.support.openai_server import LoopbackServer, ServerState
 
 
 def _hist(hot: int, n: int = 960) -> list[float]:

@@ -1,7 +1,7 @@
 """Construction keeps what it paid for: per-call persistence, staleness, loud incompleteness, preflight.
 
 All model calls go to the real OpenAI-compatible loopback server with the scripted replies of
-``tests/construct/scripts.py``; the videos are generated (``tests/construct/synth.py``).
+``tests/support/build_replies.py``; the videos are generated (``tests/support/scene_videos.py``).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from mtvbench.cli import app
 from mtvbench.construct.journal import CallJournal
 from mtvbench.construct.records import ChecklistResult, GenerateResult
 from mtvbench.construct.workspace import Workspace
-from tests.construct.scripts import Scripted
-from tests.construct.synth import BLUE, RED, Scene, three_scene_video, write_scenes
-from tests.servers.openai_server import LoopbackServer, ServerState
+from tests.support.build_replies import Scripted
+from tests.support.openai_server import LoopbackServer, ServerState
+from tests.support.scene_videos import BLUE, RED, Scene, three_scene_video, write_scenes
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,7 @@ def _config(root: Path) -> Path:
 
 def _args(cmd: str, ws: Path, url: str, *extra: str) -> list[str]:
     return ["build", cmd, "-w", str(ws), "--model", "openai:builder", "--base-url", url, "--api-key-env", NO_KEY,
-            "--detector", "tests.construct.conftest:make_detector", "--config", str(_config(ws.parent)), *extra]
+            "--detector", "tests.support.detector:make_detector", "--config", str(_config(ws.parent)), *extra]
 
 
 def _build(cmd: str, ws: Path, url: str, *extra: str):  # noqa: ANN202

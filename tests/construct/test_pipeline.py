@@ -9,48 +9,30 @@ import pytest
 from typer.testing import CliRunner
 
 from mtvbench.cli.construct import build_app
-from mtvbench.construct.export import load_metadata, load_queue
 from mtvbench.construct.records import CrossSceneResult, GenerateResult, MergeResult
+from mtvbench.construct.review_queue import load_queue
 from mtvbench.construct.workspace import Workspace
+from mtvbench.data.buildmeta import load_metadata
 from mtvbench.data.official import load_official
 from mtvbench.data.schema import TASKS
-from tests.construct.scripts import Scripted
-from tests.construct.synth import BLUE, RED, Scene, three_scene_video, write_scenes
-from tests.servers.openai_server import LoopbackServer, ServerState
+from tests.support.build_replies import Scripted
+from tests.support.builds import build_all, two_videos
+from tests.support.openai_server import LoopbackServer, ServerState
 
 runner = CliRunner()
-
-
-def _videos(root: Path) -> Path:
-    three_scene_video(root / "Sports" / "match.mp4")
-    write_scenes(root / "Movie" / "short.mp4", [
-        Scene(40, hue=20, obj=("disc", BLUE)),
-        Scene(40, hue=120, sat=140, val=(80, 170), obj=("square", RED)),
-    ])
-    return root
-
-
-def _build(ws: Path, videos: Path | None, url: str, *extra: str):  # noqa: ANN202
-    config = ws.parent / "build.json"
-    config.write_text(json.dumps({"crossscene": {"theme_threshold": None}}))  # links by shared objects only
-    args = ["all", "--workspace", str(ws), "--model", "openai:builder", "--base-url", url, "--api-key-env",
-            "MTV_TEST_NO_KEY", "--detector", "tests.construct.conftest:make_detector", "--config", str(config), *extra]
-    if videos is not None:
-        args += ["--videos", str(videos)]
-    return runner.invoke(build_app, args)
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("build")
-    videos = _videos(root / "raw")
+    videos = two_videos(root / "raw")
     ws = root / "ws"
     script = Scripted()
     with LoopbackServer(ServerState(model_reply=script)) as srv:
-        first = _build(ws, videos, srv.url)
+        first = build_all(ws, videos, srv.url)
         n_first = len(srv.state.requests)
         kinds_first = dict(script.kinds)
-        second = _build(ws, None, srv.url)
+        second = build_all(ws, None, srv.url)
         n_second = len(srv.state.requests)
     return {"ws": ws, "first": first, "second": second, "n_first": n_first, "n_second": n_second,
             "kinds": kinds_first, "requests": srv.state.requests}
@@ -185,7 +167,7 @@ def test_built_dataset_can_be_evaluated(built: dict, tmp_path: Path) -> None:
     assert all(v is not None and 0 <= v <= 100 for v in scores.tasks.values())
     assert scores.overall is not None
     # the report reads the built dataset's metadata.json by itself: categories and scene counts
-    from mtvbench.report.build import build_report
+    from mtvbench.analysis.report import build_report
 
     build_report([tmp_path / "run"], tmp_path / "report", thumbs=0)
     meta = json.loads((tmp_path / "report" / "metadata.json").read_text())

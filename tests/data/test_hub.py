@@ -31,8 +31,8 @@ from mtvbench.data.archives import unpack
 from mtvbench.data.hub import HubSpec, Snapshot, fetch_snapshot, prepare, read_record
 from mtvbench.data.official import load_official
 from mtvbench.errors import InputError, OutputError
-from tests.conftest import make_dataset
-from tests.data.hubfake import COMMIT, dataset_files, fake_hf_cache
+from tests.support.datasets import make_dataset
+from tests.support.hubfake import COMMIT, dataset_files, fake_hf_cache
 
 REPO = "NJU-LINK/MT-Video-Bench"
 SPEC = HubSpec.parse(f"hf:{REPO}")

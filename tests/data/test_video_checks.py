@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from tests.conftest import make_dataset, write_video
+from tests.support.datasets import make_dataset, write_video
 
 
 def _write_audio_only(path: Path) -> None:

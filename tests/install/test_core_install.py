@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_video
-from tests.data.hubfake import dataset_files, fake_hf_cache
+from tests.support.datasets import write_video
+from tests.support.hubfake import dataset_files, fake_hf_cache
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +112,7 @@ def test_core_install_runs_reports_and_refuses_extras_cleanly(core_venv: Path, t
 
 
 def test_core_install_downloads_from_a_hub_cache_offline(core_venv: Path, tmp_path: Path) -> None:
-    from tests.conftest import make_dataset
+    from tests.support.datasets import make_dataset
 
     files = dataset_files(make_dataset(tmp_path / "src"))
     fake_hf_cache(tmp_path / "hf", "NJU-LINK/MT-Video-Bench", {f"data/{k}": v for k, v in files.items()})

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from videogen import cut_copy, remux, write_audio, write_video  # noqa: E402
+from tests.support.videogen import cut_copy, remux, write_audio, write_video
 
 #: name -> what is awkward about it
 KINDS = {

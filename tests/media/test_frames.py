@@ -312,7 +312,7 @@ def test_pydantic_field_keeps_the_object(cfr_video: Path) -> None:
     vf.b64()
     req = Request(frames=vf)
     assert req.frames is vf and req.frames.b64() is vf.b64()
-    from mtvbench.models.base import GenerationRequest
+    from mtvbench.records import GenerationRequest
 
     assert GenerationRequest(id="x", prompt="p", frames=vf).frames is vf
 
@@ -360,7 +360,7 @@ def test_bad_file_raises_video_error(bad_files: dict[str, Path], kind: str) -> N
 
 
 def test_truncated_download_gives_the_frames_that_exist(tmp_path: Path) -> None:
-    from videogen import write_video
+    from tests.support.videogen import write_video
 
     full = write_video(tmp_path / "full.mp4", 96, faststart=True)
     cut = tmp_path / "partial.mp4"

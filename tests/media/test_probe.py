@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from videogen import write_audio, write_video
 
 from mtvbench.media.probe import ProbeCache, check_video, check_videos
+from tests.support.videogen import write_audio, write_video
 
 
 @pytest.fixture(scope="module")

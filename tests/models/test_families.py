@@ -10,12 +10,14 @@ import pytest
 from PIL import Image
 
 from mtvbench.media.frames import FrameSettings, sample_frames
-from mtvbench.models.base import BackendOptions, GenerationRequest, create_backend
-from mtvbench.models.hf import GenParams
 from mtvbench.models.hf_families import internvl, minicpm, videochat_flash, videollama3
+from mtvbench.models.local import GenParams
 from mtvbench.models.presets import get_preset
+from mtvbench.models.registry import create_backend
+from mtvbench.models.settings import BackendOptions
 from mtvbench.models.vllm_engine import chat_messages, engine_kwargs, sampling_kwargs, video_input
-from tests.conftest import write_video
+from mtvbench.records import GenerationRequest
+from tests.support.datasets import write_video
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from mtvbench.cli import app
 from mtvbench.config import build_config
 from mtvbench.models.endpoints import PLACEHOLDER_KEY
 from mtvbench.run.evaluate import evaluate
-from tests.servers.openai_server import (
+from tests.support.openai_server import (
     BAD_GATEWAY_TEXT,
     BAD_REQUEST_DETAIL,
     BAD_REQUEST_ERROR,

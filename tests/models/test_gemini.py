@@ -1,4 +1,4 @@
-"""gemini: backend against a real HTTP server speaking the Gemini REST protocol (tests/servers/gemini_server.py)."""
+"""gemini: backend against a real HTTP server speaking the Gemini REST protocol (tests/support/gemini_server.py)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,15 @@ from google.genai import errors as genai_errors  # noqa: E402
 
 from mtvbench.config import build_config  # noqa: E402
 from mtvbench.media.frames import FrameSettings, sample_frames  # noqa: E402
-from mtvbench.models.base import BackendOptions, GenerationRequest, MissingKeyError, create_backend  # noqa: E402
 from mtvbench.models.gemini import classify_error, retry_delay  # noqa: E402
+from mtvbench.models.registry import MissingKeyError, create_backend  # noqa: E402
 from mtvbench.models.resilience import FatalError, RetryableError  # noqa: E402
+from mtvbench.models.settings import BackendOptions  # noqa: E402
+from mtvbench.records import GenerationRequest  # noqa: E402
 from mtvbench.run.evaluate import evaluate  # noqa: E402
 from mtvbench.run.store import RunStore  # noqa: E402
-from tests.conftest import write_video  # noqa: E402
-from tests.servers.gemini_server import GeminiServer, GeminiState  # noqa: E402
+from tests.support.datasets import write_video  # noqa: E402
+from tests.support.gemini_server import GeminiServer, GeminiState  # noqa: E402
 
 KEY_ENV = "MTVBENCH_TEST_GEMINI_KEY"
 

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from mtvbench.cli.models import models_command
 from mtvbench.media.frames import FrameSettings
-from mtvbench.models.base import UnknownModelError
 from mtvbench.models.presets import get_preset, list_presets, resolve_model
+from mtvbench.models.registry import UnknownModelError
 
 PAPER = Path("/work/shared/paper/MT-Video-Bench-paper.txt")
 README = Path(__file__).resolve().parents[2] / "README.md"

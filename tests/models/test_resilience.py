@@ -10,8 +10,6 @@ import httpx
 import pytest
 
 from mtvbench.config import ConfigError, build_config
-from mtvbench.models.base import BackendOptions, GenerationRequest, GenerationResult, MissingKeyError, create_backend
-from mtvbench.models.base import redact_secrets as redact
 from mtvbench.models.endpoints import (
     OPENAI_DEFAULT_URL,
     PLACEHOLDER_KEY,
@@ -19,6 +17,7 @@ from mtvbench.models.endpoints import (
     gemini_endpoint,
     openai_endpoint,
 )
+from mtvbench.models.registry import MissingKeyError, create_backend
 from mtvbench.models.resilience import (
     CircuitBreaker,
     CircuitOpenError,
@@ -28,7 +27,10 @@ from mtvbench.models.resilience import (
     parse_retry_after,
     quote_server_text,
 )
-from tests.servers.openai_server import Faults, LoopbackServer, ServerState, always
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest, GenerationResult
+from mtvbench.util.secrets import redact_secrets as redact
+from tests.support.openai_server import Faults, LoopbackServer, ServerState, always
 
 KEY_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
             "GOOGLE_GENAI_USE_VERTEXAI")

@@ -1,6 +1,6 @@
 """Paper presets on an OpenAI-compatible server (``PRESET@openai``), checked on the wire.
 
-A real HTTP server on 127.0.0.1 (tests/servers/openai_server.py) records every request body; the
+A real HTTP server on 127.0.0.1 (tests/support/openai_server.py) records every request body; the
 runs go through the real CLI with real videos, so these tests see exactly what a vLLM or SGLang
 server would receive: model name, frames (count and pixel size), generation parameters, the
 parameters the OpenAI API lacks in the body, the system prompt and the prompt text.
@@ -19,11 +19,12 @@ from typer.testing import CliRunner
 
 from mtvbench.cli import app
 from mtvbench.config import ConfigError, build_config
-from mtvbench.models.base import BackendOptions, GenerationRequest
 from mtvbench.models.openai_api import OpenAIBackend
 from mtvbench.models.presets import get_preset
-from tests.conftest import make_dataset, write_video
-from tests.servers.openai_server import LoopbackServer
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest
+from tests.support.datasets import make_dataset, write_video
+from tests.support.openai_server import LoopbackServer
 
 #: the scored turns of make_dataset: two per dialogue, one dialogue per task
 TURNS = 12

@@ -30,13 +30,13 @@ def sample_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def built_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A `build all` workspace over two generated videos (scripted loopback model, as in tests/construct)."""
-    from tests.construct.scripts import Scripted
-    from tests.construct.test_pipeline import _build, _videos
-    from tests.servers.openai_server import LoopbackServer, ServerState
+    from tests.support.build_replies import Scripted
+    from tests.support.builds import build_all, two_videos
+    from tests.support.openai_server import LoopbackServer, ServerState
 
     root = tmp_path_factory.mktemp("ws-build")
     with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
-        res = _build(root / "ws", _videos(root / "raw"), srv.url)
+        res = build_all(root / "ws", two_videos(root / "raw"), srv.url)
     assert res.exit_code == 0, res.output
     return root / "ws"
 

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from mtvbench.cli import app
 from mtvbench.data.official import load_official
 from mtvbench.review.store import ReviewStore
-from tests.report.test_report import _chromium
 from tests.review.conftest import running_server
+from tests.support.browser import chromium
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -28,7 +28,7 @@ PAYLOAD = '<img src=x onerror="document.body.dataset.pwned=1">'
 def _browser():  # noqa: ANN202
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python not installed")
     pytest.importorskip("uvicorn", reason="the review web app needs mtvbench[review]")
-    exe = _chromium()
+    exe = chromium()
     if exe is None:
         pytest.skip("Chromium not installed (apt-get install -y chromium)")
     return sync_api, exe

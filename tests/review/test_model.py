@@ -16,7 +16,7 @@ from mtvbench.review.model import (
     content_hash,
     status_of,
 )
-from mtvbench.review.timecodes import ranges_in, segments
+from mtvbench.util.timecodes import ranges_in, segments
 
 
 def make_item() -> ReviewItem:

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from mtvbench.construct.export import load_queue, queue_path
+from mtvbench.construct.review_queue import load_queue, queue_path
 from mtvbench.construct.workspace import Workspace
 from mtvbench.data.official import load_official
 from tests.review.conftest import item_url, make_client, who

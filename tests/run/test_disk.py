@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from mtvbench.run.evaluate import evaluate
-from tests.run.helpers import (
+from tests.support.openai_server import LoopbackServer
+from tests.support.run_helpers import (
     cfg_for,
     cli_run,
     model_requests,
@@ -26,7 +27,6 @@ from tests.run.helpers import (
     subprocess_env,
     write_settings,
 )
-from tests.servers.openai_server import LoopbackServer
 
 LIMITED = """
 import resource, signal, sys

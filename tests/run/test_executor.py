@@ -9,11 +9,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from mtvbench.models.base import BackendOptions, GenerationRequest, GenerationResult, register_backend
+from mtvbench.models.registry import register_backend
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest, GenerationResult
 from mtvbench.run.evaluate import evaluate
 from mtvbench.run.executor import CallGate, NotSent
-from tests.run.helpers import cfg_for
-from tests.servers.openai_server import LoopbackServer, ServerState
+from tests.support.openai_server import LoopbackServer, ServerState
+from tests.support.run_helpers import cfg_for
 
 SLOW = "Question 1 about the object_reference clip?"
 

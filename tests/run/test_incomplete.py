@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.run.helpers import cli, cli_run, model_requests, scores_of, settings
-from tests.servers.openai_server import Faults, LoopbackServer, ServerState
+from tests.support.openai_server import Faults, LoopbackServer, ServerState
+from tests.support.run_helpers import cli, cli_run, model_requests, scores_of, settings
 
 
 def test_missing_checklist_file_is_an_error_naming_it(dataset: Path, tmp_path: Path) -> None:

@@ -10,12 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mtvbench.errors import BusyError
-from mtvbench.judge.checklist import JudgeVerdict
-from mtvbench.models.base import GenerationResult
+from mtvbench.records import GenerationResult, JudgeVerdict
 from mtvbench.run.identity import ResultKey
 from mtvbench.run.lock import RunLock
 from mtvbench.run.store import RunStore
-from tests.run.helpers import (
+from tests.support.openai_server import Faults, LoopbackServer, ServerState
+from tests.support.run_helpers import (
     cli,
     cli_run,
     model_requests,
@@ -25,7 +25,6 @@ from tests.run.helpers import (
     subprocess_env,
     write_settings,
 )
-from tests.servers.openai_server import Faults, LoopbackServer, ServerState
 
 
 def _start(cfg: Path, *extra: str, log: Path | None = None) -> subprocess.Popen[str]:

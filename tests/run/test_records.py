@@ -12,7 +12,7 @@ import yaml
 
 from mtvbench import __version__
 from mtvbench.config import RUN_SCHEMA_VERSION
-from tests.run.helpers import cli
+from tests.support.run_helpers import cli
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_early_errors_leave_no_run_directory(dataset: Path, tmp_path: Path, monk
 
 def test_config_records_the_base_url_actually_used(dataset: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.servers.openai_server import LoopbackServer
+    from tests.support.openai_server import LoopbackServer
 
     with LoopbackServer() as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url)  # the URL comes from the environment, not a flag

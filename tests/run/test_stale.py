@@ -11,9 +11,9 @@ from typing import Any
 from click.testing import Result
 
 from mtvbench.run.evaluate import evaluate
-from tests.conftest import write_video
-from tests.run.helpers import cfg_for, cli, cli_run, scores_of, settings
-from tests.servers.openai_server import LoopbackServer, ServerState
+from tests.support.datasets import write_video
+from tests.support.openai_server import LoopbackServer, ServerState
+from tests.support.run_helpers import cfg_for, cli, cli_run, scores_of, settings
 
 
 def edit_json(path: Path, fn: Any) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from mtvbench.run.store import RunStore
-from tests.run.helpers import cli_run, scores_of, settings
-from tests.servers.openai_server import LoopbackServer
+from tests.support.openai_server import LoopbackServer
+from tests.support.run_helpers import cli_run, scores_of, settings
 
 # the test server reports 10 + 5 per image prompt tokens and 7 completion tokens per call;
 # model calls carry 4 frames, judge calls none
@@ -37,7 +37,7 @@ def test_usage_and_cost_per_role(dataset: Path, tmp_path: Path) -> None:
         assert {v["verdict"].usage.prompt_tokens for v in store.verdict_rows()} == {JUDGE_PROMPT}
     finally:
         store.close()
-    from mtvbench.report.build import build_report  # and the report shows it per role
+    from mtvbench.analysis.report import build_report
 
     build_report([tmp_path / "run"], tmp_path / "rep", scene_cache_dir=tmp_path / "scenes", thumbs=0, bootstrap=0)
     html = (tmp_path / "rep" / "report.html").read_text()

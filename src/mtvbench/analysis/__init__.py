@@ -1,5 +1,8 @@
-"""Analyses of stored runs and datasets: breakdowns, paired comparisons, judge-human
-agreement, benchmark statistics, metadata (durations, scene counts) and sweeps.
+"""Analyses of stored runs and datasets, one module each and each a command
+(:data:`mtvbench.analysis.registry.ANALYSES`): the report (leaderboard, breakdowns, report.html),
+paired comparisons, judge-human agreement, benchmark statistics, scene counts and sweeps.
+Shared pieces: :mod:`.rundata` (a run directory in memory), :mod:`.breakdowns`,
+:mod:`.metadata` (durations, categories, scene counts).
 
 Everything here reads run directories written by :mod:`mtvbench.run`; nothing re-asks a
 model except :mod:`mtvbench.analysis.sweep`, which starts new runs on purpose.

@@ -26,13 +26,16 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+import typer
 from pydantic import BaseModel
 
 from mtvbench.data.schema import STEM_TO_TASK, Task, dialogue_id
-from mtvbench.errors import MtvbenchError
-from mtvbench.report.tables import Col, TextTable, to_markdown
+from mtvbench.errors import ConfigError, MtvbenchError
+from mtvbench.render.console import FormatOption, OutputFormat, print_tables
+from mtvbench.render.tables import Col, TextTable, to_markdown
+from mtvbench.util.files import atomic_write_text
 from mtvbench.util.jsonio import JSONFileError, load_json_file, loads_strict, read_text_file
 from mtvbench.util.tables import csv_records, record_keys
 
@@ -412,3 +415,20 @@ def agreement_csv_table(rep: AgreementReport) -> TextTable:
 
 def agreement_markdown(rep: AgreementReport) -> str:
     return "\n".join(to_markdown(t) for t in agreement_tables(rep))
+
+
+def command(
+    run_dirs: Annotated[list[Path], typer.Argument(help="run directories, one per judge, of the same answers")],
+    human: Annotated[Path, typer.Option(help="human scores: CSV/JSON/JSONL per (dialogue, turn) or per item")],
+    level: Annotated[str, typer.Option(help="turn | dialogue")] = "turn",
+    json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON here")] = None,
+    output_format: FormatOption = OutputFormat.auto,
+) -> None:
+    """Judge-human agreement (Table 3: Spearman, Kendall-tau, Pearson), Cohen's and Fleiss' kappa."""
+    if level not in ("turn", "dialogue"):
+        raise ConfigError("--level must be turn or dialogue")
+    rep = agreement_report(human, run_dirs, level)  # type: ignore[arg-type]
+    if json_out:
+        atomic_write_text(json_out, rep.model_dump_json(indent=2))
+    tables = [agreement_csv_table(rep)] if output_format == OutputFormat.csv else agreement_tables(rep)
+    print_tables(tables, output_format, json_obj=rep.model_dump(mode="json"))

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from mtvbench.analysis.metadata import DialogueMeta
 from mtvbench.data.schema import TASKS, Dialogue
-from mtvbench.report.tables import MISSING, Col, TextTable, to_markdown
+from mtvbench.render.tables import MISSING, Col, TextTable, to_markdown
 from mtvbench.scoring.aggregate import DialogueScore, fmt
 
 SCENE_BINS = ("1-5", "6-10", "11-15", "16-20", ">20")

@@ -27,14 +27,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
+import typer
 from pydantic import BaseModel
 
 from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, Task
-from mtvbench.errors import InputError
-from mtvbench.report.tables import Col, TextTable, Value, to_markdown
+from mtvbench.errors import ConfigError, InputError
+from mtvbench.render.console import FormatOption, OutputFormat, print_tables
+from mtvbench.render.tables import Col, TextTable, Value, to_markdown
 from mtvbench.scoring.aggregate import DialogueScore, fmt
+from mtvbench.util.files import atomic_write_text
 
 #: the fewest paired dialogues per task for which a CI and p-value are reported
 DEFAULT_MIN_N = 10
@@ -226,3 +230,29 @@ def compare_run_dirs(dir_a: str | Path, dir_b: str | Path, *, n_boot: int = 1000
 
 __all__ = ["DEFAULT_MIN_N", "Comparison", "Diff", "check_same_dialogues", "compare_run_dirs", "comparison_markdown",
            "comparison_table", "paired_bootstrap"]
+
+
+def command(
+    run_a: Annotated[Path, typer.Argument(help="run directory A (baseline)")],
+    run_b: Annotated[Path, typer.Argument(help="run directory B")],
+    n_boot: Annotated[int, typer.Option("--bootstrap", help="bootstrap draws")] = 10000,
+    seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    min_n: Annotated[int, typer.Option(help="fewest paired dialogues per task for a CI and p-value")] = DEFAULT_MIN_N,
+    common_only: Annotated[bool, typer.Option(help="compare only the dialogues both runs share (else different "
+                                                   "dialogue sets are an error)")] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON here")] = None,
+    output_format: FormatOption = OutputFormat.auto,
+) -> None:
+    """B - A per task and Overall, paired bootstrap over dialogues (95% CI, p-value, n per row).
+
+    Runs over different dialogues are refused; different judges or contexts are flagged; rows
+    with fewer than --min-n paired dialogues in a task get no CI or p-value. Exit 3 when
+    dialogues were left out or a run is incomplete."""
+    if min_n < 1:
+        raise ConfigError("--min-n must be at least 1")
+    comp = compare_run_dirs(run_a, run_b, n_boot=n_boot, seed=seed, min_n=min_n, common_only=common_only)
+    if json_out:
+        atomic_write_text(json_out, comp.model_dump_json(indent=2) + "\n")
+    print_tables([comparison_table(comp)], output_format, json_obj=comp.model_dump(mode="json"))
+    if not comp.complete:
+        raise typer.Exit(3)

@@ -151,7 +151,7 @@ def _rows_from_build_metadata(data: dict[str, Any], path: Path) -> list[MetaRow]
     time ranges the dialogue was generated from."""
     from pydantic import ValidationError
 
-    from mtvbench.construct.export import BuildMetadata
+    from mtvbench.data.buildmeta import BuildMetadata
 
     try:
         meta = BuildMetadata.model_validate(data)
@@ -274,7 +274,7 @@ class SceneCache:
             return {}
 
     def _save(self, video: Path, data: dict[str, int]) -> None:
-        from mtvbench.run.outputs import atomic_write
+        from mtvbench.util.files import atomic_write_text as atomic_write
 
         atomic_write(self._file(video), json.dumps(data, indent=1, sort_keys=True))
 

@@ -14,8 +14,9 @@ from typing import Any
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Dialogue
-from mtvbench.judge.checklist import JudgeVerdict
-from mtvbench.run.outputs import display_name, load_scored
+from mtvbench.records import JudgeVerdict
+from mtvbench.run.rescore import load_scored
+from mtvbench.run.rundir import display_name
 from mtvbench.scoring.aggregate import DialogueScore, Scores
 
 

@@ -19,15 +19,20 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Annotated
 
+import typer
 from pydantic import BaseModel
 
 from mtvbench.data.schema import TASKS, Dialogue
 from mtvbench.errors import MissingExtraError
-from mtvbench.report.tables import Col, TextTable, Value, to_markdown
+from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, print_tables
+from mtvbench.render.tables import Col, TextTable, Value, to_markdown
+from mtvbench.util.files import atomic_write_text
 
 MTLD_THRESHOLD = 0.72
 DIVERSITY_MEASURE = "MTLD (McCarthy & Jarvis 2010, threshold 0.72, forward/backward mean)"
@@ -130,7 +135,7 @@ def load_dialogues(path: Path) -> tuple[list[Dialogue], dict[str, Path], str]:
     """A dataset root in the released layout, or a run directory (its benchmark.json)."""
     path = Path(path)
     if (path / "benchmark.json").exists():
-        from mtvbench.run.outputs import read_snapshot
+        from mtvbench.run.rundir import read_snapshot
 
         snap = read_snapshot(path)
         return snap.dialogues, {k: Path(v) for k, v in snap.videos.items()}, f"run {path}"
@@ -189,3 +194,19 @@ def stats_table(rows: Sequence[BenchStats]) -> TextTable:
 
 def stats_markdown(rows: Sequence[BenchStats]) -> str:
     return to_markdown(stats_table(rows))
+
+
+def command(
+    path: Annotated[Path, typer.Argument(help="dataset root (released layout), hf:ORG/NAME, or a run directory")],
+    tokenizer: Annotated[str | None, typer.Option(help="local Hugging Face tokenizer folder (default: offline "
+                                                       "regex tokenizer)")] = None,
+    per_task: Annotated[bool, typer.Option(help="also one row per task")] = True,
+    json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON here")] = None,
+    output_format: FormatOption = OutputFormat.auto,
+) -> None:
+    """Benchmark statistics in the layout of the paper's Table 1."""
+    rows = benchmark_stats(dataset_path(path), tokenizer, per_task=per_task)
+    records = [r.model_dump(mode="json") for r in rows]
+    if json_out:
+        atomic_write_text(json_out, json.dumps(records, indent=2))
+    print_tables([stats_table(rows)], output_format, json_obj=records)

@@ -14,13 +14,17 @@ import csv
 import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from pydantic import BaseModel
 
 from mtvbench.config import RunConfig, build_config
 from mtvbench.data.schema import TASKS
-from mtvbench.report.tables import Col, TextTable, Value, display, to_markdown
+from mtvbench.errors import ConfigError
+from mtvbench.extras import require_backend
+from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, emit, note, print_tables, resolve_format
+from mtvbench.render.tables import Col, TextTable, Value, display, to_markdown
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.util.escape import csv_cell
 
@@ -158,7 +162,7 @@ def sweep_csv(points: Sequence[SweepPoint]) -> str:
 
 
 def sweep_plots(points: Sequence[SweepPoint], model: str = "") -> dict[str, bytes]:
-    from mtvbench.report import plots
+    from mtvbench.render import plots
 
     out: dict[str, bytes] = {}
     for axis in ("frames", "max_side"):
@@ -178,7 +182,7 @@ def sweep_plots(points: Sequence[SweepPoint], model: str = "") -> dict[str, byte
 
 
 def write_sweep_report(points: Sequence[SweepPoint], out: Path, model: str = "") -> list[Path]:
-    from mtvbench.report.html import HtmlReport, Section, html_table, png_img, render_html
+    from mtvbench.render.html import HtmlReport, Section, html_table, png_img, render_html
     from mtvbench.util.files import atomic_write_bytes, atomic_write_text
 
     out = Path(out)
@@ -200,3 +204,59 @@ def write_sweep_report(points: Sequence[SweepPoint], out: Path, model: str = "")
                                                                  sections=sections)))
     files.append(out / "sweep.html")
     return files
+
+
+def _csv_list(text: str | None, cast: Any = int) -> list[Any]:
+    if not text:
+        return []
+    try:
+        return [cast(x.strip()) for x in text.split(",") if x.strip()]
+    except ValueError as e:
+        raise ConfigError(f"bad list {text!r}: {e}") from None
+
+
+
+
+def command(
+    data: Annotated[Path, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")],
+    model: Annotated[str, typer.Option(help="model under test")],
+    out: Annotated[Path, typer.Option(help="sweep folder: one run directory per setting + the sweep report")],
+    judge: Annotated[str, typer.Option(help="judge (required): openai:NAME, or offline (pipeline checks only)")],
+    frames: Annotated[str | None, typer.Option(help="e.g. 16,32,64,128,256 (Figure 5b)")] = None,
+    max_side: Annotated[str | None, typer.Option(help="e.g. 120,240,480,720,960 (Figure 5c)")] = None,
+    context: Annotated[str | None, typer.Option(help="e.g. golden,self,none (Figure 4c)")] = None,
+    model_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the model")] = None,
+    judge_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the judge")] = None,
+    model_api_key_env: Annotated[str | None, typer.Option(help="env var holding the model's key")] = None,
+    judge_api_key_env: Annotated[str | None, typer.Option(help="env var holding the judge's key")] = None,
+    judge_runs: Annotated[int, typer.Option(help="judge runs per turn")] = 3,
+    limit: Annotated[int | None, typer.Option(help="at most N dialogues per task")] = None,
+    concurrency: Annotated[int, typer.Option(help="model calls in flight")] = 16,
+    cache_dir: Annotated[Path | None, typer.Option(help="frame cache folder shared by all settings")] = None,
+    output_format: FormatOption = OutputFormat.auto,
+) -> None:
+    """One run per setting (resumable, sharing the frame cache), then Figure 5b/5c/4c tables and plots."""
+    fr, ms, ctx = _csv_list(frames), _csv_list(max_side), _csv_list(context, str)
+    if not (fr or ms or ctx):
+        raise ConfigError("give at least one of --frames, --max-side, --context")
+    base: dict[str, Any] = {"data": data, "model": model, "judge": judge, "judge_runs": judge_runs,
+                            "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir}
+    base = {k: v for k, v in base.items() if v is not None}
+    for role, url, env in (("model_settings", model_base_url, model_api_key_env),
+                           ("judge_settings", judge_base_url, judge_api_key_env)):
+        sub = {k: v for k, v in (("base_url", url), ("api_key_env", env)) if v is not None}
+        if sub:
+            base[role] = sub
+
+    probe = build_config({**base, "out": out}, "command line")
+    require_backend(probe.backend_spec, "model")
+    require_backend(probe.judge, "judge")
+    base["data"] = dataset_path(data)
+    points = run_sweep(base, out, frames=fr, max_sides=ms, contexts=ctx,
+                       on_done=lambda p: note("done", point_label(p), style="green"))
+    files = write_sweep_report(points, out, model)
+    if resolve_format(output_format) == "csv":
+        emit(sweep_csv(points))  # every axis in one long table
+    else:
+        print_tables(sweep_tables(points), output_format, json_obj=[p.model_dump(mode="json") for p in points])
+    note("wrote", f"{len(files)} files to {out}", style="green")

@@ -1,90 +1,27 @@
-"""What every command group shares: consoles, the one error handler, safe printing.
+"""What every command group shares: the one error handler, the typer app class, the version.
 
 - :class:`MtvbenchGroup` is the click group class of every typer app of mtvbench. Its
   ``invoke`` is the single place where a :class:`~mtvbench.errors.MtvbenchError` becomes
   one message on stderr and its exit code (no traceback), where Ctrl-C becomes exit 130,
   and where an unexpected exception is reported as an internal error (the traceback is
-  shown with ``MTVBENCH_DEBUG=1``).
-- Text from datasets, models, servers and users is never parsed as rich markup here:
-  :func:`say`, :func:`warn` and :func:`fail` take plain strings and print them literally
-  (control characters and ANSI escape codes shown as escapes, see
-  :mod:`mtvbench.util.escape`).
-- Tables: every command that prints one takes ``--format table|md|csv|json``
-  (:data:`FormatOption`); the default ``auto`` is a rich table on a terminal and plain
-  Markdown otherwise (a pipe, a file). :func:`print_tables` prints them.
+  shown with ``MTVBENCH_DEBUG=1``). Commands mounted from a registry (analyses, stages of
+  other packages) run under it too.
+- Printing (literal text, tables in ``--format``) is :mod:`mtvbench.render.console`'s.
 """
 
 from __future__ import annotations
 
-import enum
-import json
 import os
 import sys
 import traceback
-from collections.abc import Sequence
-from typing import Annotated, Any, NoReturn
+from typing import Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.text import Text
 from typer.core import TyperGroup
 
 from mtvbench.errors import MtvbenchError
-from mtvbench.util.escape import rich_text, terminal
+from mtvbench.render.console import emit, note, print_error
 from mtvbench.util.files import describe_os_error
-
-
-def make_console(stderr: bool = False) -> Console:
-    """A console for the current stream and terminal size (read at each command, not at import)."""
-    probe = Console(stderr=stderr)
-    if probe.is_terminal or os.environ.get("COLUMNS"):
-        return probe
-    # wide enough for the Table 2 layout when the output goes to a file or a pipe
-    return Console(stderr=stderr, width=160, soft_wrap=False)
-
-
-class _LazyConsole:
-    """``console.print(...)`` on a console made for the stream as it is now (tests swap streams)."""
-
-    def __init__(self, stderr: bool):
-        self.stderr = stderr
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(make_console(self.stderr), name)
-
-
-console: Console = _LazyConsole(stderr=False)  # type: ignore[assignment]
-err_console: Console = _LazyConsole(stderr=True)  # type: ignore[assignment]
-
-
-def styled(parts: list[tuple[str, str | None]]) -> Text:
-    """A line from (text, style) parts; the text is literal, never markup."""
-    t = Text()
-    for s, style in parts:
-        t.append(terminal(s, multiline=True), style=style or "")
-    return t
-
-
-def say(message: str, style: str | None = None) -> None:
-    console.print(Text(terminal(message, multiline=True), style=style or ""), highlight=False, soft_wrap=True)
-
-
-def emit(text: str) -> None:
-    """Text printed exactly as is (Markdown, JSON, CSV): no markup, no wrapping, no highlighting."""
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    sys.stdout.flush()
-
-
-def note(label: str, message: str, style: str = "yellow") -> None:
-    err_console.print(styled([(f"{label}: ", style), (message, None)]), highlight=False, soft_wrap=True)
-
-
-def warn(message: str) -> None:
-    note("warning", message)
-
-
-def print_error(message: str) -> None:
-    err_console.print(styled([("error: ", "bold red"), (message, None)]), highlight=False, soft_wrap=True)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -142,85 +79,9 @@ def new_app(help: str, **kw: Any) -> typer.Typer:  # noqa: A002 - typer's own na
                        pretty_exceptions_enable=False, help=help, **kw)
 
 
-# ------------------------------------------------------------------------------- tables
-
-
-class OutputFormat(str, enum.Enum):
-    auto = "auto"
-    table = "table"
-    md = "md"
-    csv = "csv"
-    json = "json"
-
-
-FormatOption = Annotated[OutputFormat, typer.Option(
-    "--format", case_sensitive=False,
-    help="table (terminal), md (Markdown), csv or json; auto: table on a terminal, Markdown in a pipe or file")]
-
-
-def resolve_format(fmt: OutputFormat | str) -> str:
-    """``auto`` becomes ``table`` when stdout is a terminal and ``md`` otherwise."""
-    value = fmt.value if isinstance(fmt, OutputFormat) else str(fmt)
-    if value != "auto":
-        return value
-    return "table" if make_console().is_terminal else "md"
-
-
-def emit_json(obj: Any) -> None:
-    """JSON on stdout; non-ASCII and control characters as ``\\u`` escapes (safe on any terminal)."""
-    emit(json.dumps(obj, indent=2, ensure_ascii=True, allow_nan=False))
-
-
-def print_tables(tables: Sequence[Any], fmt: OutputFormat | str, json_obj: Any = None) -> None:
-    """Print :class:`~mtvbench.report.tables.TextTable` s in ``fmt``. ``json`` prints
-    ``json_obj`` (the command's own records) or else the tables' rows; ``csv`` prints the
-    first table only (the command's main table)."""
-    from mtvbench.report.tables import to_csv, to_markdown, to_records, to_rich
-
-    kind = resolve_format(fmt)
-    if kind == "json":
-        if json_obj is None:
-            json_obj = to_records(tables[0]) if len(tables) == 1 else {
-                (t.title or f"table{i + 1}"): to_records(t) for i, t in enumerate(tables)}
-        emit_json(json_obj)
-    elif kind == "csv":
-        emit(to_csv(tables[0]))
-    elif kind == "md":
-        emit("\n".join(to_markdown(t) for t in tables))
-    else:
-        c = make_console()
-        for i, t in enumerate(tables):
-            if i:
-                c.print()
-            c.print(to_rich(t, c.width), highlight=False)
-
-
 def version_callback(value: bool) -> None:
     if value:
         from mtvbench import __version__
 
         emit(f"mtvbench {__version__}")
         raise typer.Exit(0)
-
-
-def print_leaderboard(rows: Sequence[tuple[str, Any]], fmt: OutputFormat | str, *, title: str,
-                      markdown: str | None = None, json_obj: Any = None) -> None:
-    """The Table 2 layout of ``rows`` ((name, Scores) pairs) in ``fmt``: a terminal table with
-    each run's counts in words, Markdown (``markdown`` when given, else the run directory's
-    leaderboard.md layout), CSV (leaderboard.csv), or JSON (``json_obj``, else the scores)."""
-    from mtvbench.report.leaderboard import counts_summary, leaderboard_csv, leaderboard_markdown, leaderboard_table
-
-    kind = resolve_format(fmt)
-    if kind == "json":
-        emit_json(json_obj if json_obj is not None else
-                  [{"name": name, **s.model_dump(mode="json")} for name, s in rows])
-    elif kind == "csv":
-        emit(leaderboard_csv(rows))
-    elif kind == "md":
-        emit(markdown if markdown is not None else leaderboard_markdown(rows))
-    else:
-        c = make_console()
-        c.print(leaderboard_table(rows, title=title), highlight=False)
-        for name, s in rows:
-            line = f"{name}: {counts_summary(s.counts)}" if len(rows) > 1 else counts_summary(s.counts)
-            c.print(rich_text(line, "dim"), highlight=False)

@@ -21,14 +21,19 @@ from typing import Annotated, Any, Literal
 import typer
 from pydantic import Field, field_validator
 
-from mtvbench.cli.common import FormatOption, OutputFormat, console, fail, new_app, note, print_tables, say, styled
+from mtvbench.cli.common import fail, new_app
 from mtvbench.config import RoleSettings, load_settings_file, validate_settings
-from mtvbench.construct.export import ExportReport, ReviewQueue, adjudicate, load_queue, record_review
-from mtvbench.construct.pipeline import ALL_STAGES, BuildConfig, Builder, StageReport
+from mtvbench.construct.config import BuildConfig
+from mtvbench.construct.export import ExportReport
+from mtvbench.construct.pipeline import Builder, StageReport
+from mtvbench.construct.review_queue import adjudicate, load_queue, record_review
 from mtvbench.construct.split import SplitSettings
+from mtvbench.construct.stages import STAGES, require_build, stage_names
 from mtvbench.construct.workspace import Workspace, discover_videos
-from mtvbench.extras import require_build
-from mtvbench.report.tables import Col, TextTable, Value
+from mtvbench.registry import RegistryError
+from mtvbench.render.console import FormatOption, OutputFormat, console, note, print_tables, say, styled
+from mtvbench.render.tables import Col, TextTable, Value
+from mtvbench.review.model import ReviewQueue
 
 build_app = new_app("Build MT-Video-Bench-style dialogues from raw videos (paper §3.2).")
 review_app = new_app("Human verification: two annotators per dialogue, a senior adjudicates "
@@ -181,20 +186,16 @@ def _stage_command(stage: str, help_text: str) -> None:
     command.__name__ = f"build_{stage}"
 
 
-_HELP = {
-    "split": "1. Split videos into shot clips (PySceneDetect).",
-    "caption": "2. Caption each clip with an MLLM (frames from the clip only).",
-    "merge": "3. Merge adjacent clips of the same scene (LLM judgement, two passes).",
-    "keyframes": "4. Key frames at 2 FPS: sharp, not a near-repeat (histogram similarity <= 0.9).",
-    "detect": "5. Detect objects on key frames (YOLO11 via ultralytics) and save crops.",
-    "objects": "6-7. Caption object crops and build the object memory bank (persistent IDs).",
-    "crossscene": "8. Group segments sharing objects or themes into cross-scene units.",
-    "score": "9. Score every unit for the six tasks (1-6); keep tasks scored 5-6.",
-    "generate": "10. Generate 5-8 round dialogues (Figures 8-14), checked and re-asked.",
-    "checklists": "11. Generate checklists (Figure 16) for the evaluated rounds.",
-}
-for _stage in ALL_STAGES:
-    _stage_command(_stage, _HELP[_stage])
+def _stage_help(stage: str) -> str:
+    """The stage's help; a stage of another package that fails to load says so (running it reports why)."""
+    try:
+        return STAGES.get(stage).help
+    except RegistryError as e:
+        return f"(failed to load: {e.message})"
+
+
+for _stage in stage_names():
+    _stage_command(_stage, _stage_help(_stage))
 
 
 @build_app.command("export", help="12. Write the released layout, metadata.json and the review queue.")
@@ -222,7 +223,7 @@ def build_all_cmd(workspace: WS, videos: Videos = None, video: Only = None, mode
     cfg = _config(config, model, base_url, api_key_env, concurrency, detector=detector,
                   detector_weights=detector_weights, retry_failed=retry_failed or None,
                   objects=False if no_objects else None)
-    _run(list(ALL_STAGES), workspace, videos, video, cfg, force,
+    _run(list(stage_names()), workspace, videos, video, cfg, force,
          export={"out": out, "accepted_only": accepted_only, "video_mode": "copy"})
 
 

@@ -1,32 +1,31 @@
-"""``mtvbench download`` and ``mtvbench cache info|clear``; the dataset argument of every command.
+"""Dataset commands: ``mtvbench download`` (the Hub), ``mtvbench cache info|clear`` and
+``mtvbench checklists`` (paper Figure 16 checklists for turns lacking one).
 
-:func:`data_path` is what every command that reads a dataset (``validate``, ``run``,
-``stats``, ``scenes``, ``sweep``, ``checklists``) calls on its ``--data``/path argument:
-a folder is used as given, ``hf:ORG/NAME[@REV]`` is fetched from the Hugging Face Hub (or read
-from its cache) and laid out once (:mod:`mtvbench.data.hub`).
+Every command that reads a dataset (``validate``, ``run``, ``stats``, ``scenes``, ``sweep``,
+``checklists``) resolves its ``--data``/path argument with
+:func:`mtvbench.render.console.dataset_path`: a folder is used as given, ``hf:ORG/NAME[@REV]``
+is fetched from the Hugging Face Hub (or read from its cache) and laid out once
+(:mod:`mtvbench.data.hub`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
-import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from mtvbench.cli.common import console, err_console, new_app, note, say
-from mtvbench.data.hub import DEFAULT_REPO, HF_PREFIX, HubSpec, is_hub_spec, prepare_from_hub, resolve_dataset
+from mtvbench.cli.common import fail, new_app
+from mtvbench.data.hub import DEFAULT_REPO, HF_PREFIX, HubSpec, is_hub_spec, prepare_from_hub
 from mtvbench.errors import ConfigError
+from mtvbench.extras import require_backend
+from mtvbench.render.console import console, dataset_path, err_console, note, say
 
 cache_app = new_app("Look into and clear the frame and scene caches (safe to delete; recomputed when needed).")
-
-
-def data_path(value: str | os.PathLike[str]) -> Path:
-    """A dataset argument as a folder (``hf:...`` fetched or read from the cache, then laid out)."""
-    return resolve_dataset(value, note=lambda m: note("dataset", m, style="cyan"))
 
 
 def _duration(seconds: float) -> str:
@@ -178,4 +177,54 @@ def cache_clear(
             + (f"; {', '.join(extra)}" if extra else ""))
 
 
-__all__ = ["cache_app", "check_dataset", "data_path", "download", "is_hub_spec"]
+def checklists(
+    data: Annotated[Path, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")],
+    generator: Annotated[str, typer.Option(help="checklist writer, e.g. openai:gpt-4o")],
+    out: Annotated[Path | None, typer.Option(help="write a copy of the dataset with the new checklists here "
+                                                  "(mtqa/ copied, videos/ linked); the data stays as it is")] = None,
+    in_place: Annotated[bool, typer.Option("--in-place", help="write the new checklists into DATA/checklist/")
+                        ] = False,
+    n: Annotated[int, typer.Option(help="items per checklist")] = 5,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the generator")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="env var holding the generator's key")] = None,
+    overwrite: Annotated[bool, typer.Option(help="replace existing (human-revised) entries too")] = False,
+    max_attempts: Annotated[int, typer.Option(help="asks per turn while the rules are broken")] = 3,
+    exact_split: Annotated[bool, typer.Option(help="require exactly one 'No' item (target 4/1)")] = True,
+    concurrency: Annotated[int, typer.Option(help="calls in flight")] = 4,
+) -> None:
+    """Write missing checklists (paper Figure 16) in the released layout; resumable.
+
+    Choose where: --out DIR (a copy of the dataset) or --in-place (into DATA). Exit 3 when some
+    turns still have no checklist (listed)."""
+    from mtvbench.checklist_gen.fill import fill_checklists
+    from mtvbench.models.registry import create_backend
+    from mtvbench.models.settings import BackendOptions
+
+    if out is None and not in_place:
+        fail(f"choose where the checklists go: --out DIR (a copy of {data} with the new checklists) "
+             f"or --in-place (write into {data / 'checklist'})")
+    if out is not None and in_place:
+        fail("--out and --in-place exclude each other")
+    require_backend(generator, "checklist generator")
+    data = dataset_path(data)
+
+    async def go() -> Any:
+        backend = create_backend(generator, BackendOptions(base_url=base_url, api_key_env=api_key_env))
+        try:
+            return await fill_checklists(data, backend, out=out, n=n, overwrite=overwrite, concurrency=concurrency,
+                                         max_attempts=max_attempts, exact_split=exact_split)
+        finally:
+            await backend.aclose()
+
+    rep = asyncio.run(go())
+    say(f"generated {rep.generated}, kept {rep.kept} existing, failed {len(rep.failed)} (written to {rep.out})")
+    for f in rep.failed:
+        note("failed", f"{f.task}/{f.video}/{f.event} round {f.round_index}: " + "; ".join(f.problems),
+             style="red")
+    if rep.failed:
+        note("INCOMPLETE", f"{len(rep.failed)} turn(s) still have no checklist; run the same command again to "
+             "ask for them again")
+        raise typer.Exit(3)
+
+
+__all__ = ["cache_app", "check_dataset", "checklists", "download", "is_hub_spec"]

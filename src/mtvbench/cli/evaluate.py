@@ -10,34 +10,38 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
-from mtvbench.cli.common import (
+from mtvbench.cli.common import fail
+from mtvbench.cli.data import check_dataset
+from mtvbench.cli.run_flags import run_flags, settings_from_flags, with_flags
+from mtvbench.config import build_config, load_yaml
+from mtvbench.extras import require_backend
+from mtvbench.render.console import (
     FormatOption,
     OutputFormat,
     console,
+    dataset_path,
     emit,
     emit_json,
-    fail,
     make_console,
     note,
     resolve_format,
     say,
     styled,
 )
-from mtvbench.cli.data import check_dataset, data_path
-from mtvbench.config import ConfigError, build_config, load_yaml, loads_yaml_strict
-from mtvbench.extras import require_backend
-from mtvbench.report.leaderboard import leaderboard_table
-from mtvbench.run.runner import Progress, RunSummary
+from mtvbench.render.leaderboard import leaderboard_table
+from mtvbench.run.runner import RunProgress, RunSummary
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.scoring.usage import usage_lines
 
 T = TypeVar("T")
 
+#: the settings flags of `run` (derived from RunConfig, see mtvbench.cli.run_flags)
+RUN_FLAGS = run_flags()
 JUDGE_REQUIRED = ("--judge names the judge: e.g. openai:gemini-2.5-flash (the paper's), or `offline` for the "
                   "lexical matcher (checks the pipeline; its scores are not comparable to the paper's)")
 
 
-class RichRunProgress(Progress):
+class RichRunProgress(RunProgress):
     def __init__(self, progress: RichProgress):
         self.p = progress
         self.ids: dict[str, Any] = {}
@@ -67,25 +71,11 @@ def validate(path: Annotated[Path, typer.Argument(help="dataset root (mtqa/, che
     Every referenced video must open, have a video stream whose first frame decodes, and not
     be truncated (the verdicts are cached by file content, so checking again is fast).
     Exit status 2 when there are errors (or warnings, with --strict)."""
-    if not check_dataset(data_path(path), strict, list_videos):
+    if not check_dataset(dataset_path(path), strict, list_videos):
         raise typer.Exit(2)
 
 
-def parse_options(items: list[str], flag: str = "--model-option") -> dict[str, Any]:
-    """``KEY=VALUE`` items (the value read as YAML) -> a dict; anything else is one :class:`ConfigError`."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ConfigError(f"{flag} {item!r}: must look like KEY=VALUE, e.g. {flag} batch_size=8")
-        if key in out:
-            raise ConfigError(f"{flag}: {key!r} given twice")
-        out[key] = loads_yaml_strict(value, f"{flag} {item!r}")
-    return out
-
-
-def _run_with_progress(fn: Callable[[Progress], T], quiet: bool) -> T:
+def _run_with_progress(fn: Callable[[RunProgress], T], quiet: bool) -> T:
     with _progress_bar(quiet) as bar:
         return fn(RichRunProgress(bar))
 
@@ -115,7 +105,7 @@ def _wrapped(text: str, style: str | None = None) -> None:
 def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = OutputFormat.auto) -> None:
     """The Table 2 row, then the status (INCOMPLETE with its reasons), counts and usage, as plain text;
     or the scores as JSON / the leaderboard.md Markdown / the leaderboard.csv row (``--format``)."""
-    from mtvbench.report.leaderboard import leaderboard_csv, leaderboard_markdown
+    from mtvbench.render.leaderboard import leaderboard_csv, leaderboard_markdown
 
     kind = resolve_format(output_format)
     if kind == "json":
@@ -158,36 +148,11 @@ def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = 
             _wrapped(f"usage: {u}")
 
 
+@with_flags(RUN_FLAGS)
 def run(
-    data: Annotated[Path | None, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")] = None,
-    model: Annotated[str | None, typer.Option(help="model under test: openai:NAME, oracle, refuse")] = None,
-    judge: Annotated[str | None, typer.Option(help="judge (required): openai:NAME (the paper's: gemini-2.5-flash), "
-                                                   "or offline (lexical matcher, pipeline checks only)")] = None,
-    out: Annotated[Path | None, typer.Option(help="run directory (resumable)")] = None,
-    config: Annotated[Path | None, typer.Option(help="YAML file with the same settings")] = None,
-    model_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the model")] = None,
-    judge_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the judge")] = None,
-    model_api_key_env: Annotated[str | None, typer.Option(help="env var holding the model's key")] = None,
-    judge_api_key_env: Annotated[str | None, typer.Option(help="env var holding the judge's key")] = None,
-    frames: Annotated[int | None, typer.Option(help="frames sampled uniformly over the whole video")] = None,
-    max_side: Annotated[int | None, typer.Option(help="longer side of a frame at most this (px)")] = None,
-    frame_size: Annotated[str | None, typer.Option(help="fixed frame size WxH, e.g. 448x448")] = None,
-    context: Annotated[str | None, typer.Option(help="golden | self | none")] = None,
-    prompt_style: Annotated[str | None, typer.Option(
-        help="paper (Figure 15) | authors (the authors' Qwen script's prompt, to reproduce their numbers)")] = None,
-    judge_runs: Annotated[int | None, typer.Option(help="judge runs per turn, averaged")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="model calls in flight")] = None,
-    limit: Annotated[int | None, typer.Option(help="at most N dialogues per task")] = None,
-    tasks: Annotated[str | None, typer.Option(
-        help="evaluate only these tasks, e.g. OR,MR (keys or abbreviations); the Overall is then partial")] = None,
+    given: dict[str, Any],
+    config: Annotated[Path | None, typer.Option(help="YAML file with the same settings (flags override it)")] = None,
     wait: Annotated[bool, typer.Option(help="wait for another process using --out instead of refusing")] = False,
-    max_tokens: Annotated[int | None, typer.Option(help="max new tokens of the model")] = None,
-    temperature: Annotated[float | None, typer.Option(help="sampling temperature of the model (>= 0)")] = None,
-    top_p: Annotated[float | None, typer.Option(help="nucleus sampling top-p of the model, in (0, 1]")] = None,
-    cache_dir: Annotated[Path | None, typer.Option(help="frame cache folder")] = None,
-    model_option: Annotated[list[str] | None, typer.Option(
-        help="backend setting KEY=VALUE (YAML value), repeatable, e.g. input=upload, batch_size=8")] = None,
-    judge_option: Annotated[list[str] | None, typer.Option(help="judge backend setting KEY=VALUE")] = None,
     quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
 ) -> None:
     """Evaluate a model on a dataset; rerun the same command to resume.
@@ -196,35 +161,7 @@ def run(
     openai:NAME, gemini:NAME, hf:PATH_OR_ID, vllm:PATH_OR_ID, oracle, refuse."""
     from mtvbench.run.evaluate import evaluate
 
-    values: dict[str, Any] = load_yaml(config) if config else {}
-    flags = {"data": data, "model": model, "judge": judge, "out": out, "frames": frames,
-             "max_side": max_side, "frame_size": frame_size, "context": context, "judge_runs": judge_runs,
-             "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir, "prompt_style": prompt_style,
-             "tasks": tasks}
-    values.update({k: v for k, v in flags.items() if v is not None})
-    #: setting -> the flag that gave it, so that a bad value is named by its flag
-    origins = {k: "--" + k.replace("_", "-") for k, v in flags.items() if v is not None}
-    roles = {"model_settings": ("--model", model_base_url, model_api_key_env, model_option,
-                                {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}),
-             "judge_settings": ("--judge", judge_base_url, judge_api_key_env, judge_option, {})}
-    for role, (flag, url, env, opts, generation) in roles.items():
-        sub = values.get(role) or {}
-        if not isinstance(sub, dict):
-            continue  # build_config names the key
-        sub = dict(sub)
-        given = {"base_url": (url, f"{flag}-base-url"), "api_key_env": (env, f"{flag}-api-key-env"),
-                 **{k: (v, "--" + k.replace("_", "-")) for k, v in generation.items()}}
-        for key, (value, name) in given.items():
-            if value is not None:
-                sub[key] = value
-                origins[f"{role}.{key}"] = name
-        if opts:
-            options = parse_options(opts, f"{flag}-option")
-            extra = sub.get("extra") or {}
-            sub["extra"] = {**extra, **options} if isinstance(extra, dict) else extra
-            origins.update({f"{role}.extra.{k}": f"{flag}-option" for k in options})
-        if sub:
-            values[role] = sub
+    values, origins = settings_from_flags(load_yaml(config) if config else {}, given, RUN_FLAGS)
     missing = [k for k in ("data", "model", "judge", "out") if k not in values]
     if missing:
         fail(f"missing setting(s): {', '.join('--' + m for m in missing)} (flag or --config)"
@@ -232,7 +169,7 @@ def run(
     cfg = build_config(values, source=str(config) if config else "command line", flags=origins)
     require_backend(cfg.backend_spec, "model")
     require_backend(cfg.judge, "judge")
-    cfg = cfg.model_copy(update={"data": data_path(cfg.data)})
+    cfg = cfg.model_copy(update={"data": dataset_path(cfg.data)})
     scores, summary = _run_with_progress(lambda p: evaluate(cfg, p, wait=wait), quiet)
     _summarise(summary)
     show_scores(scores.model_copy(update={"model": cfg.model}), f"MT-Video-Bench — {cfg.out}", OutputFormat.table)
@@ -247,7 +184,7 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")],
 
     While a `run` holds the directory the scores of a consistent snapshot are printed and no
     file is written (the run writes them when it finishes)."""
-    from mtvbench.run.outputs import score_dir
+    from mtvbench.run.rescore import score_dir
 
     out = score_dir(run_dir)
     show_scores(out.scores, f"MT-Video-Bench — {run_dir}", output_format)

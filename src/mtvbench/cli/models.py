@@ -1,4 +1,4 @@
-"""``mtvbench models``: the presets of the paper's 24 models."""
+"""``mtvbench models``: the presets of the paper's 24 models; ``--backends``: the backend prefixes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ from typing import Annotated
 
 import typer
 
-from mtvbench.cli.common import FormatOption, OutputFormat, console, emit_json, fail, print_tables, say, styled
+from mtvbench.cli.common import fail
 from mtvbench.models.presets import Preset, get_preset, list_presets
-from mtvbench.report.tables import Col, TextTable
+from mtvbench.models.registry import BACKENDS
+from mtvbench.registry import RegistryError
+from mtvbench.render.console import FormatOption, OutputFormat, console, emit_json, print_tables, say, styled
+from mtvbench.render.tables import Col, TextTable, Value
 
 UNCHECKED_NOTE = ("Generation values marked (unchecked) were not all seen at their source; `mtvbench models NAME` "
                   "shows the source of every value. Compare them before publishing numbers.")
@@ -65,14 +68,33 @@ def _show(p: Preset) -> None:
     say(f"  run:        mtvbench run --model {p.name} --data DATA --judge JUDGE --out runs/{p.name}")
 
 
+def backends_table() -> TextTable:
+    """One row per backend prefix (built-in or from an installed package): what ``--model PREFIX:NAME`` runs."""
+    rows: list[list[Value]] = []
+    for prefix in BACKENDS.names():
+        try:
+            b = BACKENDS.get(prefix)
+            install, what = (f"mtvbench[{b.extra}]" if b.extra else "core"), b.description
+        except RegistryError as e:
+            install, what = "–", f"failed to load: {e.message}"
+        rows.append([prefix, install, BACKENDS.origin(prefix), what])
+    return TextTable(columns=[Col("prefix", "id"), Col("install"), Col("from", optional=True), Col("runs")],
+                     rows=rows, title="Model backends (--model / --judge PREFIX:NAME)")
+
+
 def models_command(
     name: Annotated[str | None, typer.Argument(help="show one preset in full")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the presets as JSON (same as --format json)")] = False,
+    backends: Annotated[bool, typer.Option("--backends", help="list the backend prefixes instead, with where "
+                                                              "each comes from")] = False,
     output_format: FormatOption = OutputFormat.auto,
 ) -> None:
     """List the model presets: `--model <preset>` runs that row of Table 2 with the paper's settings."""
     if as_json:
         output_format = OutputFormat.json
+    if backends:
+        print_tables([backends_table()], output_format)
+        return
     if name is not None:
         p = get_preset(name)
         if p is None:

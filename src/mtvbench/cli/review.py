@@ -14,8 +14,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from mtvbench.cli.common import console, emit, new_app, note, say, warn
+from mtvbench.cli.common import new_app
 from mtvbench.errors import ConfigError
+from mtvbench.render.console import console, emit, note, say, warn
 from mtvbench.review.model import ROLES
 from mtvbench.review.source import ReviewSource, open_source
 from mtvbench.review.store import ReviewStore

@@ -11,12 +11,14 @@ import asyncio
 from pathlib import Path
 
 from mtvbench.construct.llm import StageModel, failure, gather_all, ranges_frames, text_check
-from mtvbench.construct.records import Captions, SplitResult, hms
+from mtvbench.construct.records import Captions, SplitResult, VideoRecord
+from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.ask import ReaskPolicy, ask
-from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import CLIP_CAPTION_PROMPT
+from mtvbench.records import GenerationRequest
+from mtvbench.util.timecodes import hms
 
 
 async def caption_clips(video: str, path: Path, split: SplitResult, model: StageModel, num_frames: int = 8,
@@ -25,7 +27,7 @@ async def caption_clips(video: str, path: Path, split: SplitResult, model: Stage
     video_fp = await asyncio.to_thread(fingerprint, path)
     policy = ReaskPolicy(max_attempts)
 
-    async def one(clip_index: int):  # noqa: ANN202 - AskOutcome[str]
+    async def caption_clip(clip_index: int):  # noqa: ANN202 - AskOutcome[str]
         clip = split.clips[clip_index]
         item = f"clip/{clip.index}"
         frames = ranges_frames(video_fp, path, [(clip.start_s, clip.end_s)], num_frames, settings)
@@ -33,7 +35,7 @@ async def caption_clips(video: str, path: Path, split: SplitResult, model: Stage
         return await ask(model.caller(video, "caption", item, frames), GenerationRequest(id=item, prompt=prompt),
                          text_check, policy)
 
-    outcomes = await gather_all(one(c.index) for c in split.clips)
+    outcomes = await gather_all(caption_clip(c.index) for c in split.clips)
     out = Captions(video=video)
     for clip, res in zip(split.clips, outcomes):
         if res.ok:
@@ -42,3 +44,15 @@ async def caption_clips(video: str, path: Path, split: SplitResult, model: Stage
             out.failures.append(failure(f"clip/{clip.index}", res))
     out.complete = not out.failures  # merging needs every caption
     return out
+
+
+async def _run(ctx: StageContext, v: VideoRecord) -> Captions:
+    c = ctx.config
+    return await caption_clips(v.name, Path(v.path), ctx.artifact(v, "split", SplitResult), ctx.model("caption"),
+                               c.caption_frames, ctx.frames(c.caption_frames), c.max_attempts)
+
+
+STAGE = Stage(run=_run, artifact=Captions,
+              help="2. Caption each clip with an MLLM (frames from the clip only).", upstream=("split",),
+              role="caption", settings=lambda ctx: {"frames": ctx.frames(ctx.config.caption_frames).key()},
+              prompts=lambda: text_digest(CLIP_CAPTION_PROMPT))

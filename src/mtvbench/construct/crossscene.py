@@ -21,8 +21,10 @@ from collections import defaultdict
 
 from pydantic import BaseModel
 
-from mtvbench.construct.records import CrossSceneResult, MergeResult, ObjectsResult, Unit, hms
+from mtvbench.construct.records import CrossSceneResult, MergeResult, ObjectsResult, Unit, VideoRecord
+from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.construct.textsim import LexicalSimilarity, TextSimilarity
+from mtvbench.util.timecodes import hms
 
 
 class CrossSceneSettings(BaseModel):
@@ -83,3 +85,17 @@ def retrieve_units(video: str, merge: MergeResult, objects: ObjectsResult | None
             captions=[segs[i].caption for i in members], objects=ids,
             object_lines=[_object_line(objects, oid, members) for oid in ids] if objects else [], link=link))
     return result
+
+
+async def _run(ctx: StageContext, v: VideoRecord) -> CrossSceneResult:
+    c = ctx.config
+    objects = ctx.artifact(v, "objects", ObjectsResult) if c.objects else None
+    return retrieve_units(v.name, ctx.artifact(v, "merge", MergeResult), objects, c.crossscene, ctx.textsim())
+
+
+STAGE = Stage(run=_run, artifact=CrossSceneResult,
+              help="8. Group segments sharing objects or themes into cross-scene units.",
+              upstream=("merge", "objects"),
+              settings=lambda ctx: {"crossscene": ctx.config.crossscene.model_dump(mode="json"),
+                                    "textsim": ctx.config.text_embedder or "lexical", "objects": ctx.config.objects},
+              prepare=lambda ctx: ctx.textsim() if ctx.config.text_embedder else None)

@@ -13,16 +13,21 @@ returns a :class:`Detector`).
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import io
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from mtvbench.construct.records import Box, Detection, Detections, KeyFrames
+from mtvbench.construct.records import Box, Detection, Detections, KeyFrames, VideoRecord
+from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.errors import MissingExtraError, MtvbenchError
 from mtvbench.util.files import atomic_write_bytes, ensure_dir
+
+if TYPE_CHECKING:
+    from mtvbench.construct.config import BuildConfig
 
 
 @runtime_checkable
@@ -129,3 +134,20 @@ def detect_objects(video: str, video_dir: Path, keyframes: KeyFrames, detector: 
             if kept >= max_per_frame:
                 break
     return out
+
+
+async def _run(ctx: StageContext, v: VideoRecord) -> Detections:
+    det = ctx.detector()
+    return await asyncio.to_thread(detect_objects, v.name, ctx.ws.video_dir(v.name),
+                                   ctx.artifact(v, "keyframes", KeyFrames), det)
+
+
+def _yolo(config: BuildConfig) -> bool:
+    return config.detector in (None, "", "yolo")
+
+
+STAGE = Stage(run=_run, artifact=Detections,
+              help="5. Detect objects on key frames (YOLO11 via ultralytics) and save crops.",
+              upstream=("keyframes",), object_stage=True, settings=lambda ctx: {"detector": ctx.detector_name()},
+              needs=("detect", (("ultralytics", "ultralytics"),)), needs_when=_yolo,
+              prepare=lambda ctx: ctx.detector())

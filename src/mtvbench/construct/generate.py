@@ -42,13 +42,22 @@ import re
 from pathlib import Path
 
 from mtvbench.construct.llm import LazyFrames, StageModel, failure, gather_all, ranges_frames
-from mtvbench.construct.records import GeneratedDialogue, GenerateResult, GenRound, ScoreResult, Unit, hms
-from mtvbench.construct.score import material, where
-from mtvbench.data.schema import ALL_ROUNDS_TASKS, Task
+from mtvbench.construct.records import (
+    CrossSceneResult,
+    GeneratedDialogue,
+    GenerateResult,
+    GenRound,
+    ScoreResult,
+    SplitResult,
+    Unit,
+    VideoRecord,
+)
+from mtvbench.construct.stages import Stage, StageContext, text_digest
+from mtvbench.construct.suitability import PROBE_UNIT, material, where
+from mtvbench.data.schema import ALL_ROUNDS_TASKS, TASKS, Task
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.ask import ReaskPolicy, Rejected, ask
-from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import (
     BASIC_ABILITIES,
     CROSS_SCENE_OBJECTS,
@@ -58,6 +67,8 @@ from mtvbench.prompts.generation import (
     TOPIC_FORMAT,
     render_generation_prompt,
 )
+from mtvbench.records import GenerationRequest
+from mtvbench.util.timecodes import hms
 
 MIN_ROUNDS, MAX_ROUNDS = 5, 8
 
@@ -274,7 +285,7 @@ async def generate_dialogues(video: str, path: Path, units: list[Unit], scores: 
     policy = ReaskPolicy(max_attempts, _reask)
     frames_of: dict[str, LazyFrames] = {}  # one decode per unit, shared by its tasks, only when something is asked
 
-    async def one(unit: Unit, task: Task):  # noqa: ANN202 - AskOutcome[list[GenRound]]
+    async def generate_dialogue(unit: Unit, task: Task):  # noqa: ANN202 - AskOutcome[list[GenRound]]
         key = dialogue_key(unit.id, task)
         whole = len(unit.ranges) == 1 and unit.ranges[0][0] <= 0.5 and unit.ranges[0][1] >= duration_s - 0.5
         frames = frames_of.setdefault(unit.id, ranges_frames(video_fp, path, unit.ranges, num_frames, settings))
@@ -282,7 +293,7 @@ async def generate_dialogues(video: str, path: Path, units: list[Unit], scores: 
         return await ask(model.caller(video, "generate", key, frames), request, dialogue_check(task, whole), policy)
 
     jobs = [(unit, task) for unit in units if (us := scores.units.get(unit.id)) is not None for task in us.selected]
-    outcomes = await gather_all(one(u, t) for u, t in jobs)
+    outcomes = await gather_all(generate_dialogue(u, t) for u, t in jobs)
     out = GenerateResult(video=video)
     for (unit, task), res in zip(jobs, outcomes):
         key = dialogue_key(unit.id, task)
@@ -292,3 +303,19 @@ async def generate_dialogues(video: str, path: Path, units: list[Unit], scores: 
             out.failures.append(failure(key, res))
     out.complete = not any(f.kind == "error" for f in out.failures)
     return out
+
+
+async def _run(ctx: StageContext, v: VideoRecord) -> GenerateResult:
+    c = ctx.config
+    split = ctx.artifact(v, "split", SplitResult)
+    return await generate_dialogues(v.name, Path(v.path), ctx.artifact(v, "crossscene", CrossSceneResult).units,
+                                    ctx.artifact(v, "score", ScoreResult), ctx.model("generate"), split.duration_s,
+                                    c.generate_frames, c.max_attempts, ctx.frames(c.generate_frames))
+
+
+STAGE = Stage(run=_run, artifact=GenerateResult,
+              help="10. Generate 5-8 round dialogues (Figures 8-14), checked and re-asked.",
+              upstream=("split", "crossscene", "score"), role="generate",
+              settings=lambda ctx: {"frames": ctx.frames(ctx.config.generate_frames).key()},
+              prompts=lambda: text_digest(REASK_SUFFIX, *(generation_prompt(t, PROBE_UNIT, w)
+                                                          for t in TASKS for w in (False, True))))

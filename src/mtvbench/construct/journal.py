@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mtvbench.errors import MtvbenchError, OutputError
-from mtvbench.models.base import GenerationRequest, GenerationResult, Outcome
+from mtvbench.records import GenerationRequest, GenerationResult, Outcome
 from mtvbench.util.files import describe_os_error, ensure_dir
 
 SCHEMA = """

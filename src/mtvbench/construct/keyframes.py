@@ -19,13 +19,15 @@ correlation (``cv2.HISTCMP_CORREL``) with the previously *kept* frame is above
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import av
 import numpy as np
 from pydantic import BaseModel
 
-from mtvbench.construct.records import KeyFrame, KeyFrames
+from mtvbench.construct.records import KeyFrame, KeyFrames, VideoRecord
+from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.errors import MissingExtraError
 from mtvbench.media.frames import VideoError
 from mtvbench.util.files import atomic_write_bytes, ensure_dir
@@ -124,3 +126,15 @@ def extract_keyframes(video: str, path: Path, out_dir: Path, settings: KeyFrameS
         result.frames.append(KeyFrame(frame=n, time_s=round(t, 4), segment=(segment_of or {}).get(n),
                                       sharpness=round(sharp, 3), file=f"{out_dir.name}/{name}"))
     return result
+
+
+async def _run(ctx: StageContext, v: VideoRecord) -> KeyFrames:
+    return await asyncio.to_thread(extract_keyframes, v.name, Path(v.path), ctx.ws.video_dir(v.name) / "keyframes",
+                                   ctx.config.keyframes)
+
+
+STAGE = Stage(run=_run, artifact=KeyFrames,
+              help="4. Key frames at 2 FPS: sharp, not a near-repeat (histogram similarity <= 0.9).",
+              from_video=True, object_stage=True,
+              settings=lambda ctx: {"keyframes": ctx.config.keyframes.model_dump(mode="json")},
+              needs=("build", (("cv2", "opencv-python-headless"),)))

@@ -1,8 +1,8 @@
 """How the construction stages call a model: any backend, bounded concurrency, the call journal.
 
 Every stage asks through a :class:`StageModel`, which wraps a
-:class:`~mtvbench.models.base.ModelBackend` (``openai:``, ``gemini:``, ``hf:`` ... built by
-:func:`~mtvbench.models.base.create_backend`). For one item of one stage and video,
+:class:`~mtvbench.models.backend.ModelBackend` (``openai:``, ``gemini:``, ``hf:`` ... built by
+:func:`~mtvbench.models.registry.create_backend`). For one item of one stage and video,
 :meth:`StageModel.caller` gives a backend for the shared ask/parse/re-ask loop
 (:func:`mtvbench.models.ask.ask`) that
 
@@ -28,7 +28,8 @@ from mtvbench.construct.journal import CallJournal, request_key
 from mtvbench.construct.records import Failure
 from mtvbench.media.frames import FrameSettings, VideoFrames
 from mtvbench.models.ask import AskOutcome, Rejected
-from mtvbench.models.base import GenerationRequest, GenerationResult, ModelBackend
+from mtvbench.models.backend import ModelBackend
+from mtvbench.records import GenerationRequest, GenerationResult
 
 T = TypeVar("T")
 

@@ -19,14 +19,17 @@ Every reply is in the call journal, so an interrupted merge resumes without aski
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from mtvbench.construct.llm import StageModel, failure
-from mtvbench.construct.records import Captions, MergeDecision, MergeResult, Segment, SplitResult, hms
+from mtvbench.construct.records import Captions, MergeDecision, MergeResult, Segment, SplitResult, VideoRecord
+from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.textsim import TextSimilarity
 from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
-from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import MERGE_PROMPT
+from mtvbench.records import GenerationRequest
 from mtvbench.util.jsonio import extract_json_object, yes_no
+from mtvbench.util.timecodes import hms
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _KEYS = ("same_scene", "same", "answer", "merge")
@@ -107,3 +110,23 @@ async def merge_clips(video: str, split: SplitResult, captions: Captions, model:
     ]
     result.complete = complete
     return result
+
+
+async def _run(ctx: StageContext, v: VideoRecord) -> MergeResult:
+    c = ctx.config
+    textsim = ctx.textsim() if c.merge_prefilter_below is not None else None
+    return await merge_clips(v.name, ctx.artifact(v, "split", SplitResult), ctx.artifact(v, "caption", Captions),
+                             ctx.model("merge"), c.merge_passes, c.merge_prefilter_below, textsim, c.max_attempts)
+
+
+def _settings(ctx: StageContext) -> dict[str, Any]:
+    c = ctx.config
+    return {"passes": c.merge_passes, "prefilter_below": c.merge_prefilter_below,
+            "textsim": (c.text_embedder or "lexical") if c.merge_prefilter_below is not None else None}
+
+
+STAGE = Stage(run=_run, artifact=MergeResult,
+              help="3. Merge adjacent clips of the same scene (LLM judgement, two passes).",
+              upstream=("split", "caption"), role="merge", settings=_settings,
+              prompts=lambda: text_digest(MERGE_PROMPT),
+              prepare=lambda ctx: ctx.textsim() if ctx.config.text_embedder else None)

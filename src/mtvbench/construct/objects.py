@@ -46,12 +46,14 @@ from mtvbench.construct.records import (
     Failure,
     MergeResult,
     ObjectsResult,
+    VideoRecord,
 )
+from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.textsim import LexicalSimilarity, TextSimilarity
 from mtvbench.errors import InputError
 from mtvbench.models.ask import ReaskPolicy, ask
-from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts.generation import OBJECT_CAPTION_PROMPT
+from mtvbench.records import GenerationRequest
 
 
 class BankSettings(BaseModel):
@@ -195,13 +197,13 @@ async def caption_objects(video: str, video_dir: Path, detections: Detections, m
                           max_attempts: int = 3) -> tuple[dict[int, str], list[Failure]]:
     policy = ReaskPolicy(max_attempts)
 
-    async def one(d: Detection):  # noqa: ANN202 - AskOutcome[str]
+    async def caption_object(d: Detection):  # noqa: ANN202 - AskOutcome[str]
         item = f"detection/{d.id}"
         request = GenerationRequest(id=item, prompt=OBJECT_CAPTION_PROMPT.format(label=d.box.label))
         return await ask(model.caller(video, "objects", item, _crop_frames(video_dir, d)), request, text_check,
                          policy)
 
-    outcomes = await gather_all(one(d) for d in detections.detections)
+    outcomes = await gather_all(caption_object(d) for d in detections.detections)
     captions: dict[int, str] = {}
     failures: list[Failure] = []
     for d, res in zip(detections.detections, outcomes):
@@ -237,3 +239,19 @@ async def build_objects(video: str, video_dir: Path, detections: Detections, mer
     return ObjectsResult(video=video, captions=captions, text_similarity=textsim.name, entries=bank.entries,
                          assignments=assignments, failures=failures,
                          complete=not any(f.kind == "error" for f in failures))
+
+
+async def _run(ctx: StageContext, v: VideoRecord) -> ObjectsResult:
+    c = ctx.config
+    return await build_objects(v.name, ctx.ws.video_dir(v.name), ctx.artifact(v, "detect", Detections),
+                               ctx.artifact(v, "merge", MergeResult), ctx.model("caption"), c.bank, ctx.textsim(),
+                               c.max_attempts)
+
+
+STAGE = Stage(run=_run, artifact=ObjectsResult,
+              help="6-7. Caption object crops and build the object memory bank (persistent IDs).",
+              upstream=("detect", "merge"), role="caption", object_stage=True,
+              settings=lambda ctx: {"bank": ctx.config.bank.model_dump(mode="json"),
+                                    "textsim": ctx.config.text_embedder or "lexical"},
+              prompts=lambda: text_digest(OBJECT_CAPTION_PROMPT), needs=("build", (("cv2", "opencv-python-headless"),)),
+              prepare=lambda ctx: ctx.textsim() if ctx.config.text_embedder else None)

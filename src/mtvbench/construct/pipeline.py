@@ -1,23 +1,18 @@
 """The construction pipeline: stages in order, per video, resumable, fingerprinted.
 
 ``Builder.run(stages)`` runs the named stages for every registered video (stage by stage,
-videos concurrently within a stage) and ``Builder.export`` writes the dataset. Each model
-role has its own backend spec (default: the one ``--model``):
-
-- ``caption``: clip captions and object-crop captions (an MLLM),
-- ``merge``: same-scene judgements (an LLM; text only),
-- ``score``: task scoring (an MLLM),
-- ``generate``: dialogue generation (an MLLM),
-- ``checklist``: checklist generation (an LLM; text only).
+videos concurrently within a stage) and ``Builder.export`` writes the dataset. The stages are
+entries of :data:`~mtvbench.construct.stages.STAGES` (one module each); the builder runs any
+of them the same way. Each model role has its own backend spec (:class:`~.config.BuildConfig`).
 
 **What is paid for is kept.** Every model reply is committed to the workspace's call
 journal as it arrives (:mod:`.journal`); a stage that runs again re-reads its stored
 replies instead of asking, so a killed build asks again at most the calls in flight.
 
 **When a stage runs for a video.** A stage's artifact records its inputs
-(:class:`~.records.ArtifactMeta`): the digests of the upstream artifacts (:data:`UPSTREAM`),
+(:class:`~.records.ArtifactMeta`): the digests of the upstream artifacts (``Stage.upstream``),
 the video file's fingerprint (first stages) and the stage's settings (:meth:`Builder.settings`:
-the model, a digest of the prompt templates, :data:`STAGE_VERSION`, frame and rule settings).
+the model, a digest of the prompt templates, ``Stage.version``, frame and rule settings).
 The stage is *skipped* when its artifact is intact, complete and recorded the current
 inputs; otherwise it runs, and the report says why (missing, corrupt, edited by hand,
 incomplete, made from an earlier upstream artifact, settings changed, ``--force``).
@@ -45,111 +40,32 @@ backends are created (a missing API key is one error line) and the detector is l
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.caption import caption_clips
-from mtvbench.construct.checklist_stage import make_checklists
-from mtvbench.construct.crossscene import CrossSceneSettings, retrieve_units
-from mtvbench.construct.detect import Detector, DetectorError, detect_objects, load_detector
+from mtvbench.construct.config import BuildConfig
+from mtvbench.construct.detect import Detector, DetectorError, load_detector
 from mtvbench.construct.export import ExportReport, export_dataset
-from mtvbench.construct.generate import generate_dialogues, generation_prompt
 from mtvbench.construct.journal import CallJournal
-from mtvbench.construct.keyframes import KeyFrameSettings, extract_keyframes
 from mtvbench.construct.llm import StageModel
-from mtvbench.construct.merge import merge_clips
-from mtvbench.construct.objects import BankSettings, build_objects
-from mtvbench.construct.records import (
-    Artifact,
-    ArtifactMeta,
-    Captions,
-    CrossSceneResult,
-    Detections,
-    GenerateResult,
-    KeyFrames,
-    MergeResult,
-    ObjectsResult,
-    ScoreResult,
-    SplitResult,
-    Unit,
-    VideoRecord,
-    canonical_json,
-)
-from mtvbench.construct.score import score_prompt, score_units
-from mtvbench.construct.split import SplitSettings, split_video
+from mtvbench.construct.records import Artifact, ArtifactMeta, VideoRecord, canonical_json
+from mtvbench.construct.stages import STAGES, Role, stage_names
 from mtvbench.construct.textsim import TextSimilarity, make_textsim
 from mtvbench.construct.workspace import Inspection, Workspace, WorkspaceError
-from mtvbench.data.schema import TASKS
 from mtvbench.errors import InputError, MtvbenchError, require
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings, VideoError
-from mtvbench.models.base import BackendOptions, ModelBackend, create_backend
-from mtvbench.prompts.generation import (
-    CLIP_CAPTION_PROMPT,
-    MERGE_PROMPT,
-    OBJECT_CAPTION_PROMPT,
-    REASK_SUFFIX,
-    render_checklist_prompt,
-)
+from mtvbench.models.backend import ModelBackend
+from mtvbench.models.registry import create_backend
 
-Role = Literal["caption", "merge", "score", "generate", "checklist"]
-ROLES: tuple[Role, ...] = ("caption", "merge", "score", "generate", "checklist")
-ALL_STAGES = ("split", "caption", "merge", "keyframes", "detect", "objects", "crossscene", "score", "generate",
-              "checklists")
-OBJECT_STAGES = ("keyframes", "detect", "objects")
-#: the artifacts each stage is made from (crossscene reads objects only when object stages are on)
-UPSTREAM: dict[str, tuple[str, ...]] = {
-    "split": (), "caption": ("split",), "merge": ("split", "caption"), "keyframes": (), "detect": ("keyframes",),
-    "objects": ("detect", "merge"), "crossscene": ("merge", "objects"), "score": ("crossscene",),
-    "generate": ("split", "crossscene", "score"), "checklists": ("generate",),
-}
-#: stages that read the video file directly and record its fingerprint
-FROM_VIDEO = ("split", "keyframes")
-ROLE_OF: dict[str, Role] = {"caption": "caption", "merge": "merge", "objects": "caption", "score": "score",
-                            "generate": "generate", "checklists": "checklist"}
-#: bump a stage's number when its parsing, rules or output change: its artifacts are then redone
-STAGE_VERSION: dict[str, int] = {stage: 2 for stage in ALL_STAGES}
-#: optional modules a stage imports, and the extra that installs them
-NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "split": (("scenedetect", "build"), ("cv2", "build")),
-    "keyframes": (("cv2", "build"),),
-    "objects": (("cv2", "build"),),
-}
-
+A = TypeVar("A", bound=Artifact)
 Status = Literal["done", "skipped", "incomplete", "blocked", "failed"]
-
-
-class BuildConfig(BaseModel):
-    model: str | None = None
-    models: dict[str, str] = Field(default_factory=dict)  # role -> spec, overriding ``model``
-    backend: BackendOptions = Field(default_factory=BackendOptions)
-    concurrency: int = 4
-    split: SplitSettings = Field(default_factory=SplitSettings)
-    keyframes: KeyFrameSettings = Field(default_factory=KeyFrameSettings)
-    bank: BankSettings = Field(default_factory=BankSettings)
-    crossscene: CrossSceneSettings = Field(default_factory=CrossSceneSettings)
-    objects: bool = True  # False: skip keyframes/detect/objects (cross-scene units from themes only)
-    detector: str | None = None  # None/"yolo" or "module:factory"
-    detector_weights: str | None = None
-    text_embedder: str | None = None
-    merge_passes: int = 2
-    merge_prefilter_below: float | None = None
-    frame_max_side: int = 448
-    caption_frames: int = 8
-    score_frames: int = 16
-    generate_frames: int = 32
-    min_score: int = 5
-    max_attempts: int = 3
-    checklist_items: int = 5
-    checklist_exact_split: bool = True
-    retry_failed: bool = False
 
 
 class StageReport(BaseModel):
@@ -175,29 +91,6 @@ class BuildError(MtvbenchError):
 PER_VIDEO_ERRORS = (BuildError, DetectorError, WorkspaceError, VideoError, InputError)
 
 
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
-
-
-def _prompt_digest(stage: str) -> str:
-    """A digest of the prompt templates a stage renders (a template change redoes the stage)."""
-    probe = Unit(id="S0", kind="cross", segments=[0, 1], ranges=[(0.0, 1.0), (2.0, 3.0)], captions=["{a}", "{b}"],
-                 objects=["obj001"], object_lines=["- obj001 (x): {c}"])
-    if stage == "caption":
-        return _digest(CLIP_CAPTION_PROMPT)
-    if stage == "merge":
-        return _digest(MERGE_PROMPT)
-    if stage == "objects":
-        return _digest(OBJECT_CAPTION_PROMPT)
-    if stage == "score":
-        return _digest(score_prompt(probe))
-    if stage == "generate":
-        return _digest(REASK_SUFFIX, *(generation_prompt(t, probe, w) for t in TASKS for w in (False, True)))
-    if stage == "checklists":
-        return _digest(render_checklist_prompt("{q}", "{a}", 5))
-    return ""
-
-
 @dataclass
 class _Decision:
     meta: ArtifactMeta | None = None  # the inputs the artifact will record
@@ -208,6 +101,9 @@ class _Decision:
 
 
 class Builder:
+    """Runs stages for videos of a workspace (see the module docstring); it is the stages'
+    :class:`~mtvbench.construct.stages.StageContext`."""
+
     def __init__(self, ws: Workspace, config: BuildConfig, *, backends: dict[str, ModelBackend] | None = None,
                  detector: Detector | None = None, on_report: Callable[[StageReport], None] | None = None):
         self.ws = ws
@@ -286,9 +182,8 @@ class Builder:
 
     # ------------------------------------------------------------ what a stage is made from
     def upstream(self, stage: str) -> tuple[str, ...]:
-        if stage == "crossscene" and not self.config.objects:
-            return ("merge",)
-        return UPSTREAM[stage]
+        """The stages ``stage`` is made from (object stages left out when the build has none)."""
+        return tuple(u for u in STAGES.get(stage).upstream if self.config.objects or not STAGES.get(u).object_stage)
 
     def settings(self, stage: str, recorded: dict[str, Any] | None = None) -> dict[str, Any]:
         """Everything besides the upstream artifacts that decides a stage's result (see module doc).
@@ -296,26 +191,12 @@ class Builder:
         A model or detector that was not given is the ``recorded`` one (what built the artifact), so a
         rerun without ``--model`` keeps finished work; with nothing recorded the detector is YOLO11."""
         c = self.config
-        s: dict[str, Any] = {"version": STAGE_VERSION[stage]}
-        role = ROLE_OF.get(stage)
-        if role is not None:
-            s.update(model=self.model_spec(role), prompt=_prompt_digest(stage), max_attempts=c.max_attempts)
-        textsim = c.text_embedder or "lexical"
-        per_stage: dict[str, dict[str, Any]] = {
-            "split": {"split": c.split.model_dump(mode="json")},
-            "caption": {"frames": self.frames(c.caption_frames).key()},
-            "merge": {"passes": c.merge_passes, "prefilter_below": c.merge_prefilter_below,
-                      "textsim": textsim if c.merge_prefilter_below is not None else None},
-            "keyframes": {"keyframes": c.keyframes.model_dump(mode="json")},
-            "detect": {"detector": self.detector_name()},
-            "objects": {"bank": c.bank.model_dump(mode="json"), "textsim": textsim},
-            "crossscene": {"crossscene": c.crossscene.model_dump(mode="json"), "textsim": textsim,
-                           "objects": c.objects},
-            "score": {"frames": self.frames(c.score_frames).key(), "min_score": c.min_score},
-            "generate": {"frames": self.frames(c.generate_frames).key()},
-            "checklists": {"items": c.checklist_items, "exact_split": c.checklist_exact_split},
-        }
-        s.update(per_stage[stage])
+        spec = STAGES.get(stage)
+        s: dict[str, Any] = {"version": spec.version}
+        if spec.role is not None:
+            s.update(model=self.model_spec(spec.role), prompt=spec.prompts() if spec.prompts else "",
+                     max_attempts=c.max_attempts)
+        s.update(spec.settings(self))
         for key in ("model", "detector"):
             if key in s and s[key] is None:
                 s[key] = (recorded or {}).get(key)
@@ -330,7 +211,7 @@ class Builder:
             if not cur.ok:
                 return _Decision(blocked=f"needs '{u}': {cur.problem}", run=False)
             upstream[u] = cur.meta.digest
-        if stage in FROM_VIDEO:
+        if STAGES.get(stage).from_video:
             upstream["video"] = fingerprint(Path(v.path))
         found = self.ws.inspect(v.name, stage)
         recorded = found.meta.settings if found.ok else None
@@ -384,63 +265,30 @@ class Builder:
         for s in self._active(stages):
             if s not in pending:
                 continue
-            for module, extra in NEEDS.get(s, ()):
-                require(module, extra, f"the {s} stage")
-            if s == "detect":
-                if self._detector is None and self.config.detector in (None, "", "yolo"):
-                    require("ultralytics", "detect", "the detect stage (YOLO11)")
-                self.detector()
-            if s in ROLE_OF:
-                self.model(ROLE_OF[s])
-            if s in ("merge", "objects", "crossscene") and self.config.text_embedder:
-                self.textsim()
+            spec = STAGES.get(s)
+            needs = spec.needs_under(self.config)
+            if needs is not None and not (s == "detect" and self._detector is not None):
+                extra, modules = needs
+                for module, _ in modules:
+                    require(module, extra, f"the {s} stage")
+            if spec.role is not None:
+                self.model(spec.role)
+            if spec.prepare is not None:
+                spec.prepare(self)
         return pending
 
     def _active(self, stages: list[str]) -> list[str]:
-        return [s for s in stages if self.config.objects or s not in OBJECT_STAGES]
+        return [s for s in stages if self.config.objects or not STAGES.get(s).object_stage]
 
     # ------------------------------------------------------------ one stage, one video
+    def artifact(self, video: VideoRecord, stage: str, kind: type[A]) -> A:
+        """The artifact of an upstream stage (``_decide`` checked that it is current)."""
+        got = self.ws.load(video.name, stage, kind)
+        assert got is not None
+        return got
+
     async def _make(self, stage: str, v: VideoRecord) -> Artifact:
-        ws, c, name, path = self.ws, self.config, v.name, Path(v.path)
-
-        def art(s: str, kind: type[Any]) -> Any:
-            got = ws.load(name, s, kind)
-            assert got is not None  # _decide checked that it is current
-            return got
-
-        if stage == "split":
-            return await asyncio.to_thread(split_video, name, path, c.split)
-        if stage == "caption":
-            return await caption_clips(name, path, art("split", SplitResult), self.model("caption"),
-                                       c.caption_frames, self.frames(c.caption_frames), c.max_attempts)
-        if stage == "merge":
-            return await merge_clips(name, art("split", SplitResult), art("caption", Captions), self.model("merge"),
-                                     c.merge_passes, c.merge_prefilter_below,
-                                     self.textsim() if c.merge_prefilter_below is not None else None, c.max_attempts)
-        if stage == "keyframes":
-            return await asyncio.to_thread(extract_keyframes, name, path, ws.video_dir(name) / "keyframes",
-                                           c.keyframes)
-        if stage == "detect":
-            det = self.detector()
-            return await asyncio.to_thread(detect_objects, name, ws.video_dir(name), art("keyframes", KeyFrames), det)
-        if stage == "objects":
-            return await build_objects(name, ws.video_dir(name), art("detect", Detections), art("merge", MergeResult),
-                                       self.model("caption"), c.bank, self.textsim(), c.max_attempts)
-        if stage == "crossscene":
-            objects = art("objects", ObjectsResult) if c.objects else None
-            return retrieve_units(name, art("merge", MergeResult), objects, c.crossscene, self.textsim())
-        if stage == "score":
-            return await score_units(name, path, art("crossscene", CrossSceneResult).units, self.model("score"),
-                                     c.min_score, c.score_frames, c.max_attempts, self.frames(c.score_frames))
-        if stage == "generate":
-            split = art("split", SplitResult)
-            return await generate_dialogues(name, path, art("crossscene", CrossSceneResult).units,
-                                            art("score", ScoreResult), self.model("generate"), split.duration_s,
-                                            c.generate_frames, c.max_attempts, self.frames(c.generate_frames))
-        if stage == "checklists":
-            return await make_checklists(name, art("generate", GenerateResult), self.model("checklist"),
-                                         c.checklist_items, c.max_attempts, c.checklist_exact_split)
-        raise BuildError(f"unknown stage {stage}")  # pragma: no cover
+        return await STAGES.get(stage).run(self, v)
 
     async def _stage(self, stage: str, v: VideoRecord, force: bool) -> StageReport:
         d = self._decide(stage, v, force)
@@ -448,7 +296,8 @@ class Builder:
             return StageReport(stage=stage, video=v.name, status="blocked", message=d.blocked)
         if not d.run:
             return StageReport(stage=stage, video=v.name, status="skipped", message="already done")
-        if stage in ROLE_OF:
+        role = STAGES.get(stage).role
+        if role is not None:
             previous = d.found.artifact if d.found is not None else None
             if force:
                 self.journal.supersede(v.name, stage)
@@ -468,8 +317,8 @@ class Builder:
                              problems=[f"{f.item}: {'; '.join(f.problems)}" for f in errors])
         if not artifact.complete and not errors:
             report.problems = [f"{f.item}: {'; '.join(f.problems)}" for f in failures]
-        if stage in ROLE_OF:
-            m = self.model(ROLE_OF[stage])
+        if role is not None:
+            m = self.model(role)
             report.asked, report.replayed = m.asked[(v.name, stage)], m.replayed[(v.name, stage)]
         return report
 
@@ -508,9 +357,9 @@ async def build_all(ws: Workspace, videos: list[VideoRecord], config: BuildConfi
     """Every stage for ``videos``, then export."""
     b = Builder(ws, config, backends=backends, detector=detector, on_report=on_report)
     try:
-        b.preflight(list(ALL_STAGES), videos)
+        b.preflight(list(stage_names()), videos)
         with ws.lock():
-            reports = await b.run(list(ALL_STAGES), videos)
+            reports = await b.run(list(stage_names()), videos)
             return reports, b.export(videos, out, accepted_only)
     finally:
         await b.aclose()

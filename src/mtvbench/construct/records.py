@@ -27,12 +27,6 @@ STAGES = ("split", "caption", "merge", "keyframes", "detect", "objects", "crosss
           "checklists")
 
 
-def hms(seconds: float) -> str:
-    """``HH:MM:SS`` (the form the released questions use for clip ranges)."""
-    s = max(0, int(seconds + 1e-6))
-    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
-
-
 #: a video name is a folder name inside the workspace: no separators, no leading dot ("..")
 VIDEO_NAME = re.compile(r"[A-Za-z0-9_][\w.\-]{0,199}")
 
@@ -304,10 +298,3 @@ class ChecklistResult(Artifact):
     #: "<unit>/<task>" -> {round index -> items}
     checklists: dict[str, dict[int, list[ChecklistItem]]] = Field(default_factory=dict)
     failures: list[Failure] = Field(default_factory=list)
-
-
-ARTIFACTS: dict[str, type[Artifact]] = {
-    "split": SplitResult, "caption": Captions, "merge": MergeResult, "keyframes": KeyFrames, "detect": Detections,
-    "objects": ObjectsResult, "crossscene": CrossSceneResult, "score": ScoreResult, "generate": GenerateResult,
-    "checklists": ChecklistResult,
-}

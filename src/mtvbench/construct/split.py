@@ -9,13 +9,15 @@ container's timeline, so they are exact on any frame rate. A video without cuts 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
 from mtvbench.construct.clipframes import shown_timeline
-from mtvbench.construct.records import Clip, SplitResult
+from mtvbench.construct.records import Clip, SplitResult, VideoRecord
+from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.errors import MissingExtraError
 from mtvbench.media.frames import VideoError
 
@@ -69,3 +71,13 @@ def split_video(video: str, path: Path, settings: SplitSettings | None = None) -
     ]
     return SplitResult(video=video, detector=settings.detector, fps=fps, total_frames=n, duration_s=duration,
                        clips=clips)
+
+
+async def _run(ctx: StageContext, v: VideoRecord) -> SplitResult:
+    return await asyncio.to_thread(split_video, v.name, Path(v.path), ctx.config.split)
+
+
+STAGE = Stage(run=_run, artifact=SplitResult,
+              help="1. Split videos into shot clips (PySceneDetect).", from_video=True,
+              settings=lambda ctx: {"split": ctx.config.split.model_dump(mode="json")},
+              needs=("build", (("scenedetect", "scenedetect"), ("cv2", "opencv-python-headless"))))

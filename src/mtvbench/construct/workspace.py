@@ -36,7 +36,6 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from mtvbench.construct.records import (
-    ARTIFACTS,
     Artifact,
     ArtifactMeta,
     Manifest,
@@ -44,6 +43,7 @@ from mtvbench.construct.records import (
     content_digest,
     video_name_problem,
 )
+from mtvbench.construct.stages import STAGES
 from mtvbench.data.official import VIDEO_SUFFIXES
 from mtvbench.errors import BusyError, InputError, MtvbenchError
 from mtvbench.media.cache import fingerprint
@@ -213,7 +213,7 @@ class Workspace:
         return got
 
     def _read(self, p: Path, stage: str) -> Inspection:
-        kind = ARTIFACTS[stage]
+        kind = STAGES.get(stage).artifact if stage in STAGES else Artifact
         try:
             art = kind.model_validate(load_json_file(p, f"'{stage}' artifact"))
         except InputError as e:
@@ -260,7 +260,7 @@ class Workspace:
                 if changed:
                     return Inspection(stage, "stale", art, f"the video file {v.path} changed since '{stage}' ran")
                 continue
-            if up not in ARTIFACTS:
+            if up not in STAGES:
                 return Inspection(stage, "stale", art, f"'{stage}' names an unknown input {up!r}")
             cur = self.current(v, up)
             if not cur.ok:

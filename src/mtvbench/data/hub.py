@@ -103,7 +103,7 @@ class Snapshot(BaseModel):
 
 
 def _first_lines(text: str, n: int = 3, cap: int = 600) -> str:
-    from mtvbench.models.base import redact_secrets
+    from mtvbench.util.secrets import redact_secrets
 
     lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
     return (redact_secrets(" ".join(lines[:n])) or "")[:cap]

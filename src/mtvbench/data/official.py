@@ -459,7 +459,19 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
 
 def load_benchmark(root: str | Path, check_videos: bool = True, probe_cache: ProbeCache | None = None,
                    tasks: tuple[Task, ...] = TASKS) -> Benchmark:
-    """Load (only ``tasks``) or raise :class:`DataError` listing every error."""
+    """Load a dataset in the released layout (``mtqa/``, ``checklist/``, ``videos/``).
+
+    Args:
+        root: the dataset folder.
+        check_videos: open every referenced video (results cached by content) and report the broken ones.
+        probe_cache: where those checks are cached (default: the user cache).
+        tasks: load only these tasks.
+
+    Returns:
+        The benchmark: dialogues with their checklists, and the video files.
+
+    Raises:
+        DataError: listing every error found (warnings do not raise)."""
     bench, problems = load_official(root, tasks=tasks, check_videos=check_videos, probe_cache=probe_cache)
     if bench is None:
         raise DataError(problems)

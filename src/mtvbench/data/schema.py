@@ -109,6 +109,9 @@ class Round(BaseModel):
 
 
 class Dialogue(BaseModel):
+    """One dialogue of a task over one video (an ``event_index`` of the released files); its id is
+    ``task/video/event``."""
+
     task: Task
     video: str
     event: str
@@ -147,6 +150,8 @@ def split_turn_id(turn_id: str) -> tuple[str, int]:
 
 
 class Benchmark(BaseModel):
+    """A loaded dataset: its dialogues (with their checklists) and the video files by name."""
+
     root: Path
     dialogues: list[Dialogue]
     #: video name -> path of the whole video (the released layout has no per-clip files)

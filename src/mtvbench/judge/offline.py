@@ -1,7 +1,8 @@
 """A documented, fully offline checklist judge (lexical matcher).
 
-It exists so that ``mtvbench demo`` and the tests run without any API. It is NOT a
-substitute for an LLM judge and its numbers are not comparable to the paper's.
+It exists so that ``mtvbench demo`` and the tests run without any API (:class:`OfflineJudge`,
+``--judge offline``). It is NOT a substitute for an LLM judge and its numbers are not
+comparable to the paper's.
 
 Rule, per checklist question:
 
@@ -18,6 +19,10 @@ falls under the threshold; an answer that talks about something else shares few 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+from mtvbench.data.schema import ChecklistItem
+from mtvbench.records import JudgeVerdict
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _LEAD_IN = re.compile(
@@ -70,3 +75,20 @@ def item_verdict(answer: str, question: str, threshold: float = 0.75) -> bool:
 
 def judge_items(answer: str, questions: list[str], threshold: float = 0.75) -> list[bool]:
     return [item_verdict(answer, q, threshold) for q in questions]
+
+
+class OfflineJudge:
+    """The lexical matcher of rule above; deterministic, needs no API."""
+
+    name = "offline"
+
+    def __init__(self, threshold: float = 0.75):
+        self.threshold = threshold
+
+    async def judge(self, answer: str, items: Sequence[ChecklistItem], run: int) -> JudgeVerdict:
+        verdicts = judge_items(answer, [it.question for it in items], self.threshold)
+        return JudgeVerdict(run=run, status="ok", attempts=1,
+                            verdicts={it.answer_key: ("Yes" if v else "No") for it, v in zip(items, verdicts)})
+
+    async def aclose(self) -> None:
+        return None

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from mtvbench.errors import ConfigError
-from mtvbench.models.base import GenerationRequest, ModelBackend, Usage
+from mtvbench.models.backend import ModelBackend
+from mtvbench.records import GenerationRequest, Usage
 
 T = TypeVar("T")
 

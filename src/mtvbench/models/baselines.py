@@ -3,7 +3,8 @@ and ``refuse`` (always declines; shows how much each task rewards refusing)."""
 
 from __future__ import annotations
 
-from mtvbench.models.base import BackendOptions, GenerationRequest, GenerationResult, register_backend
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest, GenerationResult
 
 REFUSAL_TEXT = "I'm sorry, but I can't help with that based on this video."
 
@@ -34,11 +35,11 @@ class RefuseBackend:
         return None
 
 
-@register_backend("oracle")
-def _oracle(name: str, options: BackendOptions) -> OracleBackend:
+def oracle(name: str, options: BackendOptions) -> OracleBackend:
+    """The ``oracle`` entry of the backend registry."""
     return OracleBackend()
 
 
-@register_backend("refuse")
-def _refuse(name: str, options: BackendOptions) -> RefuseBackend:
+def refuse(name: str, options: BackendOptions) -> RefuseBackend:
+    """The ``refuse`` entry of the backend registry."""
     return RefuseBackend()

@@ -11,7 +11,7 @@ endpoint it was configured for.
   without ``api_key_env`` receives the placeholder :data:`PLACEHOLDER_KEY` (vLLM and SGLang
   servers accept any key), so a local model server never sees the judge's key.
 
-Every key value read here is registered with :func:`~mtvbench.models.base.register_secret`, so
+Every key value read here is registered with :func:`~mtvbench.util.secrets.register_secret`, so
 it is scrubbed from messages and stores whatever its variable is called.
 """
 
@@ -21,7 +21,9 @@ import os
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from mtvbench.models.base import BackendOptions, MissingKeyError, parse_spec, register_secret
+from mtvbench.models.registry import MissingKeyError, parse_spec
+from mtvbench.models.settings import BackendOptions
+from mtvbench.util.secrets import register_secret
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 OPENAI_KEY_ENV = "OPENAI_API_KEY"

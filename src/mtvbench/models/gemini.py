@@ -42,14 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from mtvbench.errors import ConfigError, MissingExtraError
-from mtvbench.models.base import (
-    BackendOptions,
-    GenerationRequest,
-    GenerationResult,
-    Usage,
-    register_backend,
-    split_thinking,
-)
+from mtvbench.models.backend import split_thinking
 from mtvbench.models.endpoints import gemini_endpoint, use_vertex
 from mtvbench.models.resilience import (
     RETRYABLE_STATUS,
@@ -64,6 +57,8 @@ from mtvbench.models.resilience import (
     parse_retry_after,
     quote_server_text,
 )
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest, GenerationResult, Usage
 
 try:
     import httpx
@@ -167,6 +162,8 @@ def _enum_name(value: Any) -> str:
 
 
 class GeminiBackend:
+    """``gemini:MODEL``: Google Gemini through the google-genai SDK."""
+
     #: True in both modes: upload mode reads the video path from the frames record
     needs_frames = True
 
@@ -177,6 +174,7 @@ class GeminiBackend:
         self.name = f"gemini:{model}"
         self.model = model
         self.options = options
+        options.generation()  # a bad generation option is one error now, not one per call
         extra = options.extra
         self.input_mode = str(extra.get("input", "frames"))
         if self.input_mode not in ("frames", "upload"):
@@ -205,18 +203,16 @@ class GeminiBackend:
 
     # -------------------------------------------------------------------- request building
     def _config(self, request: GenerationRequest) -> Any:
-        o, extra = self.options, self.options.extra
+        extra = self.options.extra
+        g = self.options.settings_for(request.generation())
         cfg: dict[str, Any] = {}
-        system = request.system or o.system
-        if system:
-            cfg["system_instruction"] = system
-        for key, field in (("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k")):
-            value = getattr(request, key) if getattr(request, key) is not None else getattr(o, key)
-            if value is not None:
-                cfg[field] = value
-        max_tokens = request.max_tokens or o.max_tokens
-        if max_tokens:
-            cfg["max_output_tokens"] = max_tokens
+        if g.system:
+            cfg["system_instruction"] = g.system
+        for key in ("temperature", "top_p", "top_k"):
+            if getattr(g, key) is not None:
+                cfg[key] = getattr(g, key)
+        if g.max_tokens:
+            cfg["max_output_tokens"] = g.max_tokens
         if extra.get("thinking_budget") is not None or extra.get("include_thoughts"):
             cfg["thinking_config"] = types.ThinkingConfig(
                 thinking_budget=extra.get("thinking_budget"), include_thoughts=bool(extra.get("include_thoughts")))
@@ -314,7 +310,3 @@ class GeminiBackend:
 def _mime(path: Path) -> str:
     return mimetypes.guess_type(str(path))[0] or "video/mp4"
 
-
-@register_backend("gemini")
-def _factory(name: str, options: BackendOptions) -> GeminiBackend:
-    return GeminiBackend(name, options)

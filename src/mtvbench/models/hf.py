@@ -19,157 +19,37 @@ Settings (``BackendOptions`` + ``extra``):
 
 The runner hands :meth:`HFBackend.generate_batch` up to ``batch_size`` ready turns at a time;
 the model runs in a worker thread so judging continues meanwhile. Reasoning between
-``<think>`` tags is split off the answer (``base.split_thinking``).
+``<think>`` tags is split off the answer (:func:`mtvbench.models.backend.split_thinking`). What
+the local backends share (loading, chat messages, decoding settings) is in :mod:`mtvbench.models.local`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from pydantic import BaseModel
-
-from mtvbench.errors import ConfigError, MissingExtraError
-from mtvbench.models.base import (
-    BackendOptions,
-    GenerationRequest,
-    GenerationResult,
-    Usage,
-    register_backend,
-    split_thinking,
+from mtvbench.errors import ConfigError
+from mtvbench.models.backend import split_thinking
+from mtvbench.models.hf_families import detect_family, load_family
+from mtvbench.models.local import (
+    Engine,
+    GenParams,
+    RawOutput,
+    build_messages,
+    device_map,
+    model_device,
+    require_torch,
+    system_of,
+    torch_dtype,
+    video_metadata,
 )
-
-DEFAULT_MAX_NEW_TOKENS = 1024
-
-
-def require_torch() -> tuple[Any, Any]:
-    """(torch, transformers), or a clear error naming the extra."""
-    try:
-        import torch
-        import transformers
-    except ImportError as e:
-        raise MissingExtraError("the hf: backend", "hf", e.name) from e
-    return torch, transformers
-
-
-class GenParams(BaseModel):
-    """Decoding settings of one call (request values win over the backend's options)."""
-
-    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
-    do_sample: bool = False
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    repetition_penalty: float | None = None
-
-    @classmethod
-    def of(cls, request: GenerationRequest, options: BackendOptions) -> GenParams:
-        def pick(key: str) -> Any:
-            value = getattr(request, key)
-            return value if value is not None else getattr(options, key)
-
-        temperature = pick("temperature")
-        do_sample = options.extra.get("do_sample")
-        if do_sample is None:
-            do_sample = bool(temperature and temperature > 0)
-        return cls(max_new_tokens=request.max_tokens or options.max_tokens or DEFAULT_MAX_NEW_TOKENS,
-                   do_sample=bool(do_sample), temperature=temperature, top_p=pick("top_p"), top_k=pick("top_k"),
-                   repetition_penalty=options.extra.get("repetition_penalty"))
-
-    def hf_kwargs(self) -> dict[str, Any]:
-        """``generate()`` keyword arguments; sampling knobs only when sampling."""
-        kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": self.do_sample}
-        if self.do_sample:
-            for key in ("temperature", "top_p", "top_k"):
-                value = getattr(self, key)
-                if value is not None:
-                    kw[key] = value
-        else:  # silence generation_config sampling defaults the checkpoint may carry
-            kw.update(temperature=None, top_p=None, top_k=None)
-        if self.repetition_penalty is not None:
-            kw["repetition_penalty"] = self.repetition_penalty
-        return kw
-
-
-@dataclass
-class RawOutput:
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-class Engine(Protocol):
-    """What the generic path and each family adapter implement (synchronous; run in a thread)."""
-
-    batch_size: int
-
-    def run(self, requests: Sequence[GenerationRequest], params: GenParams) -> list[RawOutput]: ...
-
-    def close(self) -> None: ...
-
-
-# ---------------------------------------------------------------------------- loading helpers
-
-
-def torch_dtype(torch: Any, name: str | None) -> Any:
-    if name in (None, "auto"):
-        return torch.bfloat16 if torch.cuda.is_available() else torch.float32
-    try:
-        return getattr(torch, str(name))
-    except AttributeError as e:
-        raise ConfigError(f"hf: unknown dtype {name!r} (bfloat16, float16, float32)") from e
-
-
-def device_map(torch: Any, options: BackendOptions) -> Any:
-    value = options.extra.get("device_map", "auto")
-    if value == "auto" and not torch.cuda.is_available():
-        return None  # CPU: plain loading, no accelerate needed
-    return value
-
-
-def model_device(model: Any) -> Any:
-    try:
-        return next(model.parameters()).device
-    except StopIteration:  # pragma: no cover
-        return "cpu"
-
-
-def system_of(request: GenerationRequest, options: BackendOptions) -> str | None:
-    return request.system or options.system
-
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest, GenerationResult, Usage
 
 # ---------------------------------------------------------------------------- generic path
-
-
-def build_messages(request: GenerationRequest, system: str | None, mode: str) -> list[dict[str, Any]]:
-    """Chat-template messages: optional system turn, then the frames (one video or N images) and
-    the prompt (Figure 15 text with the history and the question) in one user turn."""
-    content: list[dict[str, Any]] = []
-    if request.frames is not None and len(request.frames):
-        if mode == "video":
-            content.append({"type": "video"})
-        else:
-            content.extend({"type": "image"} for _ in range(len(request.frames)))
-    content.append({"type": "text", "text": request.prompt})
-    messages: list[dict[str, Any]] = []
-    if system:
-        messages.append({"role": "system", "content": [{"type": "text", "text": system}]})
-    messages.append({"role": "user", "content": content})
-    return messages
-
-
-def video_metadata(frames: Any) -> dict[str, Any]:
-    """What the video processors need to place sampled frames in time (Qwen3-VL timestamps)."""
-    fps = frames.total_frames / frames.duration_s if frames.duration_s else 1.0
-    return {"total_num_frames": frames.total_frames, "fps": fps, "duration": frames.duration_s,
-            "frames_indices": list(frames.indices), "width": frames.width, "height": frames.height}
 
 
 class GenericEngine:
@@ -252,47 +132,10 @@ class GenericEngine:
         del self.model
 
 
-# ---------------------------------------------------------------------------- family detection
-
-_NAME_FAMILIES = (
-    (re.compile(r"internvl|internvideo2", re.I), "internvl"),
-    (re.compile(r"minicpm-?[vo]", re.I), "minicpm"),
-    (re.compile(r"videochat-?flash", re.I), "videochat_flash"),
-    (re.compile(r"videollama3", re.I), "videollama3"),
-)
-_ARCH_FAMILIES = {"InternVLChatModel": "internvl", "MiniCPMV": "minicpm", "MiniCPMO": "minicpm",
-                  "Videollama3Qwen2ForCausalLM": "videollama3", "VideoChatFlashQwenForCausalLM": "videochat_flash"}
-
-
-def detect_family(checkpoint: str) -> str | None:
-    """The adapter a checkpoint needs, from its config.json (local dirs) or its name; None: generic.
-
-    Transformers-native conversions (ids ending in ``-hf``) use the generic path."""
-    cfg = Path(checkpoint) / "config.json"
-    if cfg.is_file():
-        try:
-            data = json.loads(cfg.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = {}
-        for arch in data.get("architectures") or []:
-            if arch in _ARCH_FAMILIES:
-                return _ARCH_FAMILIES[arch]
-        if data.get("auto_map") is None:
-            return None
-    if checkpoint.lower().rstrip("/").endswith("-hf"):
-        return None
-    for pattern, family in _NAME_FAMILIES:
-        if pattern.search(checkpoint):
-            return family
-    return None
-
-
 def make_engine(checkpoint: str, options: BackendOptions) -> Engine:
     family = options.extra.get("family") or detect_family(checkpoint)
     if family in (None, "generic"):
         return GenericEngine(checkpoint, options)
-    from mtvbench.models.hf_families import load_family
-
     return load_family(str(family), checkpoint, options)
 
 
@@ -300,6 +143,8 @@ def make_engine(checkpoint: str, options: BackendOptions) -> Engine:
 
 
 class HFBackend:
+    """``hf:CHECKPOINT``: a local transformers model (the generic path or a family adapter)."""
+
     needs_frames = True
 
     def __init__(self, checkpoint: str, options: BackendOptions, engine: Engine | None = None):
@@ -307,6 +152,7 @@ class HFBackend:
             raise ConfigError("hf: needs a checkpoint, e.g. hf:Qwen/Qwen3-VL-8B-Instruct or hf:/path/to/dir")
         self.name = f"hf:{checkpoint}"
         self.options = options
+        options.generation()  # a bad generation option is one error now, not one per forward pass
         self.engine = engine if engine is not None else make_engine(checkpoint, options)
         self.batch_size = max(1, int(getattr(self.engine, "batch_size", 1)))
         self._lock = threading.Lock()
@@ -353,8 +199,3 @@ class HFBackend:
         close = getattr(self.engine, "close", None)
         if close is not None:
             close()
-
-
-@register_backend("hf")
-def _factory(name: str, options: BackendOptions) -> HFBackend:
-    return HFBackend(name, options)

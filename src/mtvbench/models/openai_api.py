@@ -24,14 +24,7 @@ import openai._base_client as _sdk
 
 from mtvbench.errors import ConfigError
 from mtvbench.media.frames import VideoFrames
-from mtvbench.models.base import (
-    BackendOptions,
-    GenerationRequest,
-    GenerationResult,
-    Usage,
-    register_backend,
-    split_thinking,
-)
+from mtvbench.models.backend import split_thinking
 from mtvbench.models.endpoints import openai_endpoint
 from mtvbench.models.resilience import (
     RETRYABLE_STATUS,
@@ -45,6 +38,8 @@ from mtvbench.models.resilience import (
     quote_server_text,
     transport_failure,
 )
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationConfig, GenerationRequest, GenerationResult, Usage
 
 #: the response class of the HTTP library the installed SDK uses (httpx, or httpx2 in newer ones)
 _SDK_RESPONSE = (getattr(_sdk, "httpx2", None) or _sdk.httpx).Response  # type: ignore[attr-defined]
@@ -158,7 +153,28 @@ def parse_completion(body: bytes, url: str) -> GenerationResult:
     return GenerationResult(outcome="ok", **common)
 
 
+def openai_generation_params(g: GenerationConfig, extra: dict[str, Any]) -> dict[str, Any]:
+    """The chat-completions parameters of generation settings ``g`` (see :meth:`OpenAIBackend._params`)."""
+    params: dict[str, Any] = {}
+    if g.max_tokens:
+        params["max_tokens"] = g.max_tokens
+    for key in ("temperature", "top_p"):
+        if getattr(g, key) is not None:
+            params[key] = getattr(g, key)
+    if g.do_sample is False and "temperature" not in params:
+        params["temperature"] = 0.0
+    if g.presence_penalty is not None:
+        params["presence_penalty"] = g.presence_penalty
+    body = {key: getattr(g, key) for key in ("top_k", "repetition_penalty", "min_p") if getattr(g, key) is not None}
+    body.update(extra.get("extra_body") or {})
+    if body:
+        params["extra_body"] = body
+    return params
+
+
 class OpenAIBackend:
+    """``openai:MODEL``: any OpenAI-compatible chat-completions server."""
+
     def __init__(self, model: str, options: BackendOptions):
         if not model:
             raise ConfigError("openai: needs a model name, e.g. openai:gpt-4o")
@@ -167,6 +183,8 @@ class OpenAIBackend:
         self.options = options
         self.endpoint = openai_endpoint(options)
         self.url = self.endpoint.url.rstrip("/") + "/chat/completions"
+        self.video_part = bool(options.extra.get("video_part", False))
+        options.generation()  # a bad generation option is one error now, not one per call
         self.calls = Resilient(self.name, self.endpoint.url, options, self._classify)
         self.breaker = self.calls.breaker
         self.client = openai.AsyncOpenAI(
@@ -178,37 +196,15 @@ class OpenAIBackend:
         )
 
     def _params(self, request: GenerationRequest) -> dict[str, Any]:
-        """The request: messages, then the generation settings. ``temperature``, ``top_p``,
-        ``max_tokens`` and ``presence_penalty`` are OpenAI API parameters; ``top_k``,
+        """The request: messages, then the generation settings of this call (the options with the
+        request's own values on top, :meth:`BackendOptions.settings_for`). ``temperature``,
+        ``top_p``, ``max_tokens`` and ``presence_penalty`` are OpenAI API parameters; ``top_k``,
         ``repetition_penalty`` and ``min_p`` are not, so they go in ``extra_body`` (vLLM and SGLang
         servers read them from the request body); ``do_sample: false`` means greedy (temperature 0).
         An ``extra_body`` option is sent as given, over the mapped values."""
-        o = self.options
-        x = o.extra
-        messages = build_messages(request, o.system, video_part=bool(x.get("video_part", False)), placeholder=True)
-        params: dict[str, Any] = {"model": self.model, "messages": messages}
-        max_tokens = request.max_tokens or o.max_tokens
-        if max_tokens:
-            params["max_tokens"] = max_tokens
-        for key in ("temperature", "top_p"):
-            value = getattr(request, key) if getattr(request, key) is not None else getattr(o, key)
-            if value is not None:
-                params[key] = value
-        if x.get("do_sample") is False and "temperature" not in params:
-            params["temperature"] = 0.0
-        if x.get("presence_penalty") is not None:
-            params["presence_penalty"] = x["presence_penalty"]
-        body: dict[str, Any] = {}
-        top_k = request.top_k if request.top_k is not None else o.top_k
-        if top_k is not None:
-            body["top_k"] = top_k
-        for key in ("repetition_penalty", "min_p"):
-            if x.get(key) is not None:
-                body[key] = x[key]
-        body.update(x.get("extra_body") or {})
-        if body:
-            params["extra_body"] = body
-        return params
+        g = self.options.settings_for(request.generation())
+        messages = build_messages(request, g.system, video_part=self.video_part, placeholder=True)
+        return {"model": self.model, "messages": messages, **openai_generation_params(g, self.options.extra)}
 
     def _classify(self, e: BaseException) -> CallFailure | None:
         if isinstance(e, openai.APIStatusError):
@@ -230,13 +226,9 @@ class OpenAIBackend:
         return parse_completion(raw.content, self.url)
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
-        body = request_body(self._params(request), request.frames, bool(self.options.extra.get("video_part", False)))
+        body = request_body(self._params(request), request.frames, self.video_part)
         return await self.calls.generate(lambda: self._once(body))
 
     async def aclose(self) -> None:
         await self.client.close()
 
-
-@register_backend("openai")
-def _factory(name: str, options: BackendOptions) -> OpenAIBackend:
-    return OpenAIBackend(name, options)

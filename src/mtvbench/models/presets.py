@@ -25,7 +25,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from mtvbench.media.frames import FrameSettings
-from mtvbench.models.base import BackendOptions, UnknownModelError, known_prefixes, parse_spec
+from mtvbench.models.registry import UnknownModelError, known_prefixes, parse_spec
+from mtvbench.models.settings import BackendOptions
 
 BackendName = Literal["gemini", "openai", "hf", "vllm"]
 #: the authors' released inference scripts (NJU-LINK/MT-Video-Bench, eval/)

@@ -1,7 +1,7 @@
 """The one call path of every remote backend: retries, deadline, size cap, circuit breaker.
 
 A backend only *classifies*. One attempt of a call either returns a final
-:class:`~mtvbench.models.base.GenerationResult` (``ok``, or a final ``blocked`` / ``empty``
+:class:`~mtvbench.records.GenerationResult` (``ok``, or a final ``blocked`` / ``empty``
 that is the model's own doing), or raises
 
 - :class:`RetryableError`: 429, 408/409, 5xx, a refused or reset connection, a timeout, a
@@ -45,7 +45,9 @@ import httpx
 import tenacity
 
 from mtvbench.errors import MtvbenchError
-from mtvbench.models.base import BackendOptions, GenerationResult, redact_secrets
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationResult
+from mtvbench.util.secrets import redact_secrets
 
 T = TypeVar("T")
 C = TypeVar("C")

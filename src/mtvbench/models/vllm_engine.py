@@ -34,15 +34,10 @@ from typing import Any
 import numpy as np
 
 from mtvbench.errors import ConfigError, MissingExtraError
-from mtvbench.models.base import (
-    BackendOptions,
-    GenerationRequest,
-    GenerationResult,
-    Usage,
-    register_backend,
-    split_thinking,
-)
-from mtvbench.models.hf import DEFAULT_MAX_NEW_TOKENS, build_messages, system_of, video_metadata
+from mtvbench.models.backend import split_thinking
+from mtvbench.models.local import DEFAULT_MAX_NEW_TOKENS, build_messages, system_of, video_metadata
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest, GenerationResult, Usage
 
 
 def require_vllm() -> Any:
@@ -84,26 +79,21 @@ def video_input(request: GenerationRequest, prompt_text: str, with_metadata: boo
 
 
 def sampling_kwargs(request: GenerationRequest, options: BackendOptions) -> dict[str, Any]:
-    """``SamplingParams`` keyword arguments; greedy when ``do_sample`` is false or temperature is 0."""
-    def pick(key: str) -> Any:
-        value = getattr(request, key)
-        return value if value is not None else getattr(options, key)
-
-    extra = options.extra
-    kw: dict[str, Any] = {"max_tokens": request.max_tokens or options.max_tokens or DEFAULT_MAX_NEW_TOKENS}
-    temperature = pick("temperature")
-    greedy = extra.get("do_sample") is False or not temperature
-    kw["temperature"] = 0.0 if greedy else float(temperature)
-    if not greedy:
-        if pick("top_p") is not None:
-            kw["top_p"] = float(pick("top_p"))
-        if pick("top_k") is not None:
-            kw["top_k"] = int(pick("top_k"))
+    """``SamplingParams`` keyword arguments of the call's settings (the options with the request's
+    values on top); greedy when ``do_sample`` is false or no temperature above 0 is set."""
+    g = options.settings_for(request.generation())
+    kw: dict[str, Any] = {"max_tokens": g.max_tokens or DEFAULT_MAX_NEW_TOKENS,
+                          "temperature": 0.0 if g.greedy else float(g.temperature or 0.0)}
+    if not g.greedy:
+        if g.top_p is not None:
+            kw["top_p"] = float(g.top_p)
+        if g.top_k is not None:
+            kw["top_k"] = int(g.top_k)
     for key in ("repetition_penalty", "presence_penalty"):
-        if extra.get(key) is not None:
-            kw[key] = float(extra[key])
-    if extra.get("seed") is not None:
-        kw["seed"] = int(extra["seed"])
+        if getattr(g, key) is not None:
+            kw[key] = float(getattr(g, key))
+    if g.seed is not None:
+        kw["seed"] = int(g.seed)
     return kw
 
 
@@ -126,11 +116,14 @@ def engine_kwargs(checkpoint: str, options: BackendOptions) -> dict[str, Any]:
 
 
 class VLLMBackend:
+    """``vllm:CHECKPOINT``: vLLM's offline engine in this process, every ready turn batched."""
+
     needs_frames = True
 
     def __init__(self, checkpoint: str, options: BackendOptions):
         if not checkpoint:
             raise ConfigError("vllm: needs a checkpoint, e.g. vllm:Qwen/Qwen3-VL-8B-Instruct")
+        options.generation()  # a bad generation option is one error now, not one per batch
         vllm = require_vllm()
         self.name = f"vllm:{checkpoint}"
         self.options = options
@@ -200,7 +193,3 @@ class VLLMBackend:
     async def aclose(self) -> None:
         self.llm = None
 
-
-@register_backend("vllm")
-def _factory(name: str, options: BackendOptions) -> VLLMBackend:
-    return VLLMBackend(name, options)

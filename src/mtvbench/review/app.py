@@ -47,7 +47,6 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mtvbench.construct.records import hms
 from mtvbench.data.schema import is_model_turn
 from mtvbench.errors import InputError, MtvbenchError
 from mtvbench.review.diffs import compare
@@ -67,8 +66,8 @@ from mtvbench.review.model import (
 from mtvbench.review.progress import compute_progress
 from mtvbench.review.source import ReviewSource
 from mtvbench.review.store import ItemState, Principal, ReviewStore
-from mtvbench.review.timecodes import ranges_in, segments
 from mtvbench.util.jsonio import loads_strict
+from mtvbench.util.timecodes import hms, ranges_in, segments
 
 #: largest request body (a decision with edits of a long dialogue fits many times)
 MAX_BODY = 512 * 1024

@@ -9,9 +9,9 @@ What is written (``--out DIR``)::
 
 Kept: every dialogue that is not rejected; with ``accepted_only`` only the accepted ones
 (both annotators accepted, or the senior accepted or revised). A build workspace is
-exported through :func:`mtvbench.construct.export.export_dataset` (the same files as
-``mtvbench build export``, with the review applied); a dataset folder is rewritten from
-its own files. The export is assembled in a hidden folder beside ``DIR`` and moved into
+exported by its source (:meth:`ReviewSource.write_export`: the build export, the same files as
+``mtvbench build export`` with the review applied); a dataset folder is rewritten from its own
+files (:func:`write_dataset`). The export is assembled in a hidden folder beside ``DIR`` and moved into
 place at the end, so a failed export leaves nothing half-written; ``DIR`` must be empty,
 new, or an earlier review export (it is replaced).
 """
@@ -26,16 +26,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from mtvbench.checklists.generator import entry_from_items
+from mtvbench.checklist_gen.generator import entry_from_items
+from mtvbench.data.buildmeta import load_metadata
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import OutputError
 from mtvbench.review.model import Annotation, ReviewItem
-from mtvbench.review.source import ReviewSource
+from mtvbench.review.source import ReviewSource, VideoMode
 from mtvbench.review.store import HistoryEvent, ReviewStore, now_iso
-from mtvbench.util.files import atomic_write_text, describe_os_error, ensure_dir
+from mtvbench.util.files import atomic_write_text, describe_os_error, ensure_dir, place_file
 
 AUDIT_NAME = "review.json"
-VideoMode = Literal["copy", "link", "symlink"]
 
 
 class Change(BaseModel):
@@ -101,11 +101,9 @@ def _write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
 
 
-def _write_dataset(source: ReviewSource, items: list[ReviewItem], out: Path, accepted_only: bool,
+def write_dataset(source: ReviewSource, items: list[ReviewItem], out: Path, accepted_only: bool,
                    video_mode: VideoMode) -> int:
     """The released layout of the kept items of a dataset source; returns the number of videos."""
-    from mtvbench.construct.export import _place_video, load_metadata
-
     mtqa: dict[Task, dict[str, list[dict]]] = {t: {} for t in TASKS}
     checklists: dict[Task, dict[str, dict[str, list[dict]]]] = {t: {} for t in TASKS}
     used: set[str] = set()
@@ -128,24 +126,13 @@ def _write_dataset(source: ReviewSource, items: list[ReviewItem], out: Path, acc
     vroot = (source.root / "videos").resolve()
     for name in sorted(used):
         src = videos[name]
-        _place_video(src, out / "videos" / src.relative_to(vroot), video_mode)
+        place_file(src, out / "videos" / src.relative_to(vroot), video_mode)
     meta = load_metadata(source.root)
     if meta is not None:
         meta.dialogues = {k: v for k, v in meta.dialogues.items() if k in kept_ids}
         meta.videos = {k: v for k, v in meta.videos.items() if k in used}
         _write_json(out / "metadata.json", meta.model_dump(mode="json"))
     return len(used)
-
-
-def _write_workspace(source: ReviewSource, out: Path, accepted_only: bool, video_mode: VideoMode
-                     ) -> tuple[list[ReviewItem], int]:
-    from mtvbench.construct.export import export_dataset, load_queue
-    from mtvbench.construct.workspace import Workspace
-
-    ws = Workspace(source.root)
-    rep = export_dataset(ws, ws.videos(), out, accepted_only=accepted_only, drop_rejected=True,
-                         video_mode=video_mode)
-    return list(load_queue(ws).items.values()), len(rep.videos)
 
 
 def _check_out(out: Path, source: ReviewSource) -> None:
@@ -175,13 +162,7 @@ def export_review(source: ReviewSource, store: ReviewStore, out: Path | str, *, 
     ensure_dir(out.parent)
     shutil.rmtree(stage, ignore_errors=True)
     try:
-        if source.kind == "workspace":
-            items, n_videos = _write_workspace(source, stage, accepted_only, video_mode)
-        else:
-            states = store.states({it.id: it.content_hash for it in items})
-            for it in items:
-                it.annotations, it.adjudication = states[it.id].reviews, states[it.id].adjudication
-            n_videos = _write_dataset(source, items, stage, accepted_only, video_mode)
+        items, n_videos = source.write_export(stage, items, store, accepted_only, video_mode)
         counts: dict[str, int] = {}
         audit_items = []
         for it in items:

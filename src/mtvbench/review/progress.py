@@ -59,7 +59,7 @@ class AnnotatorProgress(BaseModel):
     seconds_median: float | None = None
 
 
-class Progress(BaseModel):
+class ReviewProgress(BaseModel):
     items: int
     counts: dict[str, int]
     tasks: list[TaskProgress]
@@ -74,7 +74,7 @@ def _agreement(pairs: list[tuple[str, str]]) -> Agreement:
     return Agreement(items=len(pairs), kappa=cohen_kappa(a, b), agreement=sum(x == y for x, y in pairs) / len(pairs))
 
 
-def compute_progress(rows: list[ItemRow], states: dict[str, ItemState], users: list[UserInfo]) -> Progress:
+def compute_progress(rows: list[ItemRow], states: dict[str, ItemState], users: list[UserInfo]) -> ReviewProgress:
     now = time.time()
     task_of = {r.id: r.task for r in rows}
     tasks = {t.value: TaskProgress(task=t.value, label=t.label) for t in TASKS}
@@ -129,5 +129,5 @@ def compute_progress(rows: list[ItemRow], states: dict[str, ItemState], users: l
             tasks[t].agreement = _agreement(prs)
     overall.agreement = _agreement([p for prs in pairs.values() for p in prs])
     ordered = [tasks[t.value] for t in TASKS] + [v for k, v in tasks.items() if k not in {t.value for t in Task}]
-    return Progress(items=overall.items, counts=dict(overall.counts), tasks=ordered, overall=overall,
+    return ReviewProgress(items=overall.items, counts=dict(overall.counts), tasks=ordered, overall=overall,
                     annotators=sorted(people.values(), key=lambda p: (p.role == "senior", p.name)))

@@ -18,15 +18,15 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from mtvbench.data.official import DataError, load_official
 from mtvbench.data.schema import Dialogue
 from mtvbench.errors import InputError
+from mtvbench.registry import Registry
 from mtvbench.review.model import ReviewItem, ReviewQueue, content_hash
-from mtvbench.review.store import STORE_NAME
+from mtvbench.review.store import STORE_NAME, ReviewStore
 from mtvbench.util.jsonio import load_json_file
 
 QUEUE_NAME = "review_queue.json"
-SourceKind = Literal["workspace", "dataset"]
+VideoMode = Literal["copy", "link", "symlink"]
 
 
 def validation_message(path: Path, e: ValidationError) -> str:
@@ -56,62 +56,52 @@ def _stat(p: Path) -> tuple[str, int, int]:
 
 
 class ReviewSource:
-    """A folder under review; :meth:`load` reads its items, :meth:`videos` maps names to files."""
+    """A folder under review; :meth:`load` reads its items, :meth:`videos` maps names to files.
 
-    def __init__(self, root: Path, kind: SourceKind):
+    A kind of source is a subclass registered in :data:`SOURCES`: ``detect`` says whether a
+    folder is of that kind, ``files`` lists what its items come from, ``load`` reads them and
+    ``write_export`` writes the reviewed dataset (the released layout, the decisions applied)."""
+
+    kind: str = ""
+    #: the kind in words, for the message about a folder of no known kind
+    describe: str = ""
+
+    def __init__(self, root: Path):
         self.root = root
-        self.kind: SourceKind = kind
         self._videos: dict[str, Path] = {}
+
+    @classmethod
+    def detect(cls, root: Path) -> bool:
+        raise NotImplementedError
+
+    @classmethod
+    def near_miss(cls, root: Path) -> InputError | None:
+        """The error for a folder that is almost of this kind (what is missing and how to make it)."""
+        return None
 
     @property
     def default_store(self) -> Path:
         return self.root / STORE_NAME
 
     def files(self) -> list[Path]:
-        if self.kind == "workspace":
-            return [self.root / QUEUE_NAME, self.root / "manifest.json"]
-        return sorted((self.root / "mtqa").glob("*.json")) + sorted((self.root / "checklist").glob("*.json")) + [
-            self.root / "metadata.json"]
+        raise NotImplementedError
 
     def fingerprint(self) -> tuple[tuple[str, int, int], ...]:
         """Changes when the files the items come from change (the app then reloads them)."""
         return tuple(_stat(p) for p in self.files())
 
     def load(self) -> list[ReviewItem]:
-        return self._load_workspace() if self.kind == "workspace" else self._load_dataset()
+        raise NotImplementedError
 
     def videos(self) -> dict[str, Path]:
         """Video name -> file, as of the last :meth:`load` (only these files are ever served)."""
         return dict(self._videos)
 
-    def _load_workspace(self) -> list[ReviewItem]:
-        from mtvbench.construct.workspace import Workspace
-
-        q = read_queue_file(self.root / QUEUE_NAME)
-        try:
-            manifest = Workspace(self.root).manifest()
-        except (ValidationError, ValueError) as e:
-            raise InputError(f"{self.root / 'manifest.json'}: not a workspace manifest ({e})") from None
-        self._videos = {v.name: Path(v.path) for v in manifest.videos}
-        return list(q.items.values())
-
-    def _load_dataset(self) -> list[ReviewItem]:
-        bench, problems = load_official(self.root)
-        if bench is None:
-            raise DataError(problems)
-        meta = _metadata(self.root)
-        self._videos = dict(bench.videos)
-        return [dataset_item(d, meta.get(d.id)) for d in bench.dialogues]
-
-
-def _metadata(root: Path) -> dict:
-    from mtvbench.construct.export import load_metadata
-
-    try:
-        m = load_metadata(root)
-    except (ValidationError, ValueError) as e:
-        raise InputError(f"{root / 'metadata.json'}: not a build metadata file ({e})") from None
-    return dict(m.dialogues) if m is not None else {}
+    def write_export(self, out: Path, items: list[ReviewItem], store: ReviewStore, accepted_only: bool,
+                     video_mode: VideoMode) -> tuple[list[ReviewItem], int]:
+        """Write the reviewed dataset to ``out``; returns the items (with their decisions) and the
+        number of videos written."""
+        raise NotImplementedError
 
 
 def dataset_item(d: Dialogue, meta: object | None = None) -> ReviewItem:
@@ -124,18 +114,30 @@ def dataset_item(d: Dialogue, meta: object | None = None) -> ReviewItem:
                       ranges=list(getattr(meta, "ranges", [])), content_hash=content_hash(rounds, checklists))
 
 
+def _as_source(obj: object) -> type[ReviewSource]:
+    if isinstance(obj, type) and issubclass(obj, ReviewSource):
+        return obj
+    raise TypeError(f"expected a subclass of mtvbench.review.source.ReviewSource, got {obj!r}")
+
+
+#: the kinds of folder the review app opens, tried in this order; the build workspace is the
+#: construction package's (named, not imported: review never imports construct)
+SOURCES: Registry[type[ReviewSource]] = Registry("review source", coerce=_as_source)
+SOURCES.add("workspace", "mtvbench.construct.review_source:WorkspaceSource")
+SOURCES.add("dataset", "mtvbench.review.dataset_source:DatasetSource")
+
+
 def open_source(path: Path | str) -> ReviewSource:
     """The review source at ``path``: a build workspace or a released-layout dataset."""
     root = Path(path).expanduser()
     if not root.is_dir():
         raise InputError(f"{root}: not a folder (expected a build workspace or a dataset in the released layout)")
     root = root.resolve()
-    if (root / QUEUE_NAME).is_file():
-        return ReviewSource(root, "workspace")
-    if (root / "mtqa").is_dir():
-        return ReviewSource(root, "dataset")
-    if (root / "manifest.json").is_file():
-        raise InputError(f"{root}: build workspace without a review queue",
-                         hint=f"run `mtvbench build export -w {root}` first; it writes {QUEUE_NAME}")
-    raise InputError(f"{root}: neither a build workspace ({QUEUE_NAME}) nor a dataset in the released layout "
-                     "(mtqa/, checklist/, videos/)")
+    kinds = [SOURCES.get(name) for name in SOURCES.names()]
+    for kind in kinds:
+        if kind.detect(root):
+            return kind(root)
+    for kind in kinds:
+        if (error := kind.near_miss(root)) is not None:
+            raise error
+    raise InputError(f"{root}: neither " + " nor ".join(k.describe for k in kinds))

@@ -20,15 +20,18 @@ from mtvbench.data.official import load_benchmark
 from mtvbench.data.schema import Benchmark
 from mtvbench.errors import InputError, OutputError, RunDirError
 from mtvbench.extras import require_backend
-from mtvbench.judge.checklist import Judge, create_judge
+from mtvbench.judge.factory import create_judge
+from mtvbench.judge.protocol import Judge
 from mtvbench.media.cache import FrameCache, fingerprint
 from mtvbench.media.frames import VideoError
-from mtvbench.models.base import ModelBackend, create_backend
+from mtvbench.models.backend import ModelBackend
+from mtvbench.models.registry import create_backend
 from mtvbench.models.resilience import CircuitOpenError
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.lock import RunLock
-from mtvbench.run.outputs import RunSnapshot, score_dir, write_config, write_snapshot
-from mtvbench.run.runner import Progress, Runner, RunSummary
+from mtvbench.run.rescore import score_dir
+from mtvbench.run.rundir import RunSnapshot, write_config, write_snapshot
+from mtvbench.run.runner import Runner, RunProgress, RunSummary
 from mtvbench.run.store import RunStore
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.util.files import ensure_dir
@@ -69,7 +72,7 @@ def _video_key(path: Path) -> str:
 
 
 async def _execute(cfg: RunConfig, model: ModelBackend, judge: Judge, runner_args: dict,
-                   progress: Progress | None) -> RunSummary:
+                   progress: RunProgress | None) -> RunSummary:
     try:
         runner = Runner(cfg, model=model, judge=judge, progress=progress, **runner_args)
         return await runner.execute()
@@ -84,10 +87,25 @@ async def _close(model: ModelBackend | None, judge: Judge | None) -> None:
             await b.aclose()
 
 
-def evaluate(cfg: RunConfig, progress: Progress | None = None, wait: bool = False) -> tuple[Scores, RunSummary]:
-    """Run (or resume) one evaluation into ``cfg.out``; ``wait`` waits for another process that
-    holds the run directory instead of refusing (:class:`~mtvbench.errors.BusyError`)."""
-    progress = progress or Progress()
+def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = False) -> tuple[Scores, RunSummary]:
+    """Run (or resume) one evaluation into ``cfg.out``.
+
+    Only what is missing or no longer valid is asked; everything is committed as it arrives, and
+    the score files are written at the end (also when the circuit breaker stopped the run).
+
+    Args:
+        cfg: the settings (:func:`mtvbench.config.build_config` resolves presets and checks them).
+        progress: receives progress counts and notes (default: none shown).
+        wait: wait for another process that holds the run directory instead of refusing
+            (:class:`~mtvbench.errors.BusyError`).
+
+    Returns:
+        The scores (``scores.json``) and the summary of this session's calls.
+
+    Raises:
+        MtvbenchError: bad data, settings, run directory, a missing key or extra; an endpoint whose
+            circuit breaker opened (after the scores so far were written)."""
+    progress = progress or RunProgress()
     require_backend(cfg.backend_spec, "model")  # a missing extra fails before the run directory exists
     require_backend(cfg.judge, "judge")
     run_dir = Path(cfg.out)
@@ -140,7 +158,7 @@ def evaluate(cfg: RunConfig, progress: Progress | None = None, wait: bool = Fals
     return scored.scores, summary
 
 
-def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, keys: RunKeys, progress: Progress,
+def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, keys: RunKeys, progress: RunProgress,
              created: bool) -> RunStore:
     """Open and check the store, then write config.yaml and benchmark.json (under the lock).
     A run directory this call created is removed again when any of it fails."""

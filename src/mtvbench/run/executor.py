@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from mtvbench.data.schema import Dialogue, Round
 from mtvbench.media.frames import VideoError, VideoFrames
-from mtvbench.models.base import GenerationRequest, GenerationResult, ModelBackend, generate_many
+from mtvbench.models.backend import ModelBackend, generate_many
 from mtvbench.models.resilience import CircuitOpenError
+from mtvbench.records import GenerationRequest, GenerationResult
 
 if TYPE_CHECKING:
     from mtvbench.run.runner import Runner

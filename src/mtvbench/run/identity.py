@@ -8,7 +8,8 @@ A stored model response is valid only for the exact input that produced it. Its
   to say *why* it changed, ``question`` and ``history`` (golden context: every earlier
   round's User and dataset Assistant text; self context: the earlier User texts; none:
   nothing); ``answers`` (self context only: the model's own earlier answers); ``system``,
-  ``generation`` (max_tokens, temperature, top_p, top_k), ``backend`` (the backend spec),
+  ``generation`` (``GenerationConfig.CALL_FIELDS``: max_tokens, temperature, top_p, top_k,
+  and the backend options that can change an answer), ``backend`` (the backend spec),
   ``frames`` (frame settings), ``video`` (the video's content key,
   :func:`mtvbench.media.cache.fingerprint`) and, for a backend that reads it (the ``oracle``
   baseline), ``golden`` (this round's golden answer).
@@ -38,8 +39,8 @@ from pydantic import BaseModel, ConfigDict
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Dialogue, Round
-from mtvbench.judge.checklist import JudgeVerdict
 from mtvbench.prompts import render_inference_prompt, render_judge_prompt
+from mtvbench.records import GenerationConfig, JudgeVerdict
 from mtvbench.run.plan import history_for, rounds_to_call
 
 #: why a stored response no longer matches, by the first part that differs (in this order)
@@ -125,15 +126,15 @@ class RunKeys:
         ms = cfg.model_settings
         self.common = {
             "backend": cfg.backend_spec,
-            "generation": digest([ms.model_dump(include={"max_tokens", "temperature", "top_p", "top_k"}),
+            "generation": digest([ms.model_dump(include=set(GenerationConfig.CALL_FIELDS)),
                                   output_options(ms.extra)]),
             "system": digest(ms.system),
             "frames": cfg.frame_settings().key(),
         }
         js = cfg.judge_settings
         self.judge_common = {
-            "judge": digest([cfg.judge, js.model_dump(include={"max_tokens", "temperature", "top_p", "top_k",
-                                                               "system"}), output_options(js.extra)]),
+            "judge": digest([cfg.judge, js.model_dump(include={*GenerationConfig.CALL_FIELDS, "system"}),
+                             output_options(js.extra)]),
         }
 
     # responses --------------------------------------------------------------------------

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from mtvbench.config import ContextMode
 from mtvbench.data.schema import Dialogue, Round
 from mtvbench.media.frames import VideoFrames
-from mtvbench.models.base import GenerationRequest
 from mtvbench.prompts import PromptStyle, render_inference_prompt
+from mtvbench.records import GenerationRequest
 
 
 def rounds_to_call(dialogue: Dialogue, context: ContextMode) -> list[Round]:

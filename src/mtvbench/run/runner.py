@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Benchmark, Dialogue, Round
 from mtvbench.errors import MtvbenchError
-from mtvbench.judge.checklist import Judge, JudgeVerdict
+from mtvbench.judge.protocol import Judge
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import VideoFrames
-from mtvbench.models.base import GenerationRequest, GenerationResult, ModelBackend
+from mtvbench.models.backend import ModelBackend
 from mtvbench.models.resilience import CircuitBreaker, CircuitOpenError, breaker_of
+from mtvbench.records import GenerationRequest, GenerationResult, JudgeVerdict
 from mtvbench.run.executor import DialogueTurns, Executor, LocalExecutor, VideoJob
 from mtvbench.run.identity import (
     DEPENDS_ON_EARLIER,
@@ -66,7 +67,7 @@ class RunSummary:
     empty: int = 0
 
 
-class Progress:
+class RunProgress:
     """What the runner reports; the CLI plugs a rich progress display in here."""
 
     def start(self, name: str, total: int) -> None: ...
@@ -89,7 +90,7 @@ def invalidation_lines(summary: RunSummary) -> list[str]:
 
 class Runner:
     def __init__(self, cfg: RunConfig, bench: Benchmark, store: RunStore, model: ModelBackend, judge: Judge,
-                 cache: FrameCache, keys: RunKeys, progress: Progress | None = None,
+                 cache: FrameCache, keys: RunKeys, progress: RunProgress | None = None,
                  executor: Executor | None = None):
         self.cfg = cfg
         self.keys = keys
@@ -98,7 +99,7 @@ class Runner:
         self.model = model
         self.judge = judge
         self.cache = cache
-        self.progress = progress or Progress()
+        self.progress = progress or RunProgress()
         self.summary = RunSummary()
         self.executor = executor or LocalExecutor(cfg.decode_workers)
         self.judge_sem = asyncio.Semaphore(cfg.judge_concurrency or cfg.concurrency)
@@ -217,7 +218,7 @@ class Runner:
         if len(todo) < len(runs):
             self.progress.advance("judging", len(runs) - len(todo))
         for run in todo:
-            async def one(run: int = run) -> None:
+            async def judge_run(run: int = run) -> None:
                 try:
                     async with self.judge_sem:
                         if self.stopped:  # not asked, not stored: asked on the next run
@@ -237,7 +238,7 @@ class Runner:
                     self.summary.last_judge_error = v.error
                 self.progress.advance("judging")
 
-            task = asyncio.create_task(one())
+            task = asyncio.create_task(judge_run())
             self.judge_tasks.add(task)
             task.add_done_callback(self._task_done)
 

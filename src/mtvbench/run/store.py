@@ -31,9 +31,9 @@ from typing import Any
 from mtvbench import __version__
 from mtvbench.config import RUN_SCHEMA_VERSION
 from mtvbench.errors import OutputError, RunDirError
-from mtvbench.judge.checklist import JudgeVerdict
-from mtvbench.models.base import GenerationResult, redact_secrets
+from mtvbench.records import GenerationResult, JudgeVerdict
 from mtvbench.run.identity import ResultKey
+from mtvbench.util.secrets import redact_secrets
 
 #: response outcomes that are final (a resumed run does not ask again)
 FINAL_OUTCOMES = ("ok", "blocked", "empty")

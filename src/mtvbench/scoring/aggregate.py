@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
 from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, Task
-from mtvbench.judge.checklist import JudgeVerdict
+from mtvbench.records import JudgeVerdict
 from mtvbench.scoring.usage import UsageReport
 
 

@@ -19,7 +19,7 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from mtvbench.errors import InputError, OutputError
 
@@ -139,3 +139,26 @@ def read_bytes_capped(path: Path | str, max_bytes: int, what: str = "file") -> b
     if len(data) > max_bytes:
         raise InputError(f"{path}: {what} is larger than {max_bytes // (1 << 20)} MiB")
     return data
+
+
+def place_file(src: Path, dst: Path, mode: Literal["copy", "link", "symlink"] | str = "copy") -> None:
+    """Put ``src`` at ``dst`` as a copy (atomic), a hard link (a copy where a link is impossible) or a
+    symbolic link. A file already at ``dst`` is kept when it is ``src`` itself (or, for a copy, has its size)."""
+    if dst.exists() or dst.is_symlink():
+        if dst.resolve() == src.resolve() or (dst.stat().st_size == src.stat().st_size and mode == "copy"):
+            return
+        dst.unlink()
+    ensure_dir(dst.parent)
+    try:
+        if mode == "symlink":
+            dst.symlink_to(src.resolve())
+            return
+        if mode == "link":
+            try:
+                os.link(src, dst)
+                return
+            except OSError:
+                pass
+    except OSError as e:
+        raise OutputError(describe_os_error(dst, e)) from e
+    atomic_copy_file(src, dst)

@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from mtvbench.models.base import BackendOptions, GenerationRequest
-from mtvbench.models.hf import GenParams, RawOutput, device_map, require_torch, system_of, torch_dtype
+from mtvbench.models.local import GenParams, RawOutput, device_map, require_torch, system_of, torch_dtype
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mtvbench.models.base import BackendOptions, GenerationRequest
-from mtvbench.models.hf import GenParams, RawOutput, require_torch, system_of, torch_dtype
+from mtvbench.models.local import GenParams, RawOutput, require_torch, system_of, torch_dtype
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest
 
 
 def is_v45(checkpoint: str) -> bool:

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mtvbench.models.base import BackendOptions, GenerationRequest
-from mtvbench.models.hf import GenParams, RawOutput, require_torch, torch_dtype
 from mtvbench.models.hf_families.internvl import generation_config
+from mtvbench.models.local import GenParams, RawOutput, require_torch, torch_dtype
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest
 
 
 def chat_kwargs(request: GenerationRequest, params: GenParams) -> dict[str, Any]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mtvbench.models.base import BackendOptions, GenerationRequest
-from mtvbench.models.hf import GenParams, RawOutput, device_map, require_torch, system_of, torch_dtype
+from mtvbench.models.local import GenParams, RawOutput, device_map, require_torch, system_of, torch_dtype
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationRequest
 
 DEFAULT_SYSTEM = "You are a helpful assistant."
 

@@ -1,0 +1,365 @@
+"""``mtvbench report``: leaderboard (MD/CSV/LaTeX), breakdowns (tables + plots) and one
+self-contained ``report.html`` from stored runs. No model is asked anything.
+
+The report is an analysis like the others (:mod:`mtvbench.analysis.registry`): it reads run
+directories (:mod:`.rundata`), breaks the scores down (:mod:`.breakdowns`, :mod:`.metadata`) and
+renders them with :mod:`mtvbench.render` (Table 2 layout, plots, the HTML page)."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from mtvbench.analysis.breakdowns import Breakdown, all_breakdowns, breakdown_csv_rows, breakdown_markdown
+from mtvbench.analysis.metadata import DialogueMeta, SceneCache, resolve_metadata
+from mtvbench.analysis.rundata import RunData, load_run, unique_names
+from mtvbench.data.schema import TASKS, Dialogue
+from mtvbench.errors import InputError
+from mtvbench.extras import require_scene_detection
+from mtvbench.media.cache import FrameCache
+from mtvbench.render import plots
+from mtvbench.render.console import FormatOption, OutputFormat, note, print_leaderboard
+from mtvbench.render.html import HtmlReport, Section, esc, html_table, png_img, render_html
+from mtvbench.render.leaderboard import (
+    CI_KEYS,
+    COLUMNS,
+    RANK_RULE,
+    column_ranks,
+    incomplete_notes,
+    leaderboard_csv,
+    leaderboard_latex,
+    leaderboard_markdown_marked,
+    ordered,
+    overall_cell,
+    row_values,
+)
+from mtvbench.scoring.aggregate import Scores, fmt
+from mtvbench.util.escape import csv_cell, markdown
+from mtvbench.util.files import atomic_write_bytes, atomic_write_text, ensure_dir
+from mtvbench.util.paths import cache_dir as user_cache_dir
+
+log = logging.getLogger(__name__)
+
+OFFLINE_NOTE = ("Judged by the offline lexical matcher: these numbers check the pipeline and are NOT comparable "
+                "to the paper's (which uses Gemini-2.5-Flash as judge).")
+
+
+@dataclass
+class ReportResult:
+    out: Path
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: (display name, scores) of every run, in the order given
+    rows: list[tuple[str, Scores]] = field(default_factory=list)
+
+    def write(self, name: str, data: str | bytes) -> None:
+        """Write ``out/name`` (atomically) and list it."""
+        if isinstance(data, bytes):
+            atomic_write_bytes(self.out / name, data)
+        else:
+            atomic_write_text(self.out / name, data)
+        self.files.append(self.out / name)
+
+
+def _shrink(jpeg: bytes, max_side: int) -> bytes:
+    from PIL import Image
+
+    im = Image.open(io.BytesIO(jpeg))
+    im.thumbnail((max_side, max_side))
+    buf = io.BytesIO()
+    im.convert("RGB").save(buf, format="JPEG", quality=70)
+    return buf.getvalue()
+
+
+def _from_frame_cache(runs: Sequence[RunData], name: str, path: Path, n: int) -> list[bytes] | None:
+    """Frames a run already sampled for this video, if its frame cache holds them."""
+    for r in runs:
+        if name not in r.videos:
+            continue
+        cache = FrameCache(r.config.cache_dir if r.config.cache_dir is not None else user_cache_dir("frames"))
+        settings = r.config.frame_settings()
+        entry = cache.entry_dir(cache.key(path, settings))
+        if entry is None or not entry.exists():
+            continue
+        jpegs = cache.get(path, settings).jpegs
+        if not jpegs:
+            continue
+        step = max(1, len(jpegs) // n)
+        return list(jpegs[::step][:n])
+    return None
+
+
+def thumbnails(videos: dict[str, Path], n: int = 4, max_side: int = 160, runs: Sequence[RunData] = ()
+               ) -> dict[str, list[str]]:
+    """A few frames per video as small base64 JPEGs: taken from a run's frame cache when it
+    holds the video, else sampled uniformly now. Missing or unreadable videos get none."""
+    if n <= 0:
+        return {}
+    from mtvbench.media.frames import FrameSettings, VideoError, sample_frames
+
+    settings = FrameSettings(num_frames=n, max_side=max_side, jpeg_quality=70)
+    out: dict[str, list[str]] = {}
+    for name, path in sorted(videos.items()):
+        path = Path(path)
+        if not path.exists():
+            continue
+        try:
+            jpegs = _from_frame_cache(runs, name, path, n)
+            jpegs = [_shrink(j, max_side) for j in jpegs] if jpegs else sample_frames(path, settings).jpegs
+            out[name] = [base64.b64encode(j).decode("ascii") for j in jpegs]
+        except (VideoError, OSError) as e:
+            log.warning("thumbnails: %s", e)
+    return out
+
+
+def _leaderboard_html(rows: Sequence[tuple[str, Scores]]) -> str:
+    rows = ordered(rows)
+    ranks = column_ranks(rows)
+    body = []
+    for (name, s), rk in zip(rows, ranks):
+        cells = [esc(name)]
+        for j, (v, key) in enumerate(zip(row_values(s), CI_KEYS)):
+            txt = esc(overall_cell(s) if j == 0 and v is None else fmt(v))
+            if rk[j] == 1:
+                txt = f"<b>{txt}</b>"
+            elif rk[j] == 2:
+                txt = f"<u>{txt}</u>"
+            c = s.ci95.get(key)
+            if c is not None and v is not None:
+                txt += f'<br><span class="ci">[{fmt(c[0])}, {fmt(c[1])}]</span>'
+            cells.append(txt)
+        cells.append("complete" if s.complete else '<span class="incomplete">INCOMPLETE</span>')
+        body.append(cells)
+    info = []
+    for name, s in rows:
+        c = s.counts
+        info.append([name, s.judge, str(s.judge_runs), fmt(s.judge_run_std), s.context, str(c.dialogues),
+                     str(c.scored_turns), str(c.unscored_judge_runs), str(c.missing_responses), s.status,
+                     "; ".join(s.incomplete_reasons) or "–"])
+    usage = [[name, role, str(r.calls), str(r.failed_calls), str(r.requests), f"{r.prompt_tokens:,}",
+              f"{r.completion_tokens:,}", f"{r.wall_seconds:.1f}", "–" if r.cost is None else f"{r.cost:.4f}"]
+             for name, s in rows if s.usage is not None for role, r in (("model", s.usage.model),
+                                                                        ("judge", s.usage.judge))]
+    usage_html = "" if not usage else (
+        "<h3>Usage and cost</h3>"
+        + html_table(["Model", "Role", "Calls", "Failed", "Requests", "Prompt tokens", "Completion tokens",
+                      "Wall s", "Cost"], usage)
+        + "<p>Every call made into the run directory (resumes, failed and superseded calls included); cost from "
+          "the prices per million tokens in the run's config (– without a price).</p>")
+    return (html_table(["Model", *COLUMNS, "Status"], body, raw=True, cls="lb")
+            + "<p>Best in <b>bold</b>, second <u>underlined</u>; 95% bootstrap CI over dialogues below each value. "
+            + esc(RANK_RULE) + "</p>"
+            + html_table(["Model", "Judge", "Judge runs", "SD of Overall across judge runs", "Context", "Dialogues",
+                          "Scored turns", "Unscored judge runs", "Missing responses", "Status", "Incomplete because"],
+                         info)
+            + usage_html)
+
+
+def _breakdown_html(items: Sequence[Breakdown], plot_pngs: Sequence[tuple[str, bytes]]) -> str:
+    labels: list[str] = []
+    for b in items:
+        labels += [r.label for r in b.rows if r.label not in labels]
+    rows = []
+    for b in items:
+        by = {r.label: r for r in b.rows}
+        rows.append([b.run] + [f"{fmt(by[lab].score)} ({by[lab].n})" if lab in by else "– (0)" for lab in labels]
+                    + [str(b.unknown)])
+    out = [html_table(["Run", *labels, "unknown"], rows)]
+    for b in items:
+        by = {r.label: r for r in b.rows}
+        trows = [[t.abbr] + [f"{fmt(by[lab].tasks[t.value])} ({by[lab].task_n[t.value]})" if lab in by else "– (0)"
+                             for lab in labels] for t in TASKS]
+        out.append(f"<details><summary>Per task — {esc(b.run)}</summary>{html_table(['Task', *labels], trows)}"
+                   "</details>")
+    out += [png_img(png, alt) for alt, png in plot_pngs]
+    return "".join(out)
+
+
+def _breakdown_plots(name: str, items: Sequence[Breakdown]) -> list[tuple[str, bytes]]:
+    first = items[0]
+    labels = [r.label for r in first.rows]
+    if not labels:
+        return []
+    series = {b.run: [next((r.score for r in b.rows if r.label == lab), None) for lab in labels] for b in items}
+    counts = [r.n for r in first.rows]
+    xlabel = {"scenes": "scenes in the dialogue", "turns": "rounds in the dialogue", "length": "video length (min)",
+              "category": "category"}.get(name, name)
+    out = [(f"{first.title} (all tasks)", plots.line_plot(labels, series, title=f"{first.title}", xlabel=xlabel,
+                                                         counts=counts))]
+    if name == "scenes":  # Figure 4(b): per task, per run
+        for b in items:
+            ts = {t.abbr: [r.tasks[t.value] for r in b.rows] for t in TASKS}
+            out.append((f"{first.title} per task — {b.run}",
+                        plots.line_plot(labels, ts, title=f"Per task by scenes — {b.run}", xlabel=xlabel)))
+    return out
+
+
+def _explorer(runs: Sequence[RunData], names: Sequence[str], meta: dict[str, DialogueMeta],
+              thumbs: dict[str, list[str]]) -> dict[str, Any]:
+    dialogues: dict[str, Dialogue] = {}
+    for r in runs:
+        for d in r.dialogues:
+            dialogues.setdefault(d.id, d)
+    dl = []
+    for d in dialogues.values():
+        m = meta.get(d.id)
+        dl.append({
+            "id": d.id, "task": d.task.value, "task_abbr": d.task.abbr, "video": d.video, "event": d.event,
+            "meta": m.model_dump(include={"category", "scenes", "duration_s"}) if m else {},
+            "search": " ".join(r.user for r in d.rounds)[:2000],
+            "rounds": [{"index": r.index, "user": r.user, "golden": r.assistant, "ability": r.ability,
+                        "model_turn": r.model_turn, "scored": r.scored,
+                        "checklist": [{"key": it.key, "question": it.question, "expected": it.expected}
+                                      for it in (r.checklist or [])]} for r in d.rounds],
+        })
+    run_payload = []
+    for run, name in zip(runs, names):
+        turn_scores = {t.turn_id: t.score for ds in run.dscores for t in ds.turns}
+        turns: dict[str, dict[str, Any]] = {}
+        for d in run.dialogues:
+            per: dict[str, Any] = {}
+            for r in d.model_turns:
+                tid = d.turn_id(r.index)
+                rec = run.responses.get(tid)
+                judged = run.all_verdicts.get(tid, {})
+                ts = turn_scores.get(tid)
+                per[str(r.index)] = {
+                    "answer": rec["text"] if rec else None, "outcome": rec["outcome"] if rec else "missing",
+                    "score": None if ts is None else 100.0 * ts,
+                    "judge": [{"run": v.run, "status": v.status, "verdicts": v.verdicts}
+                              for _, v in sorted(judged.items())],
+                }
+            turns[d.id] = per
+        run_payload.append({
+            "name": name, "complete": run.scores.complete, "model": run.config.model, "judge": run.config.judge,
+            "context": run.config.context,
+            "dialogue_scores": {ds.dialogue_id: (None if ds.score is None else 100.0 * ds.score) for ds in run.dscores},
+            "turns": turns,
+        })
+    return {"runs": run_payload, "dialogues": dl, "thumbs": thumbs,
+            "tasks": [{"value": t.value, "abbr": t.abbr, "label": t.label} for t in TASKS]}
+
+
+def _union(runs: Sequence[RunData]) -> tuple[dict[str, Dialogue], dict[str, Path]]:
+    """Every dialogue and video of the runs (the first run's copy of each)."""
+    dialogues: dict[str, Dialogue] = {}
+    videos: dict[str, Path] = {}
+    for r in runs:
+        for d in r.dialogues:
+            dialogues.setdefault(d.id, d)
+        for k, v in r.videos.items():
+            videos.setdefault(k, v)
+    return dialogues, videos
+
+
+def _report_metadata(res: ReportResult, runs: Sequence[RunData], metadata_file: Path | None,
+                     scene_cache_dir: Path | None, estimate_scenes: bool) -> dict[str, DialogueMeta]:
+    """Category, scene count and duration of every dialogue; ``metadata.json`` and the notes."""
+    dialogues, videos = _union(runs)
+    if metadata_file is None:  # a dataset made by `mtvbench build export` carries its metadata
+        found = [Path(r.config.data) / "metadata.json" for r in runs]
+        metadata_file = next((f for f in found if f.exists()), None)
+    meta = resolve_metadata(list(dialogues.values()), videos, metadata_file=metadata_file,
+                            scene_cache=SceneCache(scene_cache_dir), estimate_scenes=estimate_scenes)
+    res.write("metadata.json", json.dumps({k: m.model_dump() for k, m in meta.items()}, indent=1))
+    if not any(m.scenes is not None for m in meta.values()):
+        res.notes.append("No scene counts: give --metadata, run `mtvbench scenes` first, or pass --estimate-scenes.")
+    if not any(m.category for m in meta.values()):
+        res.notes.append("No video categories: give them in a --metadata file.")
+    return meta
+
+
+def _leaderboard_section(res: ReportResult) -> Section:
+    rows = res.rows
+    plot_names = {n: n if s.complete else f"{n} (INCOMPLETE)" for n, s in rows}
+    png = plots.grouped_bars([c for c in COLUMNS[:7]], {plot_names[n]: row_values(s)[:7] for n, s in rows},
+                             title="Leaderboard (95% CI)",
+                             errors={plot_names[n]: [s.ci95.get(k) for k in CI_KEYS[:7]] for n, s in rows})
+    res.write("plots/leaderboard.png", png)
+    return Section("leaderboard", "Leaderboard (Table 2 layout)", _leaderboard_html(rows) + png_img(png, "leaderboard"))
+
+
+def _breakdown_sections(res: ReportResult, runs: Sequence[RunData], names: Sequence[str],
+                        meta: dict[str, DialogueMeta]) -> list[Section]:
+    """``breakdowns.md``/``.csv``, their plots, and one report section per breakdown."""
+    per_run = [all_breakdowns(r.dialogues, r.dscores, meta, run=n) for r, n in zip(runs, names)]
+    md_parts, csv_rows, sections = [], [], []
+    for i, kind in enumerate(b.name for b in per_run[0]):
+        items = [pr[i] for pr in per_run]
+        md_parts.append(breakdown_markdown(items))
+        csv_rows += breakdown_csv_rows(items)
+        pngs = _breakdown_plots(kind, items) if any(r.n for r in items[0].rows) else []
+        for j, (_, png) in enumerate(pngs):
+            res.write(f"plots/{kind}{'' if j == 0 else f'_{j}'}.png", png)
+        sections.append(Section(f"by-{kind}", items[0].title, _breakdown_html(items, pngs)))
+    res.write("breakdowns.md", "\n".join(md_parts))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=["breakdown", "run", "bin", "task", "n", "score"], lineterminator="\n")
+    w.writeheader()
+    w.writerows({k: csv_cell(v) for k, v in r.items()} for r in csv_rows)
+    res.write("breakdowns.csv", buf.getvalue())
+    return sections
+
+
+def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | None = None,
+                 scene_cache_dir: Path | None = None, estimate_scenes: bool = False, thumbs: int = 4,
+                 title: str = "MT-Video-Bench report", bootstrap: int | None = None) -> ReportResult:
+    """Write the report of ``run_dirs`` to ``out`` (see the module docstring); no model is asked."""
+    if not run_dirs:
+        raise InputError("give at least one run directory")
+    res = ReportResult(out=ensure_dir(Path(out)))
+    runs = [load_run(Path(d), bootstrap=bootstrap) for d in run_dirs]
+    names = unique_names(runs)
+    res.rows = [(n, r.scores) for n, r in zip(names, runs)]
+    if any(r.config.judge == "offline" for r in runs):
+        res.notes.append(OFFLINE_NOTE)
+    incomplete = incomplete_notes(res.rows)
+    res.notes += incomplete
+    res.write("leaderboard.md", leaderboard_markdown_marked(res.rows)  # (it lists the incomplete runs itself)
+              + "".join(f"\n> {markdown(n)}\n" for n in res.notes if n not in incomplete))
+    res.write("leaderboard.csv", leaderboard_csv(res.rows))
+    res.write("leaderboard.tex", leaderboard_latex(res.rows))
+    meta = _report_metadata(res, runs, metadata_file, scene_cache_dir, estimate_scenes)
+    sections = [_leaderboard_section(res), *_breakdown_sections(res, runs, names, meta)]
+    runs_info = html_table(["Run", "Folder", "Model", "Judge", "Context", "Frames"],
+                           [[n, str(r.run_dir), r.config.model, f"{r.config.judge} x{r.config.judge_runs}",
+                             r.config.context, r.config.frame_settings().key()] for n, r in zip(names, runs)])
+    sections.insert(0, Section("runs", "Runs", runs_info))
+    rep = HtmlReport(title=title, sections=sections, notes=res.notes,
+                     explorer=_explorer(runs, names, meta, thumbnails(_union(runs)[1], thumbs, runs=runs)))
+    res.write("report.html", render_html(rep))
+    return res
+
+
+def command(
+    run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("report"),
+    metadata: Annotated[Path | None, typer.Option(help="CSV/JSON with category, scenes, duration per video/event")
+                        ] = None,
+    scene_cache: Annotated[Path | None, typer.Option(help="scene-count cache folder (default: the user cache)")
+                           ] = None,
+    estimate_scenes: Annotated[bool, typer.Option(help="run PySceneDetect now for uncached scene counts")] = False,
+    thumbnails: Annotated[int, typer.Option(help="thumbnail frames per video in the explorer (0: none)")] = 4,
+    bootstrap: Annotated[int | None, typer.Option(help="bootstrap draws for the CIs (default: the run's)")] = None,
+    title: Annotated[str, typer.Option(help="report title")] = "MT-Video-Bench report",
+    output_format: FormatOption = OutputFormat.auto,
+) -> None:
+    """Leaderboard (MD/CSV/LaTeX), breakdowns and a self-contained report.html from stored runs."""
+    if estimate_scenes:
+        require_scene_detection()
+    res = build_report(run_dirs, out, metadata_file=metadata, scene_cache_dir=scene_cache,
+                       estimate_scenes=estimate_scenes, thumbs=thumbnails, title=title, bootstrap=bootstrap)
+    for n in res.notes:
+        note("note", n)
+    print_leaderboard(res.rows, output_format, title=title,
+                      markdown=(out / "leaderboard.md").read_text(encoding="utf-8"))
+    note("wrote", f"{len(res.files)} files to {out} (open {out / 'report.html'})", style="green")

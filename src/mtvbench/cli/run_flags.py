@@ -1,0 +1,171 @@
+"""The flags of ``mtvbench run``, derived from the run settings (:class:`~mtvbench.config.RunConfig`).
+
+Every field of ``RunConfig`` with a ``description`` is a flag named after it (``videos_in_flight``
+-> ``--videos-in-flight``), its description the help, its type the flag's (a type the command
+line cannot spell, such as a task list or a ``WxH`` size, is read as text and parsed by the
+settings' own validators). The settings of the two roles add ``--model-base-url`` /
+``--judge-base-url``, ``--model-api-key-env`` / ``--judge-api-key-env``, ``--max-tokens``,
+``--temperature`` and ``--top-p`` (of the model) and ``--model-option`` / ``--judge-option``
+``KEY=VALUE`` (backend options, values read as YAML). A new setting is therefore one field
+with a description; nothing here changes.
+
+:func:`settings_from_flags` puts the given flags over the ``--config`` values and records which
+flag gave each setting, so that a bad value is named by its flag (``--temperature: must be a
+number >= 0``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from mtvbench.config import RoleSettings, RunConfig, loads_yaml_strict
+from mtvbench.errors import ConfigError
+
+_SIMPLE = (bool, int, float, str, Path)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One command-line flag that sets one setting."""
+
+    #: where the value goes in the settings (``frames``, ``model_settings.temperature``)
+    key: str
+    #: the flag (``--frames``)
+    name: str
+    #: the Python parameter of the command function
+    param: str
+    type: Any
+    help: str
+    #: ``KEY=VALUE`` items merged into the backend options of a role (``--model-option``)
+    options: bool = False
+
+
+def _cli_type(annotation: Any) -> Any:
+    """The type the command line reads for a field: its own when simple, else text."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        annotation = args[0]
+    return annotation if annotation in _SIMPLE else str
+
+
+def _dashed(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+#: (role settings field, the roles that have the flag, the flag for a role)
+_ROLE_FIELDS: tuple[tuple[str, tuple[str, ...], Callable[[str, str], str]], ...] = (
+    ("base_url", ("model", "judge"), lambda role, field: f"--{role}-base-url"),
+    ("api_key_env", ("model", "judge"), lambda role, field: f"--{role}-api-key-env"),
+    ("max_tokens", ("model",), lambda role, field: _dashed(field)),
+    ("temperature", ("model",), lambda role, field: _dashed(field)),
+    ("top_p", ("model",), lambda role, field: _dashed(field)),
+)
+
+
+def run_flags() -> list[Flag]:
+    """The settings flags of ``mtvbench run``, in the order of the settings."""
+    flags = [Flag(key=name, name=_dashed(name), param=name, type=_cli_type(f.annotation), help=f.description)
+             for name, f in RunConfig.model_fields.items() if f.description]
+    for field, roles, flag_of in _ROLE_FIELDS:
+        info = RoleSettings.model_fields[field]
+        for role in roles:
+            name = flag_of(role, field)
+            flags.append(Flag(key=f"{role}_settings.{field}", name=name, param=name[2:].replace("-", "_"),
+                              type=_cli_type(info.annotation), help=f"{info.description} of the {role}"))
+    for role in ("model", "judge"):
+        flags.append(Flag(key=f"{role}_settings.extra", name=f"--{role}-option", param=f"{role}_option",
+                          type=list[str], options=True,
+                          help=f"{role} backend setting KEY=VALUE (YAML value), repeatable, e.g. input=upload, "
+                               "batch_size=8"))
+    return flags
+
+
+def parse_options(items: list[str], flag: str = "--model-option") -> dict[str, Any]:
+    """``KEY=VALUE`` items (the value read as YAML) -> a dict; anything else is one :class:`ConfigError`."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"{flag} {item!r}: must look like KEY=VALUE, e.g. {flag} batch_size=8")
+        if key in out:
+            raise ConfigError(f"{flag}: {key!r} given twice")
+        out[key] = loads_yaml_strict(value, f"{flag} {item!r}")
+    return out
+
+
+def settings_from_flags(values: Mapping[str, Any], given: Mapping[str, Any], flags: list[Flag]
+                        ) -> tuple[dict[str, Any], dict[str, str]]:
+    """The ``--config`` ``values`` with every given flag on top, and which flag set each dotted key.
+
+    A nested setting given in the file as something other than a mapping is left as it is (the
+    settings' validation names it)."""
+    out: dict[str, Any] = dict(values)
+    origins: dict[str, str] = {}
+    for flag in flags:
+        value = given.get(flag.param)
+        if value is None or (flag.options and not value):
+            continue
+        *parents, leaf = flag.key.split(".")
+        target = _nested(out, parents)
+        if target is None:
+            continue
+        if flag.options:
+            options = parse_options(value, flag.name)
+            extra = target.get(leaf) or {}
+            target[leaf] = {**extra, **options} if isinstance(extra, dict) else extra
+            origins.update({f"{flag.key}.{k}": flag.name for k in options})
+        else:
+            target[leaf] = value
+            origins[flag.key] = flag.name
+    return out, origins
+
+
+def _nested(values: dict[str, Any], path: list[str]) -> dict[str, Any] | None:
+    """The mapping at ``path`` in ``values`` (copied in, so the caller's mappings are not changed),
+    or None when a step is not a mapping."""
+    target = values
+    for part in path:
+        inner = target.get(part) or {}
+        if not isinstance(inner, dict):
+            return None
+        target[part] = inner = dict(inner)
+        target = inner
+    return target
+
+
+def with_flags(flags: list[Flag]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command function the settings ``flags`` as options before its own parameters.
+
+    The decorated function is called with ``given`` (flag parameter -> value, None when not given)
+    and its own keyword arguments."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        own = list(inspect.signature(fn, eval_str=True).parameters.values())[1:]
+        params = [inspect.Parameter(f.param, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                    annotation=Annotated[f.type | None, typer.Option(f.name, help=f.help)])
+                  for f in flags]
+        params += [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+        names = {f.param for f in flags}
+
+        def command(**kwargs: Any) -> Any:
+            given = {k: v for k, v in kwargs.items() if k in names}
+            return fn(given, **{k: v for k, v in kwargs.items() if k not in names})
+
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        command.__name__, command.__doc__, command.__module__ = fn.__name__, fn.__doc__, fn.__module__
+        return command
+
+    return deco
+
+
+__all__ = ["Flag", "parse_options", "run_flags", "settings_from_flags", "with_flags"]

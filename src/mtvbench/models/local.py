@@ -1,0 +1,137 @@
+"""What the local backends share (``hf:`` and its family adapters, ``vllm:``): loading helpers,
+the chat-template messages, the video metadata the processors need, and the mapping of the
+merged generation settings onto ``generate()``.
+
+The generation settings of a call are merged in one place
+(:meth:`mtvbench.models.settings.BackendOptions.settings_for`); :class:`GenParams` only maps the
+merged record to transformers' vocabulary (greedy unless sampling is asked for, the checkpoint's
+sampling defaults silenced when greedy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from mtvbench.errors import ConfigError, MissingExtraError
+from mtvbench.models.settings import BackendOptions
+from mtvbench.records import GenerationConfig, GenerationRequest
+
+DEFAULT_MAX_NEW_TOKENS = 1024
+
+
+def require_torch() -> tuple[Any, Any]:
+    """(torch, transformers), or a clear error naming the extra."""
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        raise MissingExtraError("the hf: backend", "hf", e.name) from e
+    return torch, transformers
+
+
+class GenParams(BaseModel):
+    """Decoding settings of one forward pass in transformers' terms (from merged settings)."""
+
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+    do_sample: bool = False
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    repetition_penalty: float | None = None
+
+    @classmethod
+    def from_settings(cls, g: GenerationConfig) -> GenParams:
+        return cls(max_new_tokens=g.max_tokens or DEFAULT_MAX_NEW_TOKENS, do_sample=g.sampling,
+                   temperature=g.temperature, top_p=g.top_p, top_k=g.top_k, repetition_penalty=g.repetition_penalty)
+
+    @classmethod
+    def of(cls, request: GenerationRequest, options: BackendOptions) -> GenParams:
+        """The decoding settings of ``request`` (the options with the request's values on top)."""
+        return cls.from_settings(options.settings_for(request.generation()))
+
+    def hf_kwargs(self) -> dict[str, Any]:
+        """``generate()`` keyword arguments; sampling knobs only when sampling."""
+        kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": self.do_sample}
+        if self.do_sample:
+            for key in ("temperature", "top_p", "top_k"):
+                value = getattr(self, key)
+                if value is not None:
+                    kw[key] = value
+        else:  # silence generation_config sampling defaults the checkpoint may carry
+            kw.update(temperature=None, top_p=None, top_k=None)
+        if self.repetition_penalty is not None:
+            kw["repetition_penalty"] = self.repetition_penalty
+        return kw
+
+
+@dataclass
+class RawOutput:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class Engine(Protocol):
+    """What the generic path and each family adapter implement (synchronous; run in a thread)."""
+
+    batch_size: int
+
+    def run(self, requests: Sequence[GenerationRequest], params: GenParams) -> list[RawOutput]: ...
+
+    def close(self) -> None: ...
+
+
+def torch_dtype(torch: Any, name: str | None) -> Any:
+    if name in (None, "auto"):
+        return torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    try:
+        return getattr(torch, str(name))
+    except AttributeError as e:
+        raise ConfigError(f"hf: unknown dtype {name!r} (bfloat16, float16, float32)") from e
+
+
+def device_map(torch: Any, options: BackendOptions) -> Any:
+    value = options.extra.get("device_map", "auto")
+    if value == "auto" and not torch.cuda.is_available():
+        return None  # CPU: plain loading, no accelerate needed
+    return value
+
+
+def model_device(model: Any) -> Any:
+    try:
+        return next(model.parameters()).device
+    except StopIteration:  # pragma: no cover
+        return "cpu"
+
+
+def system_of(request: GenerationRequest, options: BackendOptions) -> str | None:
+    """The system prompt of a call (the request's, else the options')."""
+    return options.settings_for(request.generation()).system
+
+
+def build_messages(request: GenerationRequest, system: str | None, mode: str) -> list[dict[str, Any]]:
+    """Chat-template messages: optional system turn, then the frames (one video or N images) and
+    the prompt (Figure 15 text with the history and the question) in one user turn."""
+    content: list[dict[str, Any]] = []
+    if request.frames is not None and len(request.frames):
+        if mode == "video":
+            content.append({"type": "video"})
+        else:
+            content.extend({"type": "image"} for _ in range(len(request.frames)))
+    content.append({"type": "text", "text": request.prompt})
+    messages: list[dict[str, Any]] = []
+    if system:
+        messages.append({"role": "system", "content": [{"type": "text", "text": system}]})
+    messages.append({"role": "user", "content": content})
+    return messages
+
+
+def video_metadata(frames: Any) -> dict[str, Any]:
+    """What the video processors need to place sampled frames in time (Qwen3-VL timestamps)."""
+    fps = frames.total_frames / frames.duration_s if frames.duration_s else 1.0
+    return {"total_num_frames": frames.total_frames, "fps": fps, "duration": frames.duration_s,
+            "frames_indices": list(frames.indices), "width": frames.width, "height": frames.height}

@@ -1,0 +1,74 @@
+"""What a backend is configured with: :class:`BackendOptions` (connection, call path, generation).
+
+The generation settings are read through :meth:`BackendOptions.generation` and merged with a
+request's own values in one place (:meth:`mtvbench.records.GenerationConfig.merge`); no backend
+merges them itself. The call-path settings (``timeout_s`` .. ``breaker_threshold``) are read by
+:mod:`mtvbench.models.resilience` for every remote backend; local backends ignore them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from mtvbench.errors import ConfigError
+from mtvbench.records import GenerationConfig
+
+#: the settings of the call path (models.resilience) that ``--model-option`` / ``extra`` may also set
+CALL_SETTINGS = ("timeout_s", "max_retries", "retry_base_s", "retry_cap_s", "max_response_bytes", "breaker_threshold")
+
+
+class BackendOptions(BaseModel):
+    """Settings a backend may read; unknown keys go to ``extra``."""
+
+    base_url: str | None = Field(None, description="OpenAI-compatible URL")
+    #: a key named here goes to ``base_url``
+    api_key_env: str | None = Field(None, description="env var holding the key")
+    #: deadline of one call in seconds: every attempt, connect to last byte, and every wait between them
+    timeout_s: float = Field(300.0, gt=0, allow_inf_nan=False)
+    #: attempts after the first one for retryable failures (429, 408/409, 5xx, connection, malformed reply)
+    max_retries: int = Field(6, ge=0)
+    #: backoff with full jitter: a wait is uniform in [0, min(retry_cap_s, retry_base_s * 2**n)]
+    retry_base_s: float = Field(1.0, gt=0, allow_inf_nan=False)
+    #: the longest wait between attempts, also for a server's Retry-After / retry-after-ms
+    retry_cap_s: float = Field(60.0, gt=0, allow_inf_nan=False)
+    #: a reply body (error replies included) larger than this is cut off and the call fails
+    max_response_bytes: int = Field(8 << 20, gt=0)
+    #: this many failed calls in a row to one endpoint stop the run (circuit breaker)
+    breaker_threshold: int = Field(8, ge=1)
+    max_tokens: int | None = Field(None, description="max new tokens")
+    temperature: float | None = Field(None, description="sampling temperature (>= 0)")
+    top_p: float | None = Field(None, description="nucleus sampling top-p, in (0, 1]")
+    top_k: int | None = None
+    system: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _call_settings_from_extra(cls, data: Any) -> Any:
+        """A call-path setting given as a backend option (``--model-option timeout_s=60``, or the
+        old ``extra: {retry_base_s: ...}``) sets the field, unless the field is given itself."""
+        if not isinstance(data, dict) or not isinstance(data.get("extra"), dict):
+            return data
+        moved = {k: v for k, v in data["extra"].items() if k in CALL_SETTINGS}
+        if not moved:
+            return data
+        extra = {k: v for k, v in data["extra"].items() if k not in CALL_SETTINGS}
+        return {**moved, **data, "extra": extra}
+
+    def generation(self) -> GenerationConfig:
+        """The generation settings of these options: the fields, plus ``do_sample``,
+        ``repetition_penalty``, ``presence_penalty``, ``min_p`` and ``seed`` from ``extra``."""
+        given = {k: self.extra[k] for k in GenerationConfig.OPTION_FIELDS if self.extra.get(k) is not None}
+        try:
+            return GenerationConfig(**{k: getattr(self, k) for k in GenerationConfig.CALL_FIELDS},
+                                    system=self.system or None, **given)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise ConfigError(f"backend option {'.'.join(str(x) for x in err['loc'])}: {err['msg']} "
+                              f"(got {err.get('input')!r})") from None
+
+    def settings_for(self, request: GenerationConfig) -> GenerationConfig:
+        """The settings of one call: these options, with what the request sets on top."""
+        return self.generation().merge(request)

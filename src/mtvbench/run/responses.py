@@ -1,0 +1,39 @@
+"""``responses.jsonl``: every turn of a run, one JSON object per line (question, golden answer,
+answer, raw answer and reasoning, checklist, every judge run's verdicts, turn score)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mtvbench.data.schema import Dialogue
+from mtvbench.scoring.aggregate import DialogueScore
+
+
+def responses_jsonl(dialogues: list[Dialogue], responses: dict[str, Any], verdicts: dict[str, Any],
+                    dscores: list[DialogueScore]) -> str:
+    """The lines of ``responses.jsonl`` for the current ``responses`` and ``verdicts`` of a run."""
+    turn_scores = {t.turn_id: t for ds in dscores for t in ds.turns}
+    lines = []
+    for d in dialogues:
+        for r in d.rounds:
+            tid = d.turn_id(r.index)
+            rec = responses.get(tid)
+            if rec is None and not r.scored:
+                continue
+            ts = turn_scores.get(tid)
+            runs = verdicts.get(tid, {})
+            lines.append(json.dumps({
+                "turn_id": tid, "task": d.task.value, "video": d.video, "event": d.event, "round": r.index,
+                "ability": r.ability, "model_turn": r.model_turn, "scored": r.scored,
+                "question": r.user, "golden_answer": r.assistant,
+                "answer": rec["text"] if rec else None, "raw_answer": rec["raw_text"] if rec else None,
+                "reasoning": rec["reasoning"] if rec else None, "outcome": rec["outcome"] if rec else "missing",
+                "usage": rec["usage"] if rec else None, "fingerprint": rec["fingerprint"] if rec else None,
+                "checklist": [{"key": it.key, "question": it.question, "expected": it.expected} for it in
+                              (r.checklist or [])],
+                "judge_runs": [{"run": v.run, "status": v.status, "verdicts": v.verdicts} for _, v in
+                               sorted(runs.items())],
+                "turn_score": None if ts is None or ts.score is None else 100.0 * ts.score,
+            }, ensure_ascii=False))
+    return "\n".join(lines) + ("\n" if lines else "")
