@@ -189,6 +189,11 @@ def run(
         help="backend setting KEY=VALUE (YAML value), repeatable, e.g. input=upload, batch_size=8")] = None,
     judge_option: Annotated[list[str] | None, typer.Option(help="judge backend setting KEY=VALUE")] = None,
     quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
+    executor: Annotated[str | None, typer.Option(
+        help="local (this process) | ray (model replicas on a Ray cluster; pip install 'mtvbench[ray]')")] = None,
+    ray_address: Annotated[str | None, typer.Option(
+        help="with --executor ray: auto | HOST:PORT of the cluster's head (default: a local Ray instance)")] = None,
+    ray_gpus: Annotated[float | None, typer.Option(help="with --executor ray: GPUs per model replica")] = None,
 ) -> None:
     """Evaluate a model on a dataset; rerun the same command to resume.
 
@@ -200,10 +205,13 @@ def run(
     flags = {"data": data, "model": model, "judge": judge, "out": out, "frames": frames,
              "max_side": max_side, "frame_size": frame_size, "context": context, "judge_runs": judge_runs,
              "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir, "prompt_style": prompt_style,
-             "tasks": tasks}
+             "tasks": tasks, "executor": executor, "ray_address": ray_address}
     values.update({k: v for k, v in flags.items() if v is not None})
     #: setting -> the flag that gave it, so that a bad value is named by its flag
     origins = {k: "--" + k.replace("_", "-") for k, v in flags.items() if v is not None}
+    if ray_gpus is not None and isinstance(values.get("ray", {}), dict):
+        values["ray"] = {**values.get("ray", {}), "num_gpus": ray_gpus}
+        origins["ray.num_gpus"] = "--ray-gpus"
     roles = {"model_settings": ("--model", model_base_url, model_api_key_env, model_option,
                                 {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}),
              "judge_settings": ("--judge", judge_base_url, judge_api_key_env, judge_option, {})}
