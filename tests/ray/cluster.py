@@ -25,6 +25,8 @@ from typing import Any
 from tests.core.test_run import SRC
 
 HERE = Path(__file__).resolve().parent
+#: the repository: workers import test helpers from it (a build's detector factory)
+ROOT = HERE.parents[1]
 #: the object store of each node (bytes): small, the test videos are tiny
 OBJECT_STORE = 100 * 1024 * 1024
 
@@ -36,13 +38,14 @@ def free_port() -> int:
 
 
 def ray_env(**extra: str) -> dict[str, str]:
-    """The environment of the cluster's daemons and of a driver: the mtvbench under test, no usage
+    """The environment of the cluster's daemons and of a driver: the mtvbench under test (and the
+    tests' helpers), no usage
     statistics, no token authentication (whatever ~/.ray holds: a local ``ray.init()`` writes a token
     there that a cluster started without one would refuse), and the driver's own address on loopback
     (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 makes Ray's address lookup answer 127.0.0.1)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    env.update(PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), RAY_USAGE_STATS_ENABLED="0",
-               RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_AUTH_MODE="disabled", **extra)
+    env.update(PYTHONPATH=os.pathsep.join([SRC, str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_AUTH_MODE="disabled", **extra)
     return env
 
 

@@ -51,10 +51,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from mtvbench.config import ExecutorName, RaySettings
 from mtvbench.construct.caption import caption_clips
 from mtvbench.construct.checklist_stage import make_checklists
 from mtvbench.construct.crossscene import CrossSceneSettings, retrieve_units
@@ -86,6 +87,9 @@ from mtvbench.construct.score import score_prompt, score_units
 from mtvbench.construct.split import SplitSettings, split_video
 from mtvbench.construct.textsim import TextSimilarity, make_textsim
 from mtvbench.construct.workspace import Inspection, Workspace, WorkspaceError
+
+if TYPE_CHECKING:
+    from mtvbench.construct.ray_executor import RayBuild
 from mtvbench.data.schema import TASKS
 from mtvbench.errors import InputError, MtvbenchError, require
 from mtvbench.media.cache import fingerprint
@@ -150,6 +154,11 @@ class BuildConfig(BaseModel):
     checklist_items: int = 5
     checklist_exact_split: bool = True
     retry_failed: bool = False
+    #: ``ray``: per-video stages and model calls on a Ray cluster (:mod:`.ray_executor`); the
+    #: workspace must then be on storage every node sees
+    executor: ExecutorName = "local"
+    ray_address: str | None = None
+    ray: RaySettings = Field(default_factory=RaySettings)
 
 
 class StageReport(BaseModel):
@@ -220,6 +229,22 @@ class Builder:
         self._journal: CallJournal | None = None
         self.reports: list[StageReport] = []
         self.on_report = on_report
+        self._cluster: RayBuild | None = None
+
+    def cluster(self) -> RayBuild | None:
+        """The Ray cluster of ``executor: ray`` (joined on first use); None for a local build."""
+        if self.config.executor != "ray":
+            return None
+        if self._cluster is None:
+            from mtvbench.construct.ray_executor import RayBuild
+
+            self._cluster = RayBuild(self.config.ray_address, self.config.ray, self.config.concurrency)
+        return self._cluster
+
+    async def _offload(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """A per-video stage off the event loop: a thread here, or a Ray task."""
+        cluster = self.cluster()
+        return await (cluster.run(fn, *args) if cluster is not None else asyncio.to_thread(fn, *args))
 
     # ------------------------------------------------------------ resources
     @property
@@ -245,7 +270,8 @@ class Builder:
             return self._given[role]
         spec = self.model_name(role)
         if spec not in self._backends:
-            self._backends[spec] = create_backend(spec, self.config.backend)
+            cluster = self.cluster()
+            self._backends[spec] = (create_backend if cluster is None else cluster.backend)(spec, self.config.backend)
         return self._backends[spec]
 
     def model(self, role: Role) -> StageModel:
@@ -281,6 +307,8 @@ class Builder:
     async def aclose(self) -> None:
         for b in self._backends.values():
             await b.aclose()
+        if self._cluster is not None:
+            await self._cluster.aclose()
         if self._journal is not None:
             self._journal.close()
 
@@ -381,6 +409,7 @@ class Builder:
     def preflight(self, stages: list[str], videos: list[VideoRecord], force: bool = False) -> set[str]:
         """Check, before anything is written, what the stages with work need (see module doc)."""
         pending = self.pending(stages, videos, force)
+        self.cluster()  # --executor ray without the extra is found here
         for s in self._active(stages):
             if s not in pending:
                 continue
@@ -389,7 +418,8 @@ class Builder:
             if s == "detect":
                 if self._detector is None and self.config.detector in (None, "", "yolo"):
                     require("ultralytics", "detect", "the detect stage (YOLO11)")
-                self.detector()
+                if self.cluster() is None:  # with Ray the detector is loaded on the cluster
+                    self.detector()
             if s in ROLE_OF:
                 self.model(ROLE_OF[s])
             if s in ("merge", "objects", "crossscene") and self.config.text_embedder:
@@ -409,7 +439,7 @@ class Builder:
             return got
 
         if stage == "split":
-            return await asyncio.to_thread(split_video, name, path, c.split)
+            return await self._offload(split_video, name, path, c.split)
         if stage == "caption":
             return await caption_clips(name, path, art("split", SplitResult), self.model("caption"),
                                        c.caption_frames, self.frames(c.caption_frames), c.max_attempts)
@@ -418,9 +448,12 @@ class Builder:
                                      c.merge_passes, c.merge_prefilter_below,
                                      self.textsim() if c.merge_prefilter_below is not None else None, c.max_attempts)
         if stage == "keyframes":
-            return await asyncio.to_thread(extract_keyframes, name, path, ws.video_dir(name) / "keyframes",
-                                           c.keyframes)
+            return await self._offload(extract_keyframes, name, path, ws.video_dir(name) / "keyframes", c.keyframes)
         if stage == "detect":
+            cluster = self.cluster()
+            if cluster is not None and self._detector is None:
+                return await cluster.detect(c.detector, c.detector_weights, name, ws.video_dir(name),
+                                            art("keyframes", KeyFrames))
             det = self.detector()
             return await asyncio.to_thread(detect_objects, name, ws.video_dir(name), art("keyframes", KeyFrames), det)
         if stage == "objects":

@@ -43,12 +43,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mtvbench.config import RunConfig
+from mtvbench.config import RaySettings, RunConfig
 from mtvbench.data.schema import Dialogue, Round
 from mtvbench.errors import MissingExtraError, MtvbenchError
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import FrameSettings, VideoError, VideoFrames
-from mtvbench.models.base import BackendOptions, GenerationResult, ModelBackend, create_backend, parse_spec
+from mtvbench.models.base import (
+    BackendOptions,
+    GenerationRequest,
+    GenerationResult,
+    ModelBackend,
+    create_backend,
+    parse_spec,
+)
 from mtvbench.models.endpoints import gemini_endpoint, openai_endpoint, use_vertex
 from mtvbench.models.resilience import CircuitOpenError, breaker_of
 from mtvbench.run.executor import CallGate, NotSent, VideoJob
@@ -73,6 +80,53 @@ def require_ray() -> Any:
 
 class RayExecutorError(MtvbenchError):
     """The cluster cannot be used as asked (not reachable, no room for a replica)."""
+
+
+def connect(ray: Any, address: str | None) -> bool:
+    """Join the cluster at ``address`` (``auto``, ``HOST:PORT``), or start a Ray instance on this
+    machine when it is None; True when this call connected (and so disconnects at the end)."""
+    if ray.is_initialized():
+        return False
+    try:
+        if address:
+            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        else:
+            ray.init(log_to_driver=False, logging_level="ERROR", include_dashboard=False)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise RayExecutorError(f"cannot join the Ray cluster at {address or 'a new local instance'}: {e}",
+                               hint="start it with `ray start --head` (and `ray start --address HEAD:PORT` on the "
+                                    "other nodes), then pass --ray-address auto or HEAD:PORT") from e
+    return True
+
+
+def default_replicas(ray: Any, settings: RaySettings, most: int) -> int:
+    """``settings.replicas``, else one per node, or with ``num_gpus`` as many as the cluster's GPUs
+    hold; at most ``most`` (the videos to run)."""
+    if settings.replicas is not None:
+        return max(1, min(settings.replicas, most))
+    if settings.num_gpus > 0:
+        gpus = ray.cluster_resources().get("GPU", 0)
+        n = int(gpus // settings.num_gpus)
+        if n < 1:
+            raise RayExecutorError(f"a replica needs {settings.num_gpus:g} GPU(s) but the cluster has {gpus:g}",
+                                   hint="lower ray.num_gpus (--ray-gpus) or add GPU nodes")
+    else:
+        n = sum(1 for node in ray.nodes() if node.get("Alive"))
+    return max(1, min(n, most))
+
+
+def replica_class(ray: Any, settings: RaySettings) -> Any:
+    """:class:`Replica` as a Ray actor with the resources of one replica. A replica is never
+    restarted by Ray, nor are its calls retried: the driver knows what was stored and sends only
+    the rest to a new one."""
+    return ray.remote(num_cpus=settings.num_cpus, num_gpus=settings.num_gpus, max_restarts=0, max_task_retries=0,
+                      scheduling_strategy="SPREAD")(Replica)
+
+
+def task_error(ray: Any, e: BaseException) -> BaseException:
+    """The error a Ray task raised, as it was raised (a user error stays one)."""
+    cause = getattr(e, "cause", None) if isinstance(e, ray.exceptions.RayTaskError) else None
+    return cause if isinstance(cause, Exception) else e
 
 
 # ------------------------------------------------------------------------------ what travels
@@ -187,10 +241,15 @@ class Replica:
 
         from mtvbench import __version__
 
-        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "version": __version__}
+        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "version": __version__,
+                "name": self.model.name}
 
     def stop(self) -> None:
         self.stopped = True
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        """One call (the construction's stages ask item by item)."""
+        return await self.gate.call(request)
 
     async def run_video(self, work: list[DialogueWork], frames: VideoFrames | None) -> AsyncIterator[Any]:
         """Every round of ``work``; each result is yielded the moment it exists."""
@@ -243,7 +302,7 @@ class Replica:
 
 
 # ------------------------------------------------------------------------------ driver side
-def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
+def lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
     """What a dead replica, worker or node looks like to the driver."""
     ex = ray.exceptions
     return tuple(getattr(ex, n) for n in ("RayActorError", "ActorUnavailableError", "WorkerCrashedError",
@@ -251,7 +310,7 @@ def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
                                           "LocalRayletDiedError") if hasattr(ex, n))
 
 
-class _Pool:
+class ReplicaPool:
     """The replicas; a dead one is replaced in its slot."""
 
     def __init__(self, ray: Any, cls: Any, spec: ReplicaSpec, n: int):
@@ -299,7 +358,7 @@ class RayExecutor:
     def __init__(self, cfg: RunConfig):
         self.cfg = cfg
         self.ray = require_ray()
-        self.pool: _Pool | None = None
+        self.pool: ReplicaPool | None = None
         #: replicas started, by node; retries after a replica died
         self.replicas: list[dict[str, Any]] = []
         self.retried_videos = 0
@@ -309,54 +368,20 @@ class RayExecutor:
     def driver_model(spec: str, options: BackendOptions) -> ModelBackend:
         return driver_model(spec, options)
 
-    # connecting ------------------------------------------------------------------------------
-    def _connect(self) -> bool:
-        """Join the cluster (or start a local instance); True when this call started Ray."""
-        ray = self.ray
-        if ray.is_initialized():
-            return False
-        address = self.cfg.ray_address
-        try:
-            if address:
-                ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-            else:
-                ray.init(log_to_driver=False, logging_level="ERROR", include_dashboard=False)
-        except (ConnectionError, RuntimeError, ValueError) as e:
-            raise RayExecutorError(f"cannot join the Ray cluster at {address or 'a new local instance'}: {e}",
-                                   hint="start it with `ray start --head` (and `ray start --address HEAD:PORT` on "
-                                        "the other nodes), then pass --ray-address auto or HEAD:PORT") from e
-        return True
-
-    def _replica_count(self, videos: int) -> int:
-        r = self.cfg.ray
-        if r.replicas is not None:
-            return max(1, min(r.replicas, videos))
-        if r.num_gpus > 0:
-            gpus = self.ray.cluster_resources().get("GPU", 0)
-            n = int(gpus // r.num_gpus)
-            if n < 1:
-                raise RayExecutorError(f"a replica needs {r.num_gpus:g} GPU(s) but the cluster has {gpus:g}",
-                                       hint="lower ray.num_gpus (--ray-gpus) or add GPU nodes")
-        else:
-            n = sum(1 for node in self.ray.nodes() if node.get("Alive"))
-        return max(1, min(n, videos))
-
-    def _pool(self, videos: int) -> _Pool:
+    def _pool(self, videos: int) -> ReplicaPool:
         cfg = self.cfg
         options, env = replica_options(cfg.backend_spec, cfg.model_settings.backend_options())
-        n = self._replica_count(videos)
+        n = default_replicas(self.ray, cfg.ray, videos)
         spec = ReplicaSpec(spec=cfg.backend_spec, options=options.model_dump(mode="json"), env=env,
                            concurrency=max(1, math.ceil(cfg.concurrency / n)), context=cfg.context,
                            prompt_style=cfg.prompt_style)
-        cls = self.ray.remote(num_cpus=cfg.ray.num_cpus, num_gpus=cfg.ray.num_gpus, max_restarts=0,
-                              max_task_retries=0, scheduling_strategy="SPREAD")(Replica)
-        return _Pool(self.ray, cls, spec, n)
+        return ReplicaPool(self.ray, replica_class(self.ray, cfg.ray), spec, n)
 
     # running ---------------------------------------------------------------------------------
     async def run(self, runner: Runner, jobs: Sequence[VideoJob]) -> None:
         if not jobs:
             return
-        started = self._connect()
+        started = connect(self.ray, self.cfg.ray_address)
         try:
             self.pool = self._pool(len(jobs))
             self.replicas = await self.pool.start()
@@ -413,7 +438,7 @@ class RayExecutor:
 
     async def _video_held(self, runner: Runner, job: VideoJob) -> None:
         assert self.pool is not None
-        pool, lost = self.pool, _lost_errors(self.ray)
+        pool, lost = self.pool, lost_errors(self.ray)
         slot = pool.pick()
         pool.load[slot] += 1
         try:
@@ -505,5 +530,6 @@ class RayExecutor:
                 runner.turns_not_reached(len(rounds))  # the next rounds need this answer
 
 
-__all__ = ["DialogueWork", "RayExecutor", "RayExecutorError", "RemoteEngine", "Replica", "decode_frames",
-           "driver_model", "replica_options", "require_ray"]
+__all__ = ["DialogueWork", "RayExecutor", "RayExecutorError", "RemoteEngine", "Replica", "ReplicaPool", "ReplicaSpec",
+           "connect", "decode_frames", "default_replicas", "driver_model", "lost_errors", "replica_class",
+           "replica_options", "require_ray", "task_error"]
