@@ -2,13 +2,14 @@
 ``hf:`` model (speedup), and the executor's overhead against the local runner on an API run.
 
     python benchmarks/ray_scaling.py                      # needs ray and the torch test group
-    python benchmarks/ray_scaling.py --skip-hf --dialogues 400
+    python benchmarks/ray_scaling.py --skip-hf --dialogues 1000
 
 Both parts start the same cluster as the tests (tests/ray/cluster.py: a head and a second
 node, two raylets on 127.0.0.1, ``--cpus`` CPUs each) and run ``mtvbench run`` in a child
 process; ``seconds`` is that process's wall time (start to exit: Ray's start-up and the
-replicas' model loading included), ``calls span`` the time from the first to the last call
-the loopback server answered (API part).
+replicas' model loading included), ``answers span`` the time from the first to the last answer
+stored (the model's throughput without start-up), ``calls span`` the time from the first to the
+last call the loopback server answered (API part).
 
 1. **hf scaling**: a synthetic dataset (throughput.py's generator) evaluated with the tiny
    randomly initialised LLaVA of tests/models/tiny_hf.py (``--max-tokens`` new tokens, greedy,
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -49,12 +51,19 @@ def run(args: list[str], env: dict[str, str]) -> float:
     return seconds
 
 
+def answer_span(out: Path) -> float:
+    """Seconds from the first to the last answer stored: the model's throughput, without start-up."""
+    with sqlite3.connect(out / "store.sqlite") as c:
+        first, last = c.execute("SELECT MIN(created), MAX(created) FROM responses").fetchone()
+    return float(last - first)
+
+
 def scores(out: Path) -> Any:
     s = json.loads((out / "scores.json").read_text())
     return s["overall"], s["tasks"]
 
 
-def hf_part(a: argparse.Namespace, data: Path, cluster: LocalCluster) -> list[tuple[str, float]]:
+def hf_part(a: argparse.Namespace, data: Path, cluster: LocalCluster) -> list[tuple[str, float, float]]:
     from tests.models.tiny_hf import build_tiny_llava
 
     model = a.dir / "tiny-llava"
@@ -72,7 +81,7 @@ def hf_part(a: argparse.Namespace, data: Path, cluster: LocalCluster) -> list[tu
         args = ["--data", str(data), "--model", f"hf:{model}", "--judge", "offline", "--frames", str(a.frames),
                 "--judge-runs", "1", "--config", str(cfg), "--cache-dir", str(a.dir / "hf-cache"), "--out", str(out),
                 *extra]
-        rows.append((label, run(args, ray_env(OMP_NUM_THREADS="1"))))
+        rows.append((label, run(args, ray_env(OMP_NUM_THREADS="1")), answer_span(out)))
         seen.add(json.dumps(scores(out)))
     assert len(seen) == 1, "the runs' scores differ"
     return rows
@@ -102,9 +111,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/mtvbench-ray-scaling"))
     ap.add_argument("--videos", type=int, default=8)
-    ap.add_argument("--dialogues", type=int, default=96)
+    ap.add_argument("--dialogues", type=int, default=256)
     ap.add_argument("--frames", type=int, default=8)
-    ap.add_argument("--max-tokens", type=int, default=24)
+    ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--latency", type=float, default=0.25)
     ap.add_argument("--concurrency", type=int, default=16)
@@ -118,13 +127,13 @@ def main() -> None:
     with LocalCluster(cpus=a.cpus) as cluster:
         if not a.skip_hf:
             rows = hf_part(a, data, cluster)
-            t = dict(rows)
             print(f"\nhf: tiny LLaVA, {a.max_tokens} new tokens, batch {a.batch_size}, judge offline")
-            print("executor | seconds")
-            for label, s in rows:
-                print(f"{label} | {s:.1f}")
-            print(f"speedup 2 vs 1 replica: {t['ray, 1 replica'] / t['ray, 2 replicas']:.2f}x; "
-                  f"ray 2 replicas / local: {t['ray, 2 replicas'] / t['local executor (1 torch thread)']:.2f}")
+            print("executor | seconds | answers span s")
+            for label, s, span in rows:
+                print(f"{label} | {s:.1f} | {span:.1f}")
+            (_, s_local, sp_local), (_, s1, sp1), (_, s2, sp2) = rows
+            print(f"speedup 2 vs 1 replica: answers span {sp1 / sp2:.2f}x, wall time {s1 / s2:.2f}x; "
+                  f"ray 2 replicas / local: answers span {sp2 / sp_local:.2f}, wall time {s2 / s_local:.2f}")
         api = api_part(a, data, cluster)
         print(f"\nAPI: loopback server, latency {a.latency}s, concurrency {a.concurrency}, 3 judge runs")
         print("executor | seconds | calls span s")

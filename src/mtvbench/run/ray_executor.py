@@ -8,7 +8,7 @@ What goes to the cluster:
   (its folder should be on storage every node sees, so each video is decoded once for every
   run and sweep; the cache is keyed by content, so a node-local folder is only slower). The
   frames go into Ray's object store once per video and every turn of the video reuses them.
-  At most ``videos_in_flight`` videos hold frames at a time.
+  At most ``videos_in_flight`` videos per replica hold frames at a time.
 - **Model calls** run on *replicas*: Ray actors that each create the backend once
   (``hf:``/``vllm:``: one model per replica with ``ray.num_gpus`` GPUs, tensor parallel inside
   it with ``tensor_parallel_size``; API backends: async actors whose calls are bounded by
@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mtvbench import __version__
 from mtvbench.config import RaySettings, RunConfig
 from mtvbench.data.schema import Dialogue, Round
 from mtvbench.errors import MissingExtraError, MtvbenchError
@@ -239,8 +240,6 @@ class Replica:
     def ready(self) -> dict[str, Any]:
         import ray
 
-        from mtvbench import __version__
-
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "version": __version__,
                 "name": self.model.name}
 
@@ -385,12 +384,16 @@ class RayExecutor:
         try:
             self.pool = self._pool(len(jobs))
             self.replicas = await self.pool.start()
+            other = sorted({r["version"] for r in self.replicas} - {__version__})
+            if other:
+                raise RayExecutorError(f"the cluster's nodes run mtvbench {', '.join(other)}, this driver "
+                                       f"{__version__}", hint="install the same mtvbench version on every node")
             nodes = len({r["node"] for r in self.replicas})
             runner.progress.note("ray", f"{len(self.replicas)} model replica(s) of {self.cfg.backend_spec} "
                                         f"on {nodes} node(s)")
             self._decode = self.ray.remote(num_cpus=self.cfg.ray.task_cpus, num_returns=2)(decode_frames)
             self._cache_root = runner.cache.root
-            held = asyncio.Semaphore(self.cfg.videos_in_flight)
+            held = asyncio.Semaphore(self.cfg.videos_in_flight * len(self.pool.slots))  # per replica
             await asyncio.gather(*(self._video(runner, job, held) for job in jobs))
         finally:
             if self.pool is not None:
@@ -510,9 +513,10 @@ class RayExecutor:
             return
         rnd = rounds.pop(i)
         request = runner.request(d, rnd, None)
-        if request.prompt != item.prompt:  # a replica of another mtvbench version, or a bug: never stored
-            raise RuntimeError(f"{d.turn_id(rnd.index)}: the replica's prompt differs from the driver's "
-                               "(is every node running the same mtvbench version?)")
+        if request.prompt != item.prompt:  # never stored: it would be bound to a prompt that was not sent
+            raise RayExecutorError(f"{d.turn_id(rnd.index)}: the prompt a model replica sent differs from the one "
+                                   "this run would send; nothing of it was stored",
+                                   hint="install the same mtvbench version on every node of the cluster")
         stored = runner.record(d, rnd, request, item.result)
         breaker = breaker_of(runner.model)  # an API model's calls are counted here too, across replicas
         if breaker is not None:
