@@ -29,7 +29,7 @@ if not sys.platform.startswith("linux"):  # pragma: no cover
 from mtvbench.data.sample import materialize  # noqa: E402
 from tests.ray.cluster import LocalCluster, cluster_fixture, ray_env  # noqa: E402
 from tests.run.helpers import mtvbench_cmd, stored_ok  # noqa: E402
-from tests.servers.openai_server import Faults, LoopbackServer, ServerState  # noqa: E402
+from tests.servers.openai_server import Faults, LoopbackServer, ServerState, always  # noqa: E402
 
 KEY_ENV = "MTVBENCH_RAY_TEST_KEY"
 KEY = "sk-raytest-0123456789abcdef"
@@ -158,3 +158,19 @@ def test_killed_replica_is_replaced_and_nothing_stored_is_asked_again(cluster: L
     assert before and all(asked[p] == 1 for p in before.values())
     # only the calls in flight on the dead replica (at most its share of --concurrency 2) were asked twice
     assert sum(asked.values()) - len(asked) <= 1
+
+
+def test_a_failing_endpoint_opens_the_breaker_across_replicas(cluster: LocalCluster, sample: Path,
+                                                              tmp_path: Path) -> None:
+    state = ServerState(faults=Faults(plan=always("server_error")))  # every model call fails (the judge never runs)
+    with LoopbackServer(state) as srv:
+        ray = _run(*_api_args(sample, srv.url, tmp_path / "cache"), "--out", tmp_path / "ray", "--concurrency", 2,
+                   "--model-option", "max_retries=0", "--model-option", "breaker_threshold=4",
+                   "--executor", "ray", "--ray-address", cluster.address)
+        sent = [r for r in state.requests if not r["judge"]]
+    assert ray.returncode == 3, ray.stderr
+    assert "circuit breaker" in ray.stderr and "Traceback" not in ray.stderr
+    # the run stopped asking long before the 39 turns: 4 failures in a row, plus the calls already in flight
+    assert 4 <= len(sent) <= 4 + 2
+    s = json.loads((tmp_path / "ray" / "scores.json").read_text())
+    assert s["status"] == "INCOMPLETE"
