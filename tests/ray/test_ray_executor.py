@@ -174,3 +174,16 @@ def test_a_failing_endpoint_opens_the_breaker_across_replicas(cluster: LocalClus
     assert 4 <= len(sent) <= 4 + 2
     s = json.loads((tmp_path / "ray" / "scores.json").read_text())
     assert s["status"] == "INCOMPLETE"
+
+
+def test_a_replica_that_cannot_start_is_one_error_and_leaves_no_run_directory(cluster: LocalCluster, sample: Path,
+                                                                             tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="the hf: backend needs the torch test group")
+    pytest.importorskip("transformers", reason="the hf: backend needs the torch test group")
+    missing = tmp_path / "no-such-checkpoint"
+    out = tmp_path / "run"
+    ray = _run("run", "--data", sample, "--model", f"hf:{missing}", "--judge", "offline", "--out", out, "--quiet",
+               "--executor", "ray", "--ray-address", cluster.address)
+    assert ray.returncode == 2, ray.stderr
+    assert f"a model replica of hf:{missing} could not start on the cluster" in ray.stderr
+    assert "Traceback" not in ray.stderr and not out.exists()

@@ -90,7 +90,7 @@ class RemoteBackend:
                 self.pool.load[slot] -= 1
 
     async def aclose(self) -> None:
-        await self.pool.close()
+        self.pool.close()
 
 
 class RayBuild:
@@ -121,10 +121,7 @@ class RayBuild:
                            ReplicaSpec(spec=spec, options=opts.model_dump(mode="json"), env=env,
                                        concurrency=max(1, math.ceil(self.concurrency / n)), context="golden",
                                        prompt_style="paper"), n)
-        try:
-            infos = ray.get([a.ready.remote() for a in pool.slots])
-        except ray.exceptions.RayTaskError as e:  # the backend cannot be created there (a missing key, extra)
-            raise task_error(ray, e) from None
+        infos = pool.start()
         self.replica_nodes += [info["node"] for info in infos]
         return RemoteBackend(ray, pool, infos[0]["name"], self.settings.max_retries)
 

@@ -116,6 +116,8 @@ def evaluate(cfg: RunConfig, progress: Progress | None = None, wait: bool = Fals
         judge = create_judge(cfg.judge, cfg.judge_settings.backend_options(), cfg.judge_max_attempts,
                              cfg.judge_settings.temperature)
         keys = RunKeys(cfg, video_keys, reads_golden=bool(getattr(model, "reads_golden_answer", False)))
+        if executor is not None:
+            executor.start(len(bench.videos))  # model replicas up before the run directory exists
         created = not run_dir.exists()
         ensure_dir(run_dir)
         try:
@@ -149,6 +151,8 @@ def evaluate(cfg: RunConfig, progress: Progress | None = None, wait: bool = Fals
     finally:
         if model is not None or judge is not None:
             asyncio.run(_close(model, judge))
+        if executor is not None:
+            executor.close()
     return scored.scores, summary
 
 

@@ -35,7 +35,6 @@ variables included, to its log files on each node.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -101,19 +100,32 @@ def connect(ray: Any, address: str | None) -> bool:
 
 
 def default_replicas(ray: Any, settings: RaySettings, most: int) -> int:
-    """``settings.replicas``, else one per node, or with ``num_gpus`` as many as the cluster's GPUs
-    hold; at most ``most`` (the videos to run)."""
-    if settings.replicas is not None:
-        return max(1, min(settings.replicas, most))
-    if settings.num_gpus > 0:
-        gpus = ray.cluster_resources().get("GPU", 0)
-        n = int(gpus // settings.num_gpus)
-        if n < 1:
-            raise RayExecutorError(f"a replica needs {settings.num_gpus:g} GPU(s) but the cluster has {gpus:g}",
-                                   hint="lower ray.num_gpus (--ray-gpus) or add GPU nodes")
+    """How many replicas run: ``settings.replicas``, else one per node, or with ``num_gpus`` as many
+    as the cluster's GPUs hold; at most ``most`` (the videos to run). The replicas hold their CPUs
+    for their whole life, so ``task_cpus`` must stay free beside them for the frame (construction:
+    split/key-frame) tasks: a default count is lowered to leave that room, an explicit one that
+    leaves none is refused (it would wait forever)."""
+    have = ray.cluster_resources()
+    cpus, gpus = float(have.get("CPU", 0)), float(have.get("GPU", 0))
+    n = settings.replicas
+    if n is None:
+        if settings.num_gpus > 0:
+            n = int(gpus // settings.num_gpus)
+        else:
+            n = sum(1 for node in ray.nodes() if node.get("Alive"))
+        if settings.num_cpus > 0:
+            n = min(n, int((cpus - settings.task_cpus) // settings.num_cpus))
+        n = max(1, min(n, most))
     else:
-        n = sum(1 for node in ray.nodes() if node.get("Alive"))
-    return max(1, min(n, most))
+        n = max(1, min(n, most))
+    need_cpus, need_gpus = n * settings.num_cpus + settings.task_cpus, n * settings.num_gpus
+    if need_cpus > cpus or need_gpus > gpus:
+        raise RayExecutorError(
+            f"{n} model replica(s) of {settings.num_cpus:g} CPU(s) and {settings.num_gpus:g} GPU(s), plus "
+            f"{settings.task_cpus:g} CPU(s) for the frame tasks, do not fit in the cluster ({cpus:g} CPUs, "
+            f"{gpus:g} GPUs)",
+            hint="lower ray.replicas, ray.num_cpus, ray.task_cpus or ray.num_gpus (--ray-gpus), or add nodes")
+    return n
 
 
 def replica_class(ray: Any, settings: RaySettings) -> Any:
@@ -122,6 +134,14 @@ def replica_class(ray: Any, settings: RaySettings) -> Any:
     the rest to a new one."""
     return ray.remote(num_cpus=settings.num_cpus, num_gpus=settings.num_gpus, max_restarts=0, max_task_retries=0,
                       scheduling_strategy="SPREAD")(Replica)
+
+
+def start_error(spec: str, e: BaseException) -> RayExecutorError:
+    """A replica that could not be created (its backend failed on its node): the error's last line."""
+    last = next((line.strip() for line in reversed(str(e).strip().splitlines()) if line.strip()), type(e).__name__)
+    return RayExecutorError(f"a model replica of {spec} could not start on the cluster: {last}",
+                            hint="its traceback is in the Ray logs of its node; every node needs the model's "
+                                 "extras and its checkpoint at the same path")
 
 
 def task_error(ray: Any, e: BaseException) -> BaseException:
@@ -322,8 +342,17 @@ class ReplicaPool:
     def _new(self) -> Any:
         return self.cls.remote(self.spec)
 
-    async def start(self) -> list[dict[str, Any]]:
-        infos = await asyncio.gather(*(a.ready.remote() for a in self.slots))
+    def start(self) -> list[dict[str, Any]]:
+        """Wait until every replica is up (its backend created, its model loaded); their node, pid,
+        mtvbench version and backend name. A replica that cannot start is one :class:`RayExecutorError`."""
+        try:
+            infos = self.ray.get([a.ready.remote() for a in self.slots])
+        except self.ray.exceptions.RayActorError as e:
+            raise start_error(self.spec.spec, e) from None
+        other = sorted({info["version"] for info in infos} - {__version__})
+        if other:
+            raise RayExecutorError(f"the cluster's nodes run mtvbench {', '.join(other)}, this driver {__version__}",
+                                   hint="install the same mtvbench version on every node")
         self.nodes = {i: info["node"] for i, info in enumerate(infos)}
         return list(infos)
 
@@ -342,9 +371,9 @@ class ReplicaPool:
         for a in self.slots:
             a.stop.remote()
 
-    async def close(self) -> None:
-        with contextlib.suppress(asyncio.TimeoutError):  # a replica that does not close in time is killed
-            await asyncio.wait_for(asyncio.gather(*(a.close.remote() for a in self.slots), return_exceptions=True), 30)
+    def close(self) -> None:
+        """Close every replica's backend (30 s at most), then end them."""
+        self.ray.wait([a.close.remote() for a in self.slots], num_returns=len(self.slots), timeout=30)
         for a in self.slots:
             self.ray.kill(a, no_restart=True)
 
@@ -362,6 +391,7 @@ class RayExecutor:
         self.replicas: list[dict[str, Any]] = []
         self.retried_videos = 0
         self._cache_root: Path | None = None
+        self._started = False
 
     @staticmethod
     def driver_model(spec: str, options: BackendOptions) -> ModelBackend:
@@ -377,29 +407,37 @@ class RayExecutor:
         return ReplicaPool(self.ray, replica_class(self.ray, cfg.ray), spec, n)
 
     # running ---------------------------------------------------------------------------------
+    def start(self, videos: int) -> None:
+        """Join the cluster and start the replicas (models loaded) for at most ``videos`` videos;
+        ``evaluate`` calls it before the run directory exists, so a replica that cannot start
+        leaves nothing behind. :meth:`close` ends them."""
+        if self.pool is not None:
+            return
+        self._started = connect(self.ray, self.cfg.ray_address)
+        self.pool = self._pool(max(1, videos))
+        self.replicas = self.pool.start()
+
+    def close(self) -> None:
+        """End the replicas, and leave Ray when :meth:`start` joined it."""
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+        if self._started:
+            self.ray.shutdown()
+            self._started = False
+
     async def run(self, runner: Runner, jobs: Sequence[VideoJob]) -> None:
         if not jobs:
             return
-        started = connect(self.ray, self.cfg.ray_address)
-        try:
-            self.pool = self._pool(len(jobs))
-            self.replicas = await self.pool.start()
-            other = sorted({r["version"] for r in self.replicas} - {__version__})
-            if other:
-                raise RayExecutorError(f"the cluster's nodes run mtvbench {', '.join(other)}, this driver "
-                                       f"{__version__}", hint="install the same mtvbench version on every node")
-            nodes = len({r["node"] for r in self.replicas})
-            runner.progress.note("ray", f"{len(self.replicas)} model replica(s) of {self.cfg.backend_spec} "
-                                        f"on {nodes} node(s)")
-            self._decode = self.ray.remote(num_cpus=self.cfg.ray.task_cpus, num_returns=2)(decode_frames)
-            self._cache_root = runner.cache.root
-            held = asyncio.Semaphore(self.cfg.videos_in_flight * len(self.pool.slots))  # per replica
-            await asyncio.gather(*(self._video(runner, job, held) for job in jobs))
-        finally:
-            if self.pool is not None:
-                await self.pool.close()
-            if started:
-                self.ray.shutdown()
+        self.start(len(jobs))
+        assert self.pool is not None
+        nodes = len({r["node"] for r in self.replicas})
+        runner.progress.note("ray", f"{len(self.replicas)} model replica(s) of {self.cfg.backend_spec} on {nodes} "
+                                    "node(s)")
+        self._decode = self.ray.remote(num_cpus=self.cfg.ray.task_cpus, num_returns=2)(decode_frames)
+        self._cache_root = runner.cache.root
+        held = asyncio.Semaphore(self.cfg.videos_in_flight * len(self.pool.slots))  # per replica
+        await asyncio.gather(*(self._video(runner, job, held) for job in jobs))
 
     async def _video(self, runner: Runner, job: VideoJob, held: asyncio.Semaphore) -> None:
         try:
@@ -536,4 +574,4 @@ class RayExecutor:
 
 __all__ = ["DialogueWork", "RayExecutor", "RayExecutorError", "RemoteEngine", "Replica", "ReplicaPool", "ReplicaSpec",
            "connect", "decode_frames", "default_replicas", "driver_model", "lost_errors", "replica_class",
-           "replica_options", "require_ray", "task_error"]
+           "replica_options", "require_ray", "start_error", "task_error"]
