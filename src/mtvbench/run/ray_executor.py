@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtvbench import __version__
-from mtvbench.config import RaySettings, RunConfig
+from mtvbench.config import ContextMode, RaySettings, RunConfig
 from mtvbench.data.schema import Dialogue, Round
 from mtvbench.errors import MissingExtraError, MtvbenchError
 from mtvbench.media.cache import FrameCache
@@ -58,6 +58,7 @@ from mtvbench.models.base import (
 )
 from mtvbench.models.endpoints import gemini_endpoint, openai_endpoint, use_vertex
 from mtvbench.models.resilience import CircuitOpenError, breaker_of
+from mtvbench.prompts import PromptStyle
 from mtvbench.run.executor import CallGate, NotSent, VideoJob
 from mtvbench.run.plan import build_request
 from mtvbench.util.files import describe_os_error
@@ -187,8 +188,8 @@ class ReplicaSpec:
     options: dict[str, Any]
     env: dict[str, str]
     concurrency: int
-    context: str
-    prompt_style: str
+    context: ContextMode
+    prompt_style: PromptStyle
 
 
 def replica_options(spec: str, options: BackendOptions) -> tuple[BackendOptions, dict[str, str]]:
@@ -303,8 +304,7 @@ class Replica:
                     out: asyncio.Queue[Any]) -> GenerationResult | None:
         if self.stopped:
             return None
-        request = build_request(w.dialogue, r, self.spec.context, frames,  # type: ignore[arg-type]
-                                answers, self.spec.prompt_style)  # type: ignore[arg-type]
+        request = build_request(w.dialogue, r, self.spec.context, frames, answers, self.spec.prompt_style)
         try:
             result = await self.gate.call(request)
         except NotSent:
