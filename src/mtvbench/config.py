@@ -126,6 +126,30 @@ class RoleSettings(BackendOptions):
         return BackendOptions.model_validate(self.model_dump())
 
 
+ExecutorName = Literal["local", "ray"]
+
+
+class RaySettings(BaseModel):
+    """Resources of ``--executor ray`` (:mod:`mtvbench.run.ray_executor`, :mod:`mtvbench.construct.ray_executor`).
+    How work is spread never changes a result: none of this is part of a run's identity."""
+
+    model_config = _STRICT
+
+    #: model replicas (Ray actors, one model each); default: one per node, or, with ``num_gpus``,
+    #: as many as the cluster's GPUs hold
+    replicas: int | None = Field(None, ge=1)
+    #: GPUs of one replica (``vllm:`` with ``tensor_parallel_size=N``: N); 0 runs it on CPUs
+    num_gpus: float = Field(0, ge=0)
+    #: CPUs one replica holds for its life
+    num_cpus: float = Field(1, ge=0)
+    #: CPUs of one frame-decoding task (construction: of one split/key-frame task)
+    task_cpus: float = Field(1, ge=0)
+    #: GPUs of the construction's detector actor (YOLO11)
+    detect_gpus: float = Field(0, ge=0)
+    #: times a video's unfinished turns are sent to a new replica after the one running them died
+    max_retries: int = Field(3, ge=0)
+
+
 class RunConfig(BaseModel):
     """Every setting of one evaluation (``mtvbench run``, ``--config run.yaml``, :func:`mtvbench.evaluate`).
 
@@ -175,6 +199,15 @@ class RunConfig(BaseModel):
                                                       "abbreviations); the Overall is then partial")
     #: per-million-token prices by role (``model``, ``judge``) or backend spec (``openai:gpt-4o``)
     prices: dict[str, Price] = Field(default_factory=dict)
+    #: who asks the model under test: ``local`` (this process) or ``ray`` (a Ray cluster); the
+    #: store, the judge and the scores stay in this process either way. Not part of the identity.
+    executor: ExecutorName = Field("local", description="local | ray (model calls on a Ray cluster: pip install "
+                                                        "'mtvbench[ray]'; see Scaling out)")
+    #: the cluster of ``executor: ray``: ``auto`` (started with ``ray start`` on this machine),
+    #: ``HOST:PORT`` of its head, or None: a Ray instance started for this run on this machine
+    ray_address: str | None = Field(None, description="Ray cluster of --executor ray: auto | HOST:PORT (default: "
+                                                      "a Ray instance started for this run)")
+    ray: RaySettings = Field(default_factory=RaySettings)
 
     @field_validator("tasks", mode="before")
     @classmethod

@@ -152,6 +152,9 @@ def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str
             await builder.aclose()
 
     rep = asyncio.run(go())
+    cluster = builder.cluster()
+    if cluster is not None:
+        note("ray", cluster.summary())
     if rep is not None:
         say(f"exported {rep.dialogues} dialogue(s) ({rep.checklists} checklist entries) of "
             f"{len(rep.videos)} video(s) to {rep.out}")
@@ -219,10 +222,15 @@ def build_all_cmd(workspace: WS, videos: Videos = None, video: Only = None, mode
                   no_objects: Annotated[bool, typer.Option("--no-objects")] = False,
                   retry_failed: Annotated[bool, typer.Option(help="Re-ask items given up on (rules broken).")] = False,
                   out: Annotated[Path | None, typer.Option("--out")] = None,
-                  accepted_only: Annotated[bool, typer.Option()] = False) -> None:
+                  accepted_only: Annotated[bool, typer.Option()] = False,
+                  executor: Annotated[str | None, typer.Option(
+                      help="local | ray (per-video stages and model calls on a Ray cluster; the workspace on "
+                           "storage every node sees)")] = None,
+                  ray_address: Annotated[str | None, typer.Option(
+                      help="with --executor ray: auto | HOST:PORT (default: a local Ray instance)")] = None) -> None:
     cfg = _config(config, model, base_url, api_key_env, concurrency, detector=detector,
                   detector_weights=detector_weights, retry_failed=retry_failed or None,
-                  objects=False if no_objects else None)
+                  objects=False if no_objects else None, executor=executor, ray_address=ray_address)
     _run(list(stage_names()), workspace, videos, video, cfg, force,
          export={"out": out, "accepted_only": accepted_only, "video_mode": "copy"})
 

@@ -80,6 +80,9 @@ def run_flags() -> list[Flag]:
             name = flag_of(role, field)
             flags.append(Flag(key=f"{role}_settings.{field}", name=name, param=name[2:].replace("-", "_"),
                               type=_cli_type(info.annotation), help=f"{info.description} of the {role}"))
+    flags.append(Flag(key="ray.num_gpus", name="--ray-gpus", param="ray_gpus", type=float,
+                      help="with --executor ray: GPUs per model replica (the other Ray resources: `ray:` in "
+                           "the config)"))
     for role in ("model", "judge"):
         flags.append(Flag(key=f"{role}_settings.extra", name=f"--{role}-option", param=f"{role}_option",
                           type=list[str], options=True,

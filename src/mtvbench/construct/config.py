@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from mtvbench.config import ExecutorName, RaySettings
 from mtvbench.construct.crossscene import CrossSceneSettings
 from mtvbench.construct.keyframes import KeyFrameSettings
 from mtvbench.construct.objects import BankSettings
@@ -44,3 +45,8 @@ class BuildConfig(BaseModel):
     retry_failed: bool = False
     #: settings of stages from other packages, by stage name (free-form; each such stage reads its own)
     stage_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    #: ``ray``: per-video stages and model calls on a Ray cluster (:mod:`.ray_executor`); the
+    #: workspace must then be on storage every node sees
+    executor: ExecutorName = "local"
+    ray_address: str | None = None
+    ray: RaySettings = Field(default_factory=RaySettings)

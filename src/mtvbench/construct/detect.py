@@ -137,9 +137,12 @@ def detect_objects(video: str, video_dir: Path, keyframes: KeyFrames, detector: 
 
 
 async def _run(ctx: StageContext, v: VideoRecord) -> Detections:
-    det = ctx.detector()
-    return await asyncio.to_thread(detect_objects, v.name, ctx.ws.video_dir(v.name),
-                                   ctx.artifact(v, "keyframes", KeyFrames), det)
+    keyframes = ctx.artifact(v, "keyframes", KeyFrames)
+    cluster = ctx.cluster()
+    if cluster is not None:  # the detector runs on the cluster (a GPU actor), loaded there once
+        c = ctx.config
+        return await cluster.detect(c.detector, c.detector_weights, v.name, ctx.ws.video_dir(v.name), keyframes)
+    return await asyncio.to_thread(detect_objects, v.name, ctx.ws.video_dir(v.name), keyframes, ctx.detector())
 
 
 def _yolo(config: BuildConfig) -> bool:
@@ -150,4 +153,4 @@ STAGE = Stage(run=_run, artifact=Detections,
               help="5. Detect objects on key frames (YOLO11 via ultralytics) and save crops.",
               upstream=("keyframes",), object_stage=True, settings=lambda ctx: {"detector": ctx.detector_name()},
               needs=("detect", (("ultralytics", "ultralytics"),)), needs_when=_yolo,
-              prepare=lambda ctx: ctx.detector())
+              prepare=lambda ctx: ctx.detector() if ctx.cluster() is None else None)

@@ -19,7 +19,6 @@ correlation (``cv2.HISTCMP_CORREL``) with the previously *kept* frame is above
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import av
@@ -129,7 +128,7 @@ def extract_keyframes(video: str, path: Path, out_dir: Path, settings: KeyFrameS
 
 
 async def _run(ctx: StageContext, v: VideoRecord) -> KeyFrames:
-    return await asyncio.to_thread(extract_keyframes, v.name, Path(v.path), ctx.ws.video_dir(v.name) / "keyframes",
+    return await ctx.offload(extract_keyframes, v.name, Path(v.path), ctx.ws.video_dir(v.name) / "keyframes",
                                    ctx.config.keyframes)
 
 

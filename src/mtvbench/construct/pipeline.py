@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -63,6 +63,9 @@ from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings, VideoError
 from mtvbench.models.backend import ModelBackend
 from mtvbench.models.registry import create_backend
+
+if TYPE_CHECKING:
+    from mtvbench.construct.ray_executor import RayBuild
 
 A = TypeVar("A", bound=Artifact)
 Status = Literal["done", "skipped", "incomplete", "blocked", "failed"]
@@ -114,8 +117,25 @@ class Builder:
         self._detector = detector
         self._textsim: TextSimilarity | None = None
         self._journal: CallJournal | None = None
+        self._cluster: RayBuild | None = None
         self.reports: list[StageReport] = []
         self.on_report = on_report
+
+    # ------------------------------------------------------------ where the work runs
+    def cluster(self) -> RayBuild | None:
+        """The Ray cluster of ``executor: ray`` (joined on first use); None for a local build."""
+        if self.config.executor != "ray":
+            return None
+        if self._cluster is None:
+            from mtvbench.construct.ray_executor import RayBuild
+
+            self._cluster = RayBuild(self.config.ray_address, self.config.ray, self.config.concurrency)
+        return self._cluster
+
+    async def offload(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """A per-video computation off the event loop: a thread here, or a Ray task on the cluster."""
+        cluster = self.cluster()
+        return await (cluster.run(fn, *args) if cluster is not None else asyncio.to_thread(fn, *args))
 
     # ------------------------------------------------------------ resources
     @property
@@ -141,7 +161,8 @@ class Builder:
             return self._given[role]
         spec = self.model_name(role)
         if spec not in self._backends:
-            self._backends[spec] = create_backend(spec, self.config.backend)
+            cluster = self.cluster()
+            self._backends[spec] = (create_backend if cluster is None else cluster.backend)(spec, self.config.backend)
         return self._backends[spec]
 
     def model(self, role: Role) -> StageModel:
@@ -177,6 +198,8 @@ class Builder:
     async def aclose(self) -> None:
         for b in self._backends.values():
             await b.aclose()
+        if self._cluster is not None:
+            await self._cluster.aclose()
         if self._journal is not None:
             self._journal.close()
 

@@ -9,7 +9,6 @@ container's timeline, so they are exact on any frame rate. A video without cuts 
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Literal
 
@@ -74,7 +73,7 @@ def split_video(video: str, path: Path, settings: SplitSettings | None = None) -
 
 
 async def _run(ctx: StageContext, v: VideoRecord) -> SplitResult:
-    return await asyncio.to_thread(split_video, v.name, Path(v.path), ctx.config.split)
+    return await ctx.offload(split_video, v.name, Path(v.path), ctx.config.split)
 
 
 STAGE = Stage(run=_run, artifact=SplitResult,

@@ -72,6 +72,14 @@ class StageContext(Protocol):
         """The current artifact of an upstream ``stage`` of ``video``."""
         ...
 
+    async def offload(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run a per-video computation off the event loop (a thread, or a Ray task on a cluster)."""
+        ...
+
+    def cluster(self) -> Any:
+        """The Ray cluster of ``executor: ray`` (``construct.ray_executor.RayBuild``), or None."""
+        ...
+
 
 def _no_settings(ctx: StageContext) -> dict[str, Any]:
     return {}

@@ -14,6 +14,7 @@ import contextlib
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from mtvbench.config import RunConfig
 from mtvbench.data.official import load_benchmark
@@ -71,6 +72,15 @@ def _video_key(path: Path) -> str:
         return "unreadable"
 
 
+def _executor(cfg: RunConfig) -> Any:
+    """None for the local executor (the runner's default); the Ray executor for ``executor: ray``."""
+    if cfg.executor != "ray":
+        return None
+    from mtvbench.run.ray_executor import RayExecutor
+
+    return RayExecutor(cfg)
+
+
 async def _execute(cfg: RunConfig, model: ModelBackend, judge: Judge, runner_args: dict,
                    progress: RunProgress | None) -> RunSummary:
     try:
@@ -117,11 +127,15 @@ def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = F
     video_keys = {v: _video_key(p) for v, p in sorted(bench.videos.items())}
     model: ModelBackend | None = None
     judge: Judge | None = None
+    executor = _executor(cfg)  # --executor ray without the extra fails here, before the run directory exists
     try:
-        model = create_backend(cfg.backend_spec, cfg.model_settings.backend_options())
+        model = (create_backend if executor is None else executor.driver_model)(
+            cfg.backend_spec, cfg.model_settings.backend_options())
         judge = create_judge(cfg.judge, cfg.judge_settings.backend_options(), cfg.judge_max_attempts,
                              cfg.judge_settings.temperature)
         keys = RunKeys(cfg, video_keys, reads_golden=bool(getattr(model, "reads_golden_answer", False)))
+        if executor is not None:
+            executor.start(len(bench.videos))  # model replicas up before the run directory exists
         created = not run_dir.exists()
         ensure_dir(run_dir)
         try:
@@ -137,7 +151,7 @@ def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = F
             stopped: CircuitOpenError | None = None
             try:
                 store.begin_session()
-                runner_args = {"bench": bench, "store": store, "keys": keys,
+                runner_args = {"bench": bench, "store": store, "keys": keys, "executor": executor,
                                "cache": FrameCache(cfg.cache_dir if cfg.cache_dir is not None else default_cache_dir())}
                 m, j, model, judge = model, judge, None, None  # closed by _execute
                 summary = asyncio.run(_execute(cfg, m, j, runner_args, progress))
@@ -155,6 +169,8 @@ def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = F
     finally:
         if model is not None or judge is not None:
             asyncio.run(_close(model, judge))
+        if executor is not None:
+            executor.close()
     return scored.scores, summary
 
 
