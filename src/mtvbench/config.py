@@ -457,7 +457,9 @@ def _render(p: _Problem, source: str, flags: Mapping[str, str]) -> str:
     if p.kind == "unknown":
         return f"unknown setting '{_dotted(p.loc)}' in {source} ({p.message})"
     shown = repr(p.value)
-    got = "" if p.value is None or isinstance(p.value, (dict, BaseModel)) or len(shown) > 80 else f" (got {shown})"
+    secret = "credential" in p.message or "password" in p.message  # never echo a value that holds one
+    got = ("" if secret or p.value is None or isinstance(p.value, (dict, BaseModel)) or len(shown) > 80
+           else f" (got {shown})")
     flag = _origin(p.loc, flags)
     if flag is not None:
         return f"{flag}: {p.message}{got}"

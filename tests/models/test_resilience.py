@@ -244,3 +244,27 @@ def test_hostile_reply_shapes_are_retryable_and_usage_is_never_negative() -> Non
                                         "usage": {"prompt_tokens": 3, "completion_tokens": -5,
                                                   "total_tokens": "9"}}).encode(), "http://x")
     assert res.outcome == "ok" and (res.usage.prompt_tokens, res.usage.completion_tokens) == (3, 0)
+
+
+def test_a_url_with_credentials_is_refused_and_never_echoed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from mtvbench.cli import app
+    from mtvbench.models.registry import create_backend
+    from tests.support.datasets import make_dataset
+
+    data = make_dataset(tmp_path / "d")
+    for url, what in (("http://user:s3cr3tpass@host/v1", "user name or password"),
+                      ("https://host/v1?api-key=s3cr3tpass", "credential in its query (api-key)"),
+                      ("https://host/v1?sig=s3cr3tpass&x=1", "credential in its query (sig)")):
+        res = CliRunner().invoke(app, ["run", "--data", str(data), "--model", "openai:m", "--judge", "offline",
+                                       "--out", str(tmp_path / "r"), "--model-base-url", url])
+        out = " ".join(res.output.split())
+        assert res.exit_code == 2 and "--model-base-url: must not" in out and what in out, out
+        assert "s3cr3tpass" not in res.output and not (tmp_path / "r").exists()
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://u:s3cr3tpass@gateway/v1")
+    with pytest.raises(ConfigError, match="environment variable OPENAI_BASE_URL: must not hold") as e:
+        create_backend("openai:m", BackendOptions())
+    assert "s3cr3tpass" not in str(e.value)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://gateway:9000/v1")  # a plain URL from the environment is fine
+    assert create_backend("openai:m", BackendOptions()).url == "http://gateway:9000/v1/chat/completions"

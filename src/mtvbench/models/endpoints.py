@@ -21,8 +21,9 @@ import os
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from mtvbench.errors import ConfigError
 from mtvbench.models.registry import MissingKeyError, parse_spec
-from mtvbench.models.settings import BackendOptions
+from mtvbench.models.settings import BackendOptions, check_base_url
 from mtvbench.util.secrets import register_secret
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -70,9 +71,21 @@ def _env(name: str) -> str | None:
     return value
 
 
+def env_base_url(name: str) -> str | None:
+    """A base URL from the environment (``OPENAI_BASE_URL``), checked like ``--model-base-url``: a URL
+    with credentials in it is refused (it would be recorded in config.yaml and quoted in messages)."""
+    value = (os.environ.get(name) or "").strip()
+    if not value:
+        return None
+    try:
+        return check_base_url(value)
+    except ValueError as e:
+        raise ConfigError(f"environment variable {name}: {e}") from None
+
+
 def openai_endpoint(options: BackendOptions) -> Endpoint:
     """The URL and key of an ``openai:`` role (OpenAI or any OpenAI-compatible server)."""
-    env_url = os.environ.get(OPENAI_URL_ENV) or None
+    env_url = env_base_url(OPENAI_URL_ENV)
     url = options.base_url or env_url or OPENAI_DEFAULT_URL
     provider_url = _same_url(url, OPENAI_DEFAULT_URL)
     if options.api_key_env:
@@ -106,7 +119,7 @@ def _google_host(url: str) -> bool:
 
 def gemini_endpoint(options: BackendOptions) -> Endpoint:
     """The URL and key of a ``gemini:`` role on the Gemini Developer API (not Vertex AI)."""
-    env_url = os.environ.get(GEMINI_URL_ENV) or None
+    env_url = env_base_url(GEMINI_URL_ENV)
     url = options.base_url or env_url or GEMINI_DEFAULT_URL
     if options.api_key_env:
         key = _env(options.api_key_env)
@@ -130,9 +143,9 @@ def effective_base_url(spec: str, options: BackendOptions | None = None) -> str 
     options = options or BackendOptions()
     prefix, _ = parse_spec(spec)
     if prefix == "openai":
-        return options.base_url or os.environ.get(OPENAI_URL_ENV) or OPENAI_DEFAULT_URL
+        return options.base_url or env_base_url(OPENAI_URL_ENV) or OPENAI_DEFAULT_URL
     if prefix == "gemini":
         if use_vertex() and not options.api_key_env:
             return options.base_url
-        return options.base_url or os.environ.get(GEMINI_URL_ENV) or GEMINI_DEFAULT_URL
+        return options.base_url or env_base_url(GEMINI_URL_ENV) or GEMINI_DEFAULT_URL
     return None

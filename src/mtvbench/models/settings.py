@@ -8,15 +8,35 @@ merges them itself. The call-path settings (``timeout_s`` .. ``breaker_threshold
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from mtvbench.errors import ConfigError
 from mtvbench.records import GenerationConfig
 
 #: the settings of the call path (models.resilience) that ``--model-option`` / ``extra`` may also set
 CALL_SETTINGS = ("timeout_s", "max_retries", "retry_base_s", "retry_cap_s", "max_response_bytes", "breaker_threshold")
+
+#: query parameters that carry a credential (Azure's ``api-key``, ``key``, ``token``, signatures, ...)
+_SECRET_PARAM = re.compile(r"(key|token|secret|signature|sig|password|auth)", re.IGNORECASE)
+
+
+def check_base_url(url: str) -> str:
+    """An ``http(s)://`` URL without credentials in it: a key belongs in an environment variable
+    (``api_key_env``), never in a URL that is stored in ``config.yaml`` and quoted in messages."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http:// or https:// URL such as http://localhost:8000/v1")
+    where = "put the key in an environment variable and name it with --model-api-key-env / --judge-api-key-env"
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"must not hold a user name or password (user:pass@host): {where}")
+    secret = [k for k, _ in parse_qsl(parts.query, keep_blank_values=True) if _SECRET_PARAM.search(k)]
+    if secret:
+        raise ValueError(f"must not carry a credential in its query ({', '.join(secret)}): {where}")
+    return url.strip()
 
 
 class BackendOptions(BaseModel):
@@ -43,6 +63,11 @@ class BackendOptions(BaseModel):
     top_k: int | None = None
     system: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, v: str | None) -> str | None:
+        return None if v is None else check_base_url(v)
 
     @model_validator(mode="before")
     @classmethod
