@@ -123,15 +123,16 @@ def _print_report(r: StageReport) -> None:
     status = "unusable" if short is not None and short.failed else r.status
     colour = {"done": "green", "skipped": "dim", "incomplete": "yellow", "blocked": "yellow", "failed": "red",
               "unusable": "red"}[status]
-    calls = f" asked {r.asked}, replayed {r.replayed};" if r.asked or r.replayed else ""
-    extra = f" {r.given_up} given up (rules still broken; --retry-failed asks again);" if r.given_up else ""
-    if r.given_up and short is not None:
-        extra = f" {r.given_up} given up;"
-    msg = f" {r.message}" if r.message and r.status != "skipped" else ""
-    why = f" {short.why}" if short is not None else ""
-    line = styled([(f"{r.stage:<11} {r.video:<24} {status:<10}", colour),
-                   (f" {r.seconds:6.1f}s{calls}{extra}{msg}".rstrip(";"), None),
-                   (why, "red" if status == "unusable" else "yellow")])
+    parts = [f"asked {r.asked}, replayed {r.replayed}"] if r.asked or r.replayed else []
+    if r.given_up:
+        parts.append(f"{r.given_up} given up" + ("" if short else " (rules still broken; --retry-failed asks again)"))
+    if r.message and r.status != "skipped":
+        parts.append(r.message)
+    spans: list[tuple[str, str | None]] = [(f"{r.stage:<11} {r.video:<24} {status:<10}", colour),
+                                           (f" {r.seconds:6.1f}s" + (" " + "; ".join(parts) if parts else ""), None)]
+    if short is not None:
+        spans += [(";" if parts else "", None), (f" {short.why}", colour if short.failed else "yellow")]
+    line = styled(spans)
     console.print(line, highlight=False, soft_wrap=True)
 
 
