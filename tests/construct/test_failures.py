@@ -110,7 +110,7 @@ def test_a_video_validly_rated_below_5_gets_its_line_and_the_build_passes(tmp_pa
     res = _build(tmp_path, videos, _scores_where(lambda prompt: "00:00:04" in prompt, Scripted()))
     assert res.exit_code == 0, res.output
     assert _lines(res.output, "unusable") == {}
-    assert _lines(res.output, "short") == {"short": "no unit rated 5-6 (all 2 rated below 5)"}
+    assert _lines(res.output, "shortfall") == {"short": "no unit rated 5-6 (all 2 rated below 5)"}
     assert re.search(r"^score\s+short\s+done\b.*no unit rated 5-6", res.output, re.MULTILINE)
     bench, problems = load_official(tmp_path / "ws" / "dataset", require_scored=True)
     assert bench is not None, [p.render() for p in problems]
@@ -121,5 +121,20 @@ def test_every_video_validly_below_5_exports_nothing_and_exits_3(tmp_path: Path,
     res = _build(tmp_path, videos, Scripted(score=4))
     assert res.exit_code == 3, res.output
     assert _lines(res.output, "unusable") == {}
-    assert set(_lines(res.output, "short")) == set(VIDEOS)
+    assert set(_lines(res.output, "shortfall")) == set(VIDEOS)
     assert "FAILED: the export holds no dialogue" in res.output
+
+
+def test_some_dialogues_given_up_get_a_line_without_failing_the_build(tmp_path: Path, videos: Path) -> None:
+    script = Scripted()
+
+    def reply(prompt: str, n_images: int) -> str:
+        if Scripted.kind(prompt) == "generate" and "# Object Reference #" in prompt:
+            return "Round 1\nUser: What is this?\nAssistant: A square."
+        return script(prompt, n_images)
+
+    res = _build(tmp_path, videos, reply)
+    assert res.exit_code == 0, res.output
+    assert _lines(res.output, "shortfall") == {"match": "4 of 24 dialogues failed the rule checks after 2 re-asks",
+                                               "short": "2 of 12 dialogues failed the rule checks after 2 re-asks"}
+    assert _exported(tmp_path / "ws")["dialogues"] == 30

@@ -106,11 +106,21 @@ def _config(config: Path | None, model: str | None, base_url: str | None, api_ke
 
 
 class RichBuildProgress(RichRunProgress, BuildProgress):
-    """The build's progress in ``run``'s rich display: a bar per stage over the videos, with its replies so far."""
+    """The build's progress in ``run``'s rich display: a bar per stage over the videos, with its replies so far.
+    The display starts with the first stage (an error before it prints only the error) and ends with :meth:`close`."""
 
     def __init__(self, progress: Any):
         super().__init__(progress)
         self.replies: Counter[str] = Counter()
+
+    def start(self, name: str, total: int) -> None:
+        if not self.p.live.is_started:
+            self.p.start()
+        super().start(name, total)
+
+    def close(self) -> None:
+        if self.p.live.is_started:
+            self.p.stop()
 
     def reply(self, stage: str) -> None:
         self.replies[stage] += 1
@@ -139,7 +149,7 @@ def _print_report(r: StageReport) -> None:
 _SHOWN = 10  # failure lines printed per stage and video
 
 
-def _summary(reports: list[StageReport], export: ExportReport | None) -> int:
+def _summary(reports: list[StageReport], export: ExportReport | None, accepted_only: bool = False) -> int:
     """Print what is not done and return the exit status (see module doc)."""
     failed = [r for r in reports if r.status == "failed"]
     unfinished = [r for r in reports if r.status in ("incomplete", "blocked")]
@@ -167,7 +177,8 @@ def _summary(reports: list[StageReport], export: ExportReport | None) -> int:
              "the rules (above); --retry-failed asks those items again, or use another model", style="bold red")
         return 3
     if export is not None and export.dialogues == 0:
-        note("FAILED", "the export holds no dialogue: nothing to review or evaluate", style="bold red")
+        note("FAILED", "the export holds no dialogue: nothing to review or evaluate"
+             + (" (--accepted-only: no dialogue is accepted in review yet)" if accepted_only else ""), style="bold red")
         return 3
     return 0
 
@@ -177,7 +188,7 @@ def _shortfalls(export: ExportReport | None) -> int:
     if export is None:
         return 0
     for name, s in export.shortfalls.items():
-        note("unusable" if s.failed else "short", f"{name}: {s.why}", style="red" if s.failed else "yellow")
+        note("unusable" if s.failed else "shortfall", f"{name}: {s.why}", style="red" if s.failed else "yellow")
     if export.not_a_benchmark:
         note("NOT A BENCHMARK", export.not_a_benchmark, style="bold yellow")
     return sum(s.failed for s in export.shortfalls.values())
@@ -201,9 +212,12 @@ def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str
         finally:
             await builder.aclose()
 
-    with _progress_bar(quiet=False) as bar:
-        builder = Builder(ws, cfg, on_report=_print_report, progress=RichBuildProgress(bar))
+    progress = RichBuildProgress(_progress_bar(quiet=False))
+    builder = Builder(ws, cfg, on_report=_print_report, progress=progress)
+    try:
         rep = asyncio.run(go(builder))
+    finally:
+        progress.close()
     cluster = builder.cluster()
     if cluster is not None:
         note("ray", cluster.summary())
@@ -211,7 +225,7 @@ def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str
         say(f"exported {rep.dialogues} dialogue(s) ({rep.checklists} checklist entries) of "
             f"{len(rep.videos)} video(s) to {rep.out}")
         say(f"review queue: {rep.review}")
-    code = _summary(builder.reports, rep)
+    code = _summary(builder.reports, rep, bool(export and export.get("accepted_only")))
     if code:
         raise typer.Exit(code)
 

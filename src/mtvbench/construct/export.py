@@ -167,7 +167,7 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
         place_file(src, out / "videos" / f"{v.name}{src.suffix.lower()}", video_mode)
         report.videos.append(v.name)
     meta.not_a_benchmark = report.not_a_benchmark
-    atomic_write_json(out / "metadata.json", meta.model_dump(mode="json", exclude_none=True))
+    atomic_write_json(out / "metadata.json", meta.model_dump(mode="json"))
     save_queue(ws, queue)
     report.review = queue.counts()
     return report
