@@ -109,9 +109,10 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
         score = ws.load(v.name, "score", ScoreResult)
         gen = ws.load(v.name, "generate", GenerateResult)
         cks = ws.load(v.name, "checklists", ChecklistResult)
-        if split is None or merge is None or cross is None or score is None or gen is None or cks is None:
-            report.skipped_videos[v.name] = "an artifact changed while exporting"  # pragma: no cover
-            continue  # pragma: no cover
+        if (split is None or merge is None or cross is None or score is None or gen is None
+                or cks is None):  # pragma: no cover
+            report.skipped_videos[v.name] = "an artifact changed while exporting"
+            continue
         short = video_shortfall([score, gen, cks])
         if short is not None:
             report.shortfalls[v.name] = short

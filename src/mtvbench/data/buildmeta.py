@@ -48,7 +48,7 @@ class BuildMetadata(BaseModel):
     version: int = 1
     videos: dict[str, VideoMeta] = Field(default_factory=dict)
     dialogues: dict[str, BuiltDialogueMeta] = Field(default_factory=dict)
-    #: why the dataset is not a real benchmark (built with a scripted model); absent for a real build
+    #: why the dataset is not a real benchmark (built with a scripted model); None for a real build
     not_a_benchmark: str | None = None
 
 
