@@ -42,7 +42,7 @@ def check_dataset(path: Path, strict: bool = False, list_videos: bool = False) -
     from mtvbench.util.escape import rich_text
 
     cache = ProbeCache()
-    bench, problems = load_official(path, probe_cache=cache)
+    bench, problems = load_official(path, probe_cache=cache, require_scored=True)
     for p in problems:
         err_console.print(rich_text(p.render(), "red" if p.level == "error" else "yellow", multiline=True),
                           highlight=False, soft_wrap=True)

@@ -14,6 +14,7 @@ from mtvbench.cli.common import fail
 from mtvbench.cli.data import check_dataset
 from mtvbench.cli.run_flags import run_flags, settings_from_flags, with_flags
 from mtvbench.config import build_config, load_yaml
+from mtvbench.data.buildmeta import not_a_benchmark
 from mtvbench.extras import require_backend
 from mtvbench.render.console import (
     FormatOption,
@@ -173,6 +174,8 @@ def run(
     scores, summary = _run_with_progress(lambda p: evaluate(cfg, p, wait=wait), quiet)
     _summarise(summary)
     show_scores(scores.model_copy(update={"model": cfg.model}), f"MT-Video-Bench — {cfg.out}", OutputFormat.table)
+    if (why := not_a_benchmark(cfg.data)) is not None:
+        note("NOT A BENCHMARK", f"{cfg.data}: {why}", style="bold yellow")
     say(f"wrote {cfg.out}/scores.json, leaderboard.md, responses.jsonl")
     if summary.call_errors or summary.pending_turns or not scores.complete:
         raise typer.Exit(3)

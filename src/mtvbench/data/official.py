@@ -27,6 +27,14 @@ Record values, error (E) or warning (W):
 - E a video name that is empty or blank, or that would leave ``videos/``;
 - E a video that is missing, not a regular file, empty, not openable, without a video
   stream, without a decodable first frame, or truncated (:mod:`mtvbench.media.probe`).
+
+Dataset level:
+
+- E (with ``require_scored``, as ``mtvbench validate`` loads) dialogues but no scored turn, in
+  the whole dataset or in one task: nothing of it would be evaluated (``mtvbench checklists``
+  loads without the rule: writing the missing checklists is its job);
+- W ``metadata.json`` says the dataset was built with a scripted model: NOT a real benchmark
+  (:func:`mtvbench.data.buildmeta.not_a_benchmark`).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from mtvbench.data.buildmeta import not_a_benchmark
 from mtvbench.data.schema import (
     TASKS,
     Benchmark,
@@ -346,13 +355,28 @@ def _check_video_files(videos: dict[str, Path], cache: ProbeCache | None, col: _
             col.add("error", videos[name], check.problem, video=name)
 
 
+def _scored_problems(root: Path, dialogues: list[Dialogue], col: _Collector) -> None:
+    """Dialogues without any scored turn, per task and in the whole dataset: an error each."""
+    for task in TASKS:
+        of_task = [d for d in dialogues if d.task == task]
+        if of_task and not any(d.scored_turns for d in of_task):
+            col.add("error", root / "mtqa" / f"{task.official_stem}.json",
+                    f"{len(of_task)} dialogue(s) but no scored turn: no model turn has a checklist entry in "
+                    f"checklist/{task.official_stem}_CheckList.json (`mtvbench checklists` writes them)")
+    if dialogues and not any(d.scored_turns for d in dialogues):
+        col.add("error", root / "mtqa", f"{len(dialogues)} dialogue(s) but no scored turn in the whole dataset: "
+                "nothing of it would be evaluated")
+
+
 def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_videos: bool = True,
-                  probe_cache: ProbeCache | None = None) -> tuple[Benchmark | None, list[Problem]]:
+                  probe_cache: ProbeCache | None = None, require_scored: bool = False,
+                  ) -> tuple[Benchmark | None, list[Problem]]:
     """Load a dataset; return (benchmark or None when there are errors, all problems).
 
     With ``check_videos`` every referenced video must exist and pass
     :func:`mtvbench.media.probe.check_video` (verdicts cached in ``probe_cache``, by default
-    the user cache)."""
+    the user cache). With ``require_scored`` dialogues without any scored turn (in the dataset
+    or a task) are an error (``mtvbench validate``)."""
     root = Path(root).expanduser().resolve()
     col = _Collector(root)
     if not root.is_dir():
@@ -451,6 +475,10 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                         "checklist for a dialogue that does not exist in mtqa/", video=video, event=event)
     if not dialogues and not any(p.level == "error" for p in col.problems):
         col.add("error", mtqa_dir, "no dialogues found")
+    if require_scored:
+        _scored_problems(root, dialogues, col)
+    if (why := not_a_benchmark(root)) is not None:
+        col.add("warning", root / "metadata.json", f"NOT a real benchmark: {why}")
     if check_videos:
         _check_video_files(videos, probe_cache or ProbeCache(), col)
     errors = any(p.level == "error" for p in col.problems)
