@@ -125,6 +125,19 @@ def test_checklists_out_writes_a_complete_copy_and_resumes(tmp_path):
     assert all(r.checklist for d in bench.dialogues for r in d.model_turns)
 
 
+def test_checklists_refuses_a_data_root_holding_a_link(tmp_path):
+    """The one rule of data roots holds here too (checklists reads a dataset without loading it whole)."""
+    data = make_dataset(tmp_path / "data")
+    (data / "videos").rename(tmp_path / "videos")
+    (data / "videos").symlink_to(tmp_path / "videos", target_is_directory=True)
+    with LoopbackServer(ServerState(model_reply=_reply(False))) as srv:
+        r = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen",
+                                "--base-url", srv.url, "--out", str(tmp_path / "out")])
+        assert srv.state.requests == []
+    assert r.exit_code == 2 and "videos: is a symbolic link" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "out").exists()
+
+
 def test_checklists_out_refuses_a_folder_holding_another_dataset(tmp_path):
     data = make_dataset(tmp_path / "data")
     other = tmp_path / "other"

@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mtvbench.checklist_gen.generator import checklist_outcome, entry_from_items
+from mtvbench.data.official import refuse_links
 from mtvbench.data.schema import TASKS, Task, is_model_turn
 from mtvbench.errors import InputError, OutputError
 from mtvbench.models.backend import ModelBackend
@@ -78,6 +79,7 @@ async def fill_checklists(
 ) -> FillReport:
     """Generate the missing checklist entries of the dataset at ``root`` into ``out`` (``None``: in place)."""
     root = Path(root)
+    refuse_links(root)  # a data root holds no symbolic link (mtvbench.data.official)
     target = prepare_out(root, Path(out)) if out is not None else root
     filler = _Filler(root, target, backend, n=n, overwrite=overwrite, concurrency=concurrency,
                      max_attempts=max_attempts, exact_split=exact_split, on_progress=on_progress)

@@ -183,7 +183,8 @@ def checklists(
     data: Annotated[Path, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")],
     generator: Annotated[str, typer.Option(help="checklist writer, e.g. openai:gpt-4o")],
     out: Annotated[Path | None, typer.Option(help="write a copy of the dataset with the new checklists here "
-                                                  "(mtqa/ copied, videos/ linked); the data stays as it is")] = None,
+                                                  "(mtqa/ copied, videos/ hard-linked); the data stays as it is")
+                   ] = None,
     in_place: Annotated[bool, typer.Option("--in-place", help="write the new checklists into DATA/checklist/")
                         ] = False,
     n: Annotated[int, typer.Option(help="items per checklist")] = 5,

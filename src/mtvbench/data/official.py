@@ -147,6 +147,16 @@ def find_links(root: Path) -> list[Path]:
     return sorted(out)
 
 
+def refuse_links(root: Path) -> None:
+    """:class:`DataError` naming every symbolic link under ``root`` (for commands that read a data root
+    without loading it whole, e.g. ``checklists``)."""
+    col = _Collector(Path(root))
+    for link in find_links(Path(root)):
+        col.add("error", link, _link_problem(link))
+    if col.problems:
+        raise DataError(col.problems)
+
+
 def _link_problem(link: Path) -> str:
     try:
         target = f" (to {os.readlink(link)})"
