@@ -147,23 +147,25 @@ def find_links(root: Path) -> list[Path]:
     return sorted(out)
 
 
+def _add_links(col: _Collector, root: Path) -> set[Path]:
+    """One error per symbolic link under ``root``; returns the links."""
+    links = find_links(root)
+    for link in links:
+        try:
+            target = f" (to {os.readlink(link)})"
+        except OSError:
+            target = ""
+        col.add("error", link, f"is a symbolic link{target}; a data root holds no links: put the file itself "
+                "there (a copy, or a hard link: `cp -l`, `mtvbench review export --video-mode link`)")
+    return set(links)
+
+
 def refuse_links(root: Path) -> None:
     """:class:`DataError` naming every symbolic link under ``root`` (for commands that read a data root
     without loading it whole, e.g. ``checklists``)."""
     col = _Collector(Path(root))
-    for link in find_links(Path(root)):
-        col.add("error", link, _link_problem(link))
-    if col.problems:
+    if _add_links(col, Path(root)):
         raise DataError(col.problems)
-
-
-def _link_problem(link: Path) -> str:
-    try:
-        target = f" (to {os.readlink(link)})"
-    except OSError:
-        target = ""
-    return (f"is a symbolic link{target}; a data root holds no links: put the file itself there (a copy, or a "
-            "hard link: `cp -l`, `mtvbench review export --video-mode link`)")
 
 
 def locate_video(root: Path, name: str) -> tuple[Path | None, Path | None]:
@@ -406,9 +408,7 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
             if f.stem.removesuffix("_CheckList") not in known or not f.stem.endswith("_CheckList"):
                 col.add("error", f, "unknown checklist file; expected <task>_CheckList.json")
 
-    links = set(find_links(root))
-    for link in sorted(links):
-        col.add("error", link, _link_problem(link))
+    links = _add_links(col, root)
     dialogues: list[Dialogue] = []
     videos: dict[str, Path] = {}
     missing_videos: set[str] = set()
