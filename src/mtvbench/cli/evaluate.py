@@ -176,7 +176,7 @@ def run(
     cfg = cfg.model_copy(update={"data": dataset_path(cfg.data)})
     scores, summary = _run_with_progress(lambda p: evaluate(cfg, p, wait=wait), quiet)
     _summarise(summary)
-    show_scores(scores, f"MT-Video-Bench — {cfg.out}", OutputFormat.table)
+    show_scores(scores.model_copy(update={"model": cfg.model}), f"MT-Video-Bench — {cfg.out}", OutputFormat.table)
     say(f"wrote {cfg.out}/scores.json, leaderboard.md, responses.jsonl")
     if summary.call_errors or summary.pending_turns or not scores.complete:
         raise typer.Exit(3)
