@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 from pydantic import Field, field_validator
@@ -44,6 +44,7 @@ from mtvbench.registry import RegistryError
 from mtvbench.render.console import FormatOption, OutputFormat, console, note, print_tables, say, styled
 from mtvbench.render.tables import Col, TextTable, Value
 from mtvbench.review.model import ReviewQueue
+from mtvbench.util.files import video_mode as checked_video_mode
 
 build_app = new_app("Build MT-Video-Bench-style dialogues from raw videos (paper §3.2).")
 review_app = new_app("Human verification: two annotators per dialogue, a senior adjudicates "
@@ -271,10 +272,9 @@ for _stage in stage_names():
 def build_export(workspace: WS, videos: Videos = None, video: Only = None,
                  out: Annotated[Path | None, typer.Option("--out", help="Dataset folder (default WS/dataset).")] = None,
                  accepted_only: Annotated[bool, typer.Option(help="Only dialogues accepted in review.")] = False,
-                 video_mode: Annotated[str, typer.Option(help="copy, link (hard link) or symlink")] = "copy") -> None:
-    if video_mode not in ("copy", "link", "symlink"):
-        fail(f"--video-mode must be copy, link or symlink, got {video_mode!r}")
-    mode: Literal["copy", "link", "symlink"] = video_mode  # type: ignore[assignment]
+                 video_mode: Annotated[str, typer.Option(help="copy, or link (hard link; a copy across "
+                                                              "file systems)")] = "copy") -> None:
+    mode = checked_video_mode(video_mode)
     _run([], workspace, videos, video, BuildConfig(), False,
          export={"out": out, "accepted_only": accepted_only, "video_mode": mode})
 

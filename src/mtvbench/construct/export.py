@@ -4,7 +4,7 @@ Output (``--out``, default ``WS/dataset``)::
 
     mtqa/<task>.json                 released layout (docs/official-format.md)
     checklist/<task>_CheckList.json
-    videos/<video>.<ext>             whole videos (copied, hard-linked or symlinked)
+    videos/<video>.<ext>             whole videos (copied or hard-linked; never symbolic links)
     metadata.json                    BuildMetadata (mtvbench.data.buildmeta): per video category, duration, scene count,
                                      clip and segment ranges; per dialogue its unit, single/cross-scene
                                      kind, segments and time ranges
@@ -40,7 +40,6 @@ exported (the review queue keeps the generated text).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -63,7 +62,7 @@ from mtvbench.construct.workspace import Workspace
 from mtvbench.data.buildmeta import BuildMetadata, BuiltDialogueMeta, VideoMeta
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.review.model import ReviewItem, content_hash
-from mtvbench.util.files import atomic_write_json, place_file
+from mtvbench.util.files import VideoMode, atomic_write_json, place_file
 
 
 class ExportReport(BaseModel):
@@ -89,7 +88,7 @@ def video_shortfall(artifacts: list[Artifact]) -> Shortfall | None:
 
 
 def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = None, *,
-                   accepted_only: bool = False, video_mode: Literal["copy", "link", "symlink"] = "copy",
+                   accepted_only: bool = False, video_mode: VideoMode = "copy",
                    drop_rejected: bool = False) -> ExportReport:
     out = Path(out) if out is not None else ws.root / "dataset"
     report = ExportReport(out=str(out))

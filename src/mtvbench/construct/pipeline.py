@@ -73,6 +73,7 @@ from mtvbench.media.frames import FrameSettings, VideoError
 from mtvbench.models.backend import ModelBackend
 from mtvbench.models.registry import create_backend
 from mtvbench.run.runner import RunProgress
+from mtvbench.util.files import VideoMode
 
 if TYPE_CHECKING:
     from mtvbench.construct.ray_executor import RayBuild
@@ -396,7 +397,7 @@ class Builder:
         return self.reports
 
     def export(self, videos: list[VideoRecord], out: Path | None = None, accepted_only: bool = False,
-               video_mode: Literal["copy", "link", "symlink"] = "copy") -> ExportReport:
+               video_mode: VideoMode = "copy") -> ExportReport:
         return export_dataset(self.ws, videos, out, accepted_only=accepted_only, video_mode=video_mode)
 
 
