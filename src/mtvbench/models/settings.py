@@ -19,6 +19,12 @@ from mtvbench.records import GenerationConfig
 
 #: the settings of the call path (models.resilience) that ``--model-option`` / ``extra`` may also set
 CALL_SETTINGS = ("timeout_s", "max_retries", "retry_base_s", "retry_cap_s", "max_response_bytes", "breaker_threshold")
+#: backend options that change how a call is made, never what it answers (left out of a run's fingerprint,
+#: and changing one does not make a preset run "modified")
+OPERATIONAL_OPTIONS = frozenset({
+    "batch_size", "upload_poll_s", "upload_timeout_s", "concurrency", "device_map", "videos_in_flight",
+    *CALL_SETTINGS,
+})
 
 #: query parameters that carry a credential (Azure's ``api-key``, ``key``, ``token``, signatures, ...)
 _SECRET_PARAM = re.compile(r"(key|token|secret|signature|sig|password|auth)", re.IGNORECASE)
