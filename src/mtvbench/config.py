@@ -311,6 +311,12 @@ class RunConfig(BaseModel):
             return "paper (Figure 15)"
         return AUTHORS_SCRIPTS.get(self.inference, "paper (no released script)")
 
+    @property
+    def keeps_thinking(self) -> bool:
+        """The answer judged is the whole reply, ``<think>`` text included: the authors' InternVL script splits it
+        off only in Think mode (which sets a system prompt); every other inference takes the text after it."""
+        return self.inference == "internvl-script" and not self.model_settings.system
+
     def identity(self) -> dict[str, Any]:
         """The settings that define what a stored answer or verdict means (checked on resume)."""
         identity: dict[str, Any] = {

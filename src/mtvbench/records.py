@@ -104,6 +104,8 @@ class GenerationRequest(BaseModel):
     #: the prompt text goes before the frames, and the message content is a list of parts (the message
     #: shape of the authors' scripts: eval.py's judge call, infer_qwen25vl.py's text-then-video)
     text_first: bool = False
+    #: judge the whole reply, ``<think>`` text included (the authors' InternVL script without Think mode)
+    keep_thinking: bool = False
     max_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None

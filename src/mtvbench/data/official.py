@@ -25,7 +25,8 @@ Record values, error (E) or warning (W):
   the four labelled tasks (the official rule);
 - E a checklist question blank or not text, an answer other than Yes/No; W ``yes``/``NO``
   (read as Yes/No), a number of items other than 5, unknown keys in a checklist entry, a ``round index``
-  given as text (the authors' eval.py never matches it), a checklist on a round that is not a model turn;
+  given as text (the authors' eval.py never matches it), a checklist on a round that is not a model turn,
+  two checklist entries for one round (the last is used, as eval.py does);
 
 Every round keeps its place in the file (``position``) and every checklist entry its keys and values
 as written (``checklist_raw``): the ``authors`` protocol (:mod:`mtvbench.protocol`) reads them.
@@ -343,9 +344,8 @@ def _load_checklists(root: Path, task: Task, col: _Collector) -> dict[tuple[str,
                     continue
                 k = parsed.round_index
                 if k in per_round:
-                    col.add("error", path, f"duplicate checklist for round {k}", video=video, event=event,
-                            field="round index")
-                    continue
+                    col.add("warning", path, f"two checklist entries for round {k}: the last one is used, as the "
+                            "authors' eval.py does", video=video, event=event, field="round index")
                 per_round[k] = parsed
     return out
 

@@ -25,8 +25,9 @@ The judge (``evaluate_single_task``):
   order; an item matches when ``str(value).lower()`` equals the expected answer's; the run scores
   ``round(matches / number of keys in the reply, 2)`` (6 keys: a perfect answer scores 0.83; 4 keys: only the
   first 4 items are compared); an empty object (or empty list, empty string) scores 0.0;
-- a reply that loads to anything else (a non-empty list or string, a number, ``true``, ``null``) stops eval.py
-  with an exception; here it is asked again like a reply that does not load (a documented difference).
+- a reply ``null`` leaves the run out at once (eval.py's loop takes it for "not parsed" and stops asking);
+- a reply that loads to anything else (a non-empty list or string, a number, ``true``) stops eval.py with an
+  exception; here it is asked again like a reply that does not load (a documented difference).
 
 Scores: a turn is ``round(mean of its runs, 2)``, a dialogue ``round(mean of its turns, 2)`` (both with
 Python's ``round``), a task the plain mean of its dialogues (``mean_mtqa``), the Overall the mean of the six.
@@ -80,6 +81,8 @@ def read_reply(text: str) -> JudgeReading | Rejected:
         return JudgeReading(verdicts=verdicts, reply=reply)
     if isinstance(obj, (list, str)) and not obj:
         return JudgeReading(verdicts={}, reply=[])  # eval.py: len(results) == 0 -> a run score of 0.0
+    if obj is None:  # eval.py takes None for "not parsed" and leaves the run out without asking again
+        return Rejected(["the reply is JSON null (eval.py leaves the run out at once)"], final=True)
     return Rejected([f"the reply's JSON is {type(obj).__name__}, not an object (eval.py stops with an error on it)"])
 
 

@@ -251,13 +251,17 @@ class Runner:
     def request(self, dialogue: Dialogue, rnd: Round, frames: VideoFrames | None) -> GenerationRequest:
         """The request of one turn: the run's inference prompt with the history of the run's context (in self
         context the model's own earlier answers, which were recorded before)."""
-        return build_request(dialogue, rnd, self.cfg.context, frames, self._own(dialogue, rnd), self.cfg.inference,
-                             self.cfg.frames)
+        request = build_request(dialogue, rnd, self.cfg.context, frames, self._own(dialogue, rnd),
+                                self.cfg.inference, self.cfg.frames)
+        request.keep_thinking = self.cfg.keeps_thinking
+        return request
 
     def record(self, dialogue: Dialogue, rnd: Round, request: GenerationRequest, res: GenerationResult) -> bool:
         """Store one result as it arrives (bound to the fingerprint of what produced it), count it,
         and start its judge runs; False when the dialogue cannot go on (failed or not stored)."""
         tid = dialogue.turn_id(rnd.index)
+        if request.keep_thinking and res.outcome in ("ok", "empty") and res.raw_text:
+            res = res.model_copy(update={"text": res.raw_text, "reasoning": None, "outcome": "ok", "error": None})
         if not self._store_response(tid, request.prompt, res, self._key(dialogue, rnd)):
             return False
         self.summary.calls += 1
