@@ -31,13 +31,14 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import ConfigError, MtvbenchError
 from mtvbench.media.frames import MAX_FRAME_SIDE, FrameSettings
 from mtvbench.models.settings import OPERATIONAL_OPTIONS, BackendOptions
-from mtvbench.prompts import PromptStyle
+from mtvbench.prompts import InferenceStyle
+from mtvbench.protocol import ProtocolName
 from mtvbench.records import GenerationConfig
 from mtvbench.util.jsonio import loads_strict, read_text_file
 
@@ -67,8 +68,37 @@ _NOT_PRESET_VALUES = frozenset({"base_url", "api_key_env", "served_name", *OPERA
 RUN_SCHEMA_VERSION = 2
 #: keys a run directory's config.yaml carries besides the settings (so it can be passed to --config)
 #: what a run directory's config.yaml records besides the settings (read back, never a setting):
-#: the format, the version that wrote it, and the base URL each role actually called
-RECORD_KEYS = ("schema_version", "mtvbench_version", "endpoints")
+#: the format, the version that wrote it, the base URL each role actually called, and what the model was sent
+RECORD_KEYS = ("schema_version", "mtvbench_version", "endpoints", "inference_sent")
+#: the protocol of a new run directory
+DEFAULT_PROTOCOL: ProtocolName = "authors"
+#: the ``authors`` protocol's inference styles, by the authors' script they reproduce
+AUTHORS_SCRIPTS: dict[str, str] = {"qwen-script": "authors: eval/infer_qwen25vl.py",
+                                   "internvl-script": "authors: eval/infer_internvl.py"}
+#: settings that no longer exist -> what to use instead (one error, never silently ignored)
+REMOVED_SETTINGS: dict[str, str] = {
+    "prompt_style": "--prompt-style (prompt_style) was removed: use --protocol authors (the authors' released code, "
+                    "the default: their scripts' prompts for the Qwen and InternVL rows, eval.py's judge and scoring) "
+                    "or --protocol paper (Figure 15, Figure 17, unrounded scores)",
+}
+
+
+def stored_protocol(out: Path | str | None) -> ProtocolName | None:
+    """The protocol of the run directory ``out`` from its config.yaml: its ``protocol``, ``paper`` for a run
+    directory made before protocols existed, None when ``out`` is no run directory (yet) or unreadable."""
+    if out is None:
+        return None
+    path = Path(out) / "config.yaml"
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None  # reading the run directory later says what is wrong with it
+    if not isinstance(data, dict):
+        return None
+    found = data.get("protocol") or "paper"
+    return found if found in ("authors", "paper") else None  # type: ignore[return-value]
 
 
 def parse_tasks(value: Any) -> list[str]:
@@ -174,16 +204,22 @@ class RunConfig(BaseModel):
                                    "or offline (lexical matcher, pipeline checks only)")
     out: Path = Field(description="run directory (resumable)")
     context: ContextMode = Field("golden", description="golden | self | none")
-    #: ``paper`` (Figure 15) or ``authors`` (the authors' infer_qwen25vl.py prompt; part of the run's identity)
-    prompt_style: PromptStyle = Field("paper", description="paper (Figure 15) | authors (the authors' Qwen "
-                                                           "script's prompt, to reproduce their numbers)")
+    #: ``authors`` (the released code that made Table 2) or ``paper`` (the paper's text); None: the run
+    #: directory's own when it exists (``paper`` for one made before protocols existed), else ``authors``
+    protocol: ProtocolName | None = Field(None, description="authors (default: the authors' released code, "
+                                          "as Table 2 was made, so scores compare with it) | paper (the paper's "
+                                          "text read cleanly); a run directory keeps its own")
+    #: what the model under test is sent: Figure 15 (``paper``) or the authors' script for its row under the
+    #: ``authors`` protocol (``qwen-script``, ``internvl-script``); set from the preset, part of the identity
+    inference: InferenceStyle = "paper"
     frames: int = Field(128, ge=1, description="frames sampled uniformly over the whole video")
     max_side: int | None = Field(720, ge=16, description="longer side of a frame at most this (px)")
     frame_size: tuple[int, int] | None = Field(None, description="fixed frame size WxH, e.g. 448x448")
     jpeg_quality: int = Field(90, ge=10, le=100, description="JPEG quality of the sampled frames (10-100)")
     judge_runs: int = Field(3, ge=1, description="judge runs per turn, averaged")
-    judge_max_attempts: int = Field(3, ge=1, description="asks per judge run while the reply has no parseable "
-                                                         "verdict")
+    judge_max_attempts: int | None = Field(None, ge=1, description="asks per judge run while the reply cannot be "
+                                                                   "read (default: 5 under --protocol authors, as "
+                                                                   "eval.py; 3 under paper)")
     concurrency: int = Field(16, ge=1, description="model calls in flight")
     #: the memory bound of a run: raise it for more calls in flight on videos with few turns, or
     #: bigger batches of a local engine (hf/vllm) across videos
@@ -220,6 +256,12 @@ class RunConfig(BaseModel):
     @classmethod
     def _parse_tasks(cls, v: Any) -> Any:
         return None if v is None else parse_tasks(v)
+
+    @model_validator(mode="after")
+    def _resolve_protocol(self) -> RunConfig:
+        if self.protocol is None:
+            self.protocol = stored_protocol(self.out) or DEFAULT_PROTOCOL
+        return self
 
     @field_validator("frame_size", mode="before")
     @classmethod
@@ -258,6 +300,23 @@ class RunConfig(BaseModel):
         specs = (role, self.backend_spec, self.model) if role == "model" else (role, self.judge)
         return next((self.prices[k] for k in specs if k in self.prices), None)
 
+    @property
+    def protocol_name(self) -> ProtocolName:
+        return self.protocol or DEFAULT_PROTOCOL
+
+    @property
+    def inference_label(self) -> str:
+        """What the model under test is sent, in words (config.yaml, scores.json and every report say it)."""
+        if self.protocol_name == "paper":
+            return "paper (Figure 15)"
+        return AUTHORS_SCRIPTS.get(self.inference, "paper (no released script)")
+
+    @property
+    def keeps_thinking(self) -> bool:
+        """The answer judged is the whole reply, ``<think>`` text included: the authors' InternVL script splits it
+        off only in Think mode (which sets a system prompt); every other inference takes the text after it."""
+        return self.inference == "internvl-script" and not self.model_settings.system
+
     def identity(self) -> dict[str, Any]:
         """The settings that define what a stored answer or verdict means (checked on resume)."""
         identity: dict[str, Any] = {
@@ -267,8 +326,9 @@ class RunConfig(BaseModel):
                 include={*GenerationConfig.CALL_FIELDS, "system"}),
             "tasks": [t.value for t in self.selected_tasks],
         }
-        if self.prompt_style != "paper":  # absent for the default, so run directories made before it resume
-            identity["prompt_style"] = self.prompt_style
+        if self.protocol_name != "paper":  # absent for paper, so run directories made before protocols resume
+            identity["protocol"] = self.protocol_name
+            identity["inference"] = self.inference
         return identity
 
 
@@ -381,7 +441,8 @@ def preset_overrides(values: dict[str, Any], preset_settings: dict[str, Any], fr
 
 
 def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
-    """Resolve ``model`` through the preset registry (models/presets.yaml).
+    """Resolve the protocol (given, else the run directory's own, else ``authors``) and ``model`` through the
+    preset registry (models/presets.yaml).
 
     A preset supplies the backend spec, generation settings and frame settings of its paper
     row; every setting present in ``values`` (flags, YAML) wins over the preset's, and the ones
@@ -391,13 +452,18 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     from mtvbench.models.presets import get_preset, resolve_model
     from mtvbench.models.registry import UnknownModelError
 
+    values = dict(values)
+    if values.get("protocol") is None:
+        values["protocol"] = stored_protocol(values.get("out")) or DEFAULT_PROTOCOL
     if "model" not in values or values.get("model_spec"):
         return values
+    protocol = str(values["protocol"])
     model = str(values["model"])
     given = dict(values.get("model_settings") or {})
     given_extra = dict(given.pop("extra", None) or {})
     served_name = given_extra.pop("served_name", None)
-    spec, options, frames = resolve_model(model, served_name=None if served_name is None else str(served_name))
+    spec, options, frames = resolve_model(model, served_name=None if served_name is None else str(served_name),
+                                          protocol=protocol)
     out = dict(values)
     out["model_spec"] = spec
     preset_settings = options.model_dump(exclude_none=True, exclude_defaults=True)
@@ -410,7 +476,7 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     preset = get_preset(model)
     if preset is not None:
         out["preset_overrides"] = preset_overrides(values, {**preset_settings, "extra": options.extra}, frames)
-        preset.check_prompt_style(str(values.get("prompt_style", "paper")))
+        out.setdefault("inference", preset.inference(protocol))
         if (spec.startswith("openai:") and not preset.closed and not merged.get("base_url")
                 and not os.environ.get("OPENAI_BASE_URL")):
             how = f" (e.g. `{preset.serve}`)" if preset.serve else ""
@@ -569,4 +635,7 @@ def build_config(values: dict[str, Any], source: str = "settings", flags: Mappin
     if found != RUN_SCHEMA_VERSION:  # a run directory's config.yaml of another format
         raise ConfigError(f"{source}: field 'schema_version': run-directory format {found!r}, "
                           f"this mtvbench reads format {RUN_SCHEMA_VERSION}")
+    for key, message in REMOVED_SETTINGS.items():
+        if key in values:
+            raise ConfigError(f"{source}: {message}")
     return validate_settings(RunConfig, values, source, flags=flags, prepare=apply_preset)

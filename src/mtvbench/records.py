@@ -17,12 +17,10 @@ them needs another's module for a record.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mtvbench.data.schema import ChecklistItem
 from mtvbench.media.frames import VideoFrames
 from mtvbench.util.jsonio import YesNo
 from mtvbench.util.secrets import redact_secrets, scrub_secret_values
@@ -100,6 +98,14 @@ class GenerationRequest(BaseModel):
     frames: VideoFrames | None = None
     #: The dataset's answer for this round. Only the ``oracle`` baseline reads it.
     golden_answer: str | None = None
+    #: earlier turns sent as chat messages ``(user, assistant)`` before this one (the authors' InternVL
+    #: script); None: the history, if any, is inside ``prompt``
+    chat_history: list[tuple[str, str]] | None = None
+    #: the prompt text goes before the frames, and the message content is a list of parts (the message
+    #: shape of the authors' scripts: eval.py's judge call, infer_qwen25vl.py's text-then-video)
+    text_first: bool = False
+    #: judge the whole reply, ``<think>`` text included (the authors' InternVL script without Think mode)
+    keep_thinking: bool = False
     max_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
@@ -141,17 +147,15 @@ class JudgeVerdict(BaseModel):
     run: int
     status: JudgeStatus
     verdicts: dict[str, YesNo] | None = None
+    #: ``authors`` protocol: the reply's keys and values in the reply's own order, as text (the authors'
+    #: eval.py pairs them with the checklist by position and divides by their number)
+    reply: list[tuple[str, str]] | None = None
     raw: list[str] = Field(default_factory=list)
     attempts: int = 0
     error: str | None = None
     #: tokens and seconds of every attempt of this judge run, summed (for usage and cost)
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
-
-    def matches(self, items: Sequence[ChecklistItem]) -> int:
-        """How many items the verdicts answer as the checklist expects."""
-        assert self.verdicts is not None
-        return sum(1 for it in items if self.verdicts.get(it.answer_key) == it.expected)
 
 
 __all__ = ["GenerationConfig", "GenerationRequest", "GenerationResult", "JudgeStatus", "JudgeVerdict", "Outcome",

@@ -202,8 +202,9 @@ def test_frame_size_above_8192_is_one_error_naming_the_flag(tmp_path: Path) -> N
 
 
 def _overrides(tmp_path: Path, model: str = "qwen3-vl-8b-instruct", **values: object) -> list[str]:
+    # the paper protocol's preset values (the authors' Qwen script sets only max_new_tokens)
     return build_config({"data": tmp_path, "judge": "offline", "model": model, "out": tmp_path / "r",
-                         **values}).preset_overrides
+                         "protocol": "paper", **values}).preset_overrides
 
 
 def test_preset_values_overridden_are_recorded(tmp_path: Path) -> None:

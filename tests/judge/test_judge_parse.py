@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from mtvbench.data.schema import ChecklistItem
-from mtvbench.judge.verdicts import parse_verdicts
+from mtvbench.data.schema import ChecklistItem, Round
 from mtvbench.prompts import render_history, render_inference_prompt, render_judge_prompt
+from mtvbench.protocol.verdicts import parse_verdicts
 
 KEYS = ["A1", "A2", "A3", "A4", "A5"]
 
@@ -58,6 +58,7 @@ def _judge(url: str, max_attempts: int = 3):  # noqa: ANN202
 
 ITEMS = [ChecklistItem(key="Q1", question="Does the model state that the square is red?", expected="Yes"),
          ChecklistItem(key="Q2", question="Does the model state that the circle is green?", expected="No")]
+RND = Round(index=1, user="What is red?", assistant="The square.", model_turn=True, checklist=ITEMS)
 
 
 def test_judge_reasks_an_unparseable_reply_then_scores_it() -> None:
@@ -66,7 +67,7 @@ def test_judge_reasks_an_unparseable_reply_then_scores_it() -> None:
     from tests.support.openai_server import Faults, LoopbackServer, ServerState
 
     with LoopbackServer(ServerState(faults=Faults(malformed_judge_every=1))) as srv:
-        v = asyncio.run(_judge(srv.url).judge("the square is red", ITEMS, run=2))
+        v = asyncio.run(_judge(srv.url).judge("the square is red", RND, run=2))
         ids = [r["body"]["messages"][0]["content"] for r in srv.state.requests]
     assert v.status == "ok" and v.attempts == 2 and v.verdicts == {"A1": "Yes", "A2": "No"}
     assert len(v.raw) == 2 and "most of them are fine" in v.raw[0]
@@ -79,12 +80,12 @@ def test_judge_unparsed_after_the_bound_and_error_on_api_failure() -> None:
     from tests.support.openai_server import Faults, LoopbackServer, ServerState
 
     with LoopbackServer(ServerState(faults=Faults(always_malformed_judge=True))) as srv:
-        v = asyncio.run(_judge(srv.url, max_attempts=2).judge("the square is red", ITEMS, run=1))
+        v = asyncio.run(_judge(srv.url, max_attempts=2).judge("the square is red", RND, run=1))
         n = len(srv.state.requests)
     assert v.status == "unparsed" and v.verdicts is None and v.attempts == 2 and n == 2 and len(v.raw) == 2
     assert "A1, A2" in (v.error or "")
     with LoopbackServer(ServerState(unauthorized=True)) as srv:
-        e = asyncio.run(_judge(srv.url).judge("the square is red", ITEMS, run=1))
+        e = asyncio.run(_judge(srv.url).judge("the square is red", RND, run=1))
     assert e.status == "error" and e.attempts == 1 and "401" in (e.error or "") and e.raw == []
 
 

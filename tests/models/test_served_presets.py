@@ -69,7 +69,8 @@ def frame_sizes(body: dict[str, Any]) -> list[tuple[int, int]]:
 
 def test_qwen_preset_on_a_served_model(big_data: Path, cache: Path, tmp_path: Path) -> None:
     with LoopbackServer() as srv:
-        res = run_cli(big_data, tmp_path / "run", cache, "qwen3-vl-8b-instruct@openai", "--model-base-url", srv.url)
+        res = run_cli(big_data, tmp_path / "run", cache, "qwen3-vl-8b-instruct@openai", "--model-base-url", srv.url,
+                      "--protocol", "paper")
     assert res.exit_code == 0, res.output
     bodies = model_bodies(srv)
     assert len(bodies) == TURNS
@@ -91,7 +92,7 @@ def test_internvl_think_preset_on_a_served_model(big_data: Path, cache: Path, tm
     assert think is not None and think.system
     with LoopbackServer() as srv:
         res = run_cli(big_data, tmp_path / "run", cache, "internvl3.5-8b-think@openai", "--model-base-url", srv.url,
-                      "--model-option", "served_name=internvl-think", "--limit", "1")
+                      "--model-option", "served_name=internvl-think", "--limit", "1", "--protocol", "paper")
     assert res.exit_code == 0, res.output
     bodies = model_bodies(srv)
     assert len(bodies) == TURNS
@@ -107,7 +108,7 @@ def test_internvl_think_preset_on_a_served_model(big_data: Path, cache: Path, tm
 def test_frames_as_one_video_part(big_data: Path, cache: Path, tmp_path: Path) -> None:
     with LoopbackServer() as srv:
         res = run_cli(big_data, tmp_path / "run", cache, "qwen3-vl-4b-thinking@openai", "--model-base-url", srv.url,
-                      "--model-option", "video_part=true")
+                      "--model-option", "video_part=true", "--protocol", "paper")
     assert res.exit_code == 0, res.output
     for body in model_bodies(srv):
         parts = body["messages"][-1]["content"]
@@ -117,12 +118,11 @@ def test_frames_as_one_video_part(big_data: Path, cache: Path, tmp_path: Path) -
         assert body["max_tokens"] == 8196
 
 
-def test_authors_prompt_style_on_the_wire_and_in_the_run_identity(big_data: Path, cache: Path,
-                                                                  tmp_path: Path) -> None:
+def test_authors_protocol_on_the_wire_and_in_the_run_identity(big_data: Path, cache: Path, tmp_path: Path) -> None:
     with LoopbackServer() as srv:
-        res = run_cli(big_data, tmp_path / "run", cache, "qwen2.5-vl-7b@openai", "--model-base-url", srv.url,
-                      "--prompt-style", "authors")
-        assert res.exit_code == 0, res.output
+        res = run_cli(big_data, tmp_path / "run", cache, "qwen2.5-vl-7b@openai", "--model-base-url", srv.url)
+        assert res.exit_code == 0, res.output  # --protocol authors is the default
+        bodies = model_bodies(srv)
         texts = [r["text"] for r in srv.state.requests if not r["judge"]]
         summary_r3 = next(t for t in texts if t.endswith("Question 3 about the summary clip?"))
         history = []
@@ -132,9 +132,43 @@ def test_authors_prompt_style_on_the_wire_and_in_the_run_identity(big_data: Path
         assert summary_r3 == ("You're an AI assistant helping to answer questions about a video. Use the conversation "
                               f"history if helpful.\nConversation history:\n{history}\nCurrent question:\n"
                               "Question 3 about the summary clip?")
-        # answers made with another prompt style are never reused: the same run directory refuses paper
-        again = run_cli(big_data, tmp_path / "run", cache, "qwen2.5-vl-7b@openai", "--model-base-url", srv.url)
-    assert again.exit_code == 2 and "prompt_style" in again.output and "Traceback" not in again.output
+        for body in bodies:  # the script's message: the text first, then the video; only max_new_tokens is set
+            parts = body["messages"][-1]["content"]
+            assert parts[0]["type"] == "text" and {p["type"] for p in parts[1:]} == {"image_url"}
+            assert body["max_tokens"] == 1024
+            assert not {"temperature", "top_p", "top_k", "repetition_penalty"} & set(body)
+        config = (tmp_path / "run" / "config.yaml").read_text()
+        assert "protocol: authors" in config and "inference_sent: 'authors: eval/infer_qwen25vl.py'" in config
+        # answers made under another protocol are never reused: the same run directory refuses paper
+        again = run_cli(big_data, tmp_path / "run", cache, "qwen2.5-vl-7b@openai", "--model-base-url", srv.url,
+                        "--protocol", "paper")
+    assert again.exit_code == 2 and "protocol" in again.output and "Traceback" not in again.output
+
+
+def test_internvl_think_under_the_authors_protocol_gets_the_scripts_message(big_data: Path, cache: Path,
+                                                                           tmp_path: Path) -> None:
+    from mtvbench.prompts import internvl_think_system
+
+    with LoopbackServer() as srv:
+        res = run_cli(big_data, tmp_path / "run", cache, "internvl3.5-8b-think@openai", "--model-base-url", srv.url,
+                      "--model-option", "served_name=internvl-think", "--limit", "1", "--tasks", "CS")
+    assert res.exit_code == 0, res.output
+    bodies = model_bodies(srv)
+    assert bodies
+    for body in bodies:
+        msgs = body["messages"]
+        assert msgs[0] == {"role": "system", "content": internvl_think_system()}  # the script's own wording
+        assert "thorough but concise, remaining focused" in msgs[0]["content"]
+        last = msgs[-1]["content"][-1]["text"]
+        assert last.startswith("You're an AI assistant") and "Conversation history" not in last
+        earlier = msgs[1:-1]  # the earlier rounds as chat turns, as the script's HISTORY
+        assert [m["role"] for m in earlier] == ["user", "assistant"] * (len(earlier) // 2)
+        assert all(m["content"].startswith(("User: ", "Assistant: ")) for m in earlier)
+    # an earlier model turn's user message holds the text the script sent then: 128 frame lines and its prompt
+    late = max(bodies, key=lambda b: len(b["messages"]))
+    sent_before = [m["content"] for m in late["messages"][1:-1] if m["role"] == "user" and "<image>" in m["content"]]
+    assert sent_before and sent_before[0].startswith("User: Frame1: <image>\nFrame2: <image>\n")
+    assert sent_before[0].count("<image>") == 128 and "Current question:\n" in sent_before[0]
 
 
 def test_served_preset_without_server_url_is_one_clear_error(big_data: Path, cache: Path, tmp_path: Path,
@@ -148,19 +182,32 @@ def test_served_preset_without_server_url_is_one_clear_error(big_data: Path, cac
     assert not (tmp_path / "run").exists()  # nothing half-written
 
 
-def test_authors_style_refused_where_it_would_not_reproduce_the_authors(tmp_path: Path) -> None:
-    base = {"data": tmp_path, "judge": "offline", "out": tmp_path / "r", "prompt_style": "authors"}
-    with pytest.raises(ConfigError, match="infer_internvl.py sends no history block"):
-        build_config({**base, "model": "internvl3.5-8b-think"})
-    with pytest.raises(ConfigError, match="released no inference script"):
-        build_config({**base, "model": "minicpm-v4.5"})
-    assert build_config({**base, "model": "qwen3-vl-8b-thinking"}).prompt_style == "authors"
-    assert build_config({**base, "model": "openai:my-model"}).prompt_style == "authors"  # a plain spec: user's call
-    with pytest.raises(ConfigError, match="prompt_style"):
-        build_config({**base, "model": "oracle", "prompt_style": "fancy"})
-    paper = build_config({"data": tmp_path, "judge": "offline", "out": tmp_path / "r", "model": "oracle"})
-    assert paper.prompt_style == "paper" and "prompt_style" not in paper.identity()  # old run dirs still resume
-    assert build_config({**base, "model": "oracle"}).identity()["prompt_style"] == "authors"
+def test_protocol_picks_what_each_row_is_sent(tmp_path: Path) -> None:
+    base = {"data": tmp_path, "judge": "offline", "out": tmp_path / "r"}
+
+    def cfg(model: str, **kw: Any):  # noqa: ANN202
+        return build_config({**base, "model": model, **kw})
+
+    assert cfg("qwen3-vl-8b-thinking").inference == "qwen-script"
+    assert cfg("internvl3.5-8b-think").inference == "internvl-script"
+    assert cfg("minicpm-v4.5").inference == "paper"
+    assert cfg("minicpm-v4.5").inference_label == "paper (no released script)"
+    assert cfg("openai:my-model").inference == "paper" and cfg("openai:my-model").protocol == "authors"
+    assert cfg("qwen3-vl-8b-thinking", protocol="paper").inference == "paper"
+    assert cfg("qwen3-vl-8b-thinking", protocol="paper").inference_label == "paper (Figure 15)"
+    # Qwen rows under authors: max_new_tokens only, the rest is the checkpoint's (as the script leaves it)
+    authors = cfg("qwen3-vl-8b-instruct").model_settings
+    assert authors.max_tokens == 1024 and authors.temperature is None and authors.top_k is None
+    assert authors.extra["generation_defaults"] == "checkpoint"
+    paper = cfg("qwen3-vl-8b-instruct", protocol="paper").model_settings
+    assert (paper.temperature, paper.top_p, paper.top_k) == (0.7, 0.8, 20)
+    with pytest.raises(ConfigError, match="--prompt-style .* was removed: use --protocol"):
+        build_config({**base, "model": "oracle", "prompt_style": "authors"})
+    with pytest.raises(ConfigError, match="protocol"):
+        build_config({**base, "model": "oracle", "protocol": "fancy"})
+    old = build_config({**base, "model": "oracle", "protocol": "paper"})
+    assert "protocol" not in old.identity()  # run directories made before protocols still resume as paper
+    assert cfg("oracle").identity()["protocol"] == "authors"
 
 
 def test_given_extra_body_adds_to_the_presets(tmp_path: Path) -> None:

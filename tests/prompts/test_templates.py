@@ -1,10 +1,10 @@
-"""The inference prompt in both styles: paper Figure 15, and the authors' infer_qwen25vl.py prompt."""
+"""The inference prompt in its styles: paper Figure 15, and the authors' infer_qwen25vl.py prompt."""
 
 from __future__ import annotations
 
 import pytest
 
-from mtvbench.prompts import render_authors_history, render_inference_prompt
+from mtvbench.prompts import authors_history_lines, render_inference_prompt
 
 INTRO = "You're an AI assistant helping to answer questions about a video. Use the conversation history if helpful.\n"
 
@@ -21,12 +21,12 @@ def test_authors_style_is_the_python_list_repr_and_question_on_its_own_line() ->
     # per string (double quotes around a string holding an apostrophe, escaped apostrophe when both kinds
     # occur), escapes newlines and backslashes, keeps printable non-ASCII text
     history = [("What's \"this\"?", "It's a\nsquare"), ("Path C:\\x?", "Café ☕")]
-    p = render_inference_prompt(history, "And then?", "authors")
+    p = render_inference_prompt(history, "And then?", "qwen-script")
     assert p == (
         INTRO + "Conversation history:\n"
         "['User: What\\'s \"this\"?', \"Assistant: It's a\\nsquare\", 'User: Path C:\\\\x?', 'Assistant: Café ☕']"
         "\nCurrent question:\nAnd then?")
-    assert render_inference_prompt([], "First?", "authors") == (
+    assert render_inference_prompt([], "First?", "qwen-script") == (
         INTRO + "Conversation history:\n[]\nCurrent question:\nFirst?")
 
 
@@ -38,10 +38,10 @@ def test_authors_history_equals_the_scripts_fstring_of_its_list() -> None:
     for q, a in turns:
         dialogue_history.append(f"User: {q}")
         dialogue_history.append(f"Assistant: {a}")
-    assert render_authors_history(turns) == f"{dialogue_history}"
-    assert render_inference_prompt(turns, "{q}", "authors").endswith("\nCurrent question:\n{q}")
+    assert str(authors_history_lines(turns)) == f"{dialogue_history}"
+    assert render_inference_prompt(turns, "{q}", "qwen-script").endswith("\nCurrent question:\n{q}")
 
 
 def test_unknown_style_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown prompt style 'fancy'"):
+    with pytest.raises(ValueError, match="unknown inference style 'fancy'"):
         render_inference_prompt([], "q", "fancy")  # type: ignore[arg-type]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support.openai_server import Faults, LoopbackServer, ServerState
 from tests.support.run_helpers import cli, cli_run, model_requests, scores_of, settings
 
@@ -47,14 +49,16 @@ def test_unknown_task_is_a_config_error(dataset: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()
 
 
-def test_every_judge_call_unparsable_is_incomplete_and_exits_3(dataset: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("protocol", "why"), [("paper", "no parseable verdict"), ("authors", "the reply is not JSON")])
+def test_every_judge_call_unparsable_is_incomplete_and_exits_3(dataset: Path, tmp_path: Path, protocol: str,
+                                                               why: str) -> None:
     with LoopbackServer(ServerState(faults=Faults(always_malformed_judge=True))) as srv:
         res = cli_run(settings(dataset, tmp_path / "run", srv.url, tmp_path / "cache", judge_runs=1,
-                               judge_max_attempts=1))
+                               judge_max_attempts=1, protocol=protocol))
     assert res.exit_code == 3, res.output
     out = " ".join(res.output.split())
     assert "INCOMPLETE" in out and "no judge verdict at all" in out and "12 judge runs without a verdict" in out
-    assert "12 judge runs gave no parseable verdict" in out and "last judge failure: no parseable verdict" in out
+    assert "12 judge runs gave no parseable verdict" in out and f"last judge failure: {why}" in out
     s = scores_of(tmp_path / "run")
     assert not s["complete"] and s["status"] == "INCOMPLETE" and s["overall"] is None and s["overall_partial"] is None
     assert any("no judge verdict at all" in r for r in s["incomplete_reasons"])

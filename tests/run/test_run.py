@@ -108,11 +108,12 @@ def test_thinking_answers_keep_text_after_think(dataset: Path, tmp_path: Path) -
     assert all(r["raw_answer"].startswith("<think>") and r["reasoning"] == "let me look at the frames" for r in rows)
 
 
-def test_unparseable_judge_is_unscored_not_wrong(dataset: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("protocol", "attempts"), [("paper", 3), ("authors", 5)])
+def test_unparseable_judge_is_unscored_not_wrong(dataset: Path, tmp_path: Path, protocol: str, attempts: int) -> None:
     with LoopbackServer(ServerState(faults=Faults(always_malformed_judge=True))) as srv:
-        evaluate(cfg_for(dataset, tmp_path / "run", srv.url, tmp_path / "cache", limit=1))
+        evaluate(cfg_for(dataset, tmp_path / "run", srv.url, tmp_path / "cache", limit=1, protocol=protocol))
     judge = [r for r in srv.state.requests if r["judge"]]
-    assert len(judge) == 12 * 2 * 3  # bounded: 3 attempts per judge run, then unscored
+    assert len(judge) == 12 * 2 * attempts  # bounded: 3 (paper) or 5 (authors, as eval.py) asks per run, then unscored
     s = scores_of(tmp_path / "run")
     assert s["overall"] is None and s["counts"]["unscored_judge_runs"] == 24 and s["counts"]["scored_turns"] == 0
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from mtvbench.data.schema import ChecklistItem, Dialogue, Round, Task
+from mtvbench.protocol import get_protocol
 from mtvbench.records import JudgeVerdict
 from mtvbench.scoring.aggregate import bootstrap_ci, compute_scores, overall, task_means, turn_score
 
@@ -21,13 +22,16 @@ def test_overall_formula_matches_table2_gemini_pro() -> None:
     assert round(overall(row), 2) == 62.96
 
 
+RND = Round(index=1, user="u", assistant="a", model_turn=True, checklist=ITEMS)
+
+
 def test_turn_score_by_key_and_unscored_runs() -> None:
-    exp = [(it.answer_key, it.expected) for it in ITEMS]
-    ts = turn_score(exp, {0: v(0, "YYYYN"), 1: v(1, "YYYNN"), 2: v(2, "", status="unparsed")})
+    paper = get_protocol("paper")
+    ts = turn_score(RND, {0: v(0, "YYYYN"), 1: v(1, "YYYNN"), 2: v(2, "", status="unparsed")}, paper)
     assert ts.per_run == {0: 1.0, 1: 0.8}
     assert ts.score == pytest.approx(0.9)
     assert ts.unscored_runs == 1  # left out of the mean, never counted as wrong
-    assert turn_score(exp, {0: v(0, "", "error")}).score is None
+    assert turn_score(RND, {0: v(0, "", "error")}, paper).score is None
 
 
 def _dialogue(task: Task, n: int, scored: list[int]) -> Dialogue:

@@ -142,18 +142,28 @@ def _text_and_images(body: dict[str, Any]) -> tuple[str, int]:
     return text, n_img
 
 
+#: the judge prompt of the paper protocol (Figure 17) and of the authors protocol (eval.py's)
+_PAPER_JUDGE = re.compile(r"1\. Model Answer: (.*?)\n2\. Checklist:\n(.*?)\n\n", re.DOTALL)
+_AUTHORS_JUDGE = re.compile(r"### Model Answer:\n    (.*?)\n\n    ### Checklist:\n    (.*?)\n\n    \*\*Output Format",
+                            re.DOTALL)
+
+
+def is_judge_prompt(text: str) -> bool:
+    return text.lstrip().startswith(JUDGE_PREFIX)
+
+
 def judge_reply(prompt: str) -> str:
-    m = re.search(r"1\. Model Answer: (.*?)\n2\. Checklist:\n(.*?)\n\n", prompt, re.DOTALL)
+    m = _PAPER_JUDGE.search(prompt) or _AUTHORS_JUDGE.search(prompt)
     assert m, "judge prompt not in the expected form"
     answer, checklist = m.group(1), m.group(2)
-    qs = re.findall(r"^Q(\d+): (.*)$", checklist, re.MULTILINE)
+    qs = re.findall(r"^\s*Q(\d+): (.*)$", checklist, re.MULTILINE)
     verdicts = judge_items(answer, [q for _, q in qs])
     obj = {f"A{n}": ("Yes" if v else "No") for (n, _), v in zip(qs, verdicts)}
     return "Here is my evaluation:\n```json\n" + json.dumps(obj) + "\n```"
 
 
 def _question(prompt: str) -> str:
-    return prompt.rsplit("Current question: ", 1)[-1]
+    return re.split(r"Current question:[ \n]", prompt)[-1]
 
 
 @functools.lru_cache(maxsize=4)
@@ -270,7 +280,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw)
         key = hashlib.sha1(raw).hexdigest()
         text, n_img = _text_and_images(body)
-        is_judge = text.startswith(JUDGE_PREFIX)
+        is_judge = is_judge_prompt(text)
         with st.lock:
             st.attempts[key] += 1
             attempt = st.attempts[key]

@@ -230,7 +230,8 @@ def compare_run_dirs(dir_a: str | Path, dir_b: str | Path, *, n_boot: int = 1000
                             [d for d in rb.dscores if d.dialogue_id in keep],
                             n_boot=n_boot, seed=seed, name_a=na, name_b=nb, min_n=min_n)
     ca, cb = ra.config, rb.config
-    for what, x, y in (("judge", ca.judge, cb.judge), ("judge runs per turn", ca.judge_runs, cb.judge_runs),
+    for what, x, y in (("protocol", ca.protocol_name, cb.protocol_name), ("judge", ca.judge, cb.judge),
+                       ("judge runs per turn", ca.judge_runs, cb.judge_runs),
                        ("context", ca.context, cb.context),
                        ("frame settings", ca.frame_settings().key(), cb.frame_settings().key())):
         if x != y:
@@ -261,7 +262,7 @@ def command(
 ) -> None:
     """B - A per task and Overall, paired bootstrap over dialogues (95% CI, p-value, n per row).
 
-    Runs over different dialogues are refused; different judges or contexts are flagged; rows
+    Runs over different dialogues are refused; different protocols, judges or contexts are flagged; rows
     with fewer than --min-n paired dialogues in a task get no CI or p-value. Exit 3 when
     dialogues were left out or a run is incomplete."""
     if min_n < 1:

@@ -40,6 +40,7 @@ from mtvbench.render.leaderboard import (
     leaderboard_markdown_marked,
     ordered,
     overall_cell,
+    protocol_notes,
     row_values,
 )
 from mtvbench.scoring.aggregate import Scores, fmt
@@ -322,6 +323,7 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
     res.rows = [(n, r.scores) for n, r in zip(names, runs)]
     if any(r.config.judge == "offline" for r in runs):
         res.notes.append(OFFLINE_NOTE)
+    res.notes += protocol_notes(res.rows)
     incomplete = incomplete_notes(res.rows)
     res.notes += incomplete
     res.write("leaderboard.md", leaderboard_markdown_marked(res.rows)  # (it lists the incomplete runs itself)
@@ -330,9 +332,10 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
     res.write("leaderboard.tex", leaderboard_latex(res.rows))
     meta = _report_metadata(res, runs, metadata_file, scene_cache_dir, estimate_scenes)
     sections = [_leaderboard_section(res), *_breakdown_sections(res, runs, names, meta)]
-    runs_info = html_table(["Run", "Folder", "Model", "Judge", "Context", "Frames"],
-                           [[n, str(r.run_dir), r.config.model, f"{r.config.judge} x{r.config.judge_runs}",
-                             r.config.context, r.config.frame_settings().key()] for n, r in zip(names, runs)])
+    runs_info = html_table(["Run", "Folder", "Model", "Protocol", "Model sent", "Judge", "Context", "Frames"],
+                           [[n, str(r.run_dir), r.config.model, r.config.protocol_name, r.config.inference_label,
+                             f"{r.config.judge} x{r.config.judge_runs}", r.config.context,
+                             r.config.frame_settings().key()] for n, r in zip(names, runs)])
     sections.insert(0, Section("runs", "Runs", runs_info))
     rep = HtmlReport(title=title, sections=sections, notes=res.notes,
                      explorer=_explorer(runs, names, meta, thumbnails(_union(runs)[1], thumbs, runs=runs)))

@@ -13,7 +13,7 @@ from rich.progress import Progress as RichProgress
 from mtvbench.cli.common import fail
 from mtvbench.cli.data import check_dataset
 from mtvbench.cli.run_flags import run_flags, settings_from_flags, with_flags
-from mtvbench.config import build_config, load_yaml
+from mtvbench.config import REMOVED_SETTINGS, build_config, load_yaml
 from mtvbench.data.buildmeta import not_a_benchmark
 from mtvbench.extras import require_backend
 from mtvbench.render.console import (
@@ -159,6 +159,7 @@ def run(
     config: Annotated[Path | None, typer.Option(help="YAML file with the same settings (flags override it)")] = None,
     wait: Annotated[bool, typer.Option(help="wait for another process using --out instead of refusing")] = False,
     quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
+    prompt_style: Annotated[str | None, typer.Option("--prompt-style", hidden=True)] = None,
 ) -> None:
     """Evaluate a model on a dataset; rerun the same command to resume.
 
@@ -166,6 +167,8 @@ def run(
     openai:NAME, gemini:NAME, hf:PATH_OR_ID, vllm:PATH_OR_ID, oracle, refuse."""
     from mtvbench.run.evaluate import evaluate
 
+    if prompt_style is not None:
+        fail(REMOVED_SETTINGS["prompt_style"])
     values, origins = settings_from_flags(load_yaml(config) if config else {}, given, RUN_FLAGS)
     missing = [k for k in ("data", "model", "judge", "out") if k not in values]
     if missing:

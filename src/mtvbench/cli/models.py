@@ -14,6 +14,9 @@ from mtvbench.registry import RegistryError
 from mtvbench.render.console import FormatOption, OutputFormat, console, emit_json, print_tables, say, styled
 from mtvbench.render.tables import Col, TextTable, Value
 
+PROTOCOL_NOTE = ("--protocol authors (the default) sends each row what the authors' released script for it sends "
+                 "(Figure 15 where they released none) and scores as their eval.py; --protocol paper sends Figure 15 "
+                 "with the generation values shown.")
 UNCHECKED_NOTE = ("Generation values marked (unchecked) were not all seen at their source; `mtvbench models NAME` "
                   "shows the source of every value. Compare them before publishing numbers.")
 
@@ -28,16 +31,21 @@ def presets_table(presets: list[Preset]) -> TextTable:
     """One row per preset; the preset name (what ``--model`` takes) is never cut, and on a
     narrow terminal the detail columns are left out before anything else."""
     cols = [Col("preset", "id", key="name"), Col("paper row", key="display"), Col("backend : checkpoint", key="spec"),
+            Col("sent under --protocol authors", optional=True, key="authors"),
             Col("frames", "num", optional=True), Col("frame size", optional=True),
             Col("generation", optional=True), Col("system prompt", optional=True, key="system"),
             Col("paper overall", "num", key="paper_overall")]
     rows = []
     for p in presets:
         spec = p.spec() + (f"  (also @{', @'.join(p.alt_backends)})" if p.alt_backends else "")
-        rows.append([p.name, p.display, spec, p.frames, p.frame_overrides().rule(), p.generation.summary(),
-                     _system_label(p), p.paper.overall])
+        rows.append([p.name, p.display, spec, _authors_label(p), p.frames, p.frame_overrides().rule(),
+                     p.generation.summary(), _system_label(p), p.paper.overall])
     return TextTable(columns=cols, rows=rows, title="MT-Video-Bench model presets (paper Table 2)",
-                     notes=[UNCHECKED_NOTE, "`mtvbench models NAME` shows one preset in full."])
+                     notes=[PROTOCOL_NOTE, UNCHECKED_NOTE, "`mtvbench models NAME` shows one preset in full."])
+
+
+def _authors_label(p: Preset) -> str:
+    return f"eval/{p.authors_script}" if p.authors_script else "Figure 15 (no released script)"
 
 
 def _show(p: Preset) -> None:
@@ -49,10 +57,12 @@ def _show(p: Preset) -> None:
     lines.append(("checkpoint", p.checkpoint_source or "id not verified"))
     if p.serve:
         lines.append(("serve", f"{p.serve}  (then --model {p.name}@openai --model-base-url URL)"))
-    if p.authors_script:
-        lines.append(("authors", f"eval/{p.authors_script}"))
+    lines.append(("authors", f"--protocol authors sends: {_authors_label(p)}"))
     lines += [("frames", f"{p.frames}, {p.frame_overrides().rule()}"),
               ("generation", f"{p.generation.summary()}  (source: {p.generation.source})")]
+    if p.authors_generation is not None:
+        g = p.authors_generation
+        lines.append(("  authors", f"{g.summary()}  (source: {g.source})"))
     if p.options:
         lines.append(("options", json.dumps(p.options)))
     for label, value in lines:

@@ -121,7 +121,7 @@ class RayBuild:
         pool = ReplicaPool(ray, replica_class(ray, self.settings),
                            ReplicaSpec(spec=spec, options=opts.model_dump(mode="json"), env=env,
                                        concurrency=max(1, math.ceil(self.concurrency / n)), context="golden",
-                                       prompt_style="paper"), n)
+                                       style="paper", n_frames=0), n)
         infos = pool.start()
         self.replica_nodes += [info["node"] for info in infos]
         return RemoteBackend(ray, pool, infos[0]["name"], self.settings.max_retries)

@@ -16,14 +16,20 @@ Record values, error (E) or warning (W):
 - E ``event_index`` missing, ``true``/``false``, a list/object, a float (``1.5``, also
   ``2.0``: it would not match the checklist key ``"2"``), a negative integer or a blank string;
 - E ``round index`` missing, a bool, a float (``2.0``, ``2.5``), a non-numeric string, or < 1;
-- E a round key not of the form ``Round k``, or rounds not numbered 1..n;
+- E a round key not of the form ``Round k`` (k >= 1); W rounds not numbered 1..n in file order (a gap,
+  or out of order): the ``authors`` protocol takes answers by position as the authors' eval.py does;
 - E ``User`` (the question) missing, not text or blank: the model would be asked nothing;
 - E ``Assistant`` (the golden answer) missing or not text; W blank: it is only the history of
   later turns (and the ``oracle`` baseline), and the judge never reads it;
 - E ``Ability`` present but not text; a missing ``Ability`` makes the round context only in
   the four labelled tasks (the official rule);
 - E a checklist question blank or not text, an answer other than Yes/No; W ``yes``/``NO``
-  (read as Yes/No), a number of items other than 5, unknown keys in a checklist entry;
+  (read as Yes/No), a number of items other than 5, unknown keys in a checklist entry, a ``round index``
+  given as text (the authors' eval.py never matches it), a checklist on a round that is not a model turn,
+  two checklist entries for one round (the last is used, as eval.py does);
+
+Every round keeps its place in the file (``position``) and every checklist entry its keys and values
+as written (``checklist_raw``): the ``authors`` protocol (:mod:`mtvbench.protocol`) reads them.
 - E a video name that is empty or blank, or that would leave ``videos/``;
 - E a video that is missing, not a regular file, empty, not openable, without a video
   stream, without a decodable first frame, or truncated (:mod:`mtvbench.media.probe`);
@@ -48,7 +54,7 @@ import re
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
@@ -210,7 +216,7 @@ def _round_index(raw: Any) -> tuple[int | None, str]:
     """A checklist's ``round index``: an integer >= 1 or a string of digits (a quirk of the release)."""
     if raw is None or isinstance(raw, bool):
         return None, f"missing or invalid 'round index' (got {raw!r})"
-    if isinstance(raw, str) and raw.strip().isdigit():
+    if isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():
         raw = int(raw.strip())
     if not isinstance(raw, int):
         return None, f"'round index' must be an integer such as 3, got {raw!r}"
@@ -233,9 +239,20 @@ def _event_key(raw: Any) -> tuple[str | None, str]:
     return None, f"event_index is empty or blank (got {raw!r})"
 
 
+class _Entry(NamedTuple):
+    """One parsed checklist entry."""
+
+    round_index: int
+    items: list[ChecklistItem]
+    #: the ``Q*``/``A*`` keys and ``str()`` of their values, in file order (as eval.py reads them)
+    raw: list[tuple[str, str]]
+    #: ``round index`` was given as text
+    index_text: bool
+
+
 def _parse_checklist_entry(
     entry: Any, path: Path, video: str, event: str, col: _Collector
-) -> tuple[int, list[ChecklistItem]] | None:
+) -> _Entry | None:
     if not isinstance(entry, dict):
         col.add("error", path, "checklist entry is not an object", video=video, event=event)
         return None
@@ -290,12 +307,18 @@ def _parse_checklist_entry(
     if not items:
         ok = False
         col.add("error", path, f"round {round_index}: checklist has no items", **where)
-    return (round_index, items) if ok else None
+    index_text = isinstance(raw_round, str)
+    if ok and index_text:
+        col.add("warning", path, f"round {round_index}: 'round index' given as text ({raw_round!r}); the authors' "
+                "eval.py never matches it, so --protocol authors does not judge this checklist (as eval.py)",
+                field="round index", **where)
+    raw = [(str(k), str(v)) for k, v in entry.items() if str(k).startswith(("Q", "A"))]
+    return _Entry(round_index, items, raw, index_text) if ok else None
 
 
-def _load_checklists(root: Path, task: Task, col: _Collector) -> dict[tuple[str, str], dict[int, list[ChecklistItem]]]:
+def _load_checklists(root: Path, task: Task, col: _Collector) -> dict[tuple[str, str], dict[int, _Entry]]:
     path = root / "checklist" / f"{task.official_stem}_CheckList.json"
-    out: dict[tuple[str, str], dict[int, list[ChecklistItem]]] = {}
+    out: dict[tuple[str, str], dict[int, _Entry]] = {}
     if not path.exists():
         col.add("warning", path, "checklist file missing: no turn of this task will be scored")
         return out
@@ -319,12 +342,11 @@ def _load_checklists(root: Path, task: Task, col: _Collector) -> dict[tuple[str,
                 parsed = _parse_checklist_entry(entry, path, video, event, col)
                 if parsed is None:
                     continue
-                k, items = parsed
+                k = parsed.round_index
                 if k in per_round:
-                    col.add("error", path, f"duplicate checklist for round {k}", video=video, event=event,
-                            field="round index")
-                    continue
-                per_round[k] = items
+                    col.add("warning", path, f"two checklist entries for round {k}: the last one is used, as the "
+                            "authors' eval.py does", video=video, event=event, field="round index")
+                per_round[k] = parsed
     return out
 
 
@@ -366,16 +388,21 @@ def _parse_rounds(mtqa: Any, path: Path, video: str, event: str | None, task: Ta
             col.add("error", path, f"{name}: 'Ability' must be text", field=f"mtqa.{name}.Ability", **where)
             ok = False
             ability = None
+        if k < 1:
+            col.add("error", path, f"round key {name!r}: rounds are numbered from Round 1", field=f"mtqa.{name}",
+                    **where)
+            ok = False
+            continue
         if len(fields) == 2:
             rounds.append(Round(index=k, user=fields["User"], assistant=fields["Assistant"], ability=ability,
-                                model_turn=is_model_turn(task, ability)))
+                                model_turn=is_model_turn(task, ability), position=len(rounds)))
     if not ok:
         return None
-    indices = sorted(r.index for r in rounds)
-    if indices != list(range(1, len(indices) + 1)):
-        col.add("error", path, f"rounds must be numbered Round 1..Round n without gaps, got {indices}",
+    in_file = [r.index for r in rounds]
+    if in_file != list(range(1, len(in_file) + 1)):
+        col.add("warning", path, f"rounds are not numbered Round 1..Round n in file order (got {in_file}): "
+                "--protocol authors pairs round k with the answer at position k, as the authors' eval.py does",
                 field="mtqa", **where)
-        return None
     rounds.sort(key=lambda r: r.index)
     if not any(r.model_turn for r in rounds):
         col.add("warning", path, "no round is a model turn under this task's rule", field="mtqa", **where)
@@ -485,7 +512,7 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                 if rounds is None or event is None:
                     continue
                 per_round = checklists.get((video, event), {})
-                for k, items in per_round.items():
+                for k, ck in per_round.items():
                     rnd = next((r for r in rounds if r.index == k), None)
                     if rnd is None:
                         col.add("error", root / "checklist" / f"{task.official_stem}_CheckList.json",
@@ -495,10 +522,13 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                     used_checklists.add((video, event, k))
                     if not rnd.model_turn:
                         col.add("warning", root / "checklist" / f"{task.official_stem}_CheckList.json",
-                                f"checklist for round {k}, which is not a model turn (Ability={rnd.ability!r}); "
-                                "it is not evaluated", video=video, event=event, field="round index")
-                        continue
-                    rnd.checklist = items
+                                f"checklist for round {k}, which is not a model turn (Ability={rnd.ability!r}): "
+                                "not judged under --protocol paper; --protocol authors judges it against the "
+                                "placeholder answer, as the authors' eval.py does", video=video, event=event,
+                                field="round index")
+                    rnd.checklist = ck.items
+                    rnd.checklist_raw = ck.raw
+                    rnd.checklist_index_text = ck.index_text
                 d = Dialogue(task=task, video=video, event=event, rounds=rounds)
                 if d.id in seen_ids:
                     col.add("error", path, "duplicate dialogue id (same video and event_index twice)",

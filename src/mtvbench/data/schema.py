@@ -96,16 +96,49 @@ class ChecklistItem(BaseModel):
 
 
 class Round(BaseModel):
+    """One round of a dialogue. ``model_turn`` and the judging fields (``judged``, ``answer_round``,
+    ``placeholder_answer``, ``not_judged``) are the evaluation protocol's reading of the round
+    (:mod:`mtvbench.protocol`); the loader fills them by the paper's rule."""
+
     index: int = Field(ge=1, description="k of 'Round k'")
     user: str
     assistant: str
     ability: str | None = None
     model_turn: bool = False
     checklist: list[ChecklistItem] | None = None
+    #: 0-based place of the round in its file's ``mtqa`` object (None: unknown, taken as ``index - 1``)
+    position: int | None = None
+    #: the checklist entry as written: its ``Q*``/``A*`` keys in file order with ``str()`` of each value
+    #: (the authors' eval.py lists the questions and pairs the answers in this order)
+    checklist_raw: list[tuple[str, str]] | None = None
+    #: the checklist entry gave ``round index`` as text ("3"), which the authors' eval.py never matches
+    checklist_index_text: bool = False
+    #: this round's checklist is judged (None: the paper's rule, a model turn with a checklist)
+    judged: bool | None = None
+    #: the round whose model answer is judged against this round's checklist (None: this round)
+    answer_round: int | None = None
+    #: a fixed text judged instead of a model answer (the authors' placeholder for non-model rounds)
+    placeholder_answer: str | None = None
+    #: why a checklist of this round is not judged, when it has one and is not
+    not_judged: str | None = None
 
     @property
     def scored(self) -> bool:
+        """This round's checklist is judged (and scored)."""
+        if self.judged is not None:
+            return self.judged
         return self.model_turn and bool(self.checklist)
+
+    @property
+    def answer_index(self) -> int | None:
+        """The round whose model answer is judged for this round; None when a fixed placeholder is."""
+        if self.placeholder_answer is not None:
+            return None
+        return self.answer_round if self.answer_round is not None else self.index
+
+    @property
+    def file_position(self) -> int:
+        return self.position if self.position is not None else self.index - 1
 
 
 class Dialogue(BaseModel):
@@ -137,6 +170,20 @@ class Dialogue(BaseModel):
     @property
     def scored_turns(self) -> list[Round]:
         return [r for r in self.rounds if r.scored]
+
+    def earlier(self, rnd: Round) -> list[Round]:
+        """The rounds before ``rnd`` in this dialogue's order (the history of ``rnd``). The loader orders
+        rounds by index; the ``authors`` protocol by their place in the file, as the authors' scripts do."""
+        out = []
+        for r in self.rounds:
+            if r.index == rnd.index:
+                return out
+            out.append(r)
+        raise KeyError(f"{self.id} has no Round {rnd.index}")
+
+    def answer_turn_ids(self) -> set[str]:
+        """Turn ids whose model answer is judged (for this round or another one)."""
+        return {self.turn_id(i) for r in self.scored_turns if (i := r.answer_index) is not None}
 
 
 def dialogue_id(task: Task, video: str, event: str) -> str:

@@ -19,9 +19,8 @@ falls under the threshold; an answer that talks about something else shares few 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
-from mtvbench.data.schema import ChecklistItem
+from mtvbench.data.schema import Round
 from mtvbench.records import JudgeVerdict
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -85,7 +84,8 @@ class OfflineJudge:
     def __init__(self, threshold: float = 0.75):
         self.threshold = threshold
 
-    async def judge(self, answer: str, items: Sequence[ChecklistItem], run: int) -> JudgeVerdict:
+    async def judge(self, answer: str, rnd: Round, run: int) -> JudgeVerdict:
+        items = rnd.checklist or []
         verdicts = judge_items(answer, [it.question for it in items], self.threshold)
         return JudgeVerdict(run=run, status="ok", attempts=1,
                             verdicts={it.answer_key: ("Yes" if v else "No") for it, v in zip(items, verdicts)})

@@ -1,11 +1,10 @@
-"""What the run asks of a judge: one judge run over one answer and its checklist."""
+"""What the run asks of a judge: one judge run over one answer and a round's checklist."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol
 
-from mtvbench.data.schema import ChecklistItem
+from mtvbench.data.schema import Round
 from mtvbench.records import JudgeVerdict
 
 
@@ -15,6 +14,7 @@ class Judge(Protocol):
 
     name: str
 
-    async def judge(self, answer: str, items: Sequence[ChecklistItem], run: int) -> JudgeVerdict: ...
+    async def judge(self, answer: str, rnd: Round, run: int) -> JudgeVerdict:
+        """One judge run over ``answer`` against ``rnd``'s checklist."""
 
     async def aclose(self) -> None: ...

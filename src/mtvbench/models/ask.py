@@ -35,10 +35,12 @@ AskStatus = Literal["ok", "failed", "error"]
 
 @dataclass(frozen=True)
 class Rejected:
-    """What a check returns for an unusable reply: the problems, and optionally what it could read."""
+    """What a check returns for an unusable reply: the problems, and optionally what it could read.
+    ``final``: give up at once, without asking again (the authors' eval.py on a ``null`` reply)."""
 
     problems: list[str]
     partial: Any = None
+    final: bool = False
 
 
 #: parse and check one reply: the value, or :class:`Rejected`
@@ -113,6 +115,9 @@ async def ask(backend: ModelBackend, request: GenerationRequest, check: Check[T]
         if not isinstance(got, Rejected):
             return AskOutcome(status="ok", value=got, attempts=attempt, raw=raws, usage=usage, latency_s=latency)
         problems, partial = list(got.problems), got.partial
+        if got.final:
+            return AskOutcome(status="failed", problems=problems, attempts=attempt, raw=raws, partial=partial,
+                              usage=usage, latency_s=latency)
         prompt = policy.reprompt(request.prompt, problems)
     return AskOutcome(status="failed", problems=problems, attempts=policy.max_attempts, raw=raws, partial=partial,
                       usage=usage, latency_s=latency)

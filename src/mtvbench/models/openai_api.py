@@ -79,7 +79,10 @@ def request_body(params: dict[str, Any], frames: VideoFrames | None, video_part:
     text = json.dumps(body)
     if frames is not None:
         parts = frame_parts_json(frames, video_part)
-        text = text.replace(_FRAMES_JSON, parts, 1) if parts else text.replace(_FRAMES_JSON + ", ", "", 1)
+        if parts:
+            text = text.replace(_FRAMES_JSON, parts, 1)
+        else:  # no frames: the placeholder goes with its separator (after or before the text part)
+            text = text.replace(_FRAMES_JSON + ", ", "", 1).replace(", " + _FRAMES_JSON, "", 1)
     return text.encode()
 
 
@@ -90,16 +93,25 @@ def build_messages(request: GenerationRequest, system: str | None = None, video_
     as one video; recent vLLM versions keep at most ``--media-io-kwargs '{"video": {"num_frames": N}}'``
     frames of it, 32 by default, so start the server with ``num_frames`` -1), then the prompt;
     ``request.system`` or ``system`` first. With ``placeholder`` the frames are one placeholder
-    string that :func:`request_body` replaces with their JSON."""
+    string that :func:`request_body` replaces with their JSON. ``request.text_first``: the text part
+    first, content always a list (the authors' message shape); ``request.chat_history``: earlier turns as
+    user/assistant messages before the last one."""
     content: list[Any] = []
     if request.frames is not None:
         content += [_FRAMES] if placeholder else _frame_parts(request.frames, video_part)
-    content.append({"type": "text", "text": request.prompt})
+    text = {"type": "text", "text": request.prompt}
+    if request.text_first:
+        content.insert(0, text)
+    else:
+        content.append(text)
     messages: list[dict[str, Any]] = []
     system = request.system or system
     if system:
         messages.append({"role": "system", "content": system})
-    messages.append({"role": "user", "content": content if request.frames is not None else request.prompt})
+    for user, assistant in request.chat_history or []:
+        messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+    as_parts = request.frames is not None or request.text_first
+    messages.append({"role": "user", "content": content if as_parts else request.prompt})
     return messages
 
 

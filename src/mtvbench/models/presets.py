@@ -27,10 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.registry import UnknownModelError, known_prefixes, parse_spec
 from mtvbench.models.settings import BackendOptions
+from mtvbench.prompts import InferenceStyle, internvl_think_system
 
 BackendName = Literal["gemini", "openai", "hf", "vllm"]
 #: the authors' released inference scripts (NJU-LINK/MT-Video-Bench, eval/)
 AuthorsScript = Literal["infer_qwen25vl.py", "infer_internvl.py"]
+#: the inference style that reproduces each script (mtvbench.prompts)
+SCRIPT_STYLES: dict[str, InferenceStyle] = {"infer_qwen25vl.py": "qwen-script", "infer_internvl.py": "internvl-script"}
 #: generation keys that are not BackendOptions fields; they travel in ``options.extra``
 _EXTRA_GENERATION_KEYS = ("do_sample", "repetition_penalty", "presence_penalty")
 
@@ -47,6 +50,9 @@ class Generation(BaseModel):
     do_sample: bool | None = None
     repetition_penalty: float | None = None
     presence_penalty: float | None = None
+    #: every value not set here is the checkpoint's own (its generation_config.json), as the authors' Qwen
+    #: script leaves them: the hf backend passes only the values set, a server applies its own defaults
+    checkpoint_defaults: bool = False
     #: where every value comes from, with URLs
     source: str = ""
     #: True only when every value was seen at the URLs in ``source``
@@ -62,6 +68,8 @@ class Generation(BaseModel):
             value = getattr(self, key)
             if value is not None and not (self.do_sample is False and key in ("temperature", "top_p", "top_k")):
                 parts.append(f"{label}={value:g}" if isinstance(value, float) else f"{label}={value}")
+        if self.checkpoint_defaults:
+            parts.append("rest: checkpoint's")
         text = " ".join(parts) or "API default"
         return text if self.checked else text + " (unchecked)"
 
@@ -109,8 +117,10 @@ class Preset(BaseModel):
     checkpoint: str
     #: a URL where the checkpoint id was seen; None: not verified
     checkpoint_source: str | None = None
-    #: the authors' released inference script for this row (decides whether --prompt-style authors applies)
+    #: the authors' released inference script for this row: what ``--protocol authors`` sends it
     authors_script: AuthorsScript | None = None
+    #: the generation settings of the authors' script, when they differ from ``generation`` (the Qwen rows)
+    authors_generation: Generation | None = None
     #: the command that serves the checkpoint for ``<name>@openai``; None: no command was verified
     serve: str | None = None
     #: the hf family adapter (internvl, minicpm, videochat_flash, videollama3); None: generic path
@@ -146,9 +156,26 @@ class Preset(BaseModel):
         return FrameOverrides(num_frames=self.frames, max_side=None if self.size else self.max_side,
                               size=self.size)
 
-    def backend_options(self, backend: str | None = None) -> BackendOptions:
+    def inference(self, protocol: str) -> InferenceStyle:
+        """What the row is sent under ``protocol``: its authors' script, else Figure 15."""
+        if protocol == "authors" and self.authors_script is not None:
+            return SCRIPT_STYLES[self.authors_script]
+        return "paper"
+
+    def generation_for(self, protocol: str) -> Generation:
+        if protocol == "authors" and self.authors_generation is not None:
+            return self.authors_generation
+        return self.generation
+
+    def system_for(self, protocol: str) -> str | None:
+        """The system prompt: under ``authors`` the InternVL3.5 Think rows get infer_internvl.py's own text."""
+        if protocol == "authors" and self.system and self.authors_script == "infer_internvl.py":
+            return internvl_think_system()
+        return self.system
+
+    def backend_options(self, backend: str | None = None, protocol: str = "paper") -> BackendOptions:
         b = backend or self.backend
-        g = self.generation
+        g = self.generation_for(protocol)
         opts = dict(self.options) if b == self.backend else {}
         if b == "openai":
             opts.update(self.openai_options)
@@ -157,29 +184,15 @@ class Preset(BaseModel):
         extra: dict[str, Any] = {k: getattr(g, k) for k in _EXTRA_GENERATION_KEYS if getattr(g, k) is not None}
         if self.family and b == "hf":
             extra["family"] = self.family
+        if g.checkpoint_defaults:
+            extra["generation_defaults"] = "checkpoint"
         extra.update(opts)
         temperature = g.temperature
         if g.do_sample is False and b in ("vllm", "openai"):
             temperature = 0.0  # greedy
         return BackendOptions(base_url=base_url, api_key_env=api_key_env, max_tokens=g.max_new_tokens,
-                              temperature=temperature, top_p=g.top_p, top_k=g.top_k, system=self.system,
+                              temperature=temperature, top_p=g.top_p, top_k=g.top_k, system=self.system_for(protocol),
                               extra=extra)
-
-    def check_prompt_style(self, style: str) -> None:
-        """Refuse ``--prompt-style authors`` where it would not reproduce the authors' run."""
-        if style != "authors" or self.authors_script == "infer_qwen25vl.py":
-            return
-        if self.authors_script == "infer_internvl.py":
-            raise UnknownModelError(
-                f"--prompt-style authors is not available for '{self.name}': the authors' infer_internvl.py "
-                "sends no history block but passes the earlier rounds as chat turns, and for the rounds it asked "
-                "it stores its whole 128-frame prompt as the user text of the turn, so InternVL's chat() puts "
-                "the frames into the first such turn; mtvbench does not reproduce that. Use --prompt-style paper")
-        raise UnknownModelError(
-            f"--prompt-style authors is not available for '{self.name}': the authors released no inference "
-            "script for it (only infer_qwen25vl.py for the Qwen rows and infer_internvl.py). Use --prompt-style "
-            f"paper, or give the backend spec (e.g. --model hf:{self.checkpoint}) to apply the Qwen script's "
-            "prompt format anyway")
 
 
 class PresetFile(BaseModel):
@@ -213,7 +226,7 @@ def get_preset(name: str) -> Preset | None:
     return _load()[1].get(_norm(name.partition("@")[0]))
 
 
-def resolve_model(spec: str, checkpoint: str | None = None, served_name: str | None = None
+def resolve_model(spec: str, checkpoint: str | None = None, served_name: str | None = None, protocol: str = "paper"
                   ) -> tuple[str, BackendOptions, FrameOverrides | None]:
     """``--model`` value -> (backend spec, backend options, frame settings of the preset or None).
 
@@ -221,7 +234,8 @@ def resolve_model(spec: str, checkpoint: str | None = None, served_name: str | N
     preset; ``hf:/path``, ``openai:NAME``, ``oracle`` ... pass through with default options and no frame
     overrides. ``checkpoint`` runs a preset's settings on another copy of its weights (a local
     directory); ``served_name`` is the model name an OpenAI-compatible server exposes the checkpoint
-    under (default: the checkpoint id, which is what ``vllm serve <checkpoint>`` exposes).
+    under (default: the checkpoint id, which is what ``vllm serve <checkpoint>`` exposes). ``protocol``
+    picks the preset's settings of that protocol (the authors' script's under ``authors``).
     Explicit command-line settings should be applied on top of the returned options.
     """
     name, _, backend = spec.partition("@")
@@ -231,7 +245,7 @@ def resolve_model(spec: str, checkpoint: str | None = None, served_name: str | N
         if served_name is not None and (b or preset.backend) != "openai":
             raise UnknownModelError(f"served_name names the model on an OpenAI-compatible server: use "
                                     f"'{preset.name}@openai' with it, not '{spec}'")
-        return (preset.spec(b, served_name or checkpoint), preset.backend_options(b),
+        return (preset.spec(b, served_name or checkpoint), preset.backend_options(b, protocol),
                 preset.frame_overrides())
     prefix, _ = parse_spec(spec)
     if checkpoint is not None or served_name is not None:

@@ -1,27 +1,42 @@
-"""The paper's prompt templates, rendered in one place for every backend and judge."""
+"""Prompt texts, rendered in one place for every backend and judge: the paper's templates
+(:mod:`.templates`, :mod:`.generation`) and the authors' released ones (:mod:`.authors`)."""
 
+from mtvbench.prompts.authors import (
+    authors_history_lines,
+    internvl_frame_prefix,
+    internvl_script_history,
+    internvl_think_system,
+    placeholder_answer,
+    render_authors_judge_prompt,
+    render_internvl_script_prompt,
+    render_qwen_script_prompt,
+)
 from mtvbench.prompts.templates import (
-    AUTHORS_INFERENCE_TEMPLATE,
+    INFERENCE_STYLES,
     INFERENCE_TEMPLATE,
     JUDGE_TEMPLATE,
-    PROMPT_STYLES,
-    PromptStyle,
+    InferenceStyle,
     history_lines,
-    render_authors_history,
     render_history,
     render_inference_prompt,
     render_judge_prompt,
 )
 
 __all__ = [
-    "AUTHORS_INFERENCE_TEMPLATE",
+    "INFERENCE_STYLES",
     "INFERENCE_TEMPLATE",
     "JUDGE_TEMPLATE",
-    "PROMPT_STYLES",
-    "PromptStyle",
+    "InferenceStyle",
+    "authors_history_lines",
     "history_lines",
-    "render_authors_history",
+    "internvl_frame_prefix",
+    "internvl_script_history",
+    "internvl_think_system",
+    "placeholder_answer",
+    "render_authors_judge_prompt",
     "render_history",
     "render_inference_prompt",
+    "render_internvl_script_prompt",
     "render_judge_prompt",
+    "render_qwen_script_prompt",
 ]

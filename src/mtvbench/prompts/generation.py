@@ -302,8 +302,17 @@ def render_generation_prompt(task: Task) -> str:
     )
 
 
+_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def number_word(n: int) -> str:
+    """``4`` -> ``four`` (Figure 16 spells the count of "Yes" questions), digits above ten."""
+    return _NUMBER_WORDS[n] if 0 <= n < len(_NUMBER_WORDS) else str(n)
+
+
 def render_checklist_prompt(question: str, answer: str, n: int = 5) -> str:
-    """Figure 16 plus the JSON format line."""
+    """Figure 16 plus the JSON format line (``{MAXNUM}`` = ``n``; "four" "Yes" questions spelled as the paper
+    does for ``n`` = 5)."""
     shape = "{" + ", ".join(f'"Q{i}": "...", "A{i}": "Yes/No"' for i in range(1, n + 1)) + "}"
-    return CHECKLIST_TEMPLATE.format(question=question, gt=answer, maxnum=n, n_yes=max(n - 1, 0)) + \
+    return CHECKLIST_TEMPLATE.format(question=question, gt=answer, maxnum=n, n_yes=number_word(max(n - 1, 0))) + \
         CHECKLIST_FORMAT.format(shape=shape)

@@ -78,19 +78,32 @@ def incomplete_notes(rows: Sequence[tuple[str, Scores]]) -> list[str]:
 def _detail(name: str, s: Scores) -> str:
     ci = s.ci95.get("overall")
     ci_txt = f"95% CI of Overall [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "no CI of Overall"
-    return (f"{name}: {s.status}; judge {s.judge} x{s.judge_runs} (spread of Overall across runs: "
-            f"sd {fmt(s.judge_run_std)}), context {s.context}, {ci_txt}; {counts_summary(s.counts)}")
+    return (f"{name}: {s.status}; protocol {s.protocol} (model sent: {s.inference}); judge {s.judge} "
+            f"x{s.judge_runs} (spread of Overall across runs: sd {fmt(s.judge_run_std)}), context {s.context}, "
+            f"{ci_txt}; {counts_summary(s.counts)}")
+
+
+def protocol_notes(rows: Sequence[tuple[str, Scores]]) -> list[str]:
+    """One line when rows were scored under different protocols (their numbers do not compare)."""
+    found = sorted({s.protocol for _, s in rows})
+    if len(found) < 2:
+        return []
+    which = "; ".join(f"{p}: {', '.join(n for n, s in rows if s.protocol == p)}" for p in found)
+    return [f"These runs were scored under different protocols ({which}); their numbers are not comparable: "
+            "rerun them under one --protocol."]
 
 
 def leaderboard_markdown(rows: Sequence[tuple[str, Scores]], note: str | None = None) -> str:
     """Table 2 layout in Markdown with a Status column and one detail line per run."""
     rows = ordered(rows)
-    lines = ["| Model | " + " | ".join(COLUMNS) + " | Status |", "|---" + "|---:" * len(COLUMNS) + "|---|"]
+    lines = ["| Model | " + " | ".join(COLUMNS) + " | Protocol | Status |",
+             "|---" + "|---:" * len(COLUMNS) + "|---|---|"]
     for name, s in rows:
         cells = [overall_cell(s)] + [fmt(v) for v in row_values(s)[1:]]
-        lines.append(f"| {markdown(name)} | " + " | ".join(cells) + f" | {_status_md(s)} |")
+        lines.append(f"| {markdown(name)} | " + " | ".join(cells) + f" | {markdown(s.protocol)} | {_status_md(s)} |")
     lines.append("")
     lines += ["- " + markdown(_detail(name, s)) for name, s in rows]
+    lines += ["", *("> " + markdown(n) for n in protocol_notes(rows))] if protocol_notes(rows) else []
     lines += _incomplete_md(rows)
     if note:
         lines += ["", "> " + markdown(note)]
@@ -173,12 +186,14 @@ def leaderboard_markdown_marked(rows: Sequence[tuple[str, Scores]], ci: bool = T
     """Table 2 layout in Markdown: best **bold**, second <u>underlined</u>, CI under each value."""
     rows = ordered(rows)
     ranks = column_ranks(rows)
-    lines = ["| Model | " + " | ".join(COLUMNS) + " | Status |", "|---" + "|---:" * len(COLUMNS) + "|---|"]
+    lines = ["| Model | " + " | ".join(COLUMNS) + " | Protocol | Status |",
+             "|---" + "|---:" * len(COLUMNS) + "|---|---|"]
     for (name, s), rk in zip(rows, ranks):
         cells = marked_cells(s, rk, ("**{}**", "<u>{}</u>"), " [{}, {}]" if ci else None)
-        lines.append(f"| {markdown(name)} | " + " | ".join(cells) + f" | {_status_md(s)} |")
+        lines.append(f"| {markdown(name)} | " + " | ".join(cells) + f" | {markdown(s.protocol)} | {_status_md(s)} |")
     lines += ["", "Best in **bold**, second <u>underlined</u>; [lo, hi] = 95% bootstrap CI over dialogues. "
               + RANK_RULE]
+    lines += ["", *("> " + markdown(n) for n in protocol_notes(rows))] if protocol_notes(rows) else []
     lines += _incomplete_md(rows)
     return "\n".join(lines) + "\n"
 
@@ -198,8 +213,9 @@ def leaderboard_csv(rows: Sequence[tuple[str, Scores]]) -> str:
     header = ["model"]
     for c in COLUMNS:
         header += [c, f"{c}_ci_lo", f"{c}_ci_hi", f"{c}_mark"]
-    header += ["status", "overall_partial", "tasks_scored", "incomplete_reasons", "judge", "judge_runs", "context",
-               "dialogues", "scored_turns", "unscored_judge_runs", "missing_responses", "judge_run_std"]
+    header += ["status", "overall_partial", "tasks_scored", "incomplete_reasons", "protocol", "inference", "judge",
+               "judge_runs", "context", "dialogues", "scored_turns", "unscored_judge_runs", "missing_responses",
+               "judge_run_std"]
     w.writerow(header)
     for (name, s), rk in zip(rows, ranks):
         row: list[str] = [csv_cell(name)]
@@ -208,7 +224,8 @@ def leaderboard_csv(rows: Sequence[tuple[str, Scores]]) -> str:
             row += [csv_cell(v), csv_cell(c[0]) if c else "", csv_cell(c[1]) if c else "",
                     {1: "best", 2: "second"}.get(rk[j] or 0, "")]
         row += [s.status, csv_cell(s.overall_partial), csv_cell(s.tasks_scored),
-                csv_cell("; ".join(s.incomplete_reasons)), csv_cell(s.judge), csv_cell(s.judge_runs),
+                csv_cell("; ".join(s.incomplete_reasons)), csv_cell(s.protocol), csv_cell(s.inference),
+                csv_cell(s.judge), csv_cell(s.judge_runs),
                 csv_cell(s.context), csv_cell(s.counts.dialogues), csv_cell(s.counts.scored_turns),
                 csv_cell(s.counts.unscored_judge_runs), csv_cell(s.counts.missing_responses),
                 csv_cell(s.judge_run_std)]
@@ -242,6 +259,9 @@ def leaderboard_latex(rows: Sequence[tuple[str, Scores]], ci: bool = True,
     note = " The best and second-best values are in bold and underlined."
     if ci:
         note += " Brackets: 95\\% bootstrap CI over dialogues."
+    protocols = sorted({s.protocol for _, s in rows})
+    note += (f" Scored under the {protocols[0]} protocol." if len(protocols) == 1
+             else " " + " ".join(protocol_notes(rows)))
     lines += [r"\bottomrule", r"\end{tabular}"]
     notes = incomplete_notes(rows)
     if notes:

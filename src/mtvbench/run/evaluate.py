@@ -28,6 +28,7 @@ from mtvbench.media.frames import VideoError
 from mtvbench.models.backend import ModelBackend
 from mtvbench.models.registry import create_backend
 from mtvbench.models.resilience import CircuitOpenError
+from mtvbench.protocol import get_protocol
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.lock import RunLock
 from mtvbench.run.rescore import score_dir
@@ -56,7 +57,8 @@ def check_tasks(bench: Benchmark, cfg: RunConfig) -> None:
         elif not checklist.exists():
             problems.append(f"{t.abbr} ({t.value}): checklist file missing: {checklist}")
         elif not any(d.scored_turns for d in dialogues):
-            problems.append(f"{t.abbr} ({t.value}): no model turn has a checklist entry in {checklist}")
+            problems.append(f"{t.abbr} ({t.value}): no checklist entry of {checklist} is judged under --protocol "
+                            f"{cfg.protocol_name}")
     if problems:
         usable = [t.abbr for t in cfg.selected_tasks if any(d.scored_turns for d in bench.by_task(t))]
         hint = ("to evaluate a subset on purpose, select it with --tasks"
@@ -121,7 +123,8 @@ def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = F
     run_dir = Path(cfg.out)
     if run_dir.exists() and not run_dir.is_dir():
         raise RunDirError(f"{run_dir}: --out is a file; it must be a run directory (new or existing)")
-    full = load_benchmark(cfg.data, tasks=cfg.selected_tasks)
+    protocol = get_protocol(cfg.protocol_name)
+    full = protocol.apply_all(load_benchmark(cfg.data, tasks=cfg.selected_tasks))
     check_tasks(full, cfg)
     bench = full.limit(cfg.limit)
     video_keys = {v: _video_key(p) for v, p in sorted(bench.videos.items())}
@@ -132,7 +135,7 @@ def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = F
         model = (create_backend if executor is None else executor.driver_model)(
             cfg.backend_spec, cfg.model_settings.backend_options())
         judge = create_judge(cfg.judge, cfg.judge_settings.backend_options(), cfg.judge_max_attempts,
-                             cfg.judge_settings.temperature)
+                             cfg.judge_settings.temperature, protocol)
         keys = RunKeys(cfg, video_keys, reads_golden=bool(getattr(model, "reads_golden_answer", False)))
         if executor is not None:
             executor.start(len(bench.videos))  # model replicas up before the run directory exists

@@ -3,7 +3,8 @@
 A stored model response is valid only for the exact input that produced it. Its
 *fingerprint* is a hash over named *parts*:
 
-- ``prompt``: the rendered Figure 15 prompt with its history (in self context with a
+- ``prompt``: the rendered inference prompt (Figure 15, or the authors' script's, with its chat turns)
+  and its history (in self context with a
   placeholder for each of the model's own earlier answers, which ``answers`` covers), and,
   to say *why* it changed, ``question`` and ``history`` (golden context: every earlier
   round's User and dataset Assistant text; self context: the earlier User texts; none:
@@ -17,7 +18,8 @@ A stored model response is valid only for the exact input that produced it. Its
 A judge verdict is valid only for the exact answer and checklist it judged: ``answer``,
 ``checklist`` (the item keys and questions the judge saw; the expected Yes/No is applied
 at scoring time, so flipping it re-scores without re-judging), ``judge`` (spec and
-settings) and ``prompt`` (the rendered Figure 17 prompt, with a placeholder answer).
+settings) and ``prompt`` (the protocol's judge prompt, with a placeholder answer). A judged round whose
+answer is another round's (``authors`` protocol) or the authors' fixed placeholder is bound to that text.
 
 Everything except ``answers`` (responses) and ``answer`` (verdicts) is known before any
 call; its hash is the *input key*, stored per turn in ``benchmark.json``. The fingerprint
@@ -40,9 +42,9 @@ from pydantic import BaseModel, ConfigDict
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Dialogue, Round
 from mtvbench.models.settings import OPERATIONAL_OPTIONS
-from mtvbench.prompts import render_inference_prompt, render_judge_prompt
+from mtvbench.protocol import get_protocol
 from mtvbench.records import GenerationConfig, JudgeVerdict
-from mtvbench.run.plan import history_for, rounds_to_call
+from mtvbench.run.plan import build_request, request_text, rounds_to_call
 
 #: why a stored response no longer matches, by the first part that differs (in this order)
 RESPONSE_REASONS: dict[str, str] = {
@@ -116,7 +118,9 @@ class RunKeys:
 
     def __init__(self, cfg: RunConfig, video_keys: Mapping[str, str], reads_golden: bool = False):
         self.context = cfg.context
-        self.prompt_style = cfg.prompt_style
+        self.style = cfg.inference
+        self.n_frames = cfg.frames
+        self.protocol = get_protocol(cfg.protocol_name)
         self.video_keys = dict(video_keys)
         self.reads_golden = reads_golden
         ms = cfg.model_settings
@@ -135,7 +139,7 @@ class RunKeys:
 
     # responses --------------------------------------------------------------------------
     def input_parts(self, d: Dialogue, r: Round) -> dict[str, str]:
-        earlier = [x for x in d.rounds if x.index < r.index]
+        earlier = d.earlier(r)
         history: list[Any]
         if self.context == "golden":
             history = [[x.user, x.assistant] for x in earlier]
@@ -144,10 +148,9 @@ class RunKeys:
         else:
             history = []
         placeholders = {x.index: f"<the model's answer to round {x.index}>" for x in earlier}
-        prompt = render_inference_prompt(history_for(d, r.index, self.context, placeholders), r.user,
-                                         self.prompt_style)
+        request = build_request(d, r, self.context, None, placeholders, self.style, self.n_frames)
         parts = {**self.common, "video": self.video_keys.get(d.video, ""), "question": digest(r.user),
-                 "history": digest(history), "prompt": digest(prompt)}
+                 "history": digest(history), "prompt": digest(request_text(request))}
         if self.reads_golden:
             parts["golden"] = digest(r.assistant)
         return parts
@@ -161,7 +164,7 @@ class RunKeys:
         answers = None
         if self.context == "self":
             own = own_answers or {}
-            answers = answers_digest([own[x.index] for x in d.rounds if x.index < r.index])
+            answers = answers_digest([own[x.index] for x in d.earlier(r)])
         fp = response_fingerprint(digest(parts), answers)
         return ResultKey(fingerprint=fp, parts={**parts, "answers": answers or ""})
 
@@ -169,7 +172,7 @@ class RunKeys:
     def judge_parts(self, r: Round) -> dict[str, str]:
         items = r.checklist or []
         return {**self.judge_common, "checklist": digest([[it.key, it.question] for it in items]),
-                "prompt": digest(render_judge_prompt("<the answer>", items))}
+                "prompt": digest(self.protocol.judge_prompt("<the answer>", r))}
 
     def judge_key(self, r: Round) -> str:
         return digest(self.judge_parts(r))
@@ -232,6 +235,7 @@ def current_results(dialogues: Sequence[Dialogue], context: str, turn_keys: Mapp
     cur = Current()
     for d in dialogues:
         own: list[str] = []
+        answers: dict[int, str] = {}
         chain_ok = True
         for r in rounds_to_call(d, context):
             tid = d.turn_id(r.index)
@@ -245,14 +249,19 @@ def current_results(dialogues: Sequence[Dialogue], context: str, turn_keys: Mapp
                 if rows:
                     cur.stale_responses[tid] = _latest(rows.values())  # type: ignore[assignment]
                 cur.superseded_responses += len(rows)
-                cur.superseded_verdicts += sum(v["verdict"].status in final_judge for v in v_by_tid.get(tid, []))
                 continue
             cur.responses[tid] = row
             cur.superseded_responses += len(rows) - 1
             own.append(row["text"])
-            if tid not in judge_keys:
+            answers[r.index] = row["text"]
+        for r in d.scored_turns:
+            tid = d.turn_id(r.index)
+            source = r.answer_index
+            answer = r.placeholder_answer if source is None else answers.get(source)
+            if answer is None or tid not in judge_keys:  # no valid answer to judge (yet)
+                cur.superseded_verdicts += sum(v["verdict"].status in final_judge for v in v_by_tid.get(tid, []))
                 continue
-            vfp = verdict_fingerprint(judge_keys[tid], digest(row["text"]))
+            vfp = verdict_fingerprint(judge_keys[tid], digest(answer))
             runs: dict[int, JudgeVerdict] = {}
             stale: dict[int, list[dict[str, Any]]] = {}
             for vrow in v_by_tid.get(tid, []):

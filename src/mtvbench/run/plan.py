@@ -1,10 +1,18 @@
-"""Which rounds need a model call, and what history each call sees.
+"""Which rounds need a model call, and what each call sees.
 
-- ``golden`` (paper default): history = every earlier round's User text and the dataset's
-  Assistant text; only scored model turns are called (each call is independent).
-- ``self``: history = the model's own earlier answers, so every round up to the last scored
-  one is generated, in order.
-- ``none``: no history; only scored model turns are called.
+The dialogues here are read by the run's protocol (:meth:`mtvbench.protocol.EvalProtocol.apply`): their
+rounds are in history order, and each judged round names the round whose answer it judges (its own, another
+one's under the ``authors`` protocol, or a fixed placeholder that needs no call).
+
+- ``golden`` (paper default): history = every earlier round's User text and the dataset's Assistant text;
+  only the rounds whose answers are judged are called (each call is independent).
+- ``self``: history = the model's own earlier answers, so every round up to the last one whose answer is
+  judged is generated, in order.
+- ``none``: no history; only the rounds whose answers are judged are called.
+
+The text of a call is the run's inference style (:mod:`mtvbench.prompts.templates`): Figure 15, or the
+prompt and message shape of the authors' script for the model (``qwen-script``: text before the video;
+``internvl-script``: earlier rounds as chat turns, as that script builds them).
 """
 
 from __future__ import annotations
@@ -14,23 +22,25 @@ from collections.abc import Mapping
 from mtvbench.config import ContextMode
 from mtvbench.data.schema import Dialogue, Round
 from mtvbench.media.frames import VideoFrames
-from mtvbench.prompts import PromptStyle, render_inference_prompt
+from mtvbench.prompts import InferenceStyle, internvl_script_history, render_inference_prompt
 from mtvbench.records import GenerationRequest
 
 
 def rounds_to_call(dialogue: Dialogue, context: ContextMode) -> list[Round]:
-    scored = dialogue.scored_turns
-    if not scored:
+    """The rounds the model is asked, in order."""
+    needed = {r.answer_index for r in dialogue.scored_turns} - {None}
+    if not needed:
         return []
     if context == "self":
-        last = max(r.index for r in scored)
-        return [r for r in dialogue.rounds if r.index <= last]
-    return scored
+        last = max(i for i, r in enumerate(dialogue.rounds) if r.index in needed)
+        return dialogue.rounds[: last + 1]
+    return [r for r in dialogue.rounds if r.index in needed]
 
 
-def history_for(dialogue: Dialogue, index: int, context: ContextMode,
+def history_for(dialogue: Dialogue, rnd: Round, context: ContextMode,
                 own_answers: Mapping[int, str] | None = None) -> list[tuple[str, str]]:
-    earlier = [r for r in dialogue.rounds if r.index < index]
+    """``(user, assistant)`` of every round before ``rnd`` in the dialogue's order, for ``context``."""
+    earlier = dialogue.earlier(rnd)
     if context == "none":
         return []
     if context == "golden":
@@ -43,9 +53,22 @@ def history_for(dialogue: Dialogue, index: int, context: ContextMode,
 
 
 def build_request(dialogue: Dialogue, rnd: Round, context: ContextMode, frames: VideoFrames | None,
-                  own_answers: Mapping[int, str] | None = None, prompt_style: PromptStyle = "paper"
-                  ) -> GenerationRequest:
-    prompt = render_inference_prompt(history_for(dialogue, rnd.index, context, own_answers), rnd.user,
-                                     prompt_style)
+                  own_answers: Mapping[int, str] | None = None, style: InferenceStyle = "paper",
+                  n_frames: int = 128) -> GenerationRequest:
+    """The call of round ``rnd``. ``n_frames``: the frame count the ``internvl-script`` history names."""
+    history = history_for(dialogue, rnd, context, own_answers)
+    prompt = render_inference_prompt(history, rnd.user, style)
+    chat_history = None
+    if style == "internvl-script":
+        flags = [r.model_turn for r in dialogue.earlier(rnd)] if history else []
+        chat_history = internvl_script_history([(u, a, f) for (u, a), f in zip(history, flags)], n_frames)
     return GenerationRequest(id=dialogue.turn_id(rnd.index), prompt=prompt, frames=frames,
-                             golden_answer=rnd.assistant)
+                             golden_answer=rnd.assistant, chat_history=chat_history,
+                             text_first=style == "qwen-script")
+
+
+def request_text(request: GenerationRequest) -> str | list:
+    """What a call's text is, for its fingerprint: the prompt, with the chat turns when there are any."""
+    if request.chat_history is None:
+        return request.prompt
+    return [request.prompt, [list(t) for t in request.chat_history]]

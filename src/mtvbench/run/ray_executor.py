@@ -53,10 +53,10 @@ from mtvbench.models.endpoints import gemini_endpoint, openai_endpoint, use_vert
 from mtvbench.models.registry import create_backend, parse_spec
 from mtvbench.models.resilience import CircuitOpenError, breaker_of
 from mtvbench.models.settings import BackendOptions
-from mtvbench.prompts import PromptStyle
+from mtvbench.prompts import InferenceStyle
 from mtvbench.records import GenerationRequest, GenerationResult
 from mtvbench.run.executor import CallGate, NotSent, VideoJob
-from mtvbench.run.plan import build_request
+from mtvbench.run.plan import build_request, request_text
 from mtvbench.util.files import describe_os_error
 
 if TYPE_CHECKING:
@@ -163,7 +163,8 @@ class TurnDone:
 
     dialogue_id: str
     index: int
-    prompt: str
+    #: the text that was sent (plan.request_text), checked by the driver against its own
+    prompt: str | list
     result: GenerationResult
 
 
@@ -185,7 +186,8 @@ class ReplicaSpec:
     env: dict[str, str]
     concurrency: int
     context: ContextMode
-    prompt_style: PromptStyle
+    style: InferenceStyle
+    n_frames: int
 
 
 def replica_options(spec: str, options: BackendOptions) -> tuple[BackendOptions, dict[str, str]]:
@@ -300,7 +302,8 @@ class Replica:
                     out: asyncio.Queue[Any]) -> GenerationResult | None:
         if self.stopped:
             return None
-        request = build_request(w.dialogue, r, self.spec.context, frames, answers, self.spec.prompt_style)
+        request = build_request(w.dialogue, r, self.spec.context, frames, answers, self.spec.style,
+                                self.spec.n_frames)
         try:
             result = await self.gate.call(request)
         except NotSent:
@@ -309,7 +312,7 @@ class Replica:
             self.stopped = True
             await out.put(BreakerOpen(e.message, e.hint, e.exit_code))
             return None
-        await out.put(TurnDone(w.dialogue.id, r.index, request.prompt, result))
+        await out.put(TurnDone(w.dialogue.id, r.index, request_text(request), result))
         return result
 
     async def close(self) -> None:
@@ -399,7 +402,7 @@ class RayExecutor:
         n = default_replicas(self.ray, cfg.ray, videos)
         spec = ReplicaSpec(spec=cfg.backend_spec, options=options.model_dump(mode="json"), env=env,
                            concurrency=max(1, math.ceil(cfg.concurrency / n)), context=cfg.context,
-                           prompt_style=cfg.prompt_style)
+                           style=cfg.inference, n_frames=cfg.frames)
         return ReplicaPool(self.ray, replica_class(self.ray, cfg.ray), spec, n)
 
     # running ---------------------------------------------------------------------------------
@@ -516,8 +519,7 @@ class RayExecutor:
         for d, rounds in pending.values():
             if not rounds:
                 continue
-            first = rounds[0].index
-            answers = {x.index: runner.answers[d.turn_id(x.index)] for x in d.rounds if x.index < first} if own else {}
+            answers = {x.index: runner.answers[d.turn_id(x.index)] for x in d.earlier(rounds[0])} if own else {}
             work.append(DialogueWork(d, list(rounds), answers))
         return work
 
@@ -547,7 +549,7 @@ class RayExecutor:
             return
         rnd = rounds.pop(i)
         request = runner.request(d, rnd, None)
-        if request.prompt != item.prompt:  # never stored: it would be bound to a prompt that was not sent
+        if request_text(request) != item.prompt:  # never stored: it would be bound to a prompt that was not sent
             raise RayExecutorError(f"{d.turn_id(rnd.index)}: the prompt a model replica sent differs from the one "
                                    "this run would send; nothing of it was stored",
                                    hint="install the same mtvbench version on every node of the cluster")

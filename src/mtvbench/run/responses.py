@@ -1,5 +1,7 @@
 """``responses.jsonl``: every turn of a run, one JSON object per line (question, golden answer,
-answer, raw answer and reasoning, checklist, every judge run's verdicts, turn score)."""
+answer, raw answer and reasoning, checklist, the answer its checklist was judged against when that is
+not its own (``authors`` protocol: another round's answer, or the scripts' placeholder), every judge
+run's verdicts and score, turn score)."""
 
 from __future__ import annotations
 
@@ -19,10 +21,12 @@ def responses_jsonl(dialogues: list[Dialogue], responses: dict[str, Any], verdic
         for r in d.rounds:
             tid = d.turn_id(r.index)
             rec = responses.get(tid)
-            if rec is None and not r.scored:
+            if rec is None and not r.scored and not r.not_judged:
                 continue
             ts = turn_scores.get(tid)
             runs = verdicts.get(tid, {})
+            source = r.answer_index
+            judged = r.placeholder_answer if source is None else (responses.get(d.turn_id(source)) or {}).get("text")
             lines.append(json.dumps({
                 "turn_id": tid, "task": d.task.value, "video": d.video, "event": d.event, "round": r.index,
                 "ability": r.ability, "model_turn": r.model_turn, "scored": r.scored,
@@ -32,8 +36,12 @@ def responses_jsonl(dialogues: list[Dialogue], responses: dict[str, Any], verdic
                 "usage": rec["usage"] if rec else None, "fingerprint": rec["fingerprint"] if rec else None,
                 "checklist": [{"key": it.key, "question": it.question, "expected": it.expected} for it in
                               (r.checklist or [])],
-                "judge_runs": [{"run": v.run, "status": v.status, "verdicts": v.verdicts} for _, v in
-                               sorted(runs.items())],
+                "judged_answer_round": source if r.scored and source != r.index else None,
+                "judged_answer": judged if r.scored and source != r.index else None,
+                "not_judged": r.not_judged,
+                "judge_runs": [{"run": v.run, "status": v.status, "verdicts": v.verdicts, "reply": v.reply,
+                                "score": None if ts is None or v.run not in ts.per_run else 100.0 * ts.per_run[v.run]}
+                               for _, v in sorted(runs.items())],
                 "turn_score": None if ts is None or ts.score is None else 100.0 * ts.score,
             }, ensure_ascii=False))
     return "\n".join(lines) + ("\n" if lines else "")

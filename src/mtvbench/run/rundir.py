@@ -78,7 +78,7 @@ def write_config(run_dir: Path, cfg: RunConfig) -> None:
     endpoints = {"model": effective_base_url(cfg.backend_spec, cfg.model_settings.backend_options()),
                  "judge": effective_base_url(cfg.judge, cfg.judge_settings.backend_options())}
     data = {"schema_version": RUN_SCHEMA_VERSION, "mtvbench_version": __version__, "endpoints": endpoints,
-            **json.loads(cfg.model_dump_json())}
+            "inference_sent": cfg.inference_label, **json.loads(cfg.model_dump_json())}
     atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(data, sort_keys=False))
 
 
@@ -96,11 +96,25 @@ def read_config(run_dir: Path) -> RunConfig:
         raise _other_format(path, data.get("schema_version"), data.get("mtvbench_version"))
     for key in RECORD_KEYS:
         data.pop(key, None)
+    _upgrade(path, data)
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:
         fields = "; ".join(f"field '{'.'.join(str(x) for x in err['loc'])}': {err['msg']}" for err in e.errors())
         raise RunDirError(f"{path}: {fields}") from e
+
+
+def _upgrade(path: Path, data: dict[str, Any]) -> None:
+    """A config.yaml written before protocols existed: its run is ``paper`` (Figure 15 with the paper's
+    judge and scoring). One made with the removed ``prompt_style: authors`` (the Qwen script's prompt
+    with the paper's judge) is neither protocol: refused with what to do."""
+    style = data.pop("prompt_style", "paper")
+    if style != "paper":
+        raise RunDirError(f"{path}: this run was made with --prompt-style {style}, which mtvbench no longer has "
+                          "(the Qwen script's prompt with the paper's judge and scoring)",
+                          hint="evaluate into a new --out with --protocol authors (the authors' released code) or "
+                               "--protocol paper")
+    data.setdefault("protocol", "paper")
 
 
 def write_snapshot(run_dir: Path, snapshot: RunSnapshot) -> None:

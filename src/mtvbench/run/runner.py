@@ -160,7 +160,8 @@ class Runner:
                     stale_r[reason(old["parts"], self._key(d, r).parts, RESPONSE_REASONS)] += 1
             for r in d.scored_turns:
                 tid = d.turn_id(r.index)
-                if tid not in cur.responses:
+                answer = self._answer(d, r)
+                if answer is None:
                     continue
                 runs = [i for i in range(self.cfg.judge_runs) if i not in final_verdicts.get(tid, {})]
                 if runs:
@@ -168,8 +169,7 @@ class Runner:
                 for run in runs:
                     old_v = cur.stale_verdicts.get((tid, run))
                     if old_v is not None:
-                        stale_v[reason(old_v["parts"], self.keys.verdict(r, self.answers[tid]).parts,
-                                       VERDICT_REASONS)] += 1
+                        stale_v[reason(old_v["parts"], self.keys.verdict(r, answer).parts, VERDICT_REASONS)] += 1
         self.summary.invalidated, self.summary.invalidated_verdicts = dict(stale_r), dict(stale_v)
         return by_video, judge_todo
 
@@ -177,7 +177,13 @@ class Runner:
         """In self context the model's answers to every earlier round (its prompt holds them)."""
         if self.cfg.context != "self":
             return None
-        return {x.index: self.answers[d.turn_id(x.index)] for x in d.rounds if x.index < r.index}
+        return {x.index: self.answers[d.turn_id(x.index)] for x in d.earlier(r)}
+
+    def _answer(self, d: Dialogue, r: Round) -> str | None:
+        """The text judged against ``r``'s checklist: the protocol's placeholder, or the answer of the round it
+        names (``r`` itself under the paper's rule); None while that answer is not there."""
+        source = r.answer_index
+        return r.placeholder_answer if source is None else self.answers.get(d.turn_id(source))
 
     def _key(self, d: Dialogue, r: Round) -> ResultKey:
         return self.keys.response(d, r, self._own(d, r))
@@ -209,9 +215,8 @@ class Runner:
     # judging ----------------------------------------------------------------------------
     def _spawn_judging(self, dialogue: Dialogue, rnd: Round, runs: Sequence[int]) -> None:
         tid = dialogue.turn_id(rnd.index)
-        answer = self.answers[tid]
-        assert rnd.checklist
-        items = rnd.checklist
+        answer = self._answer(dialogue, rnd)
+        assert rnd.checklist and answer is not None
         key = self.keys.verdict(rnd, answer)
         # an answer asked again that came out the same keeps the verdicts it already has
         todo = [i for i in runs if (tid, key.fingerprint, i) not in self._judged]
@@ -223,7 +228,7 @@ class Runner:
                     async with self.judge_sem:
                         if self.stopped:  # not asked, not stored: asked on the next run
                             return
-                        v = await self.judge.judge(answer, items, run)
+                        v = await self.judge.judge(answer, rnd, run)
                 except CircuitOpenError as e:  # the judge endpoint's breaker is open: not sent, not stored
                     self.abort(e)
                     return
@@ -244,14 +249,19 @@ class Runner:
 
     # inference (called by the executor) -------------------------------------------------
     def request(self, dialogue: Dialogue, rnd: Round, frames: VideoFrames | None) -> GenerationRequest:
-        """The request of one turn: Figure 15 with the history of the run's context (in self
+        """The request of one turn: the run's inference prompt with the history of the run's context (in self
         context the model's own earlier answers, which were recorded before)."""
-        return build_request(dialogue, rnd, self.cfg.context, frames, self._own(dialogue, rnd), self.cfg.prompt_style)
+        request = build_request(dialogue, rnd, self.cfg.context, frames, self._own(dialogue, rnd),
+                                self.cfg.inference, self.cfg.frames)
+        request.keep_thinking = self.cfg.keeps_thinking
+        return request
 
     def record(self, dialogue: Dialogue, rnd: Round, request: GenerationRequest, res: GenerationResult) -> bool:
         """Store one result as it arrives (bound to the fingerprint of what produced it), count it,
         and start its judge runs; False when the dialogue cannot go on (failed or not stored)."""
         tid = dialogue.turn_id(rnd.index)
+        if request.keep_thinking and res.outcome in ("ok", "empty") and res.raw_text:
+            res = res.model_copy(update={"text": res.raw_text, "reasoning": None, "outcome": "ok", "error": None})
         if not self._store_response(tid, request.prompt, res, self._key(dialogue, rnd)):
             return False
         self.summary.calls += 1
@@ -269,8 +279,9 @@ class Runner:
         self.summary.blocked += res.outcome == "blocked"
         self.summary.empty += res.outcome == "empty"
         self.answers[tid] = res.text
-        if rnd.scored:
-            self._spawn_judging(dialogue, rnd, range(self.cfg.judge_runs))
+        for judged in dialogue.scored_turns:  # this round's checklist, or another round's that judges this answer
+            if judged.answer_index == rnd.index:
+                self._spawn_judging(dialogue, judged, range(self.cfg.judge_runs))
         return True
 
     async def frames(self, video: str, run: Callable[..., Awaitable[VideoFrames]]) -> VideoFrames:
@@ -307,7 +318,8 @@ class Runner:
             self.progress.note("invalidated", line)
         jobs = [VideoJob(v, self.bench.videos[v], ts) for v, ts in sorted(by_video.items())]
         n_judge = sum(len(runs) for *_, runs in judge_todo)
-        n_judge += sum(self.cfg.judge_runs for j in jobs for t in j.dialogues for r in t.rounds if r.scored)
+        n_judge += sum(self.cfg.judge_runs for j in jobs for t in j.dialogues for r in t.rounds
+                       for judged in t.dialogue.scored_turns if judged.answer_index == r.index)
         self.progress.start("frames", len(jobs))
         self.progress.start("inference", sum(j.turns for j in jobs))
         self.progress.start("judging", n_judge)

@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS responses (
 CREATE TABLE IF NOT EXISTS verdicts (
     turn_id TEXT NOT NULL, run INTEGER NOT NULL, fingerprint TEXT NOT NULL, parts TEXT NOT NULL,
     status TEXT NOT NULL, verdicts TEXT, raw TEXT NOT NULL, attempts INTEGER, error TEXT,
-    usage TEXT NOT NULL, latency_s REAL, created REAL NOT NULL,
+    usage TEXT NOT NULL, latency_s REAL, created REAL NOT NULL, reply TEXT,
     PRIMARY KEY (turn_id, run, fingerprint));
 CREATE TABLE IF NOT EXISTS calls (
     id INTEGER PRIMARY KEY, session INTEGER, role TEXT NOT NULL, turn_id TEXT NOT NULL, outcome TEXT NOT NULL,
@@ -96,6 +96,7 @@ class RunStore:
                 self._create()
             else:
                 self._check_format()
+                self._add_columns()
         except sqlite3.DatabaseError as e:
             self.db.close()
             if fresh:
@@ -131,6 +132,14 @@ class RunStore:
                 f"{self.path}: run-store format {found if found is not None else 1} (written by {made_by}); "
                 f"this mtvbench ({__version__}) reads format {RUN_SCHEMA_VERSION}",
                 hint="evaluate into a new --out, or use the mtvbench version that wrote this run directory")
+
+    def _add_columns(self) -> None:
+        """Columns added within this format (their absence means "not recorded"): a store written before
+        them gets them, empty, so it is read and resumed as it was."""
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(verdicts)")}
+        if "reply" not in have:
+            with self.db:
+                self.db.execute("ALTER TABLE verdicts ADD COLUMN reply TEXT")
 
     def close(self) -> None:
         self.db.close()
@@ -253,10 +262,12 @@ class RunStore:
         now = time.time()
         with self._writing() as db:
             db.execute(
-                "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO verdicts (turn_id, run, fingerprint, parts, status, verdicts, raw, attempts, "
+                "error, usage, latency_s, created, reply) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (turn_id, v.run, key.fingerprint, json.dumps(key.parts, sort_keys=True), v.status,
                  json.dumps(v.verdicts) if v.verdicts is not None else None, json.dumps(v.raw), v.attempts,
-                 redact_secrets(v.error), v.usage.model_dump_json(), v.latency_s, now))
+                 redact_secrets(v.error), v.usage.model_dump_json(), v.latency_s, now,
+                 json.dumps(v.reply) if v.reply is not None else None))
             self._ledger(db, "judge", turn_id, v.status, v.attempts, v.usage.prompt_tokens,
                          v.usage.completion_tokens, v.latency_s, now)
 
@@ -264,11 +275,11 @@ class RunStore:
         """Every stored verdict row; ``verdict`` holds the :class:`JudgeVerdict`."""
         out = []
         cur = self._read("SELECT turn_id, run, fingerprint, parts, status, verdicts, raw, attempts, error, usage, "
-                         "latency_s, created FROM verdicts ORDER BY created")
-        for tid, run, fp, parts, status, verdicts, raw, attempts, error, usage, latency, created in cur:
+                         "latency_s, created, reply FROM verdicts ORDER BY created")
+        for tid, run, fp, parts, status, verdicts, raw, attempts, error, usage, latency, created, reply in cur:
             v = JudgeVerdict(run=run, status=status, verdicts=json.loads(verdicts) if verdicts else None,
                              raw=json.loads(raw), attempts=attempts or 0, error=error, usage=json.loads(usage),
-                             latency_s=latency or 0.0)
+                             latency_s=latency or 0.0, reply=json.loads(reply) if reply else None)
             out.append({"turn_id": tid, "run": run, "fingerprint": fp, "parts": json.loads(parts), "verdict": v,
                         "created": created})
         return out

@@ -1,11 +1,17 @@
-"""turn -> dialogue -> task -> Overall, exactly as the paper defines them, without rounding.
+"""turn -> dialogue -> task -> Overall, by the run's protocol (:mod:`mtvbench.protocol`).
 
-- turn: share of checklist items whose verdict equals the expected answer, averaged over the
-  judge runs that produced a verdict; judge runs without one (unparsed/error) are left out
-  and counted, never scored as wrong. A turn with no scored judge run is *unscored*.
-- dialogue: mean of its scored turns; a dialogue without any is left out and counted.
-- task: mean of its dialogues. Overall: plain mean of the six task scores.
+- judge run: the protocol's score of one verdict (``paper``: share of checklist items whose verdict equals
+  the expected answer, by key; ``authors``: eval.py's positional pairing, divided by the reply's keys and
+  rounded to 2 decimals). Judge runs without a verdict (unparsed/error) are left out and counted, never
+  scored as wrong. A turn with no scored judge run is *unscored*.
+- turn: the protocol's mean of its scored runs (``authors``: rounded to 2 decimals).
+- dialogue: the protocol's mean of its scored turns, in round order; a dialogue without any is left out
+  and counted.
+- task: plain mean of its dialogues. Overall: plain mean of the six task scores.
   Perceptivity = mean(OR, MR, CS); Interactivity = mean(AR, TS, PI).
+
+A checklist the protocol does not judge although the data has it (``authors``: a ``round index`` given as
+text, no answer at its position, as eval.py drops them silently) is counted and makes the scores INCOMPLETE.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
-from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, Task
+from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, Round, Task
+from mtvbench.protocol import EvalProtocol, get_protocol
 from mtvbench.records import JudgeVerdict
 from mtvbench.scoring.usage import UsageReport
 
@@ -51,18 +58,23 @@ class Counts(BaseModel):
     #: stored results kept for the record but not scored (their inputs changed since)
     superseded_responses: int = 0
     superseded_verdicts: int = 0
+    #: checklists in the data that the protocol does not judge (authors: as eval.py silently drops them)
+    checklists_not_judged: int = 0
+    #: why, with counts
+    not_judged_reasons: dict[str, int] = Field(default_factory=dict)
 
 
-def turn_score(items_expected: Sequence[tuple[str, str]], runs: Mapping[int, JudgeVerdict]) -> TurnScore:
+def turn_score(rnd: Round, runs: Mapping[int, JudgeVerdict], protocol: EvalProtocol | None = None) -> TurnScore:
+    """The score of one judged round from its judge runs (in run order), by ``protocol`` (default ``paper``)."""
+    protocol = protocol or get_protocol("paper")
     per_run: dict[int, float] = {}
     unscored = 0
     for run, v in sorted(runs.items()):
-        if v.status != "ok" or v.verdicts is None:
+        if v.status != "ok" or (v.verdicts is None and v.reply is None):
             unscored += 1
             continue
-        hits = sum(1 for key, exp in items_expected if v.verdicts.get(key) == exp)
-        per_run[run] = hits / len(items_expected)
-    score = sum(per_run.values()) / len(per_run) if per_run else None
+        per_run[run] = protocol.run_score(rnd, v)
+    score = protocol.mean(list(per_run.values())) if per_run else None
     return TurnScore(turn_id="", score=score, per_run=per_run, unscored_runs=unscored)
 
 
@@ -72,23 +84,30 @@ def _mean(xs: Sequence[float]) -> float | None:
 
 def score_dialogues(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
                     verdicts: Mapping[str, Mapping[int, JudgeVerdict]], judge_runs: int,
-                    stale: Collection[str] = ()) -> tuple[list[DialogueScore], Counts]:
+                    stale: Collection[str] = (), protocol: EvalProtocol | None = None
+                    ) -> tuple[list[DialogueScore], Counts]:
+    protocol = protocol or get_protocol("paper")
     counts = Counts()
     out: list[DialogueScore] = []
     for d in dialogues:
         counts.dialogues += 1
         counts.model_turns += len(d.model_turns)
+        for r in d.rounds:
+            if r.not_judged:
+                counts.checklists_not_judged += 1
+                counts.not_judged_reasons[r.not_judged] = counts.not_judged_reasons.get(r.not_judged, 0) + 1
         turns: list[TurnScore] = []
-        for r in d.scored_turns:
+        for r in sorted(d.scored_turns, key=lambda x: x.index):
             assert r.checklist
             tid = d.turn_id(r.index)
-            if tid not in responses:
+            source = r.answer_index
+            if source is not None and d.turn_id(source) not in responses:
                 counts.missing_responses += 1
-                counts.stale_turns += tid in stale
+                counts.stale_turns += d.turn_id(source) in stale
                 turns.append(TurnScore(turn_id=tid, score=None, missing_response=True))
                 continue
             runs = dict(verdicts.get(tid, {}))
-            ts = turn_score([(it.answer_key, it.expected) for it in r.checklist], runs)
+            ts = turn_score(r, runs, protocol)
             ts.turn_id = tid
             # judge runs never stored (killed mid-run) count as unscored too
             ts.unscored_runs += max(0, judge_runs - len(runs))
@@ -98,7 +117,8 @@ def score_dialogues(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
             else:
                 counts.scored_turns += 1
             turns.append(ts)
-        dscore = _mean([t.score for t in turns if t.score is not None])
+        scored = [t.score for t in turns if t.score is not None]
+        dscore = protocol.mean(scored) if scored else None
         if dscore is None:
             counts.dialogues_without_score += 1
         out.append(DialogueScore(dialogue_id=d.id, task=d.task, score=dscore, turns=turns))
@@ -200,6 +220,10 @@ class Scores(BaseModel):
     judge_run_overall: list[float | None] = Field(default_factory=list)
     judge_run_std: float | None = None
     context: str = "golden"
+    #: the evaluation protocol (``authors``: the released code that made Table 2; ``paper``: the paper's text)
+    protocol: str = "paper"
+    #: what the model under test was sent (the authors' script for its row, or Figure 15)
+    inference: str = "paper (Figure 15)"
     #: the tasks evaluated (a subset only when chosen with --tasks); the others are None in ``tasks``
     tasks_selected: list[str] = Field(default_factory=lambda: [t.value for t in TASKS])
     #: at most this many dialogues per task (--limit), else None
@@ -262,6 +286,9 @@ def incomplete_reasons(counts: Counts, task_scores: Mapping[Task, float],
         out.append(f"{counts.unscored_turns} turns without any judge verdict")
     if counts.dialogues_without_score:
         out.append(f"{counts.dialogues_without_score} dialogues without a score")
+    if counts.checklists_not_judged:
+        why = "; ".join(f"{n}: {r}" for r, n in sorted(counts.not_judged_reasons.items(), key=lambda x: -x[1]))
+        out.append(f"{counts.checklists_not_judged} checklists not judged ({why})")
     return out
 
 
@@ -269,13 +296,14 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
                    verdicts: Mapping[str, Mapping[int, JudgeVerdict]], *, model: str, judge: str,
                    judge_runs: int, context: str = "golden", bootstrap: int = 1000, seed: int = 0,
                    tasks: Sequence[Task] = TASKS, limit: int | None = None, stale: Collection[str] = (),
-                   preset_overrides: Sequence[str] = ()) -> tuple[Scores, list[DialogueScore]]:
-    """Scores of ``dialogues`` from their current responses and verdicts; ``tasks`` are the tasks
-    selected on purpose (a missing score of any other task is not a gap), ``stale`` the turn ids
-    whose store holds only an answer to an earlier version of the turn."""
+                   protocol: str = "paper", inference: str = "paper (Figure 15)", preset_overrides: Sequence[str] = ()
+                   ) -> tuple[Scores, list[DialogueScore]]:
+    """Scores of ``dialogues`` (as ``protocol`` reads them) from their current responses and verdicts;
+    ``tasks`` are the tasks selected on purpose (a missing score of any other task is not a gap), ``stale``
+    the turn ids whose store holds only an answer to an earlier version of the turn."""
     from mtvbench import __version__
 
-    dscores, counts = score_dialogues(dialogues, responses, verdicts, judge_runs, stale)
+    dscores, counts = score_dialogues(dialogues, responses, verdicts, judge_runs, stale, get_protocol(protocol))
     tm = task_means(dscores)
     runs = per_run_overall(dscores, judge_runs)
     finite = [r for r in runs if r is not None]
@@ -293,7 +321,7 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
         ci95=bootstrap_ci(dscores, n=bootstrap, seed=seed),
         counts=counts, model=model, judge=judge, judge_runs=judge_runs,
         judge_run_overall=runs if all_tasks else [None for _ in runs], judge_run_std=std if all_tasks else None,
-        context=context, complete=not reasons, incomplete_reasons=reasons,
+        context=context, protocol=protocol, inference=inference, complete=not reasons, incomplete_reasons=reasons,
         tasks_selected=[t.value for t in TASKS if t in tasks], limit=limit, preset_overrides=list(preset_overrides),
     )
     return scores, dscores

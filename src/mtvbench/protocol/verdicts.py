@@ -1,4 +1,4 @@
-"""Reading a judge's reply: verdicts parsed BY KEY.
+"""The ``paper`` protocol's reading of a judge's reply: verdicts parsed BY KEY.
 
 A reply is accepted only when every ``A1``..``An`` key is present with a yes/no value (any
 case, fenced JSON or surrounded by prose). The first JSON object that answers every key wins;
@@ -12,7 +12,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from mtvbench.models.ask import Check, Rejected
 from mtvbench.util.jsonio import YesNo, extract_json_object, yes_no
 
 _PAIR = re.compile(r"""["']?\b(A\d+)\b["']?\s*[:=]\s*["']?\s*(yes|no)\b""", re.IGNORECASE)
@@ -42,13 +41,3 @@ def parse_verdicts(text: str, keys: Sequence[str]) -> dict[str, YesNo] | None:
     if all(k in found for k in keys):
         return {k: found[k] for k in keys}
     return None
-
-
-def verdict_check(keys: Sequence[str]) -> Check[dict[str, YesNo]]:
-    """The judge's reply check: every key answered, or the keys still missing."""
-
-    def check(text: str) -> dict[str, YesNo] | Rejected:
-        got = parse_verdicts(text, keys)
-        return got if got is not None else Rejected([f"no parseable verdict for {', '.join(keys)}"])
-
-    return check
