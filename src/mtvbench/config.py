@@ -13,7 +13,10 @@ Settings are strict (:func:`validate_settings`, used for ``run``/``sweep`` setti
   numbers; ``2.5`` is not an integer); ranges: ``temperature >= 0``, ``0 < top_p <= 1``,
   ``max_tokens >= 1``, ``frames``/``concurrency``/``judge_runs`` ``>= 1``, a frame size ``WxH``
   of positive integers, ``extra_body`` a mapping;
-- a config file is a regular file of UTF-8 YAML (or JSON) whose keys appear once.
+- a config file is a regular file of UTF-8 YAML (or JSON) whose keys appear once;
+- a key variable named explicitly (``api_key_env``: a flag, the file or a preset) must be set and
+  non-empty in the environment (the value is read, never stored): checked here, before anything is
+  written, not when a run directory's own ``config.yaml`` is read back for scoring.
 
 Every problem is listed at once, one line each, naming the flag (``--temperature``) when the
 value came from the command line and the file and key otherwise.
@@ -36,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import ConfigError, MtvbenchError
 from mtvbench.media.frames import FrameSettings
+from mtvbench.models.endpoints import key_variable_problem
 from mtvbench.models.settings import BackendOptions
 from mtvbench.prompts import PromptStyle
 from mtvbench.records import GenerationConfig
@@ -46,6 +50,8 @@ M = TypeVar("M", bound=BaseModel)
 #: the largest settings file we read
 MAX_CONFIG_BYTES = 16 << 20
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+#: validation context of settings for a new run or build: the environment they name is checked
+_CHECK_ENVIRONMENT = "check_environment"
 
 
 #: generation and connection settings: field -> (test, the rule in words)
@@ -107,6 +113,17 @@ class RoleSettings(BackendOptions):
         ok, rule = _RANGES[info.field_name]
         if v is not None and not ok(v):
             raise ValueError(rule)
+        return v
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_variable(cls, v: str | None, info: ValidationInfo) -> str | None:
+        """A named key variable must hold a key, when the settings are for a new run or build
+        (:func:`validate_settings`), not when a stored ``config.yaml`` is read back."""
+        if v is not None and (info.context or {}).get(_CHECK_ENVIRONMENT):
+            problem = key_variable_problem(v)
+            if problem is not None:
+                raise ValueError(problem)
         return v
 
     @field_validator("extra")
@@ -331,6 +348,19 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return load_settings_file(path)
 
 
+def _check_preset_key(preset: str, key_env: str | None, given: dict[str, Any]) -> None:
+    """The key variable a preset names (``doubao-seed-1.6``: ``ARK_API_KEY``) must be set, unless the
+    settings name another one."""
+    from mtvbench.models.registry import MissingKeyError
+
+    if key_env is None or "api_key_env" in given:
+        return
+    if key_variable_problem(key_env) is not None:
+        raise MissingKeyError(f"the preset '{preset}' sends its key from the environment variable {key_env}, which "
+                              "is not set (or is empty): export it, or name another variable with --model-api-key-env "
+                              "(model_settings.api_key_env)")
+
+
 def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     """Resolve ``model`` through the preset registry (models/presets.yaml).
 
@@ -360,6 +390,7 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     preset = get_preset(model)
     if preset is not None:
         preset.check_prompt_style(str(values.get("prompt_style", "paper")))
+        _check_preset_key(preset.name, options.api_key_env, given)
         if (spec.startswith("openai:") and not preset.closed and not merged.get("base_url")
                 and not os.environ.get("OPENAI_BASE_URL")):
             how = f" (e.g. `{preset.serve}`)" if preset.serve else ""
@@ -481,7 +512,8 @@ def validate_settings(model: type[M], data: Mapping[str, Any], source: str, *,
     if not any(p.kind == "structure" for p in problems):
         named = [p.loc for p in problems]
         try:
-            result = model.model_validate(prepare(dict(data)) if prepare else data)
+            result = model.model_validate(prepare(dict(data)) if prepare else data,
+                                          context={_CHECK_ENVIRONMENT: True})
         except ValidationError as e:
             for err in e.errors(include_url=False):
                 loc = tuple(err["loc"])

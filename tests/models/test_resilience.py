@@ -177,8 +177,12 @@ def test_openai_key_routing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_ROLE_VAR", "role-secret-value")
     named = openai_endpoint(BackendOptions(base_url="http://localhost:8000/v1", api_key_env="MY_ROLE_VAR"))
     assert (named.key, named.key_env) == ("role-secret-value", "MY_ROLE_VAR")
-    unset = openai_endpoint(BackendOptions(base_url="http://localhost:8000/v1", api_key_env="NONE_SET"))
-    assert unset.key == PLACEHOLDER_KEY  # a local server needs none
+    monkeypatch.delenv("NONE_SET", raising=False)
+    with pytest.raises(MissingKeyError, match="api_key_env 'NONE_SET': environment variable NONE_SET is not set"):
+        openai_endpoint(BackendOptions(base_url="http://localhost:8000/v1", api_key_env="NONE_SET"))  # never EMPTY
+    monkeypatch.setenv("BLANK_VAR", "  ")
+    with pytest.raises(MissingKeyError, match="BLANK_VAR is not set \\(or is empty\\)"):
+        gemini_endpoint(BackendOptions(base_url="http://127.0.0.1:9/", api_key_env="BLANK_VAR"))
     monkeypatch.delenv("OPENAI_BASE_URL")
     with pytest.raises(MissingKeyError, match="NONE_SET"):
         openai_endpoint(BackendOptions(api_key_env="NONE_SET"))  # the provider itself needs one
