@@ -11,7 +11,8 @@ Settings are strict (:func:`validate_settings`, used for ``run``/``sweep`` setti
   ``judge_settings.extra`` (backend options, ``--model-option KEY=VALUE``);
 - a number must be a finite number of the right kind (``NaN``, ``.inf`` and ``true`` are not
   numbers; ``2.5`` is not an integer); ranges: ``temperature >= 0``, ``0 < top_p <= 1``,
-  ``max_tokens >= 1``, ``frames``/``concurrency``/``judge_runs`` ``>= 1``, a frame size ``WxH``
+  ``max_tokens >= 1``, ``repetition_penalty > 0``, ``-2 <= presence_penalty <= 2``,
+  ``0 <= min_p <= 1``, ``frames``/``concurrency``/``judge_runs`` ``>= 1``, a frame size ``WxH``
   of positive integers, ``extra_body`` a mapping;
 - a config file is a regular file of UTF-8 YAML (or JSON) whose keys appear once;
 - a key variable named explicitly (``api_key_env``: a flag, the file or a preset) must be set and
@@ -60,6 +61,9 @@ _RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
     "top_p": (lambda v: 0 < v <= 1, "must be in (0, 1]"),
     "top_k": (lambda v: v >= -1, "must be >= 1, or 0 / -1 for no top-k limit"),
     "max_tokens": (lambda v: v >= 1, "must be >= 1"),
+    "repetition_penalty": (lambda v: v > 0, "must be > 0 (1.0: no penalty)"),
+    "presence_penalty": (lambda v: -2 <= v <= 2, "must be in [-2, 2]"),
+    "min_p": (lambda v: 0 <= v <= 1, "must be in [0, 1]"),
     "timeout_s": (lambda v: v > 0, "must be > 0 seconds"),
     "max_retries": (lambda v: v >= 0, "must be >= 0"),
 }
@@ -140,7 +144,7 @@ class RoleSettings(BackendOptions):
         return v
 
     def backend_options(self) -> BackendOptions:
-        return BackendOptions.model_validate(self.model_dump())
+        return BackendOptions.model_validate(self.model_dump()).with_origin(self.origin)
 
 
 ExecutorName = Literal["local", "ray"]
@@ -171,7 +175,7 @@ class RunConfig(BaseModel):
     """Every setting of one evaluation (``mtvbench run``, ``--config run.yaml``, :func:`mtvbench.evaluate`).
 
     A field with a ``description`` is also a flag of ``mtvbench run`` (``frames`` -> ``--frames``, the
-    description its help; :mod:`mtvbench.cli.run_flags`), so a new setting is added here and nowhere
+    description its help; :mod:`mtvbench.run.flags`), so a new setting is added here and nowhere
     else. Fields without one are set in the YAML only (or, for ``model_spec``, resolved from a preset)."""
 
     model_config = _STRICT
@@ -550,4 +554,24 @@ def build_config(values: dict[str, Any], source: str = "settings", flags: Mappin
     if found != RUN_SCHEMA_VERSION:  # a run directory's config.yaml of another format
         raise ConfigError(f"{source}: field 'schema_version': run-directory format {found!r}, "
                           f"this mtvbench reads format {RUN_SCHEMA_VERSION}")
-    return validate_settings(RunConfig, values, source, flags=flags, prepare=apply_preset)
+    cfg = validate_settings(RunConfig, values, source, flags=flags, prepare=apply_preset)
+    _mark_origins(cfg, values)
+    return cfg
+
+
+def _mark_origins(cfg: RunConfig, values: Mapping[str, Any]) -> None:
+    """Mark each role's settings with its role and the values its preset gave it (for messages that
+    say how to drop one: :class:`~mtvbench.models.settings.SettingsOrigin`)."""
+    from mtvbench.models.presets import get_preset, resolve_model
+    from mtvbench.models.settings import GENERATION_SETTINGS, SettingsOrigin
+
+    preset = None if values.get("model_spec") else get_preset(cfg.model)
+    keys: frozenset[str] = frozenset()
+    if preset is not None:
+        given = values.get("model_settings") if isinstance(values.get("model_settings"), Mapping) else {}
+        extra = given.get("extra") if isinstance(given.get("extra"), Mapping) else {}
+        defaults = resolve_model(cfg.model)[1]
+        keys = frozenset(k for k in GENERATION_SETTINGS
+                         if getattr(defaults, k) is not None and k not in given and k not in extra)
+    cfg.model_settings.mark(SettingsOrigin(role="model", preset=preset.name if preset else None, preset_keys=keys))
+    cfg.judge_settings.mark(SettingsOrigin(role="judge"))

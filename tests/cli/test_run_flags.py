@@ -9,8 +9,8 @@ from pydantic import Field
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from mtvbench.cli import run_flags as rf
 from mtvbench.config import RunConfig
+from mtvbench.run import flags as rf
 
 
 def test_every_described_setting_is_a_flag_with_its_help() -> None:

@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from mtvbench.cli.run_flags import parse_options
 from mtvbench.config import ConfigError, build_config
+from mtvbench.run.flags import parse_options
 
 
 def test_preset_supplies_backend_frames_and_generation(tmp_path: Path) -> None:

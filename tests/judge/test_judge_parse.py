@@ -52,7 +52,8 @@ def _judge(url: str, max_attempts: int = 3):  # noqa: ANN202
     from mtvbench.models.registry import create_backend
     from mtvbench.models.settings import BackendOptions
 
-    return LLMJudge(create_backend("openai:judge", BackendOptions(base_url=url, max_retries=0)), max_attempts=max_attempts)
+    return LLMJudge(create_backend("openai:judge", BackendOptions(base_url=url, max_retries=0)),
+                    max_attempts=max_attempts)
 
 
 ITEMS = [ChecklistItem(key="Q1", question="Does the model state that the square is red?", expected="Yes"),

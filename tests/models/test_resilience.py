@@ -112,8 +112,15 @@ def test_the_breaker_opens_after_earlier_successes_and_stays_open() -> None:
     b.success()  # a call in flight that finishes later does not close it
     assert b.is_open
     never = CircuitBreaker("openai:m", "http://h/v1", threshold=1)
-    never.failure("HTTP 401 ...", fatal=True)  # refused from the start: a key / URL / model problem
-    assert never.error().exit_code == 2
+    never.failure("HTTP 401 ...", refused=True)  # refused from the start: a key / URL / model problem
+    assert never.error().exit_code == 2 and "check its URL, key and model name" in str(never.error())
+    capped = CircuitBreaker("openai:m", "http://h/v1", threshold=1)
+    capped.failure("reply from http://h/v1 is larger than max_response_bytes=10 bytes", refused=False)
+    assert capped.error().exit_code == 3  # the server answers: a reply too large is not a key / URL problem
+    assert "check its URL" not in str(capped.error())
+    told = CircuitBreaker("openai:m", "http://h/v1", threshold=1)
+    told.failure("HTTP 422 ...", refused=True, hint="drop the setting the server does not accept (above)")
+    assert "no call to it succeeded: drop the setting the server does not accept (above)" in str(told.error())
 
 
 async def test_an_open_breaker_sends_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

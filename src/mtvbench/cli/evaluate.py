@@ -12,7 +12,6 @@ from rich.progress import Progress as RichProgress
 
 from mtvbench.cli.common import fail
 from mtvbench.cli.data import check_dataset
-from mtvbench.cli.run_flags import run_flags, settings_from_flags, with_flags
 from mtvbench.config import build_config, load_yaml
 from mtvbench.extras import require_backend
 from mtvbench.render.console import (
@@ -29,13 +28,14 @@ from mtvbench.render.console import (
     styled,
 )
 from mtvbench.render.leaderboard import leaderboard_table
+from mtvbench.run.flags import run_flags, settings_from_flags, with_flags
 from mtvbench.run.runner import RunProgress, RunSummary
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.scoring.usage import usage_lines
 
 T = TypeVar("T")
 
-#: the settings flags of `run` (derived from RunConfig, see mtvbench.cli.run_flags)
+#: the settings flags of `run` (derived from RunConfig, see mtvbench.run.flags)
 RUN_FLAGS = run_flags()
 JUDGE_REQUIRED = ("--judge names the judge: e.g. openai:gemini-2.5-flash (the paper's), or `offline` for the "
                   "lexical matcher (checks the pipeline; its scores are not comparable to the paper's)")
