@@ -246,9 +246,11 @@ class OpenAIBackend:
         preset gave), and how to drop each, in one line."""
         values = ", ".join(self.options.sent_value(k, self.sent[k]) for k in fields)
         them = "it" if len(fields) == 1 else "them"
+        hint = f"drop the setting{'s' * (len(fields) > 1)} the server does not accept (above)"
+        if self.options.origin.role is not None:  # a run: its directory keeps the settings it was made with
+            hint += " and give a new --out (a run directory keeps the settings it was made with)"
         return FatalError(f"{msg}: the server does not accept {values}; drop {them} with "
-                          f"{self.options.drop_advice(fields)}",
-                          hint=f"drop the setting{'s' * (len(fields) > 1)} the server does not accept (above)")
+                          f"{self.options.drop_advice(fields)}", hint=hint)
 
     async def _once(self, body: bytes) -> GenerationResult:
         raw = await self.client.post("/chat/completions", cast_to=_SDK_RESPONSE, content=body,

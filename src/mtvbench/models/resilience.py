@@ -389,7 +389,7 @@ class CircuitBreaker:
             f"{where}: {self.failures_in_row} failures in a row (failed calls or refused connections); nothing more "
             f"is sent to it in this run (circuit breaker, breaker_threshold={self.threshold}). "
             f"Last error: {self.last_error}",
-            hint=("no call to it succeeded: " if never else "") + (f"{todo}; " if todo else "")
+            hint=f"no call to it succeeded: {todo}" if never else (f"{todo}; " if todo else "")
             + "everything finished is stored; run the same command again to ask only what is missing",
             exit_code=2 if never else 3)
 
