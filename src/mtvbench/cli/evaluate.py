@@ -10,7 +10,6 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
-from mtvbench.cli.common import fail
 from mtvbench.cli.data import check_dataset
 from mtvbench.config import build_config, load_yaml
 from mtvbench.extras import require_backend
@@ -28,7 +27,7 @@ from mtvbench.render.console import (
     styled,
 )
 from mtvbench.render.leaderboard import leaderboard_table
-from mtvbench.run.flags import run_flags, settings_from_flags, with_flags
+from mtvbench.run.flags import require_settings, run_flags, settings_from_flags, with_flags
 from mtvbench.run.runner import RunProgress, RunSummary
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.scoring.usage import usage_lines
@@ -37,8 +36,6 @@ T = TypeVar("T")
 
 #: the settings flags of `run` (derived from RunConfig, see mtvbench.run.flags)
 RUN_FLAGS = run_flags()
-JUDGE_REQUIRED = ("--judge names the judge: e.g. openai:gemini-2.5-flash (the paper's), or `offline` for the "
-                  "lexical matcher (checks the pipeline; its scores are not comparable to the paper's)")
 
 
 class RichRunProgress(RunProgress):
@@ -162,10 +159,7 @@ def run(
     from mtvbench.run.evaluate import evaluate
 
     values, origins = settings_from_flags(load_yaml(config) if config else {}, given, RUN_FLAGS)
-    missing = [k for k in ("data", "model", "judge", "out") if k not in values]
-    if missing:
-        fail(f"missing setting(s): {', '.join('--' + m for m in missing)} (flag or --config)"
-             + (f"; {JUDGE_REQUIRED}" if "judge" in missing else ""))
+    require_settings(values, ("data", "model", "judge", "out"))
     cfg = build_config(values, source=str(config) if config else "command line", flags=origins)
     require_backend(cfg.backend_spec, "model")
     require_backend(cfg.judge, "judge")

@@ -41,6 +41,8 @@ NONE_WORDS = ("none", "null")
 #: the settings ``sweep`` takes as lists of its own (``--frames 16,32``) and its sweep folder
 SWEPT = ("frames", "max_side", "context", "out")
 _METAVAR = {int: "INTEGER", float: "NUMBER", bool: "BOOLEAN"}
+JUDGE_REQUIRED = ("--judge names the judge: e.g. openai:gemini-2.5-flash (the paper's), or `offline` for the "
+                  "lexical matcher (checks the pipeline; its scores are not comparable to the paper's)")
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,14 @@ def settings_from_flags(values: Mapping[str, Any], given: Mapping[str, Any], fla
     return out, origins
 
 
+def require_settings(values: Mapping[str, Any], keys: tuple[str, ...]) -> None:
+    """One :class:`ConfigError` naming the flags of the ``keys`` that neither a flag nor ``--config`` gave."""
+    missing = [k for k in keys if k not in values]
+    if missing:
+        raise ConfigError(f"missing setting(s): {', '.join(_dashed(m) for m in missing)} (flag or --config)"
+                          + (f"; {JUDGE_REQUIRED}" if "judge" in missing else ""))
+
+
 def _flag_value(text: Any, kind: Any) -> Any:
     """The value of a nullable flag: None for ``none``/``null``, else ``text`` as ``kind`` (a number
     that is not one is passed on as text, for the settings' validation to name with its flag)."""
@@ -218,4 +228,5 @@ def with_flags(flags: list[Flag]) -> Callable[[Callable[..., Any]], Callable[...
     return deco
 
 
-__all__ = ["Flag", "parse_options", "run_flags", "settings_from_flags", "sweep_flags", "with_flags"]
+__all__ = ["Flag", "parse_options", "require_settings", "run_flags", "settings_from_flags", "sweep_flags",
+           "with_flags"]
