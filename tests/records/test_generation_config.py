@@ -37,6 +37,10 @@ def test_options_read_their_generation_settings_also_in_the_old_backend_option_s
     assert BackendOptions(repetition_penalty=1.0, extra={"repetition_penalty": 2.0}).repetition_penalty == 1.0
     with pytest.raises(ValidationError, match="repetition_penalty"):
         BackendOptions(extra={"repetition_penalty": "high"})
+    # run fingerprints read these as they read them when they were backend options: old run directories
+    # resume without asking anything again
+    old = {"do_sample": True, "repetition_penalty": 1.05, "video_part": True, "extra_body": {"min_p": 0.1}}
+    assert BackendOptions(extra=old).answer_options() == old
 
 
 def test_every_backend_maps_the_same_merged_settings() -> None:
