@@ -27,7 +27,7 @@ from mtvbench.errors import ConfigError
 from mtvbench.extras import require_backend
 from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, emit, note, print_tables, resolve_format
 from mtvbench.render.tables import Col, TextTable, Value, display, to_markdown
-from mtvbench.run.flags import SWEPT, require_settings, settings_from_flags, sweep_flags, with_flags
+from mtvbench.run.flags import require_settings, settings_from_flags, sweep_flags, with_flags
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.util.escape import csv_cell
 
@@ -222,15 +222,21 @@ def _csv_list(text: str | None, cast: Any = int) -> list[Any]:
         raise ConfigError(f"bad list {text!r}: {e}") from None
 
 
-@with_flags(sweep_flags())
+#: run's settings flags, less the settings a sweep takes as lists (mtvbench.run.flags)
+SWEEP_FLAGS = sweep_flags()
+#: a run's settings file: the base of every run of the sweep
+ConfigOption = Annotated[Path | None, typer.Option(help="YAML file with run's settings (flags override it): the base of "
+                                                        "every run; the swept settings and out are the sweep's own")]
+
+
+@with_flags(SWEEP_FLAGS)
 def command(
     given: dict[str, Any],
     out: Annotated[Path, typer.Option(help="sweep folder: one run directory per setting + the sweep report")],
     frames: Annotated[str | None, typer.Option(help="e.g. 16,32,64,128,256 (Figure 5b)")] = None,
     max_side: Annotated[str | None, typer.Option(help="e.g. 120,240,480,720,960 (Figure 5c)")] = None,
     context: Annotated[str | None, typer.Option(help="e.g. golden,self,none (Figure 4c)")] = None,
-    config: Annotated[Path | None, typer.Option(help="YAML file with run's settings (flags override it); the "
-                                                     "swept settings and out are the sweep's own")] = None,
+    config: ConfigOption = None,
     output_format: FormatOption = OutputFormat.auto,
 ) -> None:
     """One run per setting (resumable, sharing the frame cache), then Figure 5b/5c/4c tables and plots.
@@ -240,10 +246,10 @@ def command(
     fr, ms, ctx = _csv_list(frames), _csv_list(max_side), _csv_list(context, str)
     if not (fr or ms or ctx):
         raise ConfigError("give at least one of --frames, --max-side, --context")
-    flags = sweep_flags()
-    base, origins = settings_from_flags(load_yaml(config) if config else {}, given, flags)
-    for key in SWEPT:
-        base.pop(key, None)  # the sweep's own
+    base, origins = settings_from_flags(load_yaml(config) if config else {}, given, SWEEP_FLAGS)
+    swept = [axis for axis, vals in (("frames", fr), ("max_side", ms), ("context", ctx)) if vals]
+    for key in ("out", *swept):
+        base.pop(key, None)  # the sweep's own; the settings not swept (a --config's frames: 64) are the base
     require_settings(base, ("data", "model", "judge"))
     source = str(config) if config else "command line"
     probe = build_config({**base, "out": out}, source, flags=origins)
