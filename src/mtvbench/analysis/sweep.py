@@ -225,8 +225,8 @@ def _csv_list(text: str | None, cast: Any = int) -> list[Any]:
 #: run's settings flags, less the settings a sweep takes as lists (mtvbench.run.flags)
 SWEEP_FLAGS = sweep_flags()
 #: a run's settings file: the base of every run of the sweep
-ConfigOption = Annotated[Path | None, typer.Option(help="YAML file with run's settings (flags override it): the base of "
-                                                        "every run; the swept settings and out are the sweep's own")]
+ConfigOption = Annotated[Path | None, typer.Option(help="YAML file with run's settings (flags override it): the base "
+                                                        "of every run; the swept settings and out are the sweep's own")]
 
 
 @with_flags(SWEEP_FLAGS)
