@@ -13,7 +13,7 @@ Settings are strict (:func:`validate_settings`, used for ``run``/``sweep`` setti
   numbers; ``2.5`` is not an integer); ranges: ``temperature >= 0``, ``0 < top_p <= 1``,
   ``max_tokens >= 1``, ``repetition_penalty > 0``, ``-2 <= presence_penalty <= 2``,
   ``0 <= min_p <= 1``, ``frames``/``concurrency``/``judge_runs`` ``>= 1``, a frame size ``WxH``
-  of positive integers, ``extra_body`` a mapping;
+  of integers from 1 to 8192, ``extra_body`` a mapping;
 - a config file is a regular file of UTF-8 YAML (or JSON) whose keys appear once;
 - a key variable named explicitly (``api_key_env``: a flag, the file or a preset) must be set and
   non-empty in the environment (the value is read, never stored): checked here, before anything is
@@ -39,9 +39,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import ConfigError, MtvbenchError
-from mtvbench.media.frames import FrameSettings
+from mtvbench.media.frames import MAX_FRAME_SIDE, FrameSettings
 from mtvbench.models.endpoints import key_variable_problem
-from mtvbench.models.settings import BackendOptions
+from mtvbench.models.settings import OPERATIONAL_OPTIONS, BackendOptions
 from mtvbench.prompts import PromptStyle
 from mtvbench.records import GenerationConfig
 from mtvbench.util.jsonio import loads_strict, read_text_file
@@ -67,6 +67,10 @@ _RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
     "timeout_s": (lambda v: v > 0, "must be > 0 seconds"),
     "max_retries": (lambda v: v >= 0, "must be >= 0"),
 }
+
+#: settings of a preset run that may change without it becoming another configuration: where and how
+#: the model is called
+_NOT_PRESET_VALUES = frozenset({"base_url", "api_key_env", "served_name", *OPERATIONAL_OPTIONS})
 
 #: version of the run-directory format (store meta, config.yaml, benchmark.json); bumped when a
 #: stored field changes meaning, so a run directory of another format is refused, not misread
@@ -229,6 +233,9 @@ class RunConfig(BaseModel):
     ray_address: str | None = Field(None, description="Ray cluster of --executor ray: auto | HOST:PORT (default: "
                                                       "a Ray instance started for this run)")
     ray: RaySettings = Field(default_factory=RaySettings)
+    #: the preset values this run overrides (set by :func:`apply_preset`; recorded in config.yaml): the
+    #: run is marked "(modified: ...)" in every table and report
+    preset_overrides: list[str] = Field(default_factory=list)
 
     @field_validator("tasks", mode="before")
     @classmethod
@@ -251,6 +258,8 @@ class RunConfig(BaseModel):
     def _positive_size(cls, v: tuple[int, int] | None) -> tuple[int, int] | None:
         if v is not None and min(v) < 1:
             raise ValueError("width and height must be >= 1")
+        if v is not None and max(v) > MAX_FRAME_SIDE:
+            raise ValueError(f"width and height must be at most {MAX_FRAME_SIDE} px")
         return v
 
     def frame_settings(self) -> FrameSettings:
@@ -365,13 +374,58 @@ def _check_preset_key(preset: str, key_env: str | None, given: dict[str, Any]) -
                               "(model_settings.api_key_env)")
 
 
+def _size(value: Any) -> Any:
+    """A frame size as given (``"448x448"``, ``[448, 448]``) as a tuple, for comparing; else as it is."""
+    if isinstance(value, str) and value.lower().count("x") == 1:
+        w, h = value.lower().split("x")
+        return (int(w), int(h)) if w.strip().isdigit() and h.strip().isdigit() else value
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _changed(given: dict[str, Any], preset: dict[str, Any], prefix: str = "") -> list[str]:
+    """The keys of ``given`` whose value differs from the preset's (answer-changing ones only)."""
+    out = []
+    for key, value in given.items():
+        if key in _NOT_PRESET_VALUES:
+            continue
+        if key == "extra_body" and isinstance(value, dict) and isinstance(preset.get(key) or {}, dict):
+            out += _changed(value, preset.get(key) or {}, "extra_body.")
+        elif value != preset.get(key):
+            out.append("system prompt" if key == "system" else prefix + key)
+    return out
+
+
+def preset_overrides(values: dict[str, Any], preset_settings: dict[str, Any], frames: Any) -> list[str]:
+    """Which values of a preset the given settings change: generation settings, the system prompt,
+    answer-changing backend options (``model_settings``), frames and frame size. Where and how the
+    model is called (URL, key variable, ``served_name``, timeouts, concurrency) is not a preset value."""
+    given = dict(values.get("model_settings") or {})
+    given_extra = dict(given.get("extra") or {})
+    # a generation setting given in the older spelling (--model-option repetition_penalty=1.05) is its field
+    moved = {k: given_extra.pop(k) for k in GenerationConfig.OPTION_FIELDS if k in given_extra}
+    preset_extra = dict(preset_settings.get("extra") or {})
+    top = {k: v for k, v in given.items() if k != "extra"}
+    out = _changed({**top, **{k: v for k, v in moved.items() if k not in top}}, preset_settings)
+    out += _changed(given_extra, preset_extra)
+    if frames is not None and "frames" in values and values["frames"] != frames.num_frames:
+        out.append("frames")
+    if frames is not None and {"max_side", "frame_size"} & set(values):
+        size = _size(values.get("frame_size"))
+        mine = ("size", size) if size is not None else ("side", values.get("max_side", 720))
+        theirs = ("size", frames.size) if frames.size is not None else ("side", frames.max_side)
+        if mine != theirs:
+            out.append("frame size")
+    return out
+
+
 def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     """Resolve ``model`` through the preset registry (models/presets.yaml).
 
     A preset supplies the backend spec, generation settings and frame settings of its paper
-    row; every setting present in ``values`` (flags, YAML) wins over the preset's. The model
-    option ``served_name`` names the checkpoint on an OpenAI-compatible server (``PRESET@openai``).
-    """
+    row; every setting present in ``values`` (flags, YAML) wins over the preset's, and the ones
+    that change a preset value are recorded in ``preset_overrides`` (:func:`preset_overrides`).
+    The model option ``served_name`` names the checkpoint on an OpenAI-compatible server
+    (``PRESET@openai``)."""
     from mtvbench.models.presets import get_preset, resolve_model
     from mtvbench.models.registry import UnknownModelError
 
@@ -393,6 +447,7 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
         out["model_settings"] = merged
     preset = get_preset(model)
     if preset is not None:
+        out["preset_overrides"] = preset_overrides(values, {**preset_settings, "extra": options.extra}, frames)
         preset.check_prompt_style(str(values.get("prompt_style", "paper")))
         _check_preset_key(preset.name, options.api_key_env, given)
         if (spec.startswith("openai:") and not preset.closed and not merged.get("base_url")

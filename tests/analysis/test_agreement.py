@@ -153,3 +153,31 @@ def test_a_human_file_that_matches_nothing_is_an_error_not_an_empty_table(judged
     for f, words in ((empty, "no human records"), (other, "none of its 1 records is a scored turn")):
         res = CliRunner().invoke(app, ["agreement", "--human", str(f), str(run_dir)])
         assert res.exit_code == 2 and words in " ".join(res.output.split()) and "Traceback" not in res.output
+
+
+def test_why_a_cell_is_undefined_is_said_once_under_the_table(tmp_path):
+    """A judge that gives every turn the same score has no correlation with the humans, and one judge run
+    has no Fleiss' kappa: the cells read "–" and one line per reason says why (not every cell)."""
+    from typer.testing import CliRunner
+
+    from mtvbench.cli import app
+
+    data = make_dataset(tmp_path / "data")
+    run_dir = make_store_run(data, tmp_path / "run", judge_runs=1)  # golden answers: every turn scores 100
+    run = load_run(run_dir, bootstrap=0)
+    assert len({t.score for ds in run.dscores for t in ds.turns}) == 1
+    path = tmp_path / "human.csv"
+    path.write_text("turn_id,score\n" + "".join(f"{t.turn_id},{i % 4 / 4}\n" for i, t in enumerate(
+        t for ds in run.dscores for t in ds.turns)))
+    rep = agreement_report(path, [run_dir])
+    assert rep.rows[0].spearman is None
+    assert rep.rows[0].undefined["pearson"] == "the judge gave every turn the same score"
+    r = CliRunner().invoke(app, ["agreement", str(run_dir), "--human", str(path)])
+    assert r.exit_code == 0, r.output
+    row = next(line.split("\t") for line in r.stdout.splitlines() if line.startswith("offline\t"))
+    assert row[1:4] == ["–", "–", "–"] and row[4] == "12"
+    assert r.stdout.count("same score") == 1 and r.stdout.count("one judge run per turn") == 1
+    assert "–: offline: Spearman, Kendall-Tau, Pearson undefined: the judge gave every turn the same score." in r.stdout
+    assert "–: offline: Fleiss' kappa across runs, unanimous share undefined: one judge run per turn." in r.stdout
+    md = agreement_markdown(rep)
+    assert md.count("same score") == 1

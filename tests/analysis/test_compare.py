@@ -89,8 +89,11 @@ def test_two_dialogues_per_task_get_no_p_value_but_their_n():
         assert r.withheld is not None and "too few dialogues" in r.withheld
     assert c.rows[0].n == 12
     md = comparison_markdown(c)
-    assert "| Overall | 25.00 | 95.00 | 70.00 | – | – (too few dialogues (OR 2, MR 2" in md
-    assert "| 12 |" in md and "0.0002" not in md
+    assert "| Overall | 25.00 | 95.00 | 70.00 | – | – | 12 |" in md and "0.0002" not in md
+    # why the cells are "–" is said once, under the table, not in every cell
+    assert md.count("too few") == 1
+    assert ("–: no CI or p-value for Overall, OR, MR, CS, AR, TS, PI, Perceptivity, Interactivity: too few paired "
+            "dialogues (OR 2, MR 2, CS 2, AR 2, TS 2, PI 2; a CI needs 10 per task, --min-n).") in md
     shown = paired_bootstrap(a, b, n_boot=9999, seed=0, min_n=2)
     assert shown.rows[0].p_value == pytest.approx(2 / 10000) and shown.rows[0].withheld is None
 
@@ -137,8 +140,8 @@ def test_compare_cli_states_n_and_withholds_p_for_tiny_runs(runs: dict[str, Path
     r = CliRunner().invoke(app, ["compare", str(runs["a"]), str(runs["b"]), "--bootstrap", "500",
                                  "--json", str(tmp_path / "c.json")])
     assert r.exit_code == 0, r.output
-    assert "n (paired dialogues)" in r.output and "too few dialogues (OR 1" in r.output
-    assert "fewer than 10 in one of its tasks gets no CI or p-value (--min-n)" in r.output
+    assert "n (paired dialogues)" in r.output and "too few paired dialogues (OR 1" in r.output
+    assert r.output.count("too few") == 1 and "– (" not in r.output  # the reason once, not in each cell
     saved = json.loads((tmp_path / "c.json").read_text())
     assert saved["rows"][0]["n"] == 6 and saved["rows"][0]["p_value"] is None and saved["caveats"] == []
     shown = CliRunner().invoke(app, ["compare", str(runs["a"]), str(runs["b"]), "--bootstrap", "500",

@@ -109,7 +109,10 @@ def test_checklists_out_writes_a_complete_copy_and_resumes(tmp_path):
     assert "generated 6" in r.output and str(out) in " ".join(r.output.split())
     assert _tree(data) == before  # the source dataset is untouched
     assert r2.exit_code == 0 and "generated 0" in r2.output and n_second == n_first  # resumable from --out
-    assert (out / "videos").is_symlink()
+    # videos are hard links (a data root holds no symbolic link): no second copy, and the loader accepts them
+    assert not (out / "videos").is_symlink()
+    assert [(v.name, v.stat().st_ino) for v in sorted((out / "videos").iterdir())] == [
+        (v.name, v.stat().st_ino) for v in sorted((data / "videos").iterdir())]
     for f in (data / "mtqa").iterdir():
         assert (out / "mtqa" / f.name).read_bytes() == f.read_bytes()
     # untouched tasks are copied as they are; the out folder is a dataset the loader accepts
@@ -120,6 +123,19 @@ def test_checklists_out_writes_a_complete_copy_and_resumes(tmp_path):
     bench, problems = load_official(out)
     assert bench is not None, [p.render() for p in problems]
     assert all(r.checklist for d in bench.dialogues for r in d.model_turns)
+
+
+def test_checklists_refuses_a_data_root_holding_a_link(tmp_path):
+    """The one rule of data roots holds here too (checklists reads a dataset without loading it whole)."""
+    data = make_dataset(tmp_path / "data")
+    (data / "videos").rename(tmp_path / "videos")
+    (data / "videos").symlink_to(tmp_path / "videos", target_is_directory=True)
+    with LoopbackServer(ServerState(model_reply=_reply(False))) as srv:
+        r = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen",
+                                "--base-url", srv.url, "--out", str(tmp_path / "out")])
+        assert srv.state.requests == []
+    assert r.exit_code == 2 and "videos: is a symbolic link" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "out").exists()
 
 
 def test_checklists_out_refuses_a_folder_holding_another_dataset(tmp_path):

@@ -84,7 +84,12 @@ def test_score_markdown_csv_json(runs):
     from markdown_it import MarkdownIt
 
     _, _, _, a, _ = runs
-    md = runner.invoke(app, ["score", str(a)])  # captured: not a terminal, so Markdown
+    plain = runner.invoke(app, ["score", str(a)])  # captured: not a terminal, so plain text
+    assert plain.exit_code == 0, plain.output
+    rows = [line.split("\t") for line in plain.stdout.splitlines() if "\t" in line]
+    assert len(rows) == 2 and len({len(r) for r in rows}) == 1 and rows[1][0] == terminal(MODEL)
+    assert not any(c in plain.stdout for c in RAW_CONTROLS) and "status: complete" in plain.stdout
+    md = runner.invoke(app, ["score", str(a), "--format", "md"])
     assert md.exit_code == 0, md.output
     rows = markdown_rows(md.stdout)
     assert len(rows) == 3 and len({len(r) for r in rows}) == 1  # header, rule, one row: nothing cut
@@ -100,8 +105,8 @@ def test_score_markdown_csv_json(runs):
 def test_report_every_sink(runs):
     tmp, _, _, a, b = runs
     out = tmp / "rep"
-    r = runner.invoke(app, ["report", str(a), str(b), "--out", str(out), "--thumbnails", "1", "--bootstrap", "20"],
-                      env={"COLUMNS": "80"})
+    r = runner.invoke(app, ["report", str(a), str(b), "--out", str(out), "--thumbnails", "1", "--bootstrap", "20",
+                            "--format", "md"], env={"COLUMNS": "80"})
     assert r.exit_code == 0, r.output
     # stdout is the Markdown leaderboard: every row one line with every cell
     rows = markdown_rows(r.stdout)
@@ -179,7 +184,10 @@ def test_review_status_hostile_annotators_and_long_ids(tmp_path):
         assert all(len(line) <= int(columns) for line in lines)
         assert "ann.one:accept" in r.stdout and "needs adjudication: 3" in r.stdout
         assert not any(c in r.stdout for c in RAW_CONTROLS)
-    md = runner.invoke(app, ["build", "review", "status", "-w", str(tmp_path)], env={"COLUMNS": "80"})
+    plain = runner.invoke(app, ["build", "review", "status", "-w", str(tmp_path)], env={"COLUMNS": "80"})
+    assert [line.split("\t")[0] for line in plain.stdout.splitlines() if line.startswith(tuple(ids))] == ids
+    md = runner.invoke(app, ["build", "review", "status", "-w", str(tmp_path), "--format", "md"],
+                       env={"COLUMNS": "80"})
     rows = markdown_rows(md.stdout)
     assert len(rows) == 5 and len({len(x) for x in rows}) == 1 and rows[2][0] == ids[0].replace("_", "\\_")
     js = json.loads(runner.invoke(app, ["build", "review", "status", "-w", str(tmp_path), "--format", "json"]).stdout)

@@ -186,3 +186,43 @@ def test_valid_build_config_json_still_loads(tmp_path: Path) -> None:
     cfg = _config(f, None, "http://x/v1", None, 3, "adaptive", detector=None)
     assert cfg.model == "openai:m" and cfg.backend.temperature == 0.2 and cfg.backend.base_url == "http://x/v1"
     assert cfg.concurrency == 3 and cfg.split.detector == "adaptive"
+
+
+def test_frame_size_above_8192_is_one_error_naming_the_flag(tmp_path: Path) -> None:
+    from tests.support.datasets import make_dataset
+
+    data = make_dataset(tmp_path / "data")
+    base = ["--data", str(data), "--model", "oracle", "--judge", "offline", "--out", str(tmp_path / "r")]
+    code, out = _run(*base, "--frame-size", "9000x448")
+    assert code == 2 and _errors(out) == ["--frame-size: width and height must be at most 8192 px (got '9000x448')"]
+    assert not (tmp_path / "r").exists()  # before anything is written
+    cfg = build_config({"data": data, "model": "oracle", "judge": "offline", "out": tmp_path / "r",
+                        "frame_size": "8192x8192"})
+    assert cfg.frame_settings().size == (8192, 8192)
+
+
+def _overrides(tmp_path: Path, model: str = "qwen3-vl-8b-instruct", **values: object) -> list[str]:
+    return build_config({"data": tmp_path, "judge": "offline", "model": model, "out": tmp_path / "r",
+                         **values}).preset_overrides
+
+
+def test_preset_values_overridden_are_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Generation settings, the system prompt, answer-changing backend options, frames and frame size
+    given with values other than the preset's make a preset run "modified"; where and how it is called
+    (URL, key variable, served_name, timeouts, batch size) and values equal to the preset's do not."""
+    monkeypatch.setenv("K", "key-value-0123456789")  # a named key variable must be set
+    assert _overrides(tmp_path) == []
+    assert _overrides(tmp_path, frames=32, model_settings={"temperature": 0.0, "extra": {"batch_size": 2}}) == [
+        "temperature", "frames"]
+    assert _overrides(tmp_path, frames=128, max_side=720, model_settings={
+        "temperature": 0.7, "top_p": 0.8, "timeout_s": 5, "base_url": "http://h/v1", "api_key_env": "K"}) == []
+    assert _overrides(tmp_path, "qwen3-vl-8b-instruct@openai", model_settings={
+        "base_url": "http://h/v1", "extra": {"served_name": "m", "max_retries": 1}}) == []
+    assert _overrides(tmp_path, frame_size="448x448") == ["frame size"]
+    assert _overrides(tmp_path, model_settings={"top_k": None}) == ["top_k"]  # a preset value dropped
+    assert _overrides(tmp_path, model_settings={"system": "Be brief.", "extra": {
+        "repetition_penalty": 1.1, "extra_body": {"top_k": 5}}}) == ["system prompt", "repetition_penalty",
+                                                                      "extra_body.top_k"]
+    assert _overrides(tmp_path, "internvl3.5-8b", frame_size=[448, 448]) == []
+    assert _overrides(tmp_path, "internvl3.5-8b", max_side=448) == ["frame size"]
+    assert _overrides(tmp_path, "openai:gpt-4o", frames=8, model_settings={"temperature": 1.0}) == []  # no preset

@@ -230,7 +230,7 @@ def test_download_then_data_hf_everywhere_from_the_same_cache(hub_env: Path, tmp
     v = CliRunner().invoke(app, ["validate", "hf:NJU-LINK/MT-Video-Bench"])
     assert v.exit_code == 0 and f"{target}: 6 dialogues" in v.output, v.output
     s = CliRunner().invoke(app, ["stats", "hf:NJU-LINK/MT-Video-Bench", "--no-per-task"])
-    assert s.exit_code == 0 and "| MT-Video-Bench (all) | 30 |" in s.output, s.output
+    assert s.exit_code == 0 and "\nMT-Video-Bench (all)\t30\t" in s.output, s.output
     out = tmp_path / "run"
     run = CliRunner().invoke(app, ["run", "--data", "hf:NJU-LINK/MT-Video-Bench", "--model", "oracle", "--judge",
                                    "offline", "--judge-runs", "1", "--out", str(out), "--quiet",
@@ -238,6 +238,27 @@ def test_download_then_data_hf_everywhere_from_the_same_cache(hub_env: Path, tmp
     assert run.exit_code == 0, run.output
     assert json.loads((out / "scores.json").read_text())["counts"]["dialogues"] == 6
     assert f"data: {target}" in (out / "config.yaml").read_text()
+
+
+def test_a_snapshot_link_pointing_outside_the_hub_cache_is_never_followed(hub_env: Path, tmp_path: Path) -> None:
+    """The snapshot's files are links to the cache's blobs; one pointing elsewhere (here at a video
+    outside the cache) is neither read nor hard-linked into videos/: one error naming it, nothing written."""
+    snap = hub_env / f"datasets--{REPO.replace('/', '--')}" / "snapshots" / COMMIT
+    outside = tmp_path / "private" / "vid1.mp4"
+    outside.parent.mkdir()
+    outside.write_bytes((snap / "MT-Video-Bench" / "videos" / "vid1.mp4").read_bytes())
+    (snap / "MT-Video-Bench" / "videos" / "vid1.mp4").unlink()
+    (snap / "MT-Video-Bench" / "videos" / "vid1.mp4").symlink_to(outside)
+    target = tmp_path / "mtv-cache" / "datasets" / "NJU-LINK--MT-Video-Bench" / COMMIT
+    r = CliRunner().invoke(app, ["download"])
+    assert r.exit_code == 2, r.output
+    assert r.output.count("error:") == 1 and "Traceback" not in r.output
+    assert f"MT-Video-Bench/videos/vid1.mp4 -> {outside}" in " ".join(r.output.split())
+    assert "pointing outside its Hugging Face cache folder" in r.output
+    assert not target.exists() and outside.stat().st_nlink == 1  # nothing laid out, no hard link to it
+    with pytest.raises(InputError, match="not followed"):
+        prepare(fetch_snapshot(SPEC, offline=True, hf_cache=hub_env), tmp_path / "data")
+    assert not (tmp_path / "data").exists()
 
 
 def test_download_to_a_folder(hub_env: Path, tmp_path: Path) -> None:

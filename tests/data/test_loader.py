@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mtvbench.data.official import load_official
+from mtvbench.data.official import DataError, load_benchmark, load_official
 from mtvbench.data.schema import Task, is_model_turn
 from tests.support.datasets import checklist_entry, make_dataset
 
@@ -268,15 +268,37 @@ def test_a_bad_event_index_still_reports_the_problems_of_its_rounds(tmp_path: Pa
     assert {"event_index", "mtqa.Round 2.User"} <= fields
 
 
-def test_a_symlink_loop_in_place_of_a_video_is_one_problem(tmp_path: Path) -> None:
+def test_a_symlink_loop_in_place_of_a_video_is_one_problem_per_link(tmp_path: Path) -> None:
     root = make_dataset(tmp_path / "d")
     (root / "videos" / "vid0.mp4").unlink()
     (root / "videos" / "loop.mp4").symlink_to("vid0.mp4")
     (root / "videos" / "vid0.mp4").symlink_to("loop.mp4")  # vid0 -> loop -> vid0
     bench, problems = load_official(root)
     errors = [p for p in problems if p.level == "error"]
-    assert bench is None and len(errors) == 1
-    assert errors[0].file == "videos/vid0.mp4" and "symlink loop" in errors[0].message
+    assert bench is None and [e.file for e in errors] == ["videos/loop.mp4", "videos/vid0.mp4"]
+    assert all("is a symbolic link" in e.message for e in errors)
+
+
+@pytest.mark.parametrize("where", ["videos/vid0.mp4", "videos", "mtqa/summary.json", "notes/readme.txt"])
+def test_no_symbolic_link_anywhere_under_a_data_root(tmp_path: Path, where: str) -> None:
+    """One rule: a link to a video file, a `videos/` folder that is a link (to a folder outside the
+    root), a linked task file, any link at all: one error naming the link, and the run is refused."""
+    root = make_dataset(tmp_path / "d")
+    link = root / where
+    target = tmp_path / "elsewhere" / link.name
+    target.parent.mkdir(exist_ok=True)
+    if link.exists():
+        link.rename(target)
+    else:
+        target.write_text("x")
+        link.parent.mkdir(exist_ok=True)
+    link.symlink_to(target, target_is_directory=target.is_dir())
+    bench, problems = load_official(root)
+    errors = [p for p in problems if p.level == "error"]
+    assert bench is None and [e.file for e in errors] == [where]
+    assert f"is a symbolic link (to {target}); a data root holds no links" in errors[0].message
+    with pytest.raises(DataError, match="symbolic link"):
+        load_benchmark(root)
 
 
 def test_a_missing_dataset_folder_is_named_in_full(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import random
 import pytest
 from rich.console import Console
 
-from mtvbench.render.tables import Col, RichTable, TextTable, to_csv, to_markdown, to_records
-from tests.support.hostile import ALL_IN_ONE
+from mtvbench.render.tables import Col, RichTable, TextTable, to_csv, to_markdown, to_plain, to_records
+from tests.support.hostile import ALL_IN_ONE, RAW_CONTROLS
 
 
 def _render(t: TextTable, width: int) -> str:
@@ -76,3 +76,20 @@ def test_markdown_rows_stay_one_line_and_csv_json_keep_values():
     back = list(csv.reader(io.StringIO(to_csv(t))))
     assert back[1][1] == "-3.2500" and back[2][0] == "'=1+1" and back[2][1] == "12345"
     assert json.loads(json.dumps(to_records(t)))[0]["name"] == ALL_IN_ONE
+
+
+def test_plain_text_is_one_tab_separated_line_per_row_with_nothing_escaped_as_markdown():
+    """What a pipe gets: ids as typed (``InternVL3_5``, ``<= 720``), never wrapped, and untrusted text
+    that can neither split a row (tabs, line breaks) nor drive the terminal (control codes)."""
+    long_id = "hf:OpenGVLab/InternVL3_5-38B" + "-x" * 60
+    t = TextTable([Col("preset", "id"), Col("frame size"), Col("n", "num")],
+                  [[long_id, "longer side <= 720", 1234.5], [ALL_IN_ONE, "a\tb\nc", None]],
+                  title="Presets", notes=["a note <= 1", "INCOMPLETE: x"])
+    lines = to_plain(t).splitlines()
+    assert lines[0] == "Presets" and lines[1] == "preset\tframe size\tn"
+    assert lines[2] == f"{long_id}\tlonger side <= 720\t1234.50"
+    assert len(lines[3].split("\t")) == 3 and lines[3].endswith("\t–")
+    assert lines[3].split("\t")[1] == "a\\tb\\nc"  # shown as escapes: the row stays one line of 3 cells
+    assert not any(c in to_plain(t) for c in RAW_CONTROLS)
+    assert "[bold]b[/bold]" in lines[3] and "\\_" not in to_plain(t) and "&lt;" not in to_plain(t)
+    assert lines[-2:] == ["a note <= 1", "INCOMPLETE: x"] and lines[-3] == ""

@@ -136,6 +136,32 @@ def test_tokens(sample: Path) -> None:
                   json={"senior": "lead", "decision": "accept"}).status_code == 200
 
 
+def test_removing_a_user_revokes_their_signed_video_links_at_once(sample: Path) -> None:
+    """A video link is signed for 12 hours; `review users --remove` (and `add-user --replace`) revokes the
+    person's links at once, through the real command, while the links of others keep working."""
+    from typer.testing import CliRunner
+
+    from mtvbench.cli import app
+    from mtvbench.review.store import ReviewStore
+
+    st = ReviewStore(sample / "review.sqlite")
+    tokens = {name: st.add_user(name, "annotator") for name in ("ann1", "ann2", "ann3")}
+    c = make_client(sample)
+    iid = c.get("/api/items", headers={"Authorization": f"Bearer {tokens['ann1']}"}).json()["items"][0]["id"]
+    urls = {name: c.get(item_url(iid), headers={"Authorization": f"Bearer {t}"}).json()["video_url"]
+            for name, t in tokens.items()}
+    assert all(c.get(u, headers={"Range": "bytes=0-9"}).status_code == 206 for u in urls.values())
+    r = CliRunner().invoke(app, ["review", "users", str(sample), "--remove", "ann1"])
+    assert r.exit_code == 0 and "video links stop working" in r.output, r.output
+    assert c.get(urls["ann1"]).status_code == 404
+    assert CliRunner().invoke(app, ["review", "add-user", str(sample), "ann2", "--replace"]).exit_code == 0
+    assert c.get(urls["ann2"]).status_code == 404
+    assert c.get(urls["ann3"], headers={"Range": "bytes=0-9"}).status_code == 206
+    # re-adding a removed name does not bring the old links back
+    st.add_user("ann1", "annotator")
+    assert c.get(urls["ann1"]).status_code == 404
+
+
 def test_tokens_required_beyond_loopback(sample: Path) -> None:
     c = make_client(sample, require_tokens=True)
     assert c.get("/api/items", headers=who("ann1")).status_code == 401

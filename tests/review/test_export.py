@@ -105,6 +105,26 @@ def test_export_refuses_to_overwrite(sample: Path, tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--video-mode" in r.output
 
 
+def test_video_mode_symlink_is_gone_and_every_export_validates(sample: Path, tmp_path: Path) -> None:
+    """`--video-mode symlink` wrote datasets that `validate` and `run` refused: it is one error saying what
+    to use instead, and nothing is written; the exports that remain validate and hold no link."""
+    for cmd in (["review", "export", str(sample)], ["build", "export", "-w", str(tmp_path / "ws")]):
+        r = runner.invoke(app, [*cmd, "--out", str(tmp_path / "o"), "--video-mode", "symlink"])
+        assert r.exit_code == 2, r.output
+        assert r.output.count("error:") == 1 and "--video-mode link" in r.output and "--video-mode copy" in r.output
+        assert "Traceback" not in r.output and not (tmp_path / "o").exists() and not (tmp_path / "ws").exists()
+    for mode in ("link", "copy"):
+        out = tmp_path / mode
+        r = runner.invoke(app, ["review", "export", str(sample), "--out", str(out), "--video-mode", mode])
+        assert r.exit_code == 3, r.output  # nothing reviewed yet: exported unverified
+        assert not [p for p in out.rglob("*") if p.is_symlink()]
+        v = runner.invoke(app, ["validate", str(out)])
+        assert v.exit_code == 0, v.output
+        vid = next((out / "videos").iterdir())
+        same = vid.stat().st_ino == (sample / "videos" / vid.name).stat().st_ino
+        assert same == (mode == "link")
+
+
 def test_separate_store_leaves_the_dataset_untouched(sample: Path, tmp_path: Path) -> None:
     store = tmp_path / "elsewhere.sqlite"
     r = runner.invoke(app, ["review", "add-user", str(sample), "ann1", "--store", str(store)])

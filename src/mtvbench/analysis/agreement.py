@@ -244,6 +244,8 @@ class JudgeAgreement(BaseModel):
     n_items_all_runs: int = 0
     fleiss_kappa_runs: float | None = None
     unanimous_share: float | None = None
+    #: measure -> why it is undefined ("–"), for each measure that is
+    undefined: dict[str, str] = {}
 
 
 class AgreementReport(BaseModel):
@@ -336,7 +338,49 @@ def judge_agreement(run: Any, records: Sequence[HumanRecord], level: Level = "tu
                          spearman=corr["spearman"], kendall=corr["kendall"], pearson=corr["pearson"],
                          n_items=len(ja), cohen_kappa=cohen_kappa(ja, ha) if ja else None, judge_runs=runs_n,
                          n_items_all_runs=len(all_runs_ratings), fleiss_kappa_runs=fk, unanimous_share=unanimous)
+    row.undefined = _undefined(row, pairs, ja, ha, all_runs_ratings)
     return row, unmatched
+
+
+def _undefined(row: JudgeAgreement, pairs: Sequence[tuple[float, float]], ja: Sequence[str], ha: Sequence[str],
+               all_runs: Sequence[Sequence[str]]) -> dict[str, str]:
+    """Why each undefined measure of ``row`` is undefined (the footnote of its "–")."""
+    out: dict[str, str] = {}
+    unit = f"{row.level}s"
+    if row.spearman is None:
+        why = (f"fewer than 2 {unit} scored by both the judge and the humans ({len(pairs)})" if len(pairs) < 2
+               else f"the judge gave every {row.level} the same score" if len({p[0] for p in pairs}) < 2
+               else f"the humans gave every {row.level} the same score")
+        out.update({"spearman": why, "kendall": why, "pearson": why})
+    if row.cohen_kappa is None:
+        out["cohen_kappa"] = ("no checklist item has both a human verdict and a judge verdict" if not ja else
+                              f"the judge and the humans answered every item {ja[0]!r} (chance agreement is 1)"
+                              if set(ja) == set(ha) and len(set(ja)) == 1 else "undefined for these verdicts")
+    if row.fleiss_kappa_runs is None:
+        out["fleiss_kappa_runs"] = ("one judge run per turn" if row.judge_runs < 2 else
+                                    "no item was answered by every judge run" if not all_runs else
+                                    "every judge run gave every item the same answer")
+    if row.unanimous_share is None:
+        out["unanimous_share"] = out["fleiss_kappa_runs"]
+    return out
+
+
+#: measure -> its column name in the tables
+_MEASURES = {"spearman": "Spearman", "kendall": "Kendall-Tau", "pearson": "Pearson",
+             "cohen_kappa": "Cohen's kappa vs humans (items)", "fleiss_kappa_runs": "Fleiss' kappa across runs",
+             "unanimous_share": "unanimous share"}
+
+
+def undefined_notes(rep: AgreementReport, measures: Sequence[str]) -> list[str]:
+    """One line per judge and reason for the "–" cells of ``measures`` (said once, not in each cell)."""
+    out = []
+    for name, r in zip(_judge_names(rep), rep.rows):
+        by_reason: dict[str, list[str]] = defaultdict(list)
+        for m in measures:
+            if m in r.undefined:
+                by_reason[r.undefined[m]].append(_MEASURES[m])
+        out += [f"–: {name}: {', '.join(cols)} undefined: {why}." for why, cols in by_reason.items()]
+    return out
 
 
 def agreement_report(human_file: Path, run_dirs: Sequence[Path], level: Level = "turn") -> AgreementReport:
@@ -385,7 +429,8 @@ def agreement_tables(rep: AgreementReport) -> list[TextTable]:
                  Col("n", "num")],
         rows=[[n, _pct(r.spearman), _pct(r.kendall), _pct(r.pearson), r.n] for n, r in zip(names, rep.rows)],
         intro=[f"Agreement with human scores ({rep.human_file}), per {rep.level}; correlations x100 "
-               "(Table 3 layout)."])
+               "(Table 3 layout)."],
+        notes=undefined_notes(rep, ["spearman", "kendall", "pearson"]))
     notes = [f"Human annotators: {rep.human_annotators}"
              + (f"; Fleiss' kappa among them (items all rated): {rep.human_fleiss_kappa:.3f}"
                 if rep.human_fleiss_kappa is not None else "")]
@@ -393,6 +438,7 @@ def agreement_tables(rep: AgreementReport) -> list[TextTable]:
     if miss:
         notes.append("Human-scored turns without a judge score: "
                      + ", ".join(f"{Path(k).name}: {v}" for k, v in miss.items()))
+    notes += undefined_notes(rep, ["cohen_kappa", "fleiss_kappa_runs", "unanimous_share"])
     kappa = TextTable(
         columns=[Col("Judge", "id"), Col("Cohen's kappa vs humans (items)", "num"), Col("items", "num"),
                  Col("judge runs", "num"), Col("Fleiss' kappa across runs", "num"), Col("items in all runs", "num"),

@@ -135,17 +135,33 @@ def paired_bootstrap(a: Sequence[DialogueScore], b: Sequence[DialogueScore], *, 
                       unpaired_b=unpaired_b, min_n=min_n, incomplete_reasons=reasons)
 
 
+def missing_notes(c: Comparison) -> list[str]:
+    """Why cells are "–", said once each: the tasks with too few paired dialogues (and the rows
+    that include them), no bootstrap draws, rows without any paired dialogue."""
+    out = []
+    small = [(r.label, r.n) for r in c.rows if r.name in {t.value for t in TASKS} and 0 < r.n < c.min_n]
+    too_few = [r.label for r in c.rows if r.withheld and r.withheld.startswith("too few")]
+    if small:
+        out.append(f"–: no CI or p-value for {', '.join(too_few)}: too few paired dialogues "
+                   f"({', '.join(f'{label} {n}' for label, n in small)}; a CI needs {c.min_n} per task, --min-n).")
+    if any(r.withheld == "no bootstrap draws" for r in c.rows):
+        out.append("–: no CI or p-value: no bootstrap draws (--bootstrap 0).")
+    empty = [r.label for r in c.rows if r.n == 0]
+    if empty:
+        out.append(f"–: {', '.join(empty)}: no dialogue scored in both runs.")
+    return out
+
+
 def comparison_table(c: Comparison) -> TextTable:
-    """B - A per task and group with n per row; rows with too few dialogues show why they have no
-    CI/p-value; an Overall over fewer tasks is labelled partial (in :func:`paired_bootstrap`);
-    incomplete runs, left-out dialogues and caveats are listed under the table."""
+    """B - A per task and group with n per row; "–" where a row has no CI/p-value, with the reason
+    said once under the table (:func:`missing_notes`); an Overall over fewer tasks is labelled
+    partial (in :func:`paired_bootstrap`); incomplete runs, left-out dialogues and caveats are
+    listed under the table."""
     rows: list[list[Value]] = []
     for r in c.rows:
         ci = f"[{fmt(r.ci95[0])}, {fmt(r.ci95[1])}]" if r.ci95 else None
-        p: Value = f"– ({r.withheld})" if r.withheld else r.p_value
-        rows.append([r.label, r.a, r.b, r.diff, ci, p, r.n])
-    notes = [f"n counts the dialogues scored in both runs; a row with fewer than {c.min_n} in one of its tasks "
-             "gets no CI or p-value (--min-n)."]
+        rows.append([r.label, r.a, r.b, r.diff, ci, r.p_value, r.n])
+    notes = ["n counts the dialogues scored in both runs.", *missing_notes(c)]
     notes += [f"INCOMPLETE: {reason}." for reason in c.incomplete_reasons]
     if c.unpaired_a or c.unpaired_b:
         notes.append(f"Left out (scored in one run only): {c.unpaired_a} in A, {c.unpaired_b} in B.")

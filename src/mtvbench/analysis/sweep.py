@@ -28,8 +28,8 @@ from mtvbench.extras import require_backend
 from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, emit, note, print_tables, resolve_format
 from mtvbench.render.tables import Col, TextTable, Value, display, to_markdown
 from mtvbench.run.flags import require_settings, settings_from_flags, sweep_flags, with_flags
-from mtvbench.scoring.aggregate import Scores
-from mtvbench.util.escape import csv_cell
+from mtvbench.scoring.aggregate import Scores, fmt, modified_name
+from mtvbench.util.escape import csv_cell, html
 
 AXES = ("frames", "max_side", "context")
 AXIS_TITLE = {"frames": "Number of frames (Figure 5b)", "max_side": "Max frame side, px (Figure 5c)",
@@ -119,33 +119,68 @@ def _axis_points(points: Sequence[SweepPoint], axis: str) -> list[SweepPoint]:
     return pts
 
 
+#: the preset value each axis changes on purpose (not worth a "modified" mark in its own table)
+AXIS_OVERRIDE = {"frames": "frames", "max_side": "frame size", "context": ""}
+
+
+def overall_cell(s: Scores) -> str:
+    """A setting's Overall: ``partial, --limit N: x`` for a run over at most N dialogues per task
+    (a smoke run, not the benchmark), else :meth:`Scores.overall_label`."""
+    if s.limit is not None:
+        value = s.overall if s.overall is not None else s.overall_partial
+        return f"partial, --limit {s.limit}: {fmt(value)}"
+    return s.overall_label()
+
+
+def status_cell(s: Scores) -> str:
+    return s.status if s.limit is None else f"{s.status}, partial (--limit {s.limit})"
+
+
 def point_label(p: SweepPoint) -> str:
     """One line for a finished setting: ``frames=16: Overall 20.00 (complete)``, rounded."""
     if p.scores is None:
         return f"{p.axis}={p.value}: no scores ({p.run_dir})"
-    return f"{p.axis}={p.value}: Overall {p.scores.overall_label()} ({p.scores.status}; {p.run_dir})"
+    return f"{p.axis}={p.value}: Overall {overall_cell(p.scores)} ({status_cell(p.scores)}; {p.run_dir})"
 
 
 def _row(p: SweepPoint) -> list[Value]:
     s = p.scores
-    return ([p.value, s.overall_label() if s else None] + [s.tasks.get(t.value) if s else None for t in TASKS]
-            + [s.status if s else None, p.run_dir.name])
+    return ([p.value, overall_cell(s) if s else None] + [s.tasks.get(t.value) if s else None for t in TASKS]
+            + [status_cell(s) if s else None, p.run_dir.name])
+
+
+def _notes(axis: str, pts: Sequence[SweepPoint]) -> list[str]:
+    """What the reader must know under an axis's table: partial runs (--limit), preset values
+    overridden besides the swept one, incomplete settings."""
+    scored = [p.scores for p in pts if p.scores is not None]
+    notes = []
+    limits = sorted({s.limit for s in scored if s.limit is not None})
+    if limits:
+        notes.append(f"PARTIAL: made with --limit {', '.join(map(str, limits))} (at most that many dialogues per "
+                     "task), not over the whole benchmark; these numbers are not the paper's.")
+    changed = sorted({o for s in scored for o in s.preset_overrides} - {AXIS_OVERRIDE[axis]})
+    if changed:
+        notes.append(f"{modified_name(scored[0].model, changed)}: preset values overridden besides the swept "
+                     f"{axis}; not the preset's paper settings.")
+    notes += [f"{p.value}: INCOMPLETE — " + "; ".join(p.scores.incomplete_reasons)
+              for p in pts if p.scores is not None and not p.scores.complete]
+    return notes
 
 
 def sweep_tables(points: Sequence[SweepPoint]) -> list[TextTable]:
-    """One table per swept axis: Overall (or ``partial, k/6 tasks: x``), tasks, status, run folder."""
+    """One table per swept axis: Overall (or ``partial, k/6 tasks: x``, ``partial, --limit N: x``),
+    tasks, status, run folder; notes for partial, modified and incomplete settings."""
     out = []
     for axis in AXES:
         pts = _axis_points(points, axis)
         if not pts:
             continue
-        notes = [f"{p.value}: INCOMPLETE — " + "; ".join(p.scores.incomplete_reasons)
-                 for p in pts if p.scores is not None and not p.scores.complete]
         out.append(TextTable(
             columns=[Col(axis, "id"), Col("Overall", "text")] + [Col(t.abbr, "num") for t in TASKS]
             + [Col("status", "text"), Col("run", "id")],
-            rows=[_row(p) for p in pts], title=AXIS_TITLE[axis], notes=notes,
-            row_styles=[None if p.scores is not None and p.scores.complete else "yellow" for p in pts]))
+            rows=[_row(p) for p in pts], title=AXIS_TITLE[axis], notes=_notes(axis, pts),
+            row_styles=[None if p.scores is not None and p.scores.complete and p.scores.limit is None else "yellow"
+                        for p in pts]))
     return out
 
 
@@ -157,13 +192,14 @@ def sweep_csv(points: Sequence[SweepPoint]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["axis", "value", "Overall", *(t.abbr for t in TASKS), "status", "overall_partial", "tasks_scored",
-                "run_dir"])
+                "limit", "preset_overrides", "run_dir"])
     for axis in AXES:
         for p in _axis_points(points, axis):
             s = p.scores
             vals = [s.overall if s else None] + [s.tasks.get(t.value) if s else None for t in TASKS]
             w.writerow([axis, csv_cell(p.value), *(csv_cell(v) for v in vals), s.status if s else "",
                         csv_cell(s.overall_partial if s else None), csv_cell(s.tasks_scored if s else None),
+                        csv_cell(s.limit if s else None), csv_cell("; ".join(s.preset_overrides) if s else None),
                         csv_cell(str(p.run_dir))])
     return buf.getvalue()
 
@@ -205,8 +241,9 @@ def write_sweep_report(points: Sequence[SweepPoint], out: Path, model: str = "")
         files.append(out / f"sweep_{axis}.png")
         t = tables[axis]
         rows = [[display(v, c) for v, c in zip(r, t.columns)] for r in t.rows]
+        notes = "".join(f'<p class="note">{html(n)}</p>' for n in t.notes)
         sections.append(Section(f"sweep-{axis}", AXIS_TITLE[axis],
-                                html_table([c.name for c in t.columns], rows) + png_img(png, axis)))
+                                html_table([c.name for c in t.columns], rows) + notes + png_img(png, axis)))
     atomic_write_text(out / "sweep.html", render_html(HtmlReport(title=f"MT-Video-Bench sweep {model}".strip(),
                                                                  sections=sections)))
     files.append(out / "sweep.html")

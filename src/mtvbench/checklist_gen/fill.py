@@ -1,10 +1,11 @@
 """Fill the missing checklist entries of a dataset in the released layout, resumably.
 
 Where the result goes is the caller's choice: ``out=DIR`` writes a complete dataset at
-``DIR`` (``mtqa/*.json`` and ``metadata.json`` copied, ``videos`` a symlink to the
-source's ``videos/`` folder, ``checklist/`` the source's entries plus the new ones) and
-never touches the source; ``out=None`` writes into the source's ``checklist/`` files in
-place. A second run with the same ``out`` continues from what ``DIR`` already holds;
+``DIR`` (``mtqa/*.json`` and ``metadata.json`` copied, ``videos/`` hard links to the source's
+videos, or copies where a hard link is impossible: a data root holds no symbolic link;
+``checklist/`` the source's entries plus the new ones) and never touches the source;
+``out=None`` writes into the source's ``checklist/`` files in place. A second run with the
+same ``out`` continues from what ``DIR`` already holds;
 ``DIR`` may not hold another dataset (its ``mtqa/`` files must equal the source's).
 
 For every dialogue of ``mtqa/<task>.json`` and every round that is a model turn under the
@@ -28,10 +29,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mtvbench.checklist_gen.generator import checklist_outcome, entry_from_items
+from mtvbench.data.official import refuse_links
 from mtvbench.data.schema import TASKS, Task, is_model_turn
 from mtvbench.errors import InputError, OutputError
 from mtvbench.models.backend import ModelBackend
-from mtvbench.util.files import atomic_copy_file, atomic_write_json, ensure_dir
+from mtvbench.util.files import atomic_copy_file, atomic_write_json, ensure_dir, place_file
 from mtvbench.util.jsonio import load_json_file
 
 __all__ = ["ChecklistFailure", "FillReport", "fill_checklists", "prepare_out"]
@@ -77,6 +79,7 @@ async def fill_checklists(
 ) -> FillReport:
     """Generate the missing checklist entries of the dataset at ``root`` into ``out`` (``None``: in place)."""
     root = Path(root)
+    refuse_links(root)  # a data root holds no symbolic link (mtvbench.data.official)
     target = prepare_out(root, Path(out)) if out is not None else root
     filler = _Filler(root, target, backend, n=n, overwrite=overwrite, concurrency=concurrency,
                      max_attempts=max_attempts, exact_split=exact_split, on_progress=on_progress)
@@ -112,13 +115,22 @@ def prepare_out(root: Path, out: Path) -> Path:
             atomic_copy_file(src, out / "mtqa" / src.name)
     if (root / "metadata.json").is_file() and not (out / "metadata.json").exists():
         atomic_copy_file(root / "metadata.json", out / "metadata.json")
-    videos = out / "videos"
-    if (root / "videos").is_dir() and not videos.exists() and not videos.is_symlink():
-        try:
-            os.symlink((root / "videos").resolve(), videos, target_is_directory=True)
-        except OSError as e:
-            raise OutputError(f"{videos}: cannot link to {root / 'videos'} ({e.strerror or e})") from e
+    _link_videos(root / "videos", out / "videos")
     return out
+
+
+def _link_videos(src: Path, dst: Path) -> None:
+    """Every regular file under ``src`` hard-linked (else copied) to the same place under ``dst``;
+    links in ``src`` are left out (the dataset's own validation names them)."""
+    if src.is_symlink() or not src.is_dir():
+        return
+    if dst.is_symlink():  # an --out made by an earlier mtvbench: videos/ was a link to the source's
+        dst.unlink()
+    for dirpath, _, filenames in os.walk(src):
+        for name in filenames:
+            f = Path(dirpath) / name
+            if f.is_file() and not f.is_symlink():
+                place_file(f, dst / f.relative_to(src), "link")
 
 
 def _check_shape(checklists: Any, source: Path) -> None:

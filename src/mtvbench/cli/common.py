@@ -17,6 +17,7 @@ import traceback
 from typing import Any, NoReturn
 
 import typer
+from rich.markup import escape as rich_escape
 from typer.core import TyperGroup
 
 from mtvbench.errors import MtvbenchError
@@ -60,8 +61,28 @@ _CLICK_SIGNALS: tuple[type[BaseException], ...] = (
 )
 
 
+def literal_help(command: Any) -> None:
+    """Show a command's help texts as written: typer reads them as rich markup, which would eat
+    ``mtvbench[ray]`` or ``hf:ORG/NAME[@REV]`` (and no help text of mtvbench uses markup)."""
+    for attr in ("help", "short_help", "epilog"):
+        value = getattr(command, attr, None)
+        if isinstance(value, str):
+            setattr(command, attr, rich_escape(value))
+    for param in getattr(command, "params", []):
+        if isinstance(getattr(param, "help", None), str):
+            param.help = rich_escape(param.help)
+
+
 class MtvbenchGroup(TyperGroup):
-    """The group class of every mtvbench typer app: one error handler for all commands."""
+    """The group class of every mtvbench typer app: one error handler for all commands, and help
+    texts shown literally (:func:`literal_help`; each group does its own commands)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        literal_help(self)
+        for command in self.commands.values():
+            if not isinstance(command, TyperGroup):
+                literal_help(command)
 
     def invoke(self, ctx: Any) -> Any:
         try:

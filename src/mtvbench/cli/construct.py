@@ -9,23 +9,33 @@ Exit status: 0 when every requested stage is done for every video (and, for ``al
 when they are found before the build starts: a missing API key, a missing optional
 dependency, an unreadable config) or a stage that failed on a bad video; 3 when a stage
 is incomplete (failed model calls: listed; the next run asks only those) or blocked by
-an incomplete or stale earlier stage; 4 when another process uses the workspace.
+an incomplete or stale earlier stage, when a video exports no dialogue (or a dialogue
+without checklists) because the model's replies broke the rules, or when the export holds
+no dialogue at all; 4 when another process uses the workspace. A stage that made less
+than it was asked for says why on its line; the export repeats it as one line per video
+(a video whose units were all validly rated below 5 gets its line, not exit 3).
+
+Progress: one bar per stage over the videos, with the model replies so far, in the rich
+display ``mtvbench run`` uses (on stderr; when it is not a terminal, one line per stage at
+the end).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 from pydantic import Field, field_validator
 
 from mtvbench.cli.common import fail, new_app
+from mtvbench.cli.evaluate import RichRunProgress, _progress_bar
 from mtvbench.config import RoleSettings, load_settings_file, validate_settings
 from mtvbench.construct.config import BuildConfig
 from mtvbench.construct.export import ExportReport
-from mtvbench.construct.pipeline import Builder, StageReport
+from mtvbench.construct.pipeline import Builder, BuildProgress, StageReport
 from mtvbench.construct.review_queue import adjudicate, load_queue, record_review
 from mtvbench.construct.split import SplitSettings
 from mtvbench.construct.stages import STAGES, require_build, stage_names
@@ -34,6 +44,7 @@ from mtvbench.registry import RegistryError
 from mtvbench.render.console import FormatOption, OutputFormat, console, note, print_tables, say, styled
 from mtvbench.render.tables import Col, TextTable, Value
 from mtvbench.review.model import ReviewQueue
+from mtvbench.util.files import video_mode as checked_video_mode
 
 build_app = new_app("Build MT-Video-Bench-style dialogues from raw videos (paper §3.2).")
 review_app = new_app("Human verification: two annotators per dialogue, a senior adjudicates "
@@ -44,7 +55,8 @@ WS = Annotated[Path, typer.Option("--workspace", "-w", help="Build workspace fol
 Videos = Annotated[Path | None, typer.Option("--videos", help="Folder of raw videos to register "
                                                              "(sub-folder name = category).")]
 Only = Annotated[list[str] | None, typer.Option("--video", help="Only this video (repeatable).")]
-Model = Annotated[str | None, typer.Option("--model", "-m", help="Model spec for every LLM role, e.g. openai:gpt-4o.")]
+Model = Annotated[str | None, typer.Option("--model", "-m", help="Model spec for every LLM role, e.g. openai:gpt-4o; "
+                                           "'offline': scripted replies, no API (NOT a real benchmark).")]
 BaseUrl = Annotated[str | None, typer.Option("--base-url", help="Base URL of an OpenAI-compatible server.")]
 KeyEnv = Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")]
 Conc = Annotated[int, typer.Option("--concurrency", help="Concurrent model calls per stage.")]
@@ -94,20 +106,51 @@ def _config(config: Path | None, model: str | None, base_url: str | None, api_ke
     return validate_settings(_StrictBuildConfig, data, str(config) if config else "command line", flags=flags)
 
 
+class RichBuildProgress(RichRunProgress, BuildProgress):
+    """The build's progress in ``run``'s rich display: a bar per stage over the videos, with its replies so far.
+    The display starts with the first stage (an error before it prints only the error) and ends with :meth:`close`."""
+
+    def __init__(self, progress: Any):
+        super().__init__(progress)
+        self.replies: Counter[str] = Counter()
+
+    def start(self, name: str, total: int) -> None:
+        if not self.p.live.is_started:
+            self.p.start()
+        super().start(name, total)
+
+    def close(self) -> None:
+        if self.p.live.is_started:
+            self.p.stop()
+
+    def reply(self, stage: str) -> None:
+        self.replies[stage] += 1
+        if stage in self.ids:
+            self.p.update(self.ids[stage], description=f"{stage} ({self.replies[stage]} replies)")
+
+
 def _print_report(r: StageReport) -> None:
-    colour = {"done": "green", "skipped": "dim", "incomplete": "yellow", "blocked": "yellow", "failed": "red"}[r.status]
-    calls = f" asked {r.asked}, replayed {r.replayed};" if r.asked or r.replayed else ""
-    extra = f" {r.given_up} given up (rules still broken; --retry-failed asks again);" if r.given_up else ""
-    msg = f" {r.message}" if r.message and r.status != "skipped" else ""
-    line = styled([(f"{r.stage:<11} {r.video:<24} {r.status:<10}", colour),
-                   (f" {r.seconds:6.1f}s{calls}{extra}{msg}".rstrip(";"), None)])
+    short = r.shortfall
+    status = "unusable" if short is not None and short.failed else r.status
+    colour = {"done": "green", "skipped": "dim", "incomplete": "yellow", "blocked": "yellow", "failed": "red",
+              "unusable": "red"}[status]
+    parts = [f"asked {r.asked}, replayed {r.replayed}"] if r.asked or r.replayed else []
+    if r.given_up:
+        parts.append(f"{r.given_up} given up" + ("" if short else " (rules still broken; --retry-failed asks again)"))
+    if r.message and r.status != "skipped":
+        parts.append(r.message)
+    spans: list[tuple[str, str | None]] = [(f"{r.stage:<11} {r.video:<24} {status:<10}", colour),
+                                           (f" {r.seconds:6.1f}s" + (" " + "; ".join(parts) if parts else ""), None)]
+    if short is not None:
+        spans += [(";" if parts else "", None), (f" {short.why}", colour if short.failed else "yellow")]
+    line = styled(spans)
     console.print(line, highlight=False, soft_wrap=True)
 
 
 _SHOWN = 10  # failure lines printed per stage and video
 
 
-def _summary(reports: list[StageReport], export: ExportReport | None) -> int:
+def _summary(reports: list[StageReport], export: ExportReport | None, accepted_only: bool = False) -> int:
     """Print what is not done and return the exit status (see module doc)."""
     failed = [r for r in reports if r.status == "failed"]
     unfinished = [r for r in reports if r.status in ("incomplete", "blocked")]
@@ -123,13 +166,33 @@ def _summary(reports: list[StageReport], export: ExportReport | None) -> int:
         note("not exported", f"{name}: {why}")
     for r in failed:
         note("failed", f"{r.stage} {r.video}: {r.message}", style="red")
+    unusable = _shortfalls(export)
     if failed:
         return 2
     if unfinished or skipped_videos:
         note("INCOMPLETE", "run the same command again to ask only what is missing "
              "(what every finished call returned is stored in the workspace)")
         return 3
+    if unusable:
+        note("FAILED", f"{unusable} video(s) gave no usable dialogue or checklist because the model's replies broke "
+             "the rules (above); --retry-failed asks those items again, or use another model", style="bold red")
+        return 3
+    if export is not None and export.dialogues == 0:
+        note("FAILED", "the export holds no dialogue: nothing to review or evaluate"
+             + (" (--accepted-only: no dialogue is accepted in review yet)" if accepted_only else ""), style="bold red")
+        return 3
     return 0
+
+
+def _shortfalls(export: ExportReport | None) -> int:
+    """Print one line per video that could not give everything (see module doc); the number of failures."""
+    if export is None:
+        return 0
+    for name, s in export.shortfalls.items():
+        note("unusable" if s.failed else "shortfall", f"{name}: {s.why}", style="red" if s.failed else "yellow")
+    if export.not_a_benchmark:
+        note("NOT A BENCHMARK", export.not_a_benchmark, style="bold yellow")
+    return sum(s.failed for s in export.shortfalls.values())
 
 
 def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str] | None, cfg: BuildConfig,
@@ -138,9 +201,8 @@ def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str
     ws = Workspace(workspace)  # writes nothing until the checks below have passed
     found = discover_videos(videos) if videos is not None else []
     vids = ws.videos(only, extra=found)
-    builder = Builder(ws, cfg, on_report=_print_report)
 
-    async def go() -> ExportReport | None:
+    async def go(builder: Builder) -> ExportReport | None:
         try:
             builder.preflight(stages, vids, force)  # missing extras, keys, detector weights: before any write
             with ws.lock():
@@ -151,7 +213,12 @@ def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str
         finally:
             await builder.aclose()
 
-    rep = asyncio.run(go())
+    progress = RichBuildProgress(_progress_bar(quiet=False))
+    builder = Builder(ws, cfg, on_report=_print_report, progress=progress)
+    try:
+        rep = asyncio.run(go(builder))
+    finally:
+        progress.close()
     cluster = builder.cluster()
     if cluster is not None:
         note("ray", cluster.summary())
@@ -159,7 +226,7 @@ def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str
         say(f"exported {rep.dialogues} dialogue(s) ({rep.checklists} checklist entries) of "
             f"{len(rep.videos)} video(s) to {rep.out}")
         say(f"review queue: {rep.review}")
-    code = _summary(builder.reports, rep)
+    code = _summary(builder.reports, rep, bool(export and export.get("accepted_only")))
     if code:
         raise typer.Exit(code)
 
@@ -205,10 +272,9 @@ for _stage in stage_names():
 def build_export(workspace: WS, videos: Videos = None, video: Only = None,
                  out: Annotated[Path | None, typer.Option("--out", help="Dataset folder (default WS/dataset).")] = None,
                  accepted_only: Annotated[bool, typer.Option(help="Only dialogues accepted in review.")] = False,
-                 video_mode: Annotated[str, typer.Option(help="copy, link (hard link) or symlink")] = "copy") -> None:
-    if video_mode not in ("copy", "link", "symlink"):
-        fail(f"--video-mode must be copy, link or symlink, got {video_mode!r}")
-    mode: Literal["copy", "link", "symlink"] = video_mode  # type: ignore[assignment]
+                 video_mode: Annotated[str, typer.Option(help="copy, or link (hard link; a copy across "
+                                                              "file systems)")] = "copy") -> None:
+    mode = checked_video_mode(video_mode)
     _run([], workspace, videos, video, BuildConfig(), False,
          export={"out": out, "accepted_only": accepted_only, "video_mode": mode})
 

@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from mtvbench.cli.common import fail, new_app
 from mtvbench.data.hub import DEFAULT_REPO, HF_PREFIX, HubSpec, is_hub_spec, prepare_from_hub
 from mtvbench.errors import ConfigError
 from mtvbench.extras import require_backend
-from mtvbench.render.console import console, dataset_path, err_console, note, say
+from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, err_console, note, print_tables, say
+from mtvbench.render.tables import Col, TextTable, Value
 
 cache_app = new_app("Look into and clear the frame and scene caches (safe to delete; recomputed when needed).")
 
@@ -42,7 +41,7 @@ def check_dataset(path: Path, strict: bool = False, list_videos: bool = False) -
     from mtvbench.util.escape import rich_text
 
     cache = ProbeCache()
-    bench, problems = load_official(path, probe_cache=cache)
+    bench, problems = load_official(path, probe_cache=cache, require_scored=True)
     for p in problems:
         err_console.print(rich_text(p.render(), "red" if p.level == "error" else "yellow", multiline=True),
                           highlight=False, soft_wrap=True)
@@ -122,22 +121,25 @@ def _when(t: float | None) -> str:
 
 
 @cache_app.command("info")
-def cache_info(cache_dir: FramesDir = None, scene_cache: ScenesDir = None) -> None:
+def cache_info(cache_dir: FramesDir = None, scene_cache: ScenesDir = None,
+               output_format: FormatOption = OutputFormat.auto) -> None:
     """Where the caches are, how many entries and bytes they hold, and the datasets laid out from the Hub."""
     from mtvbench.data.hub import read_record
     from mtvbench.media.cache_admin import info
     from mtvbench.util.paths import cache_dir as default
 
-    table = Table("cache", "folder", "entries", "size", "oldest", "newest")
+    rows: list[list[Value]] = []
     for kind, root in _roots(cache_dir, scene_cache).items():
         i = info(kind, root)  # type: ignore[arg-type]
         extra = f" (+{i.temporary} unfinished)" if i.temporary else ""
-        table.add_row(kind, Text(str(root)), f"{i.entries}{extra}" if i.exists else "(none)", _gb(i.bytes),
-                      _when(i.oldest), _when(i.newest))
+        rows.append([kind, str(root), f"{i.entries}{extra}" if i.exists else "(none)", _gb(i.bytes),
+                     _when(i.oldest), _when(i.newest)])
         if i.unrecognised:
             note("note", f"{root}: {len(i.unrecognised)} unrecognised name(s) left alone, e.g. "
                          f"{i.unrecognised[0]}")
-    console.print(table)
+    print_tables([TextTable(columns=[Col("cache", "id"), Col("folder", "id"), Col("entries"), Col("size"),
+                                     Col("oldest", optional=True), Col("newest", optional=True)], rows=rows)],
+                 output_format)
     datasets = default("datasets")
     found = sorted(p for p in datasets.glob("*/*") if p.is_dir()) if datasets.is_dir() else []
     for p in found:
@@ -181,7 +183,8 @@ def checklists(
     data: Annotated[Path, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")],
     generator: Annotated[str, typer.Option(help="checklist writer, e.g. openai:gpt-4o")],
     out: Annotated[Path | None, typer.Option(help="write a copy of the dataset with the new checklists here "
-                                                  "(mtqa/ copied, videos/ linked); the data stays as it is")] = None,
+                                                  "(mtqa/ copied, videos/ hard-linked); the data stays as it is")
+                   ] = None,
     in_place: Annotated[bool, typer.Option("--in-place", help="write the new checklists into DATA/checklist/")
                         ] = False,
     n: Annotated[int, typer.Option(help="items per checklist")] = 5,

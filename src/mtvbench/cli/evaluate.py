@@ -12,6 +12,7 @@ from rich.progress import Progress as RichProgress
 
 from mtvbench.cli.data import check_dataset
 from mtvbench.config import build_config, load_yaml
+from mtvbench.data.buildmeta import not_a_benchmark
 from mtvbench.extras import require_backend
 from mtvbench.render.console import (
     FormatOption,
@@ -92,24 +93,43 @@ def _summarise(summary: RunSummary) -> None:
         note("judge", f"last judge failure: {summary.last_judge_error}")
 
 
-def _wrapped(text: str, style: str | None = None) -> None:
-    """A summary line, wrapped at the terminal's width (literal text)."""
-    from mtvbench.util.escape import rich_text
-
-    console.print(rich_text(text, style or ""), highlight=False)
+def status_lines(scores: Scores) -> list[tuple[str, str | None]]:
+    """What is said under the Table 2 row: the status (INCOMPLETE with its reasons), the counts and the
+    usage, each with its terminal style."""
+    label = scores.overall_label()
+    chosen = f" (tasks selected: {', '.join(scores.tasks_selected)})" if len(scores.tasks_selected) < 6 else ""
+    if scores.complete:
+        out: list[tuple[str, str | None]] = [(f"status: complete; Overall {label}{chosen}", None)]
+    else:
+        out = [(f"status: INCOMPLETE; Overall {label}{chosen}", "bold red")]
+        out += [(f"  - {r}", "red") for r in scores.incomplete_reasons]
+    c = scores.counts
+    line = (f"counts: {c.dialogues} dialogues, {c.model_turns} model turns, {c.scored_turns} scored turns, "
+            f"{c.unscored_turns} turns without a verdict, {c.missing_responses} without a response, "
+            f"{c.unscored_judge_runs} judge runs without a verdict")
+    if c.superseded_responses or c.superseded_verdicts:
+        line += (f"; kept but not scored (inputs changed since): {c.superseded_responses} responses, "
+                 f"{c.superseded_verdicts} verdicts")
+    out.append((line, None))
+    if scores.usage is not None:
+        out += [(f"usage: {u}", None) for u in usage_lines(scores.usage)]
+    return out
 
 
 def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = OutputFormat.auto) -> None:
-    """The Table 2 row, then the status (INCOMPLETE with its reasons), counts and usage, as plain text;
-    or the scores as JSON / the leaderboard.md Markdown / the leaderboard.csv row (``--format``)."""
+    """The Table 2 row, then the status (INCOMPLETE with its reasons), counts and usage, as a terminal
+    table or plain text; or the scores as JSON / the leaderboard.md Markdown / the leaderboard.csv row
+    (``--format``; the status and usage then go to stderr)."""
     from mtvbench.render.leaderboard import leaderboard_csv, leaderboard_markdown
+    from mtvbench.render.tables import to_plain
+    from mtvbench.util.escape import rich_text, terminal
 
     kind = resolve_format(output_format)
+    rows = [(scores.display_name, scores)]
     if kind == "json":
         emit_json(scores.model_dump(mode="json"))
         return
     if kind in ("md", "csv"):  # the table on stdout as is; the status and usage as notes on stderr
-        rows = [(scores.model, scores)]
         emit(leaderboard_markdown(rows) if kind == "md" else leaderboard_csv(rows))
         if scores.complete:
             note("status", f"complete; Overall {scores.overall_label()}", style="green")
@@ -120,29 +140,14 @@ def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = 
             for u in usage_lines(scores.usage):
                 note("usage", u, style="dim")
         return
-    console.print(leaderboard_table([(scores.model, scores)],
-                                    title=styled([(title, None)] + ([(" — INCOMPLETE", "bold red")]
-                                                                    if not scores.complete else []))))
-    label = scores.overall_label()
-    subset = len(scores.tasks_selected) < 6
-    chosen = f" (tasks selected: {', '.join(scores.tasks_selected)})" if subset else ""
-    if scores.complete:
-        _wrapped(f"status: complete; Overall {label}{chosen}")
-    else:
-        _wrapped(f"status: INCOMPLETE; Overall {label}{chosen}", style="bold red")
-        for r in scores.incomplete_reasons:
-            _wrapped(f"  - {r}", style="red")
-    c = scores.counts
-    line = (f"counts: {c.dialogues} dialogues, {c.model_turns} model turns, {c.scored_turns} scored turns, "
-            f"{c.unscored_turns} turns without a verdict, {c.missing_responses} without a response, "
-            f"{c.unscored_judge_runs} judge runs without a verdict")
-    if c.superseded_responses or c.superseded_verdicts:
-        line += (f"; kept but not scored (inputs changed since): {c.superseded_responses} responses, "
-                 f"{c.superseded_verdicts} verdicts")
-    _wrapped(line)
-    if scores.usage is not None:
-        for u in usage_lines(scores.usage):
-            _wrapped(f"usage: {u}")
+    if kind == "plain":
+        table = leaderboard_table(rows, title=f"{title}{'' if scores.complete else ' — INCOMPLETE'}").table
+        emit(to_plain(table) + "".join(terminal(line) + "\n" for line, _ in status_lines(scores)))
+        return
+    console.print(leaderboard_table(rows, title=styled([(title, None)] + ([(" — INCOMPLETE", "bold red")]
+                                                                          if not scores.complete else []))))
+    for line, style in status_lines(scores):
+        console.print(rich_text(line, style or ""), highlight=False)
 
 
 @with_flags(RUN_FLAGS)
@@ -167,6 +172,8 @@ def run(
     scores, summary = _run_with_progress(lambda p: evaluate(cfg, p, wait=wait), quiet)
     _summarise(summary)
     show_scores(scores.model_copy(update={"model": cfg.model}), f"MT-Video-Bench — {cfg.out}", OutputFormat.table)
+    if (why := not_a_benchmark(cfg.data)) is not None:
+        note("NOT A BENCHMARK", f"{cfg.data}: {why}", style="bold yellow")
     say(f"wrote {cfg.out}/scores.json, leaderboard.md, responses.jsonl")
     if summary.call_errors or summary.pending_turns or not scores.complete:
         raise typer.Exit(3)

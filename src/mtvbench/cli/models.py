@@ -101,7 +101,7 @@ def models_command(
             fail(f"no preset named {name!r}; run `mtvbench models` for the list")
         if output_format == OutputFormat.json:
             emit_json(p.model_dump(mode="json"))
-        elif output_format in (OutputFormat.md, OutputFormat.csv):
+        elif output_format in (OutputFormat.plain, OutputFormat.md, OutputFormat.csv):
             print_tables([presets_table([p])], output_format)
         else:
             _show(p)

@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from mtvbench.cli.common import new_app
 from mtvbench.errors import ConfigError
-from mtvbench.render.console import console, emit, note, say, warn
+from mtvbench.render.console import FormatOption, OutputFormat, emit, note, print_tables, say, warn
+from mtvbench.render.tables import Col, TextTable
 from mtvbench.review.model import ROLES
 from mtvbench.review.source import ReviewSource, open_source
 from mtvbench.review.store import ReviewStore
+from mtvbench.util.files import video_mode as checked_video_mode
 
 review_app = new_app("Human verification in the browser: two annotators per dialogue, a senior settles "
                       "disagreements (paper §3.2).")
@@ -28,7 +29,6 @@ PathArg = Annotated[Path, typer.Argument(help="A build workspace (with review_qu
                                               "released layout (mtqa/, checklist/, videos/).", show_default=False)]
 StoreOpt = Annotated[Path | None, typer.Option("--store", help="Review store file for a dataset folder that must "
                                                                "stay untouched (default PATH/review.sqlite).")]
-VIDEO_MODES = ("copy", "link", "symlink")
 
 
 def _open(path: Path, store: Path | None) -> tuple[ReviewSource, ReviewStore]:
@@ -85,16 +85,16 @@ def add_user_command(path: PathArg,
 def users_command(path: PathArg,
                   remove: Annotated[list[str] | None, typer.Option("--remove", help="Revoke this user's token "
                                                                                     "(repeatable).")] = None,
-                  store: StoreOpt = None) -> None:
+                  store: StoreOpt = None, output_format: FormatOption = OutputFormat.auto) -> None:
     _, st = _open(path, store)
     for name in remove or []:
         if not st.remove_user(name):
             raise ConfigError(f"no user {name!r}")
-        say(f"removed {name}")
-    t = Table("name", "role", "since")
-    for u in st.users():
-        t.add_row(u.name, u.role, u.created_at)
-    console.print(t)
+        note("removed", f"{name}: their login link and video links stop working now", style="green")
+    users = st.users()
+    print_tables([TextTable(columns=[Col("name", "id"), Col("role"), Col("since", key="created_at")],
+                            rows=[[u.name, u.role, u.created_at] for u in users], title="Review users")],
+                 output_format, json_obj=[u.model_dump(mode="json") for u in users])
 
 
 @review_app.command("export", help="Write the reviewed dataset (released layout, revisions applied) and review.json.")
@@ -103,15 +103,14 @@ def export_command(path: PathArg,
                                                                            "earlier review export).")],
                    accepted_only: Annotated[bool, typer.Option(help="Only dialogues accepted in review (default: "
                                                                     "every dialogue not rejected).")] = False,
-                   video_mode: Annotated[str, typer.Option(help="copy, link (hard link; a copy across "
-                                                                "file systems) or symlink")] = "link",
+                   video_mode: Annotated[str, typer.Option(help="link (hard link; a copy across file systems) "
+                                                                "or copy")] = "link",
                    store: StoreOpt = None) -> None:
     from mtvbench.review.export import export_review
 
-    if video_mode not in VIDEO_MODES:
-        raise ConfigError(f"--video-mode must be one of {', '.join(VIDEO_MODES)}, got {video_mode!r}")
+    mode = checked_video_mode(video_mode)
     source, st = _open(path, store)
-    rep = export_review(source, st, out, accepted_only=accepted_only, video_mode=video_mode)  # type: ignore[arg-type]
+    rep = export_review(source, st, out, accepted_only=accepted_only, video_mode=mode)
     say(f"exported {rep.exported} dialogue(s) ({rep.revised} with a senior's revision) and {rep.videos} video(s) "
         f"to {rep.out}; audit trail in {Path(rep.out) / 'review.json'}")
     say("review status: " + ", ".join(f"{k} {v}" for k, v in sorted(rep.counts.items())))

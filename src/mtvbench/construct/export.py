@@ -4,7 +4,7 @@ Output (``--out``, default ``WS/dataset``)::
 
     mtqa/<task>.json                 released layout (docs/official-format.md)
     checklist/<task>_CheckList.json
-    videos/<video>.<ext>             whole videos (copied, hard-linked or symlinked)
+    videos/<video>.<ext>             whole videos (copied or hard-linked; never symbolic links)
     metadata.json                    BuildMetadata (mtvbench.data.buildmeta): per video category, duration, scene count,
                                      clip and segment ranges; per dialogue its unit, single/cross-scene
                                      kind, segments and time ranges
@@ -19,6 +19,16 @@ complete and made from the current ``generate`` artifact, and so on down to the 
 reason (an incomplete, stale, edited or corrupt stage), so new dialogues never go out with
 old checklists.
 
+**What a video could not give** (``shortfalls``): the :meth:`~.records.Artifact.shortfall` of its
+suitability, generation and checklist artifacts as one line per video, marked ``failed`` when
+the video exports no dialogue, or a dialogue without any checklist, because replies broke the
+rules (``build all`` then exits 3); a video whose units were all validly rated below the
+threshold gets its line without being a failure.
+
+**Not a real benchmark**: when any exported video was built with the scripted offline model
+(:mod:`mtvbench.construct.offline_model`), ``metadata.json`` says so (``not_a_benchmark``) and
+``mtvbench validate`` and ``mtvbench run`` repeat it.
+
 **Human verification** (paper §3.2): the export writes the review queue
 (:mod:`mtvbench.construct.review_queue`: one item per generated dialogue, the decisions in the
 review store). Re-exporting keeps decisions for dialogues whose content has not changed.
@@ -30,16 +40,20 @@ exported (the review queue keeps the generated text).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from mtvbench.checklist_gen.generator import entry_from_items
+from mtvbench.construct.offline_model import scripted_note
 from mtvbench.construct.records import (
+    Artifact,
+    Captions,
     ChecklistResult,
     CrossSceneResult,
     GenerateResult,
     MergeResult,
+    ScoreResult,
+    Shortfall,
     SplitResult,
     VideoRecord,
 )
@@ -48,7 +62,7 @@ from mtvbench.construct.workspace import Workspace
 from mtvbench.data.buildmeta import BuildMetadata, BuiltDialogueMeta, VideoMeta
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.review.model import ReviewItem, content_hash
-from mtvbench.util.files import atomic_write_json, place_file
+from mtvbench.util.files import VideoMode, atomic_write_json, place_file
 
 
 class ExportReport(BaseModel):
@@ -58,11 +72,23 @@ class ExportReport(BaseModel):
     checklists: int = 0
     videos: list[str] = Field(default_factory=list)
     skipped_videos: dict[str, str] = Field(default_factory=dict)
+    #: per video, what it could not give and why (see module doc)
+    shortfalls: dict[str, Shortfall] = Field(default_factory=dict)
     review: dict[str, int] = Field(default_factory=dict)
+    #: set when a scripted model built what was exported (see module doc)
+    not_a_benchmark: str | None = None
+
+
+def video_shortfall(artifacts: list[Artifact]) -> Shortfall | None:
+    """The shortfalls of a video's stages as one line (``failed`` when any of them is)."""
+    found = [s for s in (a.shortfall() for a in artifacts) if s is not None]
+    if not found:
+        return None
+    return Shortfall(why="; ".join(s.why for s in found), failed=any(s.failed for s in found))
 
 
 def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = None, *,
-                   accepted_only: bool = False, video_mode: Literal["copy", "link", "symlink"] = "copy",
+                   accepted_only: bool = False, video_mode: VideoMode = "copy",
                    drop_rejected: bool = False) -> ExportReport:
     out = Path(out) if out is not None else ws.root / "dataset"
     report = ExportReport(out=str(out))
@@ -79,11 +105,16 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
         split = ws.load(v.name, "split", SplitResult)
         merge = ws.load(v.name, "merge", MergeResult)
         cross = ws.load(v.name, "crossscene", CrossSceneResult)
+        score = ws.load(v.name, "score", ScoreResult)
         gen = ws.load(v.name, "generate", GenerateResult)
         cks = ws.load(v.name, "checklists", ChecklistResult)
-        if split is None or merge is None or cross is None or gen is None or cks is None:  # pragma: no cover
+        if (split is None or merge is None or cross is None or score is None or gen is None
+                or cks is None):  # pragma: no cover
             report.skipped_videos[v.name] = "an artifact changed while exporting"
             continue
+        short = video_shortfall([score, gen, cks])
+        if short is not None:
+            report.shortfalls[v.name] = short
         units = {u.id: u for u in cross.units}
         order = {u.id: i for i, u in enumerate(cross.units)}
         keys = sorted(gen.dialogues, key=lambda k: (order.get(gen.dialogues[k].unit, 1 << 30),
@@ -121,6 +152,9 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
             exported_any = True
         if exported_any:
             used_videos.append(v)
+            made = (ws.load(v.name, "caption", Captions), merge, score, gen, cks)
+            models = [a.meta.settings.get("model") for a in made if a is not None and a.meta is not None]
+            report.not_a_benchmark = report.not_a_benchmark or scripted_note(models)
             meta.videos[v.name] = VideoMeta(
                 category=v.category, duration_s=split.duration_s, scene_count=len(merge.segments),
                 clip_count=len(split.clips), clips=[(c.start_s, c.end_s) for c in split.clips],
@@ -132,6 +166,7 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
         src = Path(v.path)
         place_file(src, out / "videos" / f"{v.name}{src.suffix.lower()}", video_mode)
         report.videos.append(v.name)
+    meta.not_a_benchmark = report.not_a_benchmark
     atomic_write_json(out / "metadata.json", meta.model_dump(mode="json"))
     save_queue(ws, queue)
     report.review = queue.counts()

@@ -52,7 +52,8 @@ class StageModel:
     """One model role of the build (caption, merge, score, generate, checklist)."""
 
     def __init__(self, backend: ModelBackend, concurrency: int = 4, journal: CallJournal | None = None,
-                 max_tokens: int | None = None, temperature: float | None = None):
+                 max_tokens: int | None = None, temperature: float | None = None,
+                 on_reply: Callable[[str], None] | None = None):
         self.backend = backend
         self.sem = asyncio.Semaphore(max(1, concurrency))
         self.journal = journal
@@ -61,6 +62,8 @@ class StageModel:
         #: (video, stage) -> calls sent to the backend / replies read from the journal
         self.asked: Counter[tuple[str, str]] = Counter()
         self.replayed: Counter[tuple[str, str]] = Counter()
+        #: called with the stage's name for every reply (asked or replayed), e.g. to show progress
+        self.on_reply = on_reply
 
     @property
     def name(self) -> str:
@@ -69,6 +72,10 @@ class StageModel:
     @property
     def calls(self) -> int:
         return sum(self.asked.values())
+
+    def replied(self, stage: str) -> None:
+        if self.on_reply is not None:
+            self.on_reply(stage)
 
     def caller(self, video: str, stage: str, item: str, frames: LazyFrames | None = None) -> ItemCaller:
         return ItemCaller(self, video, stage, item, frames)
@@ -95,6 +102,7 @@ class ItemCaller:
             stored = m.journal.get(self.video, self.stage, key)
             if stored is not None:
                 m.replayed[(self.video, self.stage)] += 1
+                m.replied(self.stage)
                 return stored.result()
         if self.frames is not None:
             request = request.model_copy(update={"frames": await self.frames.get()})
@@ -103,6 +111,7 @@ class ItemCaller:
             result = await m.backend.generate(request)
         if m.journal is not None and result.outcome != "error":
             m.journal.put(self.video, self.stage, self.item, key, request.id, m.name, result)
+        m.replied(self.stage)
         return result
 
     async def aclose(self) -> None:  # the role's backend is closed by its owner

@@ -28,8 +28,17 @@ never pairs new dialogues with old checklists.
 stage is not usable), ``failed`` (bad input for this video: unreadable video, detector
 error). Items whose replies broke the rules up to the re-ask bound are *given up*: listed,
 not an incomplete stage, asked again only with ``retry_failed`` (``--retry-failed``).
-A build runs what it can for every video and then reports; the CLI exits 2 when a stage
-failed on bad input, 3 when anything is incomplete or blocked, 0 otherwise.
+A stage that made less than it was asked for says why in its report's ``shortfall``
+(:meth:`~.records.Artifact.shortfall`: "no unit rated 5-6", "3 of 8 dialogues failed the rule
+checks after 2 re-asks", "no checklist for 12 of 30 scored rounds"); the export collects these
+into one line per video. A build runs what it can for every video and then reports; the CLI
+exits 2 when a stage failed on bad input, 3 when anything is incomplete or blocked, when a
+video exports no dialogue (or a dialogue without checklists) because replies broke the rules,
+or when nothing at all is exported; 0 otherwise.
+
+**Progress** goes to a :class:`BuildProgress` (``start``/``advance`` per stage over the videos,
+``reply`` per model reply, asked or read from the journal); the CLI shows it with the same rich
+display as ``mtvbench run``.
 
 **Before anything is written** (:meth:`Builder.preflight`): the stages that have work to
 do are determined from the workspace, and for them the optional dependencies are imported
@@ -54,7 +63,7 @@ from mtvbench.construct.detect import Detector, DetectorError, load_detector
 from mtvbench.construct.export import ExportReport, export_dataset
 from mtvbench.construct.journal import CallJournal
 from mtvbench.construct.llm import StageModel
-from mtvbench.construct.records import Artifact, ArtifactMeta, VideoRecord, canonical_json
+from mtvbench.construct.records import Artifact, ArtifactMeta, Shortfall, VideoRecord, canonical_json
 from mtvbench.construct.stages import STAGES, Role, stage_names
 from mtvbench.construct.textsim import TextSimilarity, make_textsim
 from mtvbench.construct.workspace import Inspection, Workspace, WorkspaceError
@@ -63,6 +72,8 @@ from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings, VideoError
 from mtvbench.models.backend import ModelBackend
 from mtvbench.models.registry import create_backend
+from mtvbench.run.runner import RunProgress
+from mtvbench.util.files import VideoMode
 
 if TYPE_CHECKING:
     from mtvbench.construct.ray_executor import RayBuild
@@ -84,6 +95,16 @@ class StageReport(BaseModel):
     #: one line per failed call of an incomplete stage
     problems: list[str] = Field(default_factory=list)
     artifact: str = ""
+    #: what the stage could not make for this video, and why (None: all it was asked for)
+    shortfall: Shortfall | None = None
+
+
+class BuildProgress(RunProgress):
+    """What the builder reports while it works (``start``/``advance`` per stage over the videos, as
+    :class:`~mtvbench.run.runner.RunProgress`); the CLI plugs a rich progress display in here."""
+
+    def reply(self, stage: str) -> None:
+        """One model reply of ``stage`` arrived (asked, or read from the call journal)."""
 
 
 class BuildError(MtvbenchError):
@@ -108,7 +129,8 @@ class Builder:
     :class:`~mtvbench.construct.stages.StageContext`."""
 
     def __init__(self, ws: Workspace, config: BuildConfig, *, backends: dict[str, ModelBackend] | None = None,
-                 detector: Detector | None = None, on_report: Callable[[StageReport], None] | None = None):
+                 detector: Detector | None = None, on_report: Callable[[StageReport], None] | None = None,
+                 progress: BuildProgress | None = None):
         self.ws = ws
         self.config = config
         self._given = dict(backends or {})
@@ -120,6 +142,7 @@ class Builder:
         self._cluster: RayBuild | None = None
         self.reports: list[StageReport] = []
         self.on_report = on_report
+        self.progress = progress or BuildProgress()
 
     # ------------------------------------------------------------ where the work runs
     def cluster(self) -> RayBuild | None:
@@ -168,7 +191,7 @@ class Builder:
     def model(self, role: Role) -> StageModel:
         if role not in self._models:
             self._models[role] = StageModel(self.backend(role), concurrency=self.config.concurrency,
-                                            journal=self.journal)
+                                            journal=self.journal, on_reply=self.progress.reply)
         return self._models[role]
 
     def detector(self) -> Detector:
@@ -337,7 +360,8 @@ class Builder:
         report = StageReport(stage=stage, video=v.name, status="done" if artifact.complete else "incomplete",
                              seconds=time.perf_counter() - t0, failures=len(failures),
                              given_up=len(failures) - len(errors), message=d.reason, artifact=str(path),
-                             problems=[f"{f.item}: {'; '.join(f.problems)}" for f in errors])
+                             problems=[f"{f.item}: {'; '.join(f.problems)}" for f in errors],
+                             shortfall=artifact.shortfall())
         if not artifact.complete and not errors:
             report.problems = [f"{f.item}: {'; '.join(f.problems)}" for f in failures]
         if role is not None:
@@ -351,6 +375,10 @@ class Builder:
                 return await self._stage(stage, v, force)
             except PER_VIDEO_ERRORS as e:
                 return StageReport(stage=stage, video=v.name, status="failed", message=str(e))
+            finally:
+                self.progress.advance(stage)
+
+        self.progress.start(stage, len(videos))
 
         results = await asyncio.gather(*(guarded(v) for v in videos), return_exceptions=True)
         reports = [r for r in results if isinstance(r, StageReport)]
@@ -369,7 +397,7 @@ class Builder:
         return self.reports
 
     def export(self, videos: list[VideoRecord], out: Path | None = None, accepted_only: bool = False,
-               video_mode: Literal["copy", "link", "symlink"] = "copy") -> ExportReport:
+               video_mode: VideoMode = "copy") -> ExportReport:
         return export_dataset(self.ws, videos, out, accepted_only=accepted_only, video_mode=video_mode)
 
 

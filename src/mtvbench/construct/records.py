@@ -68,10 +68,25 @@ class ArtifactMeta(BaseModel):
     digest: str = ""
 
 
+class Shortfall(BaseModel):
+    """Why a stage made less than it was asked for (one line per video).
+
+    ``failed``: the replies broke the rules so that the video exports no dialogue, or a dialogue
+    without any checklist (``build all`` exits 3); otherwise the line is information (units all
+    validly rated below the threshold, some of several dialogues given up)."""
+
+    why: str
+    failed: bool = False
+
+
 class Artifact(BaseModel):
     video: str
     complete: bool = True
     meta: ArtifactMeta | None = None
+
+    def shortfall(self) -> Shortfall | None:
+        """What this stage could not make from its input (see :class:`Shortfall`); None when nothing."""
+        return None
 
 
 def canonical_json(obj: Any) -> str:
@@ -119,6 +134,17 @@ class Failure(BaseModel):
     problems: list[str]
     kind: Literal["error", "rejected"] = "rejected"
     attempts: int = 0
+
+
+def given_up(failures: list[Failure]) -> list[Failure]:
+    """The items whose replies broke the rules up to the re-ask bound."""
+    return [f for f in failures if f.kind == "rejected"]
+
+
+def after_asks(failures: list[Failure]) -> str:
+    """`` after 2 re-asks`` for items asked up to three times; empty when asked once."""
+    n = max((f.attempts for f in failures), default=1) - 1
+    return f" after {n} re-ask{'s' if n != 1 else ''}" if n > 0 else ""
 
 
 class Captions(Artifact):
@@ -267,6 +293,20 @@ class ScoreResult(Artifact):
     units: dict[str, UnitScores] = Field(default_factory=dict)
     failures: list[Failure] = Field(default_factory=list)
 
+    def shortfall(self) -> Shortfall | None:
+        """No unit selected for any task (a failure when some ratings were given up), or some ratings given up."""
+        bad = given_up(self.failures)
+        total = len(self.units) + len(self.failures)
+        broken = f"{len(bad)} of {total} suitability ratings broke the rules{after_asks(bad)}"
+        if any(u.selected for u in self.units.values()):
+            return Shortfall(why=broken) if bad else None
+        if bad:
+            return Shortfall(why=f"no unit rated {self.min_score}-6: {broken}", failed=True)
+        if self.units:
+            return Shortfall(why=f"no unit rated {self.min_score}-6 (all {len(self.units)} rated below "
+                                 f"{self.min_score})")
+        return None
+
 
 # ------------------------------------------------------------------ 10. generate
 
@@ -290,6 +330,15 @@ class GenerateResult(Artifact):
     dialogues: dict[str, GeneratedDialogue] = Field(default_factory=dict)  # "<unit>/<task>" -> dialogue
     failures: list[Failure] = Field(default_factory=list)
 
+    def shortfall(self) -> Shortfall | None:
+        """Dialogues given up; a failure when none is left."""
+        bad = given_up(self.failures)
+        if not bad:
+            return None
+        total = len(self.dialogues) + len(self.failures)
+        return Shortfall(why=f"{len(bad)} of {total} dialogues failed the rule checks{after_asks(bad)}",
+                         failed=not self.dialogues)
+
 
 # ------------------------------------------------------------------ 11. checklists
 
@@ -298,3 +347,16 @@ class ChecklistResult(Artifact):
     #: "<unit>/<task>" -> {round index -> items}
     checklists: dict[str, dict[int, list[ChecklistItem]]] = Field(default_factory=dict)
     failures: list[Failure] = Field(default_factory=list)
+
+    def shortfall(self) -> Shortfall | None:
+        """Scored rounds without a checklist (items ``<unit>/<task>/<round>``); a failure when a dialogue
+        is left without any."""
+        bad = given_up(self.failures)
+        if not bad:
+            return None
+        total = sum(len(rounds) for rounds in self.checklists.values()) + len(self.failures)
+        bare = {f.item.rsplit("/", 1)[0] for f in bad} - {k for k, rounds in self.checklists.items() if rounds}
+        why = f"no checklist for {len(bad)} of {total} scored rounds{after_asks(bad)}"
+        if bare:
+            why += f" ({len(bare)} dialogue{'s' if len(bare) != 1 else ''} without any)"
+        return Shortfall(why=why, failed=bool(bare))

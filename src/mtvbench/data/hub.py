@@ -17,7 +17,9 @@
 3. **Lay out.** ``TARGET/mtqa``, ``TARGET/checklist`` (copies of the JSON files) and
    ``TARGET/videos`` (hard links to the cached or unpacked video files, so no second copy is
    made; copies where a hard link is impossible, e.g. another file system). Symbolic links
-   are not used: the loader refuses videos that resolve outside ``videos/``.
+   are not used: the loader refuses any link under a data root. A link in the snapshot is
+   followed only inside the dataset's folder of the Hub cache (its ``blobs/``): one pointing
+   elsewhere refuses the whole snapshot before anything is written (:func:`check_links`).
    ``TARGET/mtvbench-dataset.json`` records the source, the commit and how the videos were
    placed; it is written ``complete`` last, so a stopped preparation is redone next time.
 
@@ -100,6 +102,13 @@ class Snapshot(BaseModel):
     spec: HubSpec
     path: Path
     commit: str
+
+    @property
+    def storage(self) -> Path:
+        """The dataset's folder in the Hub cache (``datasets--ORG--NAME``: ``blobs/``, ``snapshots/``);
+        a link in the snapshot is followed only when it points inside it (a folder given as a
+        snapshot: inside that folder)."""
+        return self.path.parent.parent if self.path.parent.name == "snapshots" else self.path
 
 
 def _first_lines(text: str, n: int = 3, cap: int = 600) -> str:
@@ -222,6 +231,7 @@ class Found(BaseModel):
 
 
 def _walk(root: Path) -> list[Path]:
+    """The files under ``root`` (links to folders are not entered)."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root)
@@ -230,6 +240,28 @@ def _walk(root: Path) -> list[Path]:
             dirnames[:] = []
         out += [Path(dirpath) / f for f in sorted(filenames) if not f.startswith(".")]
     return out
+
+
+def _leaves(link: Path, inside: Path) -> bool:
+    """Whether the link ``link`` points outside ``inside`` (or nowhere: a loop)."""
+    try:
+        return not link.resolve(strict=True).is_relative_to(inside)
+    except (OSError, RuntimeError):
+        return True
+
+
+def check_links(snapshot: Snapshot) -> None:
+    """Refuse a snapshot holding a link that points outside the dataset's folder of the Hub cache
+    (a released file is never read through such a link, nor hard-linked into ``videos/``)."""
+    inside = snapshot.storage.resolve()
+    bad = [f for f in _walk(snapshot.path) if f.is_symlink() and _leaves(f, inside)]
+    if bad:
+        shown = "; ".join(f"{f.relative_to(snapshot.path)} -> {os.readlink(f)}" for f in bad[:3])
+        raise InputError(f"{snapshot.spec.text}: {len(bad)} file(s) of the download {snapshot.path} are links "
+                         f"pointing outside its Hugging Face cache folder {snapshot.storage} ({shown}"
+                         f"{'; ...' if len(bad) > 3 else ''}); they are not followed and nothing was laid out",
+                         hint="hint: download again into a fresh cache (HF_HUB_CACHE), or lay the dataset out by "
+                              "hand and pass the folder to --data")
 
 
 def _same_content(a: Path, b: Path) -> bool:
@@ -443,6 +475,7 @@ def prepare(snapshot: Snapshot, target: Path, *, note: Note = _quiet, force: boo
     target = Path(target).expanduser().absolute()
     created = not target.exists()
     _check_target(target, snapshot.spec)
+    check_links(snapshot)
     found = discover([snapshot.path])
     if not found.mtqa and not found.archives:
         raise _no_task_files(snapshot)
@@ -500,5 +533,5 @@ def resolve_dataset(value: str | os.PathLike[str], *, note: Note = _quiet, offli
 
 
 __all__ = ["DEFAULT_REPO", "HF_PREFIX", "RECORD_FILE", "DatasetRecord", "Found", "HubSpec", "PreparedDataset",
-           "Snapshot", "default_target", "discover", "fetch_snapshot", "hub_error", "is_hub_spec",
+           "Snapshot", "check_links", "default_target", "discover", "fetch_snapshot", "hub_error", "is_hub_spec",
            "prepare", "prepare_from_hub", "read_record", "resolve_dataset"]

@@ -26,18 +26,33 @@ Record values, error (E) or warning (W):
   (read as Yes/No), a number of items other than 5, unknown keys in a checklist entry;
 - E a video name that is empty or blank, or that would leave ``videos/``;
 - E a video that is missing, not a regular file, empty, not openable, without a video
-  stream, without a decodable first frame, or truncated (:mod:`mtvbench.media.probe`).
+  stream, without a decodable first frame, or truncated (:mod:`mtvbench.media.probe`);
+- E a symbolic link anywhere under the data root, ``videos/`` itself included, one error
+  naming each link (:func:`find_links`). A dataset holds its files: a link could point
+  anywhere (outside the root, at a file that changes under a run, nowhere at all), so none is
+  followed. Hard links and copies are fine (``download``, ``review export --video-mode link``).
+
+Dataset level:
+
+- E (with ``require_scored``, as ``mtvbench validate`` loads) dialogues but no scored turn, in
+  the whole dataset or in one task: nothing of it would be evaluated (``mtvbench checklists``
+  loads without the rule: writing the missing checklists is its job);
+- W ``metadata.json`` says the dataset was built with a scripted model: NOT a real benchmark
+  (:func:`mtvbench.data.buildmeta.not_a_benchmark`).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from mtvbench.data.buildmeta import not_a_benchmark
 from mtvbench.data.schema import (
     TASKS,
     Benchmark,
@@ -132,27 +147,57 @@ def _safe_video_name(name: str) -> bool:
     return ".." not in parts and not re.match(r"^[A-Za-z]:", name)
 
 
-def locate_video(root: Path, name: str) -> tuple[Path | None, Path | None]:
-    """(the video file, None) or (None, the path that exists there but is not a regular file).
+def find_links(root: Path) -> list[Path]:
+    """Every symbolic link under ``root``, sorted; none is followed (a linked folder is listed,
+    not entered)."""
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        out += [Path(dirpath) / n for n in dirnames + filenames if (Path(dirpath) / n).is_symlink()]
+    return sorted(out)
 
-    Tries ``videos/<name>`` and ``videos/<name>.<ext>``; never anything outside ``videos/``.
+
+def _add_links(col: _Collector, root: Path) -> set[Path]:
+    """One error per symbolic link under ``root``; returns the links."""
+    links = find_links(root)
+    for link in links:
+        try:
+            target = f" (to {os.readlink(link)})"
+        except OSError:
+            target = ""
+        col.add("error", link, f"is a symbolic link{target}; a data root holds no links: put the file itself "
+                "there (a copy, or a hard link: `cp -l`, `mtvbench review export --video-mode link`)")
+    return set(links)
+
+
+def refuse_links(root: Path) -> None:
+    """:class:`DataError` naming every symbolic link under ``root`` (for commands that read a data root
+    without loading it whole, e.g. ``checklists``)."""
+    col = _Collector(Path(root))
+    if _add_links(col, Path(root)):
+        raise DataError(col.problems)
+
+
+def locate_video(root: Path, name: str) -> tuple[Path | None, Path | None]:
+    """(the video file, None) or (None, the path that exists there but is not a regular file:
+    a symbolic link, a FIFO, a device, ...).
+
+    Tries ``videos/<name>`` and ``videos/<name>.<ext>``; never anything outside ``videos/`` and
+    never through a link (``videos/`` itself a link is returned as the odd path).
     """
-    vdir = (root / "videos").resolve()
+    vdir = Path(root) / "videos"
+    if vdir.is_symlink():
+        return None, vdir
     candidates = [vdir / name] + [vdir / f"{name}{s}" for s in VIDEO_SUFFIXES]
     odd: Path | None = None
     for c in candidates:
         try:
-            resolved = c.resolve()
-        except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13): no file there
-            if odd is None and c.is_symlink():
-                odd = c
+            mode = os.lstat(c).st_mode
+        except OSError:  # nothing there (or a parent is not a folder)
             continue
-        if not resolved.is_relative_to(vdir) or resolved == vdir:
-            continue
-        if resolved.is_file():
-            return resolved, None
-        if odd is None and resolved.exists() and not resolved.is_dir():
-            odd = resolved  # a FIFO, socket or device: never opened (a FIFO would block)
+        if stat.S_ISREG(mode) and c.resolve().parent.is_relative_to(vdir.resolve()):
+            return c, None
+        if odd is None and not stat.S_ISDIR(mode):
+            odd = c  # a link (or reached through one), FIFO, socket or device: never opened (a FIFO would block)
     return None, odd
 
 
@@ -346,13 +391,28 @@ def _check_video_files(videos: dict[str, Path], cache: ProbeCache | None, col: _
             col.add("error", videos[name], check.problem, video=name)
 
 
+def _scored_problems(root: Path, dialogues: list[Dialogue], col: _Collector) -> None:
+    """Dialogues without any scored turn, per task and in the whole dataset: an error each."""
+    for task in TASKS:
+        of_task = [d for d in dialogues if d.task == task]
+        if of_task and not any(d.scored_turns for d in of_task):
+            col.add("error", root / "mtqa" / f"{task.official_stem}.json",
+                    f"{len(of_task)} dialogue(s) but no scored turn: no model turn has a checklist entry in "
+                    f"checklist/{task.official_stem}_CheckList.json (`mtvbench checklists` writes them)")
+    if dialogues and not any(d.scored_turns for d in dialogues):
+        col.add("error", root / "mtqa", f"{len(dialogues)} dialogue(s) but no scored turn in the whole dataset: "
+                "nothing of it would be evaluated")
+
+
 def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_videos: bool = True,
-                  probe_cache: ProbeCache | None = None) -> tuple[Benchmark | None, list[Problem]]:
+                  probe_cache: ProbeCache | None = None, require_scored: bool = False,
+                  ) -> tuple[Benchmark | None, list[Problem]]:
     """Load a dataset; return (benchmark or None when there are errors, all problems).
 
     With ``check_videos`` every referenced video must exist and pass
     :func:`mtvbench.media.probe.check_video` (verdicts cached in ``probe_cache``, by default
-    the user cache)."""
+    the user cache). With ``require_scored`` dialogues without any scored turn (in the dataset
+    or a task) are an error (``mtvbench validate``)."""
     root = Path(root).expanduser().resolve()
     col = _Collector(root)
     if not root.is_dir():
@@ -372,6 +432,7 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
             if f.stem.removesuffix("_CheckList") not in known or not f.stem.endswith("_CheckList"):
                 col.add("error", f, "unknown checklist file; expected <task>_CheckList.json")
 
+    links = _add_links(col, root)
     dialogues: list[Dialogue] = []
     videos: dict[str, Path] = {}
     missing_videos: set[str] = set()
@@ -403,10 +464,10 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                 vp, odd = locate_video(root, video)
                 if vp is None:
                     missing_videos.add(video)
-                    if odd is not None:
-                        what = ("is a symlink loop, not a video file" if odd.is_symlink() and not odd.exists()
-                                else "is not a regular file (a FIFO, device or socket), not a video file")
-                        col.add("error", odd, what,
+                    if odd is not None and ({odd, *odd.parents} & links):
+                        pass  # a link, or reached through one: reported as a link already
+                    elif odd is not None:
+                        col.add("error", odd, "is not a regular file (a FIFO, device or socket), not a video file",
                                 video=video)
                     else:
                         col.add("error", path, f"video file not found under videos/ (tried {video} and "
@@ -451,6 +512,10 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                         "checklist for a dialogue that does not exist in mtqa/", video=video, event=event)
     if not dialogues and not any(p.level == "error" for p in col.problems):
         col.add("error", mtqa_dir, "no dialogues found")
+    if require_scored:
+        _scored_problems(root, dialogues, col)
+    if (why := not_a_benchmark(root)) is not None:
+        col.add("warning", root / "metadata.json", f"NOT a real benchmark: {why}")
     if check_videos:
         _check_video_files(videos, probe_cache or ProbeCache(), col)
     errors = any(p.level == "error" for p in col.problems)

@@ -68,6 +68,11 @@ MAX_WORKERS = 4
 _TEXT_CODECS = frozenset({"ansi", "bintext", "xbin", "idf"})
 
 
+#: the largest width or height of a fixed frame size: one such RGB frame is 200 MB already, and a
+#: bigger one would exhaust memory in the decoder instead of failing with a message
+MAX_FRAME_SIDE = 8192
+
+
 class FrameSettings(BaseModel):
     """How frames are sampled and stored. Part of every cache key."""
 
@@ -82,8 +87,8 @@ class FrameSettings(BaseModel):
 
     @model_validator(mode="after")
     def _check_size(self) -> FrameSettings:
-        if self.size is not None and min(self.size) < 1:
-            raise ValueError(f"size must be positive, got {self.size}")
+        if self.size is not None and (min(self.size) < 1 or max(self.size) > MAX_FRAME_SIDE):
+            raise ValueError(f"size: width and height must be 1 to {MAX_FRAME_SIDE} px, got {self.size}")
         return self
 
     def key(self) -> str:

@@ -64,6 +64,9 @@ BACKENDS.add("vllm", Backend("mtvbench.models.vllm_engine:VLLMBackend", extra="v
 BACKENDS.add("oracle", Backend("mtvbench.models.baselines:oracle",
                                description="baseline: answers with the golden answer"))
 BACKENDS.add("refuse", Backend("mtvbench.models.baselines:refuse", description="baseline: always declines"))
+BACKENDS.add("offline", Backend("mtvbench.construct.offline_model:offline_model",
+                                description="build only (`mtvbench build -m offline`): scripted replies, no API; "
+                                            "what it builds is NOT a real benchmark"))
 
 
 def register_backend(prefix: str, *, extra: str | None = None, modules: tuple[Module, ...] = ()

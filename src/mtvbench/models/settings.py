@@ -28,6 +28,12 @@ from mtvbench.records import GenerationConfig
 
 #: the settings of the call path (models.resilience) that ``--model-option`` / ``extra`` may also set
 CALL_SETTINGS = ("timeout_s", "max_retries", "retry_base_s", "retry_cap_s", "max_response_bytes", "breaker_threshold")
+#: backend options that change how a call is made, never what it answers (left out of a run's fingerprint,
+#: and changing one does not make a preset run "modified")
+OPERATIONAL_OPTIONS = frozenset({
+    "batch_size", "upload_poll_s", "upload_timeout_s", "concurrency", "device_map", "videos_in_flight",
+    *CALL_SETTINGS,
+})
 #: every generation setting: a field of :class:`BackendOptions` and (for the model) a flag of ``run``
 GENERATION_SETTINGS = (*GenerationConfig.CALL_FIELDS, *GenerationConfig.OPTION_FIELDS, "system")
 #: the settings that are moved from ``extra`` to their field (the old ``--model-option KEY=VALUE`` spelling)

@@ -4,10 +4,12 @@
   :func:`say`, :func:`note`, :func:`warn` and :func:`print_error` take plain strings and print
   them literally (control characters and ANSI escape codes shown as escapes, see
   :mod:`mtvbench.util.escape`); :func:`emit` writes Markdown, JSON or CSV exactly as it is.
-- Tables: every command that prints one takes ``--format table|md|csv|json``
-  (:data:`FormatOption`); the default ``auto`` is a rich table on a terminal and plain
-  Markdown otherwise (a pipe, a file). :func:`print_tables` prints
-  :class:`~mtvbench.render.tables.TextTable` s, :func:`print_leaderboard` the Table 2 layout.
+- Tables: every command that prints one takes ``--format table|plain|md|csv|json``
+  (:data:`FormatOption`); the default ``auto`` is a rich table on a terminal and plain text
+  otherwise (a pipe, a file: one row per line, tab-separated, no Markdown escaping, no
+  wrapping, :func:`mtvbench.render.tables.to_plain`); ``--format md`` gives Markdown.
+  :func:`print_tables` prints :class:`~mtvbench.render.tables.TextTable` s,
+  :func:`print_leaderboard` the Table 2 layout; both are the one place a table reaches stdout.
 - Progress and "wrote" messages go to stderr (:func:`note`), results to stdout.
 
 The command-line package (:mod:`mtvbench.cli`) and the commands of analyses
@@ -22,6 +24,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -96,6 +99,7 @@ def print_error(message: str) -> None:
 class OutputFormat(str, enum.Enum):
     auto = "auto"
     table = "table"
+    plain = "plain"
     md = "md"
     csv = "csv"
     json = "json"
@@ -103,15 +107,16 @@ class OutputFormat(str, enum.Enum):
 
 FormatOption = Annotated[OutputFormat, typer.Option(
     "--format", case_sensitive=False,
-    help="table (terminal), md (Markdown), csv or json; auto: table on a terminal, Markdown in a pipe or file")]
+    help="table (terminal), plain (one row per line, tab-separated), md (Markdown), csv or json; auto: table on "
+         "a terminal, plain in a pipe or file")]
 
 
 def resolve_format(fmt: OutputFormat | str) -> str:
-    """``auto`` becomes ``table`` when stdout is a terminal and ``md`` otherwise."""
+    """``auto`` becomes ``table`` when stdout is a terminal and ``plain`` otherwise."""
     value = fmt.value if isinstance(fmt, OutputFormat) else str(fmt)
     if value != "auto":
         return value
-    return "table" if make_console().is_terminal else "md"
+    return "table" if make_console().is_terminal else "plain"
 
 
 def emit_json(obj: Any) -> None:
@@ -123,7 +128,7 @@ def print_tables(tables: Sequence[Any], fmt: OutputFormat | str, json_obj: Any =
     """Print :class:`~mtvbench.render.tables.TextTable` s in ``fmt``. ``json`` prints
     ``json_obj`` (the command's own records) or else the tables' rows; ``csv`` prints the
     first table only (the command's main table)."""
-    from mtvbench.render.tables import to_csv, to_markdown, to_records, to_rich
+    from mtvbench.render.tables import to_csv, to_markdown, to_plain, to_records, to_rich
 
     kind = resolve_format(fmt)
     if kind == "json":
@@ -135,6 +140,8 @@ def print_tables(tables: Sequence[Any], fmt: OutputFormat | str, json_obj: Any =
         emit(to_csv(tables[0]))
     elif kind == "md":
         emit("\n".join(to_markdown(t) for t in tables))
+    elif kind == "plain":
+        emit("\n".join(to_plain(t) for t in tables))
     else:
         c = make_console()
         for i, t in enumerate(tables):
@@ -149,8 +156,11 @@ def print_leaderboard(rows: Sequence[tuple[str, Any]], fmt: OutputFormat | str, 
     each run's counts in words, Markdown (``markdown`` when given, else the run directory's
     leaderboard.md layout), CSV (leaderboard.csv), or JSON (``json_obj``, else the scores)."""
     from mtvbench.render.leaderboard import counts_summary, leaderboard_csv, leaderboard_markdown, leaderboard_table
+    from mtvbench.render.tables import to_plain
 
     kind = resolve_format(fmt)
+    counts = [f"{name}: {counts_summary(s.counts)}" if len(rows) > 1 else counts_summary(s.counts)
+              for name, s in rows]
     if kind == "json":
         emit_json(json_obj if json_obj is not None else
                   [{"name": name, **s.model_dump(mode="json")} for name, s in rows])
@@ -158,9 +168,11 @@ def print_leaderboard(rows: Sequence[tuple[str, Any]], fmt: OutputFormat | str, 
         emit(leaderboard_csv(rows))
     elif kind == "md":
         emit(markdown if markdown is not None else leaderboard_markdown(rows))
+    elif kind == "plain":
+        t = leaderboard_table(rows, title=title).table
+        emit(to_plain(replace(t, notes=[*t.notes, *counts])))
     else:
         c = make_console()
         c.print(leaderboard_table(rows, title=title), highlight=False)
-        for name, s in rows:
-            line = f"{name}: {counts_summary(s.counts)}" if len(rows) > 1 else counts_summary(s.counts)
+        for line in counts:
             c.print(rich_text(line, "dim"), highlight=False)

@@ -3,6 +3,12 @@
 A :class:`TextTable` holds raw values (text from anywhere, numbers, ``None``) and how each
 column is meant; the renderers do the formatting and the escaping for their sink:
 
+- :func:`to_plain`: plain text for a pipe or a file (what ``grep``, ``cut -f`` and ``awk -F'\t'``
+  read): the title and intro lines, then the header and one line per row with the cells
+  separated by a tab, then the notes. Nothing is escaped as Markdown and nothing wraps;
+  control characters, tabs and line breaks inside a value are shown as ``\x1b``, ``\t``,
+  ``\n`` (:func:`mtvbench.util.escape.terminal`), so a value can neither drive the terminal
+  nor split a row.
 - :func:`to_markdown`: GitHub-flavoured Markdown, one line per row whatever the text
   (:func:`mtvbench.util.escape.markdown`), numbers rounded for display.
 - :func:`to_csv`: numbers as numbers, text neutralised against formula injection.
@@ -79,6 +85,17 @@ def display(value: Value, col: Col) -> str:
     if isinstance(value, int) and col.kind == "num":
         return f"{value:,}"
     return str(value)
+
+
+def to_plain(t: TextTable) -> str:
+    """The table as plain text, one row per line, cells separated by tabs (see the module docstring)."""
+    out = [terminal(t.title)] if t.title else []
+    out += [terminal(line) for line in t.intro]
+    out.append("\t".join(terminal(c.name) for c in t.columns))
+    out += ["\t".join(terminal(display(v, c)) for v, c in zip(row, t.columns)) for row in t.rows]
+    if t.notes:
+        out += ["", *(terminal(line) for line in t.notes)]
+    return "\n".join(out) + "\n"
 
 
 def to_markdown(t: TextTable) -> str:

@@ -10,7 +10,8 @@ JSON API (every answer is JSON; errors are ``{"error": "..."}`` with an HTTP sta
     POST /api/items/{id}/adjudicate   {senior, decision, edits, comment, content_hash}
     GET  /api/next[?after=ID]         {id}: the next dialogue for you (claimed for you); null when none is left
     GET  /api/progress                done / open per annotator and task, Cohen's kappa per task, time per item
-    GET  /media/{video}?u=&exp=&sig=  the video file with range requests (URLs come signed from /api/items/{id})
+    GET  /media/{video}?u=&exp=&sig=  the video file with range requests (URLs come signed from /api/items/{id},
+                                      valid 12 hours; removing the user or replacing their token revokes them)
 
 Who is asking: with users registered (``mtvbench review add-user``), or whenever the app
 listens on a non-loopback address, every API call carries ``Authorization: Bearer TOKEN``
@@ -229,7 +230,10 @@ class ReviewApp:
         return f"/media/{quote(video)}?u={quote(me.name)}&exp={exp}&sig={self._sign(video, me.name, exp)}"
 
     def _sign(self, video: str, who: str, exp: int) -> str:
-        return hmac.new(self.secret, f"{video}\x00{who}\x00{exp}".encode(), hashlib.sha256).hexdigest()
+        """The signature of a video link: the video, the user, the user's signing epoch in the store
+        (removing the user moves it on, which revokes the link) and the expiry."""
+        epoch = self.store.signing_epoch(who)
+        return hmac.new(self.secret, f"{video}\x00{who}\x00{epoch}\x00{exp}".encode(), hashlib.sha256).hexdigest()
 
     def media_allowed(self, video: str, who: str, exp: str, sig: str) -> bool:
         if not exp.isdigit() or int(exp) < time.time() or len(sig) != 64:
@@ -399,7 +403,8 @@ def create_app(source: ReviewSource, store: ReviewStore, *, require_tokens: bool
         name = request.path_params["name"]
         q = request.query_params
         path = state.videos.get(name)
-        if path is None or not state.media_allowed(name, q.get("u", ""), q.get("exp", ""), q.get("sig", "")):
+        if path is None or not await run_in_threadpool(state.media_allowed, name, q.get("u", ""), q.get("exp", ""),
+                                                       q.get("sig", "")):
             return PlainTextResponse("not found", 404)
         if not path.is_file():
             return PlainTextResponse("video file missing", 404)

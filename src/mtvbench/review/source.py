@@ -14,7 +14,6 @@ folder that must stay untouched).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import ValidationError
 
@@ -23,10 +22,10 @@ from mtvbench.errors import InputError
 from mtvbench.registry import Registry
 from mtvbench.review.model import ReviewItem, ReviewQueue, content_hash
 from mtvbench.review.store import STORE_NAME, ReviewStore
+from mtvbench.util.files import VideoMode
 from mtvbench.util.jsonio import load_json_file
 
 QUEUE_NAME = "review_queue.json"
-VideoMode = Literal["copy", "link", "symlink"]
 
 
 def validation_message(path: Path, e: ValidationError) -> str:

@@ -11,8 +11,10 @@ hash, active), ``reviews`` (one row per item, content hash and annotator; a late
 replaces the earlier one), ``adjudications`` (the senior's decision per item and content
 hash), ``claims`` (which annotator opened which item when: the queue hands an item to at
 most two annotators, and the time to decide is measured from the claim), ``history`` (every
-decision ever made, append-only: the audit trail) and ``users`` (names, roles and the
-SHA-256 of their access tokens; tokens themselves are never stored).
+decision ever made, append-only: the audit trail), ``users`` (names, roles and the
+SHA-256 of their access tokens; tokens themselves are never stored) and ``signing`` (a
+per-name signing epoch, part of every signed video URL: removing a user or replacing their
+token moves it on, so the links already handed out stop working at once).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ CREATE TABLE IF NOT EXISTS history(
   who TEXT NOT NULL, action TEXT NOT NULL, decision TEXT NOT NULL, edits TEXT NOT NULL, comment TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS users(
   name TEXT PRIMARY KEY, role TEXT NOT NULL, token_sha256 TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS signing(name TEXT PRIMARY KEY, epoch INTEGER NOT NULL);
 """
 
 
@@ -421,11 +424,27 @@ class ReviewStore:
                 raise ReviewError(f"user {who!r} exists already",
                                   hint="pass --replace to give them a new token (the old one stops working)")
             db.execute("INSERT OR REPLACE INTO users VALUES(?,?,?,?)", (who, role, token_digest(token), now_iso()))
+            if exists:
+                self._revoke_links(db, who)
         return token
 
     def remove_user(self, name: str) -> bool:
+        """Remove a user: their token and every video link signed for them stop working."""
         with self._tx() as db:
-            return db.execute("DELETE FROM users WHERE name=?", (name,)).rowcount > 0
+            removed = db.execute("DELETE FROM users WHERE name=?", (name,)).rowcount > 0
+            if removed:
+                self._revoke_links(db, name)
+            return removed
+
+    @staticmethod
+    def _revoke_links(db: sqlite3.Connection, name: str) -> None:
+        db.execute("INSERT INTO signing VALUES(?, 1) ON CONFLICT(name) DO UPDATE SET epoch=epoch+1", (name,))
+
+    def signing_epoch(self, name: str) -> int:
+        """The epoch signed into ``name``'s video links (see the module docstring)."""
+        with self._tx(write=False) as db:
+            row = db.execute("SELECT epoch FROM signing WHERE name=?", (name,)).fetchone()
+        return int(row["epoch"]) if row else 0
 
     def users(self) -> list[UserInfo]:
         with self._tx(write=False) as db:

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Dialogue, Round
+from mtvbench.models.settings import OPERATIONAL_OPTIONS
 from mtvbench.prompts import render_inference_prompt, render_judge_prompt
 from mtvbench.records import GenerationConfig, JudgeVerdict
 from mtvbench.run.plan import history_for, rounds_to_call
@@ -85,11 +86,6 @@ def answers_digest(answers: Sequence[str]) -> str:
     return digest(list(answers))
 
 
-#: backend options that change how a call is made, never what it answers (left out of the fingerprint)
-OPERATIONAL_OPTIONS = frozenset({
-    "batch_size", "upload_poll_s", "upload_timeout_s", "retry_base_s", "retry_cap_s", "max_retries", "timeout_s",
-    "max_response_bytes", "breaker_threshold", "concurrency", "device_map", "videos_in_flight",
-})
 
 
 def output_options(extra: Mapping[str, Any]) -> dict[str, Any]:

@@ -81,7 +81,7 @@ def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
     scores, dscores = compute_scores(
         snap.dialogues, cur.responses, verdicts, model=cfg.model, judge=cfg.judge, judge_runs=cfg.judge_runs,
         context=cfg.context, bootstrap=cfg.bootstrap if bootstrap is None else bootstrap, seed=cfg.seed,
-        tasks=tasks, limit=cfg.limit, stale=cur.stale_responses.keys())
+        tasks=tasks, limit=cfg.limit, stale=cur.stale_responses.keys(), preset_overrides=cfg.preset_overrides)
     scores.counts.superseded_responses = cur.superseded_responses
     scores.counts.superseded_verdicts = cur.superseded_verdicts
     scores.usage = usage_report(calls, sessions, cfg.price)

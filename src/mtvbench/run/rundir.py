@@ -24,6 +24,7 @@ from mtvbench.config import RECORD_KEYS, RUN_SCHEMA_VERSION, RunConfig
 from mtvbench.data.schema import Benchmark, Dialogue
 from mtvbench.errors import InputError, RunDirError
 from mtvbench.run.identity import RunKeys
+from mtvbench.scoring.aggregate import modified_name
 from mtvbench.util.files import atomic_write_text, read_bytes_capped
 from mtvbench.util.jsonio import load_json_file
 
@@ -127,4 +128,7 @@ def read_snapshot(run_dir: Path) -> RunSnapshot:
 
 
 def display_name(cfg: RunConfig) -> str:
-    return cfg.model if cfg.context == "golden" else f"{cfg.model} [{cfg.context} context]"
+    """The run's name in tables: the model, marked when preset values were overridden or the context
+    is not the golden one."""
+    name = modified_name(cfg.model, cfg.preset_overrides)
+    return name if cfg.context == "golden" else f"{name} [{cfg.context} context]"

@@ -204,6 +204,9 @@ class Scores(BaseModel):
     tasks_selected: list[str] = Field(default_factory=lambda: [t.value for t in TASKS])
     #: at most this many dialogues per task (--limit), else None
     limit: int | None = None
+    #: the preset values this run overrode (``temperature``, ``frames``, ...; see
+    #: :func:`mtvbench.config.apply_preset`): the run is not the preset's paper row
+    preset_overrides: list[str] = Field(default_factory=list)
     complete: bool = True
     incomplete_reasons: list[str] = Field(default_factory=list)
     #: calls, tokens, time and cost per role (from the run store)
@@ -215,6 +218,11 @@ class Scores(BaseModel):
         """``complete`` or ``INCOMPLETE``, also written to scores.json so no reader can miss it."""
         return "complete" if self.complete else "INCOMPLETE"
 
+    @property
+    def display_name(self) -> str:
+        """The model as every table names the run (``NAME (modified: temperature, frames)``)."""
+        return modified_name(self.model, self.preset_overrides)
+
     def overall_label(self, digits: int = 2) -> str:
         """Overall for display: the number, or ``partial, k/6 tasks: x`` / ``–``."""
         if self.overall is not None:
@@ -222,6 +230,13 @@ class Scores(BaseModel):
         if self.overall_partial is not None:
             return f"partial, {self.tasks_scored}/{len(TASKS)} tasks: {self.overall_partial:.{digits}f}"
         return "–"
+
+
+def modified_name(name: str, overrides: Sequence[str]) -> str:
+    """A run's name in every table and report: a preset run with preset values overridden is marked,
+    e.g. ``qwen3-vl-8b-instruct (modified: temperature, frames)``, so it is never read as the preset's
+    paper row."""
+    return f"{name} (modified: {', '.join(overrides)})" if overrides else name
 
 
 def pct(x: float | None) -> float | None:
@@ -253,8 +268,8 @@ def incomplete_reasons(counts: Counts, task_scores: Mapping[Task, float],
 def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
                    verdicts: Mapping[str, Mapping[int, JudgeVerdict]], *, model: str, judge: str,
                    judge_runs: int, context: str = "golden", bootstrap: int = 1000, seed: int = 0,
-                   tasks: Sequence[Task] = TASKS, limit: int | None = None, stale: Collection[str] = ()
-                   ) -> tuple[Scores, list[DialogueScore]]:
+                   tasks: Sequence[Task] = TASKS, limit: int | None = None, stale: Collection[str] = (),
+                   preset_overrides: Sequence[str] = ()) -> tuple[Scores, list[DialogueScore]]:
     """Scores of ``dialogues`` from their current responses and verdicts; ``tasks`` are the tasks
     selected on purpose (a missing score of any other task is not a gap), ``stale`` the turn ids
     whose store holds only an answer to an earlier version of the turn."""
@@ -279,7 +294,7 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
         counts=counts, model=model, judge=judge, judge_runs=judge_runs,
         judge_run_overall=runs if all_tasks else [None for _ in runs], judge_run_std=std if all_tasks else None,
         context=context, complete=not reasons, incomplete_reasons=reasons,
-        tasks_selected=[t.value for t in TASKS if t in tasks], limit=limit,
+        tasks_selected=[t.value for t in TASKS if t in tasks], limit=limit, preset_overrides=list(preset_overrides),
     )
     return scores, dscores
 

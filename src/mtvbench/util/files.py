@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from mtvbench.errors import InputError, OutputError
+from mtvbench.errors import ConfigError, InputError, OutputError
 
 #: errors that mean "no room": the message says so plainly
 _NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", -1), errno.EFBIG}
@@ -141,24 +141,36 @@ def read_bytes_capped(path: Path | str, max_bytes: int, what: str = "file") -> b
     return data
 
 
-def place_file(src: Path, dst: Path, mode: Literal["copy", "link", "symlink"] | str = "copy") -> None:
-    """Put ``src`` at ``dst`` as a copy (atomic), a hard link (a copy where a link is impossible) or a
-    symbolic link. A file already at ``dst`` is kept when it is ``src`` itself (or, for a copy, has its size)."""
-    if dst.exists() or dst.is_symlink():
-        if dst.resolve() == src.resolve() or (dst.stat().st_size == src.stat().st_size and mode == "copy"):
+VideoMode = Literal["link", "copy"]
+#: how an export places a dataset's videos: hard links (no second copy) or copies
+VIDEO_MODES: tuple[VideoMode, ...] = ("link", "copy")
+
+
+def video_mode(value: str, flag: str = "--video-mode") -> VideoMode:
+    """``value`` as a video mode; ``symlink`` (offered by earlier versions) is one error saying what to use."""
+    if value == "symlink":
+        raise ConfigError(f"{flag} symlink is no longer offered: a data root holds no symbolic link (validate and run "
+                          f"refuse one); use {flag} link (a hard link, no second copy of the video) or {flag} copy")
+    if value not in VIDEO_MODES:
+        raise ConfigError(f"{flag} must be link or copy, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def place_file(src: Path, dst: Path, mode: VideoMode | str = "copy") -> None:
+    """Put ``src`` at ``dst`` as a copy (atomic) or a hard link (a copy where a link is impossible,
+    e.g. across file systems); never a symbolic link (a data root holds none). A file already at
+    ``dst`` is kept when it is ``src`` itself (or, for a copy, has its size); a link there is replaced."""
+    if dst.is_symlink():
+        dst.unlink()
+    elif dst.exists():
+        if os.path.samefile(dst, src) or (dst.stat().st_size == src.stat().st_size and mode == "copy"):
             return
         dst.unlink()
     ensure_dir(dst.parent)
-    try:
-        if mode == "symlink":
-            dst.symlink_to(src.resolve())
+    if mode == "link":
+        try:
+            os.link(src, dst)
             return
-        if mode == "link":
-            try:
-                os.link(src, dst)
-                return
-            except OSError:
-                pass
-    except OSError as e:
-        raise OutputError(describe_os_error(dst, e)) from e
+        except OSError:
+            pass
     atomic_copy_file(src, dst)
