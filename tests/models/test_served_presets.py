@@ -171,6 +171,11 @@ def test_given_extra_body_adds_to_the_presets(tmp_path: Path) -> None:
                                            "extra": {"extra_body": {"min_p": 0.05}, "served_name": "mc"}}})
     assert cfg.backend_spec == "openai:mc" and "served_name" not in cfg.model_settings.extra
     assert cfg.model_settings.extra["extra_body"] == {"stop_token_ids": [1, 151645], "min_p": 0.05}
+    dropped = build_config({"data": tmp_path, "judge": "offline", "out": tmp_path / "r", "model": "minicpm-v4.5@openai",
+                            "model_settings": {"base_url": "http://127.0.0.1:9/v1",
+                                               "extra": {"extra_body": {"stop_token_ids": None}}}})
+    body = OpenAIBackend("mc", dropped.model_settings.backend_options())._params(GenerationRequest(id="t", prompt="hi"))
+    assert "stop_token_ids" not in body["extra_body"]  # a preset's extra_body key dropped with null
 
 
 def test_generation_mapping_of_the_openai_backend() -> None:
