@@ -11,9 +11,13 @@ Settings are strict (:func:`validate_settings`, used for ``run``/``sweep`` setti
   ``judge_settings.extra`` (backend options, ``--model-option KEY=VALUE``);
 - a number must be a finite number of the right kind (``NaN``, ``.inf`` and ``true`` are not
   numbers; ``2.5`` is not an integer); ranges: ``temperature >= 0``, ``0 < top_p <= 1``,
-  ``max_tokens >= 1``, ``frames``/``concurrency``/``judge_runs`` ``>= 1``, a frame size ``WxH``
+  ``max_tokens >= 1``, ``repetition_penalty > 0``, ``-2 <= presence_penalty <= 2``,
+  ``0 <= min_p <= 1``, ``frames``/``concurrency``/``judge_runs`` ``>= 1``, a frame size ``WxH``
   of integers from 1 to 8192, ``extra_body`` a mapping;
-- a config file is a regular file of UTF-8 YAML (or JSON) whose keys appear once.
+- a config file is a regular file of UTF-8 YAML (or JSON) whose keys appear once;
+- a key variable named explicitly (``api_key_env``: a flag, the file or a preset) must be set and
+  non-empty in the environment (the value is read, never stored): checked here, before anything is
+  written, not when a run directory's own ``config.yaml`` is read back for scoring.
 
 Every problem is listed at once, one line each, naming the flag (``--temperature``) when the
 value came from the command line and the file and key otherwise.
@@ -36,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import ConfigError, MtvbenchError
 from mtvbench.media.frames import MAX_FRAME_SIDE, FrameSettings
+from mtvbench.models.endpoints import key_variable_problem
 from mtvbench.models.settings import OPERATIONAL_OPTIONS, BackendOptions
 from mtvbench.prompts import InferenceStyle
 from mtvbench.protocol import ProtocolName
@@ -47,6 +52,8 @@ M = TypeVar("M", bound=BaseModel)
 #: the largest settings file we read
 MAX_CONFIG_BYTES = 16 << 20
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+#: validation context of settings for a new run or build: the environment they name is checked
+_CHECK_ENVIRONMENT = "check_environment"
 
 
 #: generation and connection settings: field -> (test, the rule in words)
@@ -55,6 +62,9 @@ _RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
     "top_p": (lambda v: 0 < v <= 1, "must be in (0, 1]"),
     "top_k": (lambda v: v >= -1, "must be >= 1, or 0 / -1 for no top-k limit"),
     "max_tokens": (lambda v: v >= 1, "must be >= 1"),
+    "repetition_penalty": (lambda v: v > 0, "must be > 0 (1.0: no penalty)"),
+    "presence_penalty": (lambda v: -2 <= v <= 2, "must be in [-2, 2]"),
+    "min_p": (lambda v: 0 <= v <= 1, "must be in [0, 1]"),
     "timeout_s": (lambda v: v > 0, "must be > 0 seconds"),
     "max_retries": (lambda v: v >= 0, "must be >= 0"),
 }
@@ -143,6 +153,17 @@ class RoleSettings(BackendOptions):
             raise ValueError(rule)
         return v
 
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_variable(cls, v: str | None, info: ValidationInfo) -> str | None:
+        """A named key variable must hold a key, when the settings are for a new run or build
+        (:func:`validate_settings`), not when a stored ``config.yaml`` is read back."""
+        if v is not None and (info.context or {}).get(_CHECK_ENVIRONMENT):
+            problem = key_variable_problem(v)
+            if problem is not None:
+                raise ValueError(problem)
+        return v
+
     @field_validator("extra")
     @classmethod
     def _extra(cls, v: dict[str, Any]) -> dict[str, Any]:
@@ -157,7 +178,7 @@ class RoleSettings(BackendOptions):
         return v
 
     def backend_options(self) -> BackendOptions:
-        return BackendOptions.model_validate(self.model_dump())
+        return BackendOptions.model_validate(self.model_dump()).with_origin(self.origin)
 
 
 ExecutorName = Literal["local", "ray"]
@@ -188,7 +209,7 @@ class RunConfig(BaseModel):
     """Every setting of one evaluation (``mtvbench run``, ``--config run.yaml``, :func:`mtvbench.evaluate`).
 
     A field with a ``description`` is also a flag of ``mtvbench run`` (``frames`` -> ``--frames``, the
-    description its help; :mod:`mtvbench.cli.run_flags`), so a new setting is added here and nowhere
+    description its help; :mod:`mtvbench.run.flags`), so a new setting is added here and nowhere
     else. Fields without one are set in the YAML only (or, for ``model_spec``, resolved from a preset)."""
 
     model_config = _STRICT
@@ -400,6 +421,19 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return load_settings_file(path)
 
 
+def _check_preset_key(preset: str, key_env: str | None, given: dict[str, Any]) -> None:
+    """The key variable a preset names (``doubao-seed-1.6``: ``ARK_API_KEY``) must be set, unless the
+    settings name another one."""
+    from mtvbench.models.registry import MissingKeyError
+
+    if key_env is None or "api_key_env" in given:
+        return
+    if key_variable_problem(key_env) is not None:
+        raise MissingKeyError(f"the preset '{preset}' sends its key from the environment variable {key_env}, which "
+                              "is not set (or is empty): export it, or name another variable with --model-api-key-env "
+                              "(model_settings.api_key_env)")
+
+
 def _size(value: Any) -> Any:
     """A frame size as given (``"448x448"``, ``[448, 448]``) as a tuple, for comparing; else as it is."""
     if isinstance(value, str) and value.lower().count("x") == 1:
@@ -426,9 +460,13 @@ def preset_overrides(values: dict[str, Any], preset_settings: dict[str, Any], fr
     answer-changing backend options (``model_settings``), frames and frame size. Where and how the
     model is called (URL, key variable, ``served_name``, timeouts, concurrency) is not a preset value."""
     given = dict(values.get("model_settings") or {})
+    given_extra = dict(given.get("extra") or {})
+    # a generation setting given in the older spelling (--model-option repetition_penalty=1.05) is its field
+    moved = {k: given_extra.pop(k) for k in GenerationConfig.OPTION_FIELDS if k in given_extra}
     preset_extra = dict(preset_settings.get("extra") or {})
-    out = _changed({k: v for k, v in given.items() if k != "extra"}, preset_settings)
-    out += _changed(dict(given.get("extra") or {}), preset_extra)
+    top = {k: v for k, v in given.items() if k != "extra"}
+    out = _changed({**top, **{k: v for k, v in moved.items() if k not in top}}, preset_settings)
+    out += _changed(given_extra, preset_extra)
     if frames is not None and "frames" in values and values["frames"] != frames.num_frames:
         out.append("frames")
     if frames is not None and {"max_side", "frame_size"} & set(values):
@@ -477,6 +515,7 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     if preset is not None:
         out["preset_overrides"] = preset_overrides(values, {**preset_settings, "extra": options.extra}, frames)
         out.setdefault("inference", preset.inference(protocol))
+        _check_preset_key(preset.name, options.api_key_env, given)
         if (spec.startswith("openai:") and not preset.closed and not merged.get("base_url")
                 and not os.environ.get("OPENAI_BASE_URL")):
             how = f" (e.g. `{preset.serve}`)" if preset.serve else ""
@@ -598,7 +637,8 @@ def validate_settings(model: type[M], data: Mapping[str, Any], source: str, *,
     if not any(p.kind == "structure" for p in problems):
         named = [p.loc for p in problems]
         try:
-            result = model.model_validate(prepare(dict(data)) if prepare else data)
+            result = model.model_validate(prepare(dict(data)) if prepare else data,
+                                          context={_CHECK_ENVIRONMENT: True})
         except ValidationError as e:
             for err in e.errors(include_url=False):
                 loc = tuple(err["loc"])
@@ -638,4 +678,24 @@ def build_config(values: dict[str, Any], source: str = "settings", flags: Mappin
     for key, message in REMOVED_SETTINGS.items():
         if key in values:
             raise ConfigError(f"{source}: {message}")
-    return validate_settings(RunConfig, values, source, flags=flags, prepare=apply_preset)
+    cfg = validate_settings(RunConfig, values, source, flags=flags, prepare=apply_preset)
+    _mark_origins(cfg, values)
+    return cfg
+
+
+def _mark_origins(cfg: RunConfig, values: Mapping[str, Any]) -> None:
+    """Mark each role's settings with its role and the values its preset gave it (for messages that
+    say how to drop one: :class:`~mtvbench.models.settings.SettingsOrigin`)."""
+    from mtvbench.models.presets import get_preset, resolve_model
+    from mtvbench.models.settings import GENERATION_SETTINGS, SettingsOrigin
+
+    preset = None if values.get("model_spec") else get_preset(cfg.model)
+    keys: frozenset[str] = frozenset()
+    if preset is not None:
+        given = values.get("model_settings") if isinstance(values.get("model_settings"), Mapping) else {}
+        extra = given.get("extra") if isinstance(given.get("extra"), Mapping) else {}
+        defaults = resolve_model(cfg.model, protocol=cfg.protocol_name)[1]
+        keys = frozenset(k for k in GENERATION_SETTINGS
+                         if getattr(defaults, k) is not None and k not in given and k not in extra)
+    cfg.model_settings.mark(SettingsOrigin(role="model", preset=preset.name if preset else None, preset_keys=keys))
+    cfg.judge_settings.mark(SettingsOrigin(role="judge"))

@@ -45,3 +45,44 @@ def test_sweep_runs_each_setting_once_and_resumes(tmp_path):
     reread = points_from_dirs(tmp_path / "sw")
     assert {(p.axis, p.value) for p in reread} >= {("frames", "2"), ("frames", "128"), ("context", "none")}
     assert pytest.approx(fr["128"]) == next(p.scores.overall for p in reread if (p.axis, p.value) == ("frames", "128"))
+
+
+def test_sweep_takes_runs_settings_flags_derived_from_the_run_settings():
+    from typer.testing import CliRunner
+
+    from mtvbench.cli import app
+    from mtvbench.run.flags import SWEPT, run_flags, sweep_flags
+
+    names = {f.name for f in sweep_flags()}
+    assert names == {f.name for f in run_flags() if f.key not in SWEPT}  # no hand-written copy
+    assert {"--top-k", "--repetition-penalty", "--model-option", "--judge-option", "--model-api-key-env"} <= names
+    out = CliRunner().invoke(app, ["sweep", "--help"], env={"COLUMNS": "300"}).output
+    for name in ("--config", "--top-k", "--model-option", "--judge-option", "--max-tokens", "--frames", "--out"):
+        assert name in out
+
+
+def test_sweep_with_a_config_model_options_and_generation_flags(tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    from mtvbench.cli import app
+
+    data = make_dataset(tmp_path / "data")
+    with LoopbackServer() as srv:
+        cfg = tmp_path / "base.yaml"
+        cfg.write_text(yaml.safe_dump({"data": str(data), "model": "openai:m", "judge": "offline", "judge_runs": 1,
+                                       "bootstrap": 0, "cache_dir": str(tmp_path / "cache"),
+                                       "model_settings": {"base_url": srv.url, "top_p": 0.5}}))
+        res = CliRunner().invoke(app, ["sweep", "--config", str(cfg), "--out", str(tmp_path / "sw"), "--frames", "2,4",
+                                       "--limit", "1", "--top-k", "7", "--temperature", "0.2",
+                                       "--model-option", "retry_base_s=0.01", "--model-option", "extra_body={x: 1}",
+                                       "--format", "csv"])
+        bodies = [r["body"] for r in srv.state.requests]
+    assert res.exit_code == 0, res.output
+    assert len(bodies) == 2 * 12
+    assert all((b["top_k"], b["temperature"], b["top_p"], b["x"]) == (7, 0.2, 0.5, 1) for b in bodies)
+    assert sorted(p.name for p in (tmp_path / "sw").iterdir() if p.is_dir()) == ["f2-m720-golden", "f4-m720-golden"]
+    bad = CliRunner().invoke(app, ["sweep", "--config", str(cfg), "--out", str(tmp_path / "sw2"), "--frames", "2",
+                                   "--temperature", "-1", "--top-k", "none"])
+    assert bad.exit_code == 2 and "--temperature: must be a number >= 0" in bad.output
+    assert not (tmp_path / "sw2").exists()

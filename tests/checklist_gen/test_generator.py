@@ -25,7 +25,7 @@ from tests.support.openai_server import LoopbackServer, ServerState
 
 
 def _backend(url: str):  # noqa: ANN202
-    return create_backend("openai:ck", BackendOptions(base_url=url, api_key_env="NONE_SET", max_retries=0))
+    return create_backend("openai:ck", BackendOptions(base_url=url, max_retries=0))
 
 
 def test_parse_formats() -> None:

@@ -9,8 +9,8 @@ from pydantic import Field
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from mtvbench.cli import run_flags as rf
 from mtvbench.config import RunConfig
+from mtvbench.run import flags as rf
 
 
 def test_every_described_setting_is_a_flag_with_its_help() -> None:
@@ -55,4 +55,38 @@ def test_a_bad_flag_value_is_named_by_its_flag(tmp_path: Path) -> None:
                                    "--out", str(tmp_path / "run"), "--temperature", "nan", "--videos-in-flight", "0"])
     assert res.exit_code == 2
     assert "--temperature: must be a finite number" in res.output and "--videos-in-flight:" in res.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_every_generation_setting_has_one_spelling_and_none_drops_a_preset_value(tmp_path: Path) -> None:
+    from mtvbench.config import RoleSettings, build_config
+    from mtvbench.models.settings import GENERATION_SETTINGS
+
+    flags = rf.run_flags()
+    by_key = {f.key: f for f in flags}
+    for field in GENERATION_SETTINGS:  # a YAML key of model_settings and a flag for each
+        assert field in RoleSettings.model_fields and f"model_settings.{field}" in by_key, field
+    assert by_key["model_settings.top_k"].name == "--top-k" and by_key["model_settings.seed"].name == "--model-seed"
+    given = {"top_k": "none", "repetition_penalty": "1.1", "model_seed": "3", "system": "NULL", "do_sample": "false"}
+    out, origins = rf.settings_from_flags({"model_settings": {"top_k": 5}}, given, flags)
+    assert out["model_settings"] == {"top_k": None, "repetition_penalty": 1.1, "seed": 3, "system": None,
+                                     "do_sample": "false"}
+    assert origins["model_settings.top_k"] == "--top-k"
+    base = {"data": tmp_path, "judge": "offline", "out": tmp_path / "r", "model": "qwen3-vl-8b-instruct",
+            "protocol": "paper"}  # the paper protocol's preset values (the authors' Qwen script sets max tokens only)
+    cfg = build_config({**base, "model_settings": out["model_settings"]}, flags=origins)
+    ms = cfg.model_settings  # the preset's top_k 20 dropped, its temperature kept
+    assert (ms.top_k, ms.repetition_penalty, ms.seed, ms.do_sample, ms.temperature) == (None, 1.1, 3, False, 0.7)
+    assert ms.origin.preset == "qwen3-vl-8b-instruct" and "temperature" in ms.origin.preset_keys
+    assert "top_k" not in ms.origin.preset_keys and "repetition_penalty" not in ms.origin.preset_keys
+
+
+def test_a_bad_generation_value_is_named_by_its_flag_also_in_the_old_option_spelling(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["run", "--data", str(tmp_path), "--model", "oracle", "--judge", "offline",
+                                   "--out", str(tmp_path / "run"), "--top-k", "many", "--presence-penalty", "3",
+                                   "--model-option", "repetition_penalty=high"])
+    assert res.exit_code == 2
+    out = " ".join(res.output.split())
+    assert "--top-k: Input should be a valid integer" in out and "--presence-penalty: must be in [-2, 2]" in out
+    assert "--model-option: Input should be a valid number" in out
     assert not (tmp_path / "run").exists()

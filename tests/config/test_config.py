@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from mtvbench.cli.run_flags import parse_options
 from mtvbench.config import ConfigError, build_config
+from mtvbench.run.flags import parse_options
 
 
 def test_preset_supplies_backend_frames_and_generation(tmp_path: Path) -> None:
@@ -207,10 +207,11 @@ def _overrides(tmp_path: Path, model: str = "qwen3-vl-8b-instruct", **values: ob
                          "protocol": "paper", **values}).preset_overrides
 
 
-def test_preset_values_overridden_are_recorded(tmp_path: Path) -> None:
+def test_preset_values_overridden_are_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Generation settings, the system prompt, answer-changing backend options, frames and frame size
     given with values other than the preset's make a preset run "modified"; where and how it is called
     (URL, key variable, served_name, timeouts, batch size) and values equal to the preset's do not."""
+    monkeypatch.setenv("K", "key-value-0123456789")  # a named key variable must be set
     assert _overrides(tmp_path) == []
     assert _overrides(tmp_path, frames=32, model_settings={"temperature": 0.0, "extra": {"batch_size": 2}}) == [
         "temperature", "frames"]

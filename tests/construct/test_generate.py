@@ -20,8 +20,7 @@ from tests.support.openai_server import LoopbackServer, ServerState
 
 
 def _model(url: str) -> StageModel:
-    return StageModel(create_backend("openai:gen", BackendOptions(base_url=url, api_key_env="NONE_SET",
-                                                                  max_retries=0)))
+    return StageModel(create_backend("openai:gen", BackendOptions(base_url=url, max_retries=0)))
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -143,8 +142,7 @@ def test_reask_is_bounded_and_failures_listed(scene_video: Path, tmp_path: Path)
     journal = CallJournal(tmp_path)
 
     def gen(url: str):  # noqa: ANN202
-        model = StageModel(create_backend("openai:gen", BackendOptions(base_url=url, api_key_env="NONE_SET",
-                                                                       max_retries=0)), journal=journal)
+        model = StageModel(create_backend("openai:gen", BackendOptions(base_url=url, max_retries=0)), journal=journal)
         return asyncio.run(generate_dialogues("three", scene_video, [unit], scores, model, 15.0, max_attempts=2,
                                               num_frames=4))
 

@@ -80,7 +80,7 @@ def test_detect_bank_and_cross_scene_on_video(scene_video: Path, tmp_path: Path)
         Segment(index=i, clips=[i], start_s=5.0 * i, end_s=5.0 * (i + 1), caption=f"scene {i} caption")
         for i in range(3)])
     with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
-        backend = create_backend("openai:test", BackendOptions(base_url=srv.url, api_key_env="NONE_SET"))
+        backend = create_backend("openai:test", BackendOptions(base_url=srv.url))
         model = StageModel(backend)
         res = asyncio.run(build_objects("three", vdir, dets, merge, model))
         object_requests = [r for r in srv.state.requests if r["text"].startswith("The image is a crop")]

@@ -28,7 +28,6 @@ from tests.support.scene_videos import BLUE, RED, Scene, three_scene_video, writ
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[2]
-NO_KEY = "MTV_TEST_NO_KEY"
 
 
 def _short(path: Path) -> Path:
@@ -44,7 +43,7 @@ def _config(root: Path) -> Path:
 
 
 def _args(cmd: str, ws: Path, url: str, *extra: str) -> list[str]:
-    return ["build", cmd, "-w", str(ws), "--model", "openai:builder", "--base-url", url, "--api-key-env", NO_KEY,
+    return ["build", cmd, "-w", str(ws), "--model", "openai:builder", "--base-url", url,
             "--detector", "tests.support.detector:make_detector", "--config", str(_config(ws.parent)), *extra]
 
 
@@ -115,7 +114,6 @@ def test_killed_build_asks_only_what_is_missing(tmp_path: Path) -> None:
         return script(prompt, n_images)
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-    env.pop(NO_KEY, None)
     with LoopbackServer(ServerState(model_reply=reply)) as srv:
         log = (tmp_path / "killed.log").open("w")
         proc = subprocess.Popen([sys.executable, "-m", "mtvbench", *_args("all", ws, srv.url, "--videos", str(raw))],

@@ -101,7 +101,7 @@ def test_lost_artifact_is_rebuilt_from_the_call_journal(tmp_path: Path, built: d
     ws.path("short", "generate").unlink()
     with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
         res = runner.invoke(build_app, ["generate", "-w", str(ws_dir), "--model", "openai:builder", "--base-url",
-                                        srv.url, "--api-key-env", "MTV_TEST_NO_KEY"])
+                                        srv.url])
         asked = list(srv.state.requests)
     assert res.exit_code == 0, res.output
     assert asked == [] and "replayed 12" in res.output

@@ -52,8 +52,8 @@ def _judge(url: str, max_attempts: int = 3):  # noqa: ANN202
     from mtvbench.models.registry import create_backend
     from mtvbench.models.settings import BackendOptions
 
-    return LLMJudge(create_backend("openai:judge", BackendOptions(base_url=url, api_key_env="MTV_NO_KEY",
-                                                                  max_retries=0)), max_attempts=max_attempts)
+    return LLMJudge(create_backend("openai:judge", BackendOptions(base_url=url, max_retries=0)),
+                    max_attempts=max_attempts)
 
 
 ITEMS = [ChecklistItem(key="Q1", question="Does the model state that the square is red?", expected="Yes"),
@@ -104,7 +104,7 @@ def test_ask_reprompts_with_the_problems_and_keeps_every_reply() -> None:
         return int(text) if text.isdigit() and int(text) > 8 else Rejected([f"{text!r} is not a number above 8"])
 
     with LoopbackServer(ServerState(model_reply=lambda prompt, n: next(replies))) as srv:
-        backend = create_backend("openai:m", BackendOptions(base_url=srv.url, api_key_env="MTV_NO_KEY"))
+        backend = create_backend("openai:m", BackendOptions(base_url=srv.url))
         ok = asyncio.run(ask(backend, GenerationRequest(id="q", prompt="A number above 8?"), number,
                              ReaskPolicy(3, append_problems("\nFix: "))))
         prompts = [r["text"] for r in srv.state.requests]
@@ -112,7 +112,7 @@ def test_ask_reprompts_with_the_problems_and_keeps_every_reply() -> None:
     assert prompts == ["A number above 8?", "A number above 8?\nFix: 'seven' is not a number above 8",
                        "A number above 8?\nFix: '8' is not a number above 8"]
     with LoopbackServer(ServerState(model_reply=lambda prompt, n: "no")) as srv:
-        backend = create_backend("openai:m", BackendOptions(base_url=srv.url, api_key_env="MTV_NO_KEY"))
+        backend = create_backend("openai:m", BackendOptions(base_url=srv.url))
         failed = asyncio.run(ask(backend, GenerationRequest(id="q", prompt="?"), number, ReaskPolicy(2)))
     assert failed.status == "failed" and failed.attempts == 2 and failed.problems == ["'no' is not a number above 8"]
 

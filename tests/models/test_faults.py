@@ -157,6 +157,22 @@ def test_a_huge_reply_is_cut_off_and_the_stored_row_stays_small(dataset: Path, t
     assert (tmp_path / "run" / "store.sqlite").stat().st_size < 1 << 20
 
 
+def test_replies_over_the_cap_on_every_call_exit_3_naming_the_cap_and_how_to_raise_it(dataset: Path,
+                                                                                       tmp_path: Path) -> None:
+    """The server answers, the replies are only too large: not a URL, key or model problem (exit 2)."""
+    state = ServerState(faults=Faults(plan=always("huge_unsized"), huge_bytes=2 << 20))
+    with LoopbackServer(state) as srv:
+        cfg = values(dataset, tmp_path / "run", srv.url, tmp_path / "c", concurrency=1,
+                     model_settings=settings(srv.url, max_response_bytes=1 << 20))
+        res = run_cli([], cfg, tmp_path)
+    assert res.exit_code == 3, res.output
+    out = " ".join(res.output.split())
+    assert f"reply from {srv.url}/chat/completions is larger than max_response_bytes=1048576 bytes" in out
+    assert ("if such replies are expected, raise the cap: --model-option max_response_bytes=N (YAML: model_settings: "
+            "{max_response_bytes: N})") in out
+    assert "check its URL, key and model name" not in out and "8 failures in a row" in out
+
+
 def test_a_server_that_dies_mid_run_trips_the_breaker(dataset: Path, tmp_path: Path) -> None:
     state = ServerState(faults=Faults(die_after=3))  # three answers, then the port is closed
     with LoopbackServer(state) as srv:

@@ -66,12 +66,12 @@ def test_resolve_model_preset_and_passthrough() -> None:
     spec, opts, frames = resolve_model("qwen3-vl-8b-instruct")
     assert spec == "hf:Qwen/Qwen3-VL-8B-Instruct"
     assert (opts.temperature, opts.top_p, opts.top_k, opts.max_tokens) == (0.7, 0.8, 20, 1024)
-    assert opts.extra == {"do_sample": True, "repetition_penalty": 1.0}
+    assert (opts.do_sample, opts.repetition_penalty, opts.extra) == (True, 1.0, {})
     assert frames is not None and frames.apply(FrameSettings(jpeg_quality=80)) == FrameSettings(
         num_frames=128, max_side=720, size=None, jpeg_quality=80)
     spec, opts, frames = resolve_model("InternVL3.5-8B (Think)")  # the paper's display name works too
     assert spec == "hf:OpenGVLab/InternVL3_5-8B" and opts.extra["family"] == "internvl"
-    assert opts.system and "<think>" in opts.system and opts.extra["do_sample"] is True
+    assert opts.system and "<think>" in opts.system and opts.do_sample is True
     assert frames is not None and frames.apply().size == (448, 448) and frames.apply().key() == "n128-448x448-q90"
     spec, opts, _ = resolve_model("qwen3-vl-8b-thinking@vllm")
     assert spec == "vllm:Qwen/Qwen3-VL-8B-Thinking" and "family" not in opts.extra
@@ -103,7 +103,7 @@ def test_every_open_preset_runs_on_an_openai_compatible_server() -> None:
         g = p.generation
         assert opts.temperature == (0.0 if g.do_sample is False else g.temperature)
         assert (opts.top_p, opts.top_k) == (g.top_p, g.top_k)
-        assert opts.extra.get("repetition_penalty") == g.repetition_penalty
+        assert (opts.repetition_penalty, opts.presence_penalty) == (g.repetition_penalty, g.presence_penalty)
     spec, opts, _ = resolve_model("minicpm-v4.5@openai")
     assert opts.extra["extra_body"] == {"stop_token_ids": [1, 151645]}  # the MiniCPM-V CookBook's vLLM guide
     assert resolve_model("llava-onevision-7b@openai")[1].extra["video_part"] is True

@@ -112,8 +112,15 @@ def test_the_breaker_opens_after_earlier_successes_and_stays_open() -> None:
     b.success()  # a call in flight that finishes later does not close it
     assert b.is_open
     never = CircuitBreaker("openai:m", "http://h/v1", threshold=1)
-    never.failure("HTTP 401 ...", fatal=True)  # refused from the start: a key / URL / model problem
-    assert never.error().exit_code == 2
+    never.failure("HTTP 401 ...", refused=True)  # refused from the start: a key / URL / model problem
+    assert never.error().exit_code == 2 and "check its URL, key and model name" in str(never.error())
+    capped = CircuitBreaker("openai:m", "http://h/v1", threshold=1)
+    capped.failure("reply from http://h/v1 is larger than max_response_bytes=10 bytes", refused=False)
+    assert capped.error().exit_code == 3  # the server answers: a reply too large is not a key / URL problem
+    assert "check its URL" not in str(capped.error())
+    told = CircuitBreaker("openai:m", "http://h/v1", threshold=1)
+    told.failure("HTTP 422 ...", refused=True, hint="drop the setting the server does not accept (above)")
+    assert "no call to it succeeded: drop the setting the server does not accept (above)" in str(told.error())
 
 
 async def test_an_open_breaker_sends_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -177,8 +184,12 @@ def test_openai_key_routing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_ROLE_VAR", "role-secret-value")
     named = openai_endpoint(BackendOptions(base_url="http://localhost:8000/v1", api_key_env="MY_ROLE_VAR"))
     assert (named.key, named.key_env) == ("role-secret-value", "MY_ROLE_VAR")
-    unset = openai_endpoint(BackendOptions(base_url="http://localhost:8000/v1", api_key_env="NONE_SET"))
-    assert unset.key == PLACEHOLDER_KEY  # a local server needs none
+    monkeypatch.delenv("NONE_SET", raising=False)
+    with pytest.raises(MissingKeyError, match="api_key_env 'NONE_SET': environment variable NONE_SET is not set"):
+        openai_endpoint(BackendOptions(base_url="http://localhost:8000/v1", api_key_env="NONE_SET"))  # never EMPTY
+    monkeypatch.setenv("BLANK_VAR", "  ")
+    with pytest.raises(MissingKeyError, match="BLANK_VAR is not set \\(or is empty\\)"):
+        gemini_endpoint(BackendOptions(base_url="http://127.0.0.1:9/", api_key_env="BLANK_VAR"))
     monkeypatch.delenv("OPENAI_BASE_URL")
     with pytest.raises(MissingKeyError, match="NONE_SET"):
         openai_endpoint(BackendOptions(api_key_env="NONE_SET"))  # the provider itself needs one

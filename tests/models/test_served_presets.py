@@ -8,12 +8,14 @@ parameters the OpenAI API lacks in the body, the system prompt and the prompt te
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from PIL import Image
 from typer.testing import CliRunner
 
@@ -21,10 +23,10 @@ from mtvbench.cli import app
 from mtvbench.config import ConfigError, build_config
 from mtvbench.models.openai_api import OpenAIBackend
 from mtvbench.models.presets import get_preset
-from mtvbench.models.settings import BackendOptions
-from mtvbench.records import GenerationRequest
+from mtvbench.models.settings import BackendOptions, SettingsOrigin
+from mtvbench.records import GenerationRequest, GenerationResult
 from tests.support.datasets import make_dataset, write_video
-from tests.support.openai_server import LoopbackServer
+from tests.support.openai_server import LoopbackServer, ServerState, unexpected_fields_detail
 
 #: the scored turns of make_dataset: two per dialogue, one dialogue per task
 TURNS = 12
@@ -216,6 +218,11 @@ def test_given_extra_body_adds_to_the_presets(tmp_path: Path) -> None:
                                            "extra": {"extra_body": {"min_p": 0.05}, "served_name": "mc"}}})
     assert cfg.backend_spec == "openai:mc" and "served_name" not in cfg.model_settings.extra
     assert cfg.model_settings.extra["extra_body"] == {"stop_token_ids": [1, 151645], "min_p": 0.05}
+    dropped = build_config({"data": tmp_path, "judge": "offline", "out": tmp_path / "r", "model": "minicpm-v4.5@openai",
+                            "model_settings": {"base_url": "http://127.0.0.1:9/v1",
+                                               "extra": {"extra_body": {"stop_token_ids": None}}}})
+    body = OpenAIBackend("mc", dropped.model_settings.backend_options())._params(GenerationRequest(id="t", prompt="hi"))
+    assert "stop_token_ids" not in body["extra_body"]  # a preset's extra_body key dropped with null
 
 
 def test_generation_mapping_of_the_openai_backend() -> None:
@@ -232,3 +239,69 @@ def test_generation_mapping_of_the_openai_backend() -> None:
         "top_k": 7, "chat_template_kwargs": {"enable_thinking": False}}  # an explicit extra_body wins
     greedy = OpenAIBackend("m", BackendOptions(base_url="http://127.0.0.1:9/v1", extra={"do_sample": False}))
     assert greedy._params(GenerationRequest(id="t", prompt="hi"))["temperature"] == 0.0
+
+
+# ------------------------------------------------------------------ servers other than vLLM
+def test_preset_values_a_server_rejects_are_named_with_the_option_that_drops_them(
+        big_data: Path, cache: Path, tmp_path: Path) -> None:
+    """`transformers serve` refuses top_k and repetition_penalty (422): the error names the preset's values
+    and the flags that drop them; with those flags (or the YAML nulls) the same preset runs."""
+    state = ServerState(unexpected_fields=frozenset({"top_k", "repetition_penalty"}))
+    quick = ("--frames", "2", "--limit", "1", "--protocol", "paper")  # the paper protocol sends the preset's values
+    with LoopbackServer(state) as srv:
+        res = run_cli(big_data, tmp_path / "run", cache, "qwen2.5-vl-7b@openai", "--model-base-url", srv.url, *quick)
+        assert res.exit_code == 2, res.output
+        out = " ".join(res.output.split())
+        server_said = unexpected_fields_detail(["repetition_penalty", "top_k"])
+        assert f'HTTP 422 from {srv.url}/chat/completions: "{server_said}"' in out
+        assert ("the server does not accept top_k=1 (preset qwen2.5-vl-7b), repetition_penalty=1.05 (preset "
+                "qwen2.5-vl-7b); drop them with --top-k none --repetition-penalty none (YAML: model_settings: "
+                "{top_k: null, repetition_penalty: null})") in out
+        assert ("no call to it succeeded: drop the settings the server does not accept (above) and give a new --out"
+                in out)
+        assert "check its URL, key and model name" not in out  # it is neither
+        first = len(srv.state.requests)
+        ok = run_cli(big_data, tmp_path / "run1", cache, "qwen2.5-vl-7b@openai", "--model-base-url", srv.url, *quick,
+                     "--top-k", "none", "--repetition-penalty", "none")
+        assert ok.exit_code == 0, ok.output
+        bodies = [r["body"] for r in srv.state.requests[first:] if not r["judge"]]
+        assert len(bodies) == TURNS
+        assert all("top_k" not in b and "repetition_penalty" not in b and b["temperature"] == 0.1 for b in bodies)
+        cfg = tmp_path / "run.yaml"  # the same in YAML: one spelling, flags and keys alike
+        cfg.write_text(yaml.safe_dump({"model_settings": {"top_k": None, "repetition_penalty": None}}))
+        yaml_run = run_cli(big_data, tmp_path / "run2", cache, "qwen2.5-vl-7b@openai", "--model-base-url", srv.url,
+                           *quick, "--config", str(cfg))
+        assert yaml_run.exit_code == 0, yaml_run.output
+
+
+def test_a_value_the_user_set_is_named_as_theirs_with_the_roles_own_spelling(tmp_path: Path) -> None:
+    state = ServerState(unexpected_fields=frozenset({"min_p", "stop_token_ids"}))
+    with LoopbackServer(state) as srv:
+        opts = BackendOptions(base_url=srv.url, max_retries=0, min_p=0.05,
+                              extra={"extra_body": {"stop_token_ids": [7]}}).with_origin(SettingsOrigin(role="judge"))
+        res = asyncio.run(_ask(OpenAIBackend("j", opts)))
+    assert res.outcome == "error" and res.attempts == 1  # refused: not asked again in this run
+    assert res.error is not None and res.error.endswith(
+        "the server does not accept min_p=0.05, stop_token_ids=[7]; drop them with judge_settings: {min_p: null} "
+        "and --judge-option 'extra_body={stop_token_ids: null}'")
+    assert "(preset" not in res.error
+
+
+def test_a_video_part_refused_with_a_500_hints_at_sending_images(big_data: Path, cache: Path, tmp_path: Path) -> None:
+    with LoopbackServer(ServerState(video_parts_fail=True)) as srv:
+        res = run_cli(big_data, tmp_path / "run", cache, "llava-onevision-7b@openai", "--model-base-url", srv.url,
+                      "--frames", "2", "--limit", "1", "--model-option", "max_retries=0")
+        assert res.exit_code == 3, res.output
+        out = " ".join(res.output.split())
+        assert f'HTTP 500 from {srv.url}/chat/completions: "Internal Server Error" (the server may not accept video ' \
+               "parts, video_part=true: send the frames as images with --model-option video_part=false" in out
+        images = run_cli(big_data, tmp_path / "run", cache, "llava-onevision-7b@openai", "--model-base-url", srv.url,
+                         "--frames", "2", "--limit", "1", "--model-option", "video_part=false")
+    assert images.exit_code == 0, images.output
+
+
+async def _ask(backend: OpenAIBackend) -> GenerationResult:
+    try:
+        return await backend.generate(GenerationRequest(id="t", prompt="hi"))
+    finally:
+        await backend.aclose()

@@ -38,7 +38,7 @@ def _build(ws: Path, videos: Path, url: str, *extra: str) -> subprocess.Complete
     config = ws.parent / f"{ws.name}.json"
     config.write_text(json.dumps({"crossscene": {"theme_threshold": None}}))
     args = ["build", "all", "--workspace", ws, "--videos", videos, "--model", "openai:builder", "--base-url", url,
-            "--api-key-env", "MTV_TEST_NO_KEY", "--detector", "tests.support.detector:make_detector",
+            "--detector", "tests.support.detector:make_detector",
             "--config", config, *extra]
     return subprocess.run(mtvbench_cmd(*[str(a) for a in args]), env=ray_env(), capture_output=True, text=True,
                           timeout=600)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
-from mtvbench.errors import ConfigError
 from mtvbench.models.gemini import GeminiBackend
 from mtvbench.models.local import GenParams
 from mtvbench.models.openai_api import openai_generation_params
@@ -24,7 +24,7 @@ def test_merge_lets_set_values_win() -> None:
     assert GenerationConfig(do_sample=True).sampling and not GenerationConfig().sampling
 
 
-def test_options_read_their_generation_extras() -> None:
+def test_options_read_their_generation_settings_also_in_the_old_backend_option_spelling() -> None:
     opts = BackendOptions(max_tokens=64, temperature=0.5, system="sys",
                           extra={"do_sample": False, "repetition_penalty": 1.1, "min_p": 0.05, "seed": 3, "x": 1})
     g = opts.generation()
@@ -33,8 +33,14 @@ def test_options_read_their_generation_extras() -> None:
     request = GenerationRequest(id="r", prompt="p", temperature=0.9, max_tokens=8, system="")
     call = opts.settings_for(request.generation())
     assert (call.temperature, call.max_tokens, call.system) == (0.9, 8, "sys")  # an empty system is not set
-    with pytest.raises(ConfigError, match="backend option repetition_penalty"):
-        BackendOptions(extra={"repetition_penalty": "high"}).generation()
+    assert opts.repetition_penalty == 1.1 and opts.extra == {"x": 1}  # moved from extra to its field
+    assert BackendOptions(repetition_penalty=1.0, extra={"repetition_penalty": 2.0}).repetition_penalty == 1.0
+    with pytest.raises(ValidationError, match="repetition_penalty"):
+        BackendOptions(extra={"repetition_penalty": "high"})
+    # run fingerprints read these as they read them when they were backend options: old run directories
+    # resume without asking anything again
+    old = {"do_sample": True, "repetition_penalty": 1.05, "video_part": True, "extra_body": {"min_p": 0.1}}
+    assert BackendOptions(extra=old).answer_options() == old
 
 
 def test_every_backend_maps_the_same_merged_settings() -> None:

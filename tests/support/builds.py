@@ -27,8 +27,8 @@ def build_all(ws: Path, videos: Path | None, url: str, *extra: str):  # noqa: AN
     """``mtvbench build all`` of ``videos`` into ``ws`` with the model at ``url`` (links by shared objects only)."""
     config = ws.parent / "build.json"
     config.write_text(json.dumps({"crossscene": {"theme_threshold": None}}))  # links by shared objects only
-    args = ["all", "--workspace", str(ws), "--model", "openai:builder", "--base-url", url, "--api-key-env",
-            "MTV_TEST_NO_KEY", "--detector", "tests.support.detector:make_detector", "--config", str(config), *extra]
+    args = ["all", "--workspace", str(ws), "--model", "openai:builder", "--base-url", url,
+            "--detector", "tests.support.detector:make_detector", "--config", str(config), *extra]
     if videos is not None:
         args += ["--videos", str(videos)]
     return runner.invoke(build_app, args)

@@ -13,6 +13,9 @@
   with null content), a trickle of one byte every ``trickle_s``, a ``huge_bytes`` reply (with or
   without Content-Length), a hang-up, and a reply that echoes the key it was sent.
   ``die_after=N``: after N requests the server closes its port (connection refused).
+- Servers that are not vLLM, as ``transformers serve`` answers: ``unexpected_fields`` (request fields
+  it refuses with 422 ``{"detail": "Unexpected fields in the request: {...}"}``) and
+  ``video_parts_fail`` (a ``video_url`` part gets a plain-text 500 "Internal Server Error").
 """
 
 from __future__ import annotations
@@ -114,6 +117,10 @@ class ServerState:
     model_reply: Callable[[str, int], str] | None = None
     think: bool = False
     unauthorized: bool = False  # 401 echoing the key, as some providers do
+    #: request fields refused as `transformers serve` refuses the ones it does not know (422)
+    unexpected_fields: frozenset[str] = frozenset()
+    #: a video part is answered with a plain-text 500, as `transformers serve` does
+    video_parts_fail: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     attempts: Counter = field(default_factory=Counter)
     served_ok: Counter = field(default_factory=Counter)
@@ -150,6 +157,11 @@ _AUTHORS_JUDGE = re.compile(r"### Model Answer:\n    (.*?)\n\n    ### Checklist:
 
 def is_judge_prompt(text: str) -> bool:
     return text.lstrip().startswith(JUDGE_PREFIX)
+
+
+def unexpected_fields_detail(fields: list[str]) -> str:
+    """transformers serve's 422 detail for request fields it does not accept (a Python set's repr)."""
+    return f"Unexpected fields in the request: {{{', '.join(repr(f) for f in fields)}}}"
 
 
 def judge_reply(prompt: str) -> str:
@@ -299,6 +311,13 @@ class _Handler(BaseHTTPRequestHandler):
         if st.unauthorized:
             key_used = self.headers.get("Authorization", "").removeprefix("Bearer ")
             self._send(401, {"error": {"message": f"Incorrect API key provided: {key_used}."}})
+            return
+        unexpected = sorted(set(body) & st.unexpected_fields)
+        if unexpected:
+            self._send(422, {"detail": unexpected_fields_detail(unexpected)})
+            return
+        if st.video_parts_fail and '"video_url"' in json.dumps(body.get("messages")):
+            self._send_raw(500, b"Internal Server Error", "text/plain")
             return
         f = st.faults
         first = attempt == 1

@@ -1,5 +1,7 @@
 """The paper's ablations: one run per setting of frames (Figure 5b), max side (Figure 5c)
-and context (Figure 4c), then their tables and plots. Figure 5a (turn count) is the
+and context (Figure 4c), then their tables and plots. ``mtvbench sweep`` takes ``run``'s settings
+flags and ``--config`` (derived from the run settings, :func:`mtvbench.run.flags.sweep_flags`), except
+the swept settings and ``--out``, which are its own. Figure 5a (turn count) is the
 ``turns`` breakdown of any run (see :mod:`mtvbench.analysis.breakdowns`).
 
 Settings not being swept stay at the base values (the paper: 128 frames, max side 720,
@@ -12,19 +14,20 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
 
-from mtvbench.config import RunConfig, build_config
+from mtvbench.config import RunConfig, build_config, load_yaml
 from mtvbench.data.schema import TASKS
 from mtvbench.errors import ConfigError
 from mtvbench.extras import require_backend
 from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, emit, note, print_tables, resolve_format
 from mtvbench.render.tables import Col, TextTable, Value, display, to_markdown
+from mtvbench.run.flags import require_settings, settings_from_flags, sweep_flags, with_flags
 from mtvbench.scoring.aggregate import Scores, fmt, modified_name
 from mtvbench.util.escape import csv_cell, html
 
@@ -46,8 +49,10 @@ def setting_dir(cfg: RunConfig) -> str:
 
 
 def plan_sweep(base: dict[str, Any], out_root: Path, *, frames: Sequence[int] = (), max_sides: Sequence[int] = (),
-               contexts: Sequence[str] = ()) -> list[tuple[str, str, RunConfig]]:
-    """(axis, value, config) per setting; configs of equal settings share one ``out``."""
+               contexts: Sequence[str] = (), flags: Mapping[str, str] | None = None
+               ) -> list[tuple[str, str, RunConfig]]:
+    """(axis, value, config) per setting; configs of equal settings share one ``out``. ``flags`` names
+    the flag that gave a base setting, for messages (:func:`mtvbench.config.build_config`)."""
     base = dict(base)
     base.setdefault("frames", 128)
     base.setdefault("max_side", 720)
@@ -60,7 +65,7 @@ def plan_sweep(base: dict[str, Any], out_root: Path, *, frames: Sequence[int] = 
     for axis, values in (("frames", frames), ("max_side", max_sides), ("context", contexts)):
         for v in values:
             vals = {**base, axis: v, "out": out_root / "tmp"}
-            cfg = build_config(vals, source=f"sweep {axis}={v}")
+            cfg = build_config(vals, source=f"sweep {axis}={v}", flags=flags)
             cfg = cfg.model_copy(update={"out": Path(out_root) / setting_dir(cfg)})
             plan.append((axis, str(v), cfg))
     return plan
@@ -68,12 +73,14 @@ def plan_sweep(base: dict[str, Any], out_root: Path, *, frames: Sequence[int] = 
 
 def run_sweep(base: dict[str, Any], out_root: Path, *, frames: Sequence[int] = (), max_sides: Sequence[int] = (),
               contexts: Sequence[str] = (), progress_factory: Callable[[RunConfig], Any] | None = None,
-              on_done: Callable[[SweepPoint], None] | None = None) -> list[SweepPoint]:
+              on_done: Callable[[SweepPoint], None] | None = None, flags: Mapping[str, str] | None = None
+              ) -> list[SweepPoint]:
     from mtvbench.run.evaluate import evaluate
 
     points: list[SweepPoint] = []
     done: dict[Path, Scores] = {}
-    for axis, value, cfg in plan_sweep(base, out_root, frames=frames, max_sides=max_sides, contexts=contexts):
+    for axis, value, cfg in plan_sweep(base, out_root, frames=frames, max_sides=max_sides, contexts=contexts,
+                                       flags=flags):
         if cfg.out not in done:
             scores, _ = evaluate(cfg, progress_factory(cfg) if progress_factory else None)
             done[cfg.out] = scores
@@ -252,46 +259,43 @@ def _csv_list(text: str | None, cast: Any = int) -> list[Any]:
         raise ConfigError(f"bad list {text!r}: {e}") from None
 
 
+#: run's settings flags, less the settings a sweep takes as lists (mtvbench.run.flags)
+SWEEP_FLAGS = sweep_flags()
+#: a run's settings file: the base of every run of the sweep
+ConfigOption = Annotated[Path | None, typer.Option(help="YAML file with run's settings (flags override it): the base "
+                                                        "of every run; the swept settings and out are the sweep's own")]
 
 
+@with_flags(SWEEP_FLAGS)
 def command(
-    data: Annotated[Path, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")],
-    model: Annotated[str, typer.Option(help="model under test")],
+    given: dict[str, Any],
     out: Annotated[Path, typer.Option(help="sweep folder: one run directory per setting + the sweep report")],
-    judge: Annotated[str, typer.Option(help="judge (required): openai:NAME, or offline (pipeline checks only)")],
     frames: Annotated[str | None, typer.Option(help="e.g. 16,32,64,128,256 (Figure 5b)")] = None,
     max_side: Annotated[str | None, typer.Option(help="e.g. 120,240,480,720,960 (Figure 5c)")] = None,
     context: Annotated[str | None, typer.Option(help="e.g. golden,self,none (Figure 4c)")] = None,
-    model_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the model")] = None,
-    judge_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the judge")] = None,
-    model_api_key_env: Annotated[str | None, typer.Option(help="env var holding the model's key")] = None,
-    judge_api_key_env: Annotated[str | None, typer.Option(help="env var holding the judge's key")] = None,
-    judge_runs: Annotated[int, typer.Option(help="judge runs per turn")] = 3,
-    limit: Annotated[int | None, typer.Option(help="at most N dialogues per task")] = None,
-    concurrency: Annotated[int, typer.Option(help="model calls in flight")] = 16,
-    cache_dir: Annotated[Path | None, typer.Option(help="frame cache folder shared by all settings")] = None,
+    config: ConfigOption = None,
     output_format: FormatOption = OutputFormat.auto,
 ) -> None:
-    """One run per setting (resumable, sharing the frame cache), then Figure 5b/5c/4c tables and plots."""
+    """One run per setting (resumable, sharing the frame cache), then Figure 5b/5c/4c tables and plots.
+
+    Takes run's settings flags and --config (the generation flags, --model-option, --judge-option, ...);
+    the settings not swept are the base of every run."""
     fr, ms, ctx = _csv_list(frames), _csv_list(max_side), _csv_list(context, str)
     if not (fr or ms or ctx):
         raise ConfigError("give at least one of --frames, --max-side, --context")
-    base: dict[str, Any] = {"data": data, "model": model, "judge": judge, "judge_runs": judge_runs,
-                            "concurrency": concurrency, "limit": limit, "cache_dir": cache_dir}
-    base = {k: v for k, v in base.items() if v is not None}
-    for role, url, env in (("model_settings", model_base_url, model_api_key_env),
-                           ("judge_settings", judge_base_url, judge_api_key_env)):
-        sub = {k: v for k, v in (("base_url", url), ("api_key_env", env)) if v is not None}
-        if sub:
-            base[role] = sub
-
-    probe = build_config({**base, "out": out}, "command line")
+    base, origins = settings_from_flags(load_yaml(config) if config else {}, given, SWEEP_FLAGS)
+    swept = [axis for axis, vals in (("frames", fr), ("max_side", ms), ("context", ctx)) if vals]
+    for key in ("out", *swept):
+        base.pop(key, None)  # the sweep's own; the settings not swept (a --config's frames: 64) are the base
+    require_settings(base, ("data", "model", "judge"))
+    source = str(config) if config else "command line"
+    probe = build_config({**base, "out": out}, source, flags=origins)
     require_backend(probe.backend_spec, "model")
     require_backend(probe.judge, "judge")
-    base["data"] = dataset_path(data)
+    base["data"] = dataset_path(probe.data)
     points = run_sweep(base, out, frames=fr, max_sides=ms, contexts=ctx,
-                       on_done=lambda p: note("done", point_label(p), style="green"))
-    files = write_sweep_report(points, out, model)
+                       on_done=lambda p: note("done", point_label(p), style="green"), flags=origins)
+    files = write_sweep_report(points, out, probe.model)
     if resolve_format(output_format) == "csv":
         emit(sweep_csv(points))  # every axis in one long table
     else:

@@ -2,7 +2,7 @@
 
 - :mod:`mtvbench.cli.common`: the error handler every group uses, the app class, ``--version``.
 - :mod:`mtvbench.cli.evaluate`: ``validate``, ``run`` (its flags derived from the run settings,
-  :mod:`mtvbench.cli.run_flags`), ``score``, ``demo``.
+  :mod:`mtvbench.run.flags`), ``score``, ``demo``.
 - :mod:`mtvbench.cli.models`: ``models``.
 - :mod:`mtvbench.cli.construct`: ``build ...`` (construction, paper §3.2; one command per
   registered stage).

@@ -200,6 +200,7 @@ def checklists(
     Choose where: --out DIR (a copy of the dataset) or --in-place (into DATA). Exit 3 when some
     turns still have no checklist (listed)."""
     from mtvbench.checklist_gen.fill import fill_checklists
+    from mtvbench.models.endpoints import key_variable_problem
     from mtvbench.models.registry import create_backend
     from mtvbench.models.settings import BackendOptions
 
@@ -208,6 +209,9 @@ def checklists(
              f"or --in-place (write into {data / 'checklist'})")
     if out is not None and in_place:
         fail("--out and --in-place exclude each other")
+    problem = None if api_key_env is None else key_variable_problem(api_key_env)
+    if problem is not None:
+        fail(f"--api-key-env: {problem}")
     require_backend(generator, "checklist generator")
     data = dataset_path(data)
 

@@ -10,10 +10,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
-from mtvbench.cli.common import fail
 from mtvbench.cli.data import check_dataset
-from mtvbench.cli.run_flags import run_flags, settings_from_flags, with_flags
-from mtvbench.config import REMOVED_SETTINGS, build_config, load_yaml
+from mtvbench.config import REMOVED_SETTINGS, ConfigError, build_config, load_yaml
 from mtvbench.data.buildmeta import not_a_benchmark
 from mtvbench.extras import require_backend
 from mtvbench.render.console import (
@@ -30,16 +28,15 @@ from mtvbench.render.console import (
     styled,
 )
 from mtvbench.render.leaderboard import leaderboard_table
+from mtvbench.run.flags import require_settings, run_flags, settings_from_flags, with_flags
 from mtvbench.run.runner import RunProgress, RunSummary
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.scoring.usage import usage_lines
 
 T = TypeVar("T")
 
-#: the settings flags of `run` (derived from RunConfig, see mtvbench.cli.run_flags)
+#: the settings flags of `run` (derived from RunConfig, see mtvbench.run.flags)
 RUN_FLAGS = run_flags()
-JUDGE_REQUIRED = ("--judge names the judge: e.g. openai:gemini-2.5-flash (the paper's), or `offline` for the "
-                  "lexical matcher (checks the pipeline; its scores are not comparable to the paper's)")
 
 
 class RichRunProgress(RunProgress):
@@ -168,12 +165,9 @@ def run(
     from mtvbench.run.evaluate import evaluate
 
     if prompt_style is not None:
-        fail(REMOVED_SETTINGS["prompt_style"])
+        raise ConfigError(REMOVED_SETTINGS["prompt_style"])
     values, origins = settings_from_flags(load_yaml(config) if config else {}, given, RUN_FLAGS)
-    missing = [k for k in ("data", "model", "judge", "out") if k not in values]
-    if missing:
-        fail(f"missing setting(s): {', '.join('--' + m for m in missing)} (flag or --config)"
-             + (f"; {JUDGE_REQUIRED}" if "judge" in missing else ""))
+    require_settings(values, ("data", "model", "judge", "out"))
     cfg = build_config(values, source=str(config) if config else "command line", flags=origins)
     require_backend(cfg.backend_spec, "model")
     require_backend(cfg.judge, "judge")

@@ -4,7 +4,9 @@ The rule (one for every remote backend): a key read from the environment is sent
 endpoint it was configured for.
 
 - A variable named for the role (``api_key_env``: ``--model-api-key-env`` /
-  ``--judge-api-key-env`` or the config) goes to that role's URL, whatever it is.
+  ``--judge-api-key-env``, the config or a preset) goes to that role's URL, whatever it is. A
+  variable named explicitly must be set and non-empty (:func:`key_variable_problem`): it is never
+  silently replaced by the placeholder.
 - The provider's default variable (``OPENAI_API_KEY``; ``GEMINI_API_KEY`` / ``GOOGLE_API_KEY``)
   goes only to the provider's own URL, or to the URL the user set for the provider in the
   environment (``OPENAI_BASE_URL``; ``GOOGLE_GEMINI_BASE_URL``). A custom ``base_url`` given
@@ -71,6 +73,27 @@ def _env(name: str) -> str | None:
     return value
 
 
+def key_variable_problem(name: str) -> str | None:
+    """Why the variable named to hold a role's key cannot be used (blank name, unset, empty), or None.
+
+    The settings check it before anything is written (naming the flag, file or preset that named
+    it); :func:`openai_endpoint` and :func:`gemini_endpoint` refuse it too, for library callers."""
+    if not name.strip():
+        return "must name an environment variable, e.g. MY_SERVER_KEY"
+    if not (os.environ.get(name) or "").strip():
+        return (f"environment variable {name} is not set (or is empty): export it, or leave the setting out "
+                "to send no key (a local server gets the placeholder key)")
+    return None
+
+
+def _named_key(name: str) -> str:
+    """The value of a variable named explicitly for a role; :class:`MissingKeyError` when unusable."""
+    problem = key_variable_problem(name)
+    if problem is not None:
+        raise MissingKeyError(f"api_key_env {name!r}: {problem}")
+    return _env(name) or ""
+
+
 def env_base_url(name: str) -> str | None:
     """A base URL from the environment (``OPENAI_BASE_URL``), checked like ``--model-base-url``: a URL
     with credentials in it is refused (it would be recorded in config.yaml and quoted in messages)."""
@@ -88,13 +111,8 @@ def openai_endpoint(options: BackendOptions) -> Endpoint:
     env_url = env_base_url(OPENAI_URL_ENV)
     url = options.base_url or env_url or OPENAI_DEFAULT_URL
     provider_url = _same_url(url, OPENAI_DEFAULT_URL)
-    if options.api_key_env:
-        key = _env(options.api_key_env)
-        if key:
-            return Endpoint(url, key, options.api_key_env)
-        if provider_url:
-            raise MissingKeyError(f"no API key for {url}: set the environment variable {options.api_key_env}")
-        return Endpoint(url, PLACEHOLDER_KEY, None)
+    if options.api_key_env is not None:
+        return Endpoint(url, _named_key(options.api_key_env), options.api_key_env)
     key = _env(OPENAI_KEY_ENV)
     if provider_url or _same_url(url, env_url):
         if key:
@@ -121,11 +139,8 @@ def gemini_endpoint(options: BackendOptions) -> Endpoint:
     """The URL and key of a ``gemini:`` role on the Gemini Developer API (not Vertex AI)."""
     env_url = env_base_url(GEMINI_URL_ENV)
     url = options.base_url or env_url or GEMINI_DEFAULT_URL
-    if options.api_key_env:
-        key = _env(options.api_key_env)
-        if not key:
-            raise MissingKeyError(f"no Gemini API key: set the environment variable {options.api_key_env}")
-        return Endpoint(url, key, options.api_key_env)
+    if options.api_key_env is not None:
+        return Endpoint(url, _named_key(options.api_key_env), options.api_key_env)
     found = [(name, value) for name in GEMINI_KEY_ENVS if (value := _env(name))]
     if _google_host(url) or _same_url(url, env_url):
         if not found:

@@ -174,7 +174,6 @@ class GeminiBackend:
         self.name = f"gemini:{model}"
         self.model = model
         self.options = options
-        options.generation()  # a bad generation option is one error now, not one per call
         extra = options.extra
         self.input_mode = str(extra.get("input", "frames"))
         if self.input_mode not in ("frames", "upload"):

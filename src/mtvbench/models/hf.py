@@ -9,8 +9,8 @@ VideoLLaMA3) and are picked by ``extra["family"]`` or detected from the checkpoi
 
 Settings (``BackendOptions`` + ``extra``):
 
-- ``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``system``; ``extra``: ``do_sample``,
-  ``repetition_penalty`` — the generation parameters (presets carry the authors' values).
+- ``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``do_sample``, ``repetition_penalty``,
+  ``system`` — the generation parameters (presets carry the authors' values).
 - ``input``: ``video`` (frames as one video), ``images`` (frames as N images) or ``auto``
   (video when the processor has a video processor).
 - ``dtype`` (``auto``: bfloat16 on CUDA, float32 on CPU), ``device_map`` (``auto`` on CUDA),
@@ -152,7 +152,6 @@ class HFBackend:
             raise ConfigError("hf: needs a checkpoint, e.g. hf:Qwen/Qwen3-VL-8B-Instruct or hf:/path/to/dir")
         self.name = f"hf:{checkpoint}"
         self.options = options
-        options.generation()  # a bad generation option is one error now, not one per forward pass
         self.engine = engine if engine is not None else make_engine(checkpoint, options)
         self.batch_size = max(1, int(getattr(self.engine, "batch_size", 1)))
         self._lock = threading.Lock()

@@ -10,6 +10,10 @@ Every call goes through :class:`~mtvbench.models.resilience.Resilient`; this mod
 classifies. A 200 reply that is not JSON, has no choices, or has no content (finish_reason
 ``stop`` or missing) is retryable; no content with finish_reason ``length`` is a final
 ``empty`` (the model spent its tokens, e.g. thinking); ``content_filter`` is a final ``blocked``.
+A 400/422 that names request fields the server does not accept (``transformers serve``:
+"Unexpected fields in the request: {'top_k', ...}") says which values were sent, which a preset
+gave, and the flag or YAML key that drops each; a 5xx answer to a video part says that the server
+may not accept video parts and how to send the frames as images.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from mtvbench.models.resilience import (
     http_error_message,
     parse_retry_after,
     quote_server_text,
+    rejected_fields,
     transport_failure,
 )
 from mtvbench.models.settings import BackendOptions
@@ -175,13 +180,22 @@ def openai_generation_params(g: GenerationConfig, extra: dict[str, Any]) -> dict
             params[key] = getattr(g, key)
     if g.do_sample is False and "temperature" not in params:
         params["temperature"] = 0.0
-    if g.presence_penalty is not None:
-        params["presence_penalty"] = g.presence_penalty
+    for key in ("presence_penalty", "seed"):  # OpenAI API parameters
+        if getattr(g, key) is not None:
+            params[key] = getattr(g, key)
     body = {key: getattr(g, key) for key in ("top_k", "repetition_penalty", "min_p") if getattr(g, key) is not None}
     body.update(extra.get("extra_body") or {})
+    body = {k: v for k, v in body.items() if v is not None}  # extra_body {KEY: null} drops a preset's KEY
     if body:
         params["extra_body"] = body
     return params
+
+
+def sent_fields(params: dict[str, Any]) -> dict[str, Any]:
+    """The generation fields of a request's parameters as the server sees them (``extra_body`` merged in)."""
+    flat = {k: v for k, v in params.items() if k not in ("model", "messages", "extra_body")}
+    flat.update(params.get("extra_body") or {})
+    return flat
 
 
 class OpenAIBackend:
@@ -196,7 +210,8 @@ class OpenAIBackend:
         self.endpoint = openai_endpoint(options)
         self.url = self.endpoint.url.rstrip("/") + "/chat/completions"
         self.video_part = bool(options.extra.get("video_part", False))
-        options.generation()  # a bad generation option is one error now, not one per call
+        #: the generation fields every request sends (a 400/422 may name some as not accepted)
+        self.sent = sent_fields(openai_generation_params(options.generation(), options.extra))
         self.calls = Resilient(self.name, self.endpoint.url, options, self._classify)
         self.breaker = self.calls.breaker
         self.client = openai.AsyncOpenAI(
@@ -225,12 +240,29 @@ class OpenAIBackend:
             hint = self.endpoint.auth_hint() if status in (401, 403) else None
             if hint:
                 msg = f"{msg} ({hint})"
+            if status >= 500 and self.video_part:
+                msg = (f"{msg} (the server may not accept video parts, video_part=true: send the frames as images "
+                       f"with {self.options.option_advice('video_part', 'false')})")
             if status in RETRYABLE_STATUS or status >= 500:
                 return RetryableError(msg, retry_after=parse_retry_after(e.response.headers))
+            rejected = rejected_fields(e.response.content, self.sent) if status in (400, 422) else []
+            if rejected:
+                return self._rejected(msg, rejected)
             return FatalError(msg)
         if isinstance(e, openai.APIConnectionError):  # APITimeoutError included; the cause says what happened
             return transport_failure(e, self.url) or RetryableError(f"connection to {self.url} failed: {e}")
         return None
+
+    def _rejected(self, msg: str, fields: list[str]) -> FatalError:
+        """A 400/422 naming fields the server does not accept: which values were sent (and which a
+        preset gave), and how to drop each, in one line."""
+        values = ", ".join(self.options.sent_value(k, self.sent[k]) for k in fields)
+        them = "it" if len(fields) == 1 else "them"
+        hint = f"drop the setting{'s' * (len(fields) > 1)} the server does not accept (above)"
+        if self.options.origin.role is not None:  # a run: its directory keeps the settings it was made with
+            hint += " and give a new --out (a run directory keeps the settings it was made with)"
+        return FatalError(f"{msg}: the server does not accept {values}; drop {them} with "
+                          f"{self.options.drop_advice(fields)}", hint=hint)
 
     async def _once(self, body: bytes) -> GenerationResult:
         raw = await self.client.post("/chat/completions", cast_to=_SDK_RESPONSE, content=body,

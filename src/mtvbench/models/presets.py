@@ -8,9 +8,9 @@ runs on an OpenAI-compatible server that serves its checkpoint (``openai:<checkp
 ``openai:<served_name>``) with the same frames, generation parameters and system prompt. Any other
 spec with a known prefix (``hf:/my/ckpt``, ``openai:gpt-4o``, ``oracle``) passes through unchanged.
 
-Generation parameters use one vocabulary for every backend: ``BackendOptions`` fields plus
-``extra["do_sample"]``, ``extra["repetition_penalty"]`` and ``extra["presence_penalty"]``; each backend
-maps them to its own API (the OpenAI backend sends the ones the OpenAI API lacks in the request body).
+Generation parameters use one vocabulary for every backend, the generation fields of
+``BackendOptions``; each backend maps them to its own API (the OpenAI backend sends the ones the
+OpenAI API lacks in the request body).
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ BackendName = Literal["gemini", "openai", "hf", "vllm"]
 AuthorsScript = Literal["infer_qwen25vl.py", "infer_internvl.py"]
 #: the inference style that reproduces each script (mtvbench.prompts)
 SCRIPT_STYLES: dict[str, InferenceStyle] = {"infer_qwen25vl.py": "qwen-script", "infer_internvl.py": "internvl-script"}
-#: generation keys that are not BackendOptions fields; they travel in ``options.extra``
-_EXTRA_GENERATION_KEYS = ("do_sample", "repetition_penalty", "presence_penalty")
 
 
 class Generation(BaseModel):
@@ -181,9 +179,7 @@ class Preset(BaseModel):
             opts.update(self.openai_options)
         base_url = opts.pop("base_url", None)
         api_key_env = opts.pop("api_key_env", None)
-        extra: dict[str, Any] = {k: getattr(g, k) for k in _EXTRA_GENERATION_KEYS if getattr(g, k) is not None}
-        if self.family and b == "hf":
-            extra["family"] = self.family
+        extra: dict[str, Any] = {"family": self.family} if self.family and b == "hf" else {}
         if g.checkpoint_defaults:
             extra["generation_defaults"] = "checkpoint"
         extra.update(opts)
@@ -191,8 +187,9 @@ class Preset(BaseModel):
         if g.do_sample is False and b in ("vllm", "openai"):
             temperature = 0.0  # greedy
         return BackendOptions(base_url=base_url, api_key_env=api_key_env, max_tokens=g.max_new_tokens,
-                              temperature=temperature, top_p=g.top_p, top_k=g.top_k, system=self.system_for(protocol),
-                              extra=extra)
+                              temperature=temperature, top_p=g.top_p, top_k=g.top_k, do_sample=g.do_sample,
+                              repetition_penalty=g.repetition_penalty, presence_penalty=g.presence_penalty,
+                              system=self.system_for(protocol), extra=extra)
 
 
 class PresetFile(BaseModel):

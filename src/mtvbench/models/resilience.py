@@ -7,7 +7,14 @@ that is the model's own doing), or raises
 - :class:`RetryableError`: 429, 408/409, 5xx, a refused or reset connection, a timeout, a
   malformed 200 reply (not JSON, no choices, no content);
 - :class:`FatalError`: another attempt will not help in this run (400/401/403/404, a reply
-  over the size cap). The error is stored and asked again on the next run.
+  over the size cap). The error is stored and asked again on the next run. ``refused``: the server
+  refused the request itself (a 4xx: URL, key, model name or a setting it does not accept), as
+  opposed to a reply mtvbench would not take (over the size cap, unreadable).
+
+A failure may carry a ``hint`` (what to do) that the breaker's message uses instead of the
+generic one; messages say what to change with the role's own spelling
+(:meth:`~mtvbench.models.settings.BackendOptions.option_advice`, ``drop_advice``).
+:func:`rejected_fields` reads which request fields a 400/422 reply says the server does not accept.
 
 :class:`Resilient` owns everything else, once for all backends (openai, gemini, and the
 judge, which calls one of them):
@@ -19,7 +26,8 @@ judge, which calls one of them):
 - the true attempt count in the result;
 - the circuit breaker of the endpoint (:class:`CircuitBreaker`): ``breaker_threshold`` failed
   calls in a row open it, also after earlier successes; once open nothing new is sent
-  (:class:`CircuitOpenError`, exit 3), calls in flight finish their current attempt.
+  (:class:`CircuitOpenError`, exit 3; exit 2 when no call ever succeeded and the server refused
+  the request itself), calls in flight finish their current attempt.
 
 :func:`capped_http_client` builds the HTTP client the SDKs are given (``http_client=`` /
 ``httpx_async_client=``): it enforces ``max_response_bytes`` while the body is read, so memory
@@ -38,7 +46,7 @@ import random
 import re
 import time
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import httpx
@@ -63,11 +71,16 @@ class CallFailure(Exception):
     """How a backend classifies one failed attempt. ``message`` names the URL."""
 
     retryable = False
+    #: the server refused the request itself (URL, key, model name, a setting it does not accept)
+    refused = False
 
-    def __init__(self, message: str, *, retry_after: float | None = None, unreachable: bool = False):
+    def __init__(self, message: str, *, retry_after: float | None = None, unreachable: bool = False,
+                 hint: str | None = None):
         message = redact_secrets(message) or ""  # a server may echo the key it was sent
         super().__init__(message)
         self.message = message
+        #: what to do, when the failure knows better than "check its URL, key and model name"
+        self.hint = hint
         #: seconds the server asked us to wait (Retry-After), if any
         self.retry_after = retry_after
         #: no connection could be made at all (refused, DNS): counts for the breaker at once
@@ -85,6 +98,10 @@ class RetryableError(CallFailure):
 class FatalError(CallFailure):
     """A failure another attempt will not fix in this run (bad request, auth, not found, too large)."""
 
+    def __init__(self, message: str, *, refused: bool = True, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.refused = refused
+
 
 class CallFailed(Exception):
     """A call that ended without a result, after ``attempts`` attempts (message is final)."""
@@ -95,12 +112,13 @@ class CallFailed(Exception):
 
 
 class ResponseTooLarge(Exception):
-    """The reply body passed ``max_response_bytes``; reading stopped there."""
+    """The reply body passed ``max_response_bytes``; reading stopped there. ``advice`` says how to
+    raise the cap with the role's own spelling."""
 
-    def __init__(self, url: str, limit: int, size: int | None = None):
+    def __init__(self, url: str, limit: int, advice: str, size: int | None = None):
         said = f" (Content-Length {size})" if size is not None else ""
-        super().__init__(f"reply from {url} is larger than max_response_bytes={limit}{said}; "
-                         "raise max_response_bytes in the role's settings if such replies are expected")
+        super().__init__(f"reply from {url} is larger than max_response_bytes={limit} bytes{said}; if such replies "
+                         f"are expected, raise the cap: {advice}")
 
 
 class UnreadableReply(Exception):
@@ -146,6 +164,22 @@ def quote_server_text(body: str | bytes | None) -> str:
 
 def http_error_message(status: int, url: str, body: str | bytes | None) -> str:
     return f"HTTP {status} from {url}: {quote_server_text(body)}"
+
+
+#: what a server says when it refuses request fields it does not know (transformers serve's
+#: "Unexpected fields in the request", pydantic's "Extra inputs are not permitted", OpenAI's
+#: "Unsupported parameter", ...)
+_REJECTS_FIELDS = re.compile(r"unexpected|unknown|unrecogni[sz]ed|extra (?:inputs?|fields?|param)|not permitted"
+                             r"|not allowed|unsupported|not supported", re.IGNORECASE)
+
+
+def rejected_fields(body: str | bytes | None, sent: Iterable[str]) -> list[str]:
+    """The request fields of ``sent`` that a 400/422 reply says the server does not accept: those named
+    (as whole words) in a reply that says it refuses fields, in the order of ``sent``."""
+    text = (body.decode("utf-8", "replace") if isinstance(body, bytes) else body or "")[:65536]
+    if not _REJECTS_FIELDS.search(text):
+        return []
+    return [k for k in sent if re.search(rf"(?<![\w]){re.escape(k)}(?![\w])", text)]
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -212,7 +246,7 @@ def transport_failure(e: BaseException, url: str) -> CallFailure | None:
     """Classify a transport-level exception (httpx / httpx2 / OS), looking through wrappers."""
     for err in causes(e):
         if isinstance(err, (ResponseTooLarge, UnreadableReply)):
-            return FatalError(str(err))
+            return FatalError(str(err), refused=False)  # the server answered; mtvbench would not take the reply
     for err in causes(e):
         detail = str(err) or type(err).__name__
         if isinstance(err, (*_CONNECT_ERRORS, ConnectionRefusedError)):
@@ -229,8 +263,8 @@ def _capped_stream_class(base: type) -> type:
     """A byte stream (subclass of the client's own ``AsyncByteStream``) that stops at the cap."""
 
     class CappedStream(base):  # type: ignore[misc, valid-type]
-        def __init__(self, inner: Any, limit: int, url: str, decoder: Any | None):
-            self._inner, self._limit, self._url, self._decoder = inner, limit, url, decoder
+        def __init__(self, inner: Any, limit: int, url: str, decoder: Any | None, advice: str):
+            self._inner, self._limit, self._url, self._decoder, self._advice = inner, limit, url, decoder, advice
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             seen = 0
@@ -240,13 +274,13 @@ def _capped_stream_class(base: type) -> type:
                         chunk = self._decoder.decompress(chunk, self._limit - seen + 1)
                     seen += len(chunk)
                     if seen > self._limit:
-                        raise ResponseTooLarge(self._url, self._limit)
+                        raise ResponseTooLarge(self._url, self._limit, self._advice)
                     yield chunk
                 tail = self._decoder.flush() if self._decoder is not None else b""
             except zlib.error as e:
                 raise UnreadableReply(f"reply from {self._url} cannot be decompressed: {e}") from None
             if seen + len(tail) > self._limit:
-                raise ResponseTooLarge(self._url, self._limit)
+                raise ResponseTooLarge(self._url, self._limit, self._advice)
             if tail:
                 yield tail
 
@@ -267,12 +301,12 @@ async def _identity(request: Any) -> None:
     request.headers["Accept-Encoding"] = "identity"  # then the cap counts exactly what is kept
 
 
-def _cap_hook(limit: int) -> Callable[[Any], Awaitable[None]]:
+def _cap_hook(limit: int, advice: str) -> Callable[[Any], Awaitable[None]]:
     async def cap(response: Any) -> None:
         url = str(response.request.url)
         length = response.headers.get("content-length", "")
         if length.isdigit() and int(length) > limit:
-            raise ResponseTooLarge(url, limit, int(length))
+            raise ResponseTooLarge(url, limit, advice, int(length))
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         decoder = None
         if encoding in ("gzip", "x-gzip", "deflate"):
@@ -283,7 +317,8 @@ def _cap_hook(limit: int) -> Callable[[Any], Awaitable[None]]:
         elif encoding not in ("identity", ""):
             raise UnreadableReply(f"reply from {url} uses Content-Encoding {encoding!r} (identity was asked for); "
                                   "its size cannot be bounded")
-        response.stream = _capped_stream_class(_stream_base(response.stream))(response.stream, limit, url, decoder)
+        response.stream = _capped_stream_class(_stream_base(response.stream))(response.stream, limit, url, decoder,
+                                                                              advice)
 
     return cap
 
@@ -291,7 +326,8 @@ def _cap_hook(limit: int) -> Callable[[Any], Awaitable[None]]:
 def capped_http_client(client_cls: Callable[..., C], options: BackendOptions, **kwargs: Any) -> C:
     """An async HTTP client (``httpx.AsyncClient``, ``openai.DefaultAsyncHttpxClient``, ...) whose
     every reply body is cut off past ``options.max_response_bytes`` while it is read."""
-    hooks = {"request": [_identity], "response": [_cap_hook(options.max_response_bytes)]}
+    advice = options.option_advice("max_response_bytes")
+    hooks = {"request": [_identity], "response": [_cap_hook(options.max_response_bytes, advice)]}
     return client_cls(timeout=options.timeout_s, event_hooks=hooks, **kwargs)
 
 
@@ -322,7 +358,8 @@ class CircuitBreaker:
         self.failures_in_row = 0
         self.successes = 0
         self.last_error: str | None = None
-        self._last_fatal = False
+        self._last_refused = False
+        self._last_hint: str | None = None
         self.is_open = False
 
     def success(self) -> None:
@@ -330,10 +367,12 @@ class CircuitBreaker:
         if not self.is_open:
             self.failures_in_row = 0
 
-    def failure(self, message: str | None, fatal: bool = False) -> None:
+    def failure(self, message: str | None, refused: bool = False, hint: str | None = None) -> None:
+        """Count a failed call (or refused connection); ``refused``: the server refused the request itself."""
         self.failures_in_row += 1
         self.last_error = message
-        self._last_fatal = fatal
+        self._last_refused = refused
+        self._last_hint = hint
         if self.failures_in_row >= self.threshold:
             self.is_open = True
 
@@ -344,12 +383,13 @@ class CircuitBreaker:
 
     def error(self) -> CircuitOpenError:
         where = f"{self.name} at {self.url}" if self.url else self.name
-        never = self.successes == 0 and self._last_fatal
+        never = self.successes == 0 and self._last_refused
+        todo = self._last_hint or ("check its URL, key and model name" if never else None)
         return CircuitOpenError(
             f"{where}: {self.failures_in_row} failures in a row (failed calls or refused connections); nothing more "
             f"is sent to it in this run (circuit breaker, breaker_threshold={self.threshold}). "
             f"Last error: {self.last_error}",
-            hint=("no call to it succeeded: check its URL, key and model name; " if never else "")
+            hint=f"no call to it succeeded: {todo}" if never else (f"{todo}; " if todo else "")
             + "everything finished is stored; run the same command again to ask only what is missing",
             exit_code=2 if never else 3)
 
@@ -430,7 +470,7 @@ class Resilient:
                     value = await self._attempt(fn, deadline, timeout)
         except CallFailure as e:
             if not e.counted:
-                self.breaker.failure(e.message, fatal=not e.retryable)
+                self.breaker.failure(e.message, refused=e.refused, hint=e.hint)
             raise CallFailed(self._final_message(e, attempts, time.monotonic() - start, timeout), attempts) from e
         self.breaker.success()
         return value, attempts

@@ -1,20 +1,29 @@
 """What a backend is configured with: :class:`BackendOptions` (connection, call path, generation).
 
-The generation settings are read through :meth:`BackendOptions.generation` and merged with a
-request's own values in one place (:meth:`mtvbench.records.GenerationConfig.merge`); no backend
-merges them itself. The call-path settings (``timeout_s`` .. ``breaker_threshold``) are read by
-:mod:`mtvbench.models.resilience` for every remote backend; local backends ignore them.
+Every generation setting (:data:`GENERATION_SETTINGS`) is a field of its own, spelled the same in
+YAML (``model_settings: {top_k: 20}``) and on the command line (``--top-k 20``, :func:`setting_flag`);
+``null`` / ``none`` means "not set", which drops a preset's value. The old spelling as a backend
+option (``--model-option repetition_penalty=1.05``, ``extra: {do_sample: false}``) is still read and
+moved to the field. The generation settings are read through :meth:`BackendOptions.generation` and
+merged with a request's own values in one place (:meth:`mtvbench.records.GenerationConfig.merge`);
+no backend merges them itself. The call-path settings (``timeout_s`` .. ``breaker_threshold``) are
+read by :mod:`mtvbench.models.resilience` for every remote backend; local backends ignore them.
+
+:class:`SettingsOrigin` (never stored, never part of a run's identity) says which role the options
+are for and which values a preset gave them, so that a message can say how to change one
+(:meth:`BackendOptions.drop_advice`, :meth:`BackendOptions.option_advice`).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from mtvbench.errors import ConfigError
 from mtvbench.records import GenerationConfig
 
 #: the settings of the call path (models.resilience) that ``--model-option`` / ``extra`` may also set
@@ -25,6 +34,23 @@ OPERATIONAL_OPTIONS = frozenset({
     "batch_size", "upload_poll_s", "upload_timeout_s", "concurrency", "device_map", "videos_in_flight",
     *CALL_SETTINGS,
 })
+#: every generation setting: a field of :class:`BackendOptions` and (for the model) a flag of ``run``
+GENERATION_SETTINGS = (*GenerationConfig.CALL_FIELDS, *GenerationConfig.OPTION_FIELDS, "system")
+#: the settings that are moved from ``extra`` to their field (the old ``--model-option KEY=VALUE`` spelling)
+_FROM_EXTRA = (*CALL_SETTINGS, *GenerationConfig.OPTION_FIELDS)
+
+
+def setting_flag(field: str, role: str | None) -> str | None:
+    """The command-line flag of a role's setting, or None: ``--model-base-url`` / ``--judge-api-key-env``
+    for the connection, ``--top-k`` for the model's generation settings (``--model-seed``: ``--seed`` is
+    the bootstrap's). The one naming rule of :mod:`mtvbench.run.flags` and of the messages."""
+    dashed = field.replace("_", "-")
+    if field in ("base_url", "api_key_env") and role in ("model", "judge"):
+        return f"--{role}-{dashed}"
+    if role == "model" and field in GENERATION_SETTINGS:
+        return "--model-seed" if field == "seed" else f"--{dashed}"
+    return None
+
 
 #: query parameters that carry a credential (Azure's ``api-key``, ``key``, ``token``, signatures, ...)
 _SECRET_PARAM = re.compile(r"(key|token|secret|signature|sig|password|auth)", re.IGNORECASE)
@@ -43,6 +69,23 @@ def check_base_url(url: str) -> str:
     if secret:
         raise ValueError(f"must not carry a credential in its query ({', '.join(secret)}): {where}")
     return url.strip()
+
+
+class SettingsOrigin(BaseModel):
+    """Where a role's settings come from, for messages only (never stored, never in an identity)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: ``model`` / ``judge`` (a run's roles, with flags); None: a build's or a library caller's options
+    role: str | None = None
+    #: the preset whose values the options hold, if any
+    preset: str | None = None
+    #: the settings that still hold the preset's values (not given by the user)
+    preset_keys: frozenset[str] = frozenset()
+
+    def section(self) -> str:
+        """The YAML mapping of these settings in a run's config (``model_settings``)."""
+        return f"{self.role}_settings"
 
 
 class BackendOptions(BaseModel):
@@ -66,9 +109,15 @@ class BackendOptions(BaseModel):
     max_tokens: int | None = Field(None, description="max new tokens")
     temperature: float | None = Field(None, description="sampling temperature (>= 0)")
     top_p: float | None = Field(None, description="nucleus sampling top-p, in (0, 1]")
-    top_k: int | None = None
-    system: str | None = None
+    top_k: int | None = Field(None, description="top-k sampling (-1 / 0: no limit)")
+    do_sample: bool | None = Field(None, description="sample (true) or decode greedily (false)")
+    repetition_penalty: float | None = Field(None, description="repetition penalty (1.0: none)")
+    presence_penalty: float | None = Field(None, description="presence penalty (OpenAI API, vLLM)")
+    min_p: float | None = Field(None, description="min-p sampling, in [0, 1]")
+    seed: int | None = Field(None, description="sampling seed")
+    system: str | None = Field(None, description="system prompt")
     extra: dict[str, Any] = Field(default_factory=dict)
+    _origin: SettingsOrigin = PrivateAttr(default_factory=SettingsOrigin)
 
     @field_validator("base_url")
     @classmethod
@@ -77,28 +126,78 @@ class BackendOptions(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _call_settings_from_extra(cls, data: Any) -> Any:
-        """A call-path setting given as a backend option (``--model-option timeout_s=60``, or the
-        old ``extra: {retry_base_s: ...}``) sets the field, unless the field is given itself."""
+    def _settings_from_extra(cls, data: Any) -> Any:
+        """A call-path or generation setting given as a backend option (``--model-option timeout_s=60``,
+        the old ``extra: {repetition_penalty: 1.05}``) sets the field, unless the field is given itself."""
         if not isinstance(data, dict) or not isinstance(data.get("extra"), dict):
             return data
-        moved = {k: v for k, v in data["extra"].items() if k in CALL_SETTINGS}
+        moved = {k: v for k, v in data["extra"].items() if k in _FROM_EXTRA}
         if not moved:
             return data
-        extra = {k: v for k, v in data["extra"].items() if k not in CALL_SETTINGS}
+        extra = {k: v for k, v in data["extra"].items() if k not in _FROM_EXTRA}
         return {**moved, **data, "extra": extra}
 
+    @property
+    def origin(self) -> SettingsOrigin:
+        return self._origin
+
+    def mark(self, origin: SettingsOrigin) -> None:
+        """Record where these options come from (for messages; nothing else changes)."""
+        self._origin = origin
+
+    def with_origin(self, origin: SettingsOrigin) -> BackendOptions:
+        """A copy of these options marked with ``origin``."""
+        out = self.model_copy()
+        out.mark(origin)
+        return out
+
+    def answer_options(self) -> dict[str, Any]:
+        """The backend options and the generation settings a request does not carry (``do_sample``,
+        ``repetition_penalty``, ...), in one mapping, as run fingerprints have always read them
+        (they were backend options before they were fields)."""
+        given = {k: getattr(self, k) for k in GenerationConfig.OPTION_FIELDS if getattr(self, k) is not None}
+        return {**self.extra, **given}
+
+    def sent_value(self, key: str, value: Any) -> str:
+        """``top_k=20``, with ``(preset qwen2.5-vl-7b)`` when the value is the preset's."""
+        origin = f" (preset {self._origin.preset})" if key in self._origin.preset_keys else ""
+        return f"{key}={json.dumps(value)}{origin}"
+
+    def drop_advice(self, keys: Sequence[str]) -> str:
+        """How to stop sending the request fields ``keys`` (generation settings, or ``extra_body`` keys):
+        ``--top-k none --repetition-penalty none (YAML: model_settings: {top_k: null, repetition_penalty: null})``."""
+        role = self._origin.role
+        section = self._origin.section()
+        settings = [k for k in keys if k in GENERATION_SETTINGS]
+        body = [k for k in keys if k not in GENERATION_SETTINGS]
+        ways = []
+        if settings:
+            nulls = ", ".join(f"{k}: null" for k in settings)
+            flags = [f"{flag} none" for k in settings if (flag := setting_flag(k, role))]
+            if role is None:
+                ways.append(f"{nulls} in the role's settings (build --config: backend: {{{nulls}}})")
+            else:
+                yaml_form = f"{section}: {{{nulls}}}"
+                ways.append(f"{' '.join(flags)} (YAML: {yaml_form})" if len(flags) == len(settings) else yaml_form)
+        if body:
+            option = f"--{role}-option" if role in ("model", "judge") else "the backend option"
+            ways.append(f"{option} 'extra_body={{{', '.join(f'{k}: null' for k in body)}}}'")
+        return " and ".join(ways)
+
+    def option_advice(self, key: str, value: str = "N") -> str:
+        """How to set the backend option ``key`` of this role: ``--model-option KEY=N (YAML: model_settings: ...)``."""
+        role = self._origin.role
+        yaml_value = f"{{{key}: {value}}}" if key in BackendOptions.model_fields else f"{{extra: {{{key}: {value}}}}}"
+        if role in ("model", "judge"):
+            return f"--{role}-option {key}={value} (YAML: {role}_settings: {yaml_value})"
+        return (f"{key}={value} in the role's settings (run: --model-option / --judge-option {key}={value}; "
+                f"build --config: backend: {yaml_value})")
+
     def generation(self) -> GenerationConfig:
-        """The generation settings of these options: the fields, plus ``do_sample``,
-        ``repetition_penalty``, ``presence_penalty``, ``min_p`` and ``seed`` from ``extra``."""
-        given = {k: self.extra[k] for k in GenerationConfig.OPTION_FIELDS if self.extra.get(k) is not None}
-        try:
-            return GenerationConfig(**{k: getattr(self, k) for k in GenerationConfig.CALL_FIELDS},
-                                    system=self.system or None, **given)
-        except ValidationError as e:
-            err = e.errors()[0]
-            raise ConfigError(f"backend option {'.'.join(str(x) for x in err['loc'])}: {err['msg']} "
-                              f"(got {err.get('input')!r})") from None
+        """The generation settings of these options (every field of :data:`GENERATION_SETTINGS`)."""
+        return GenerationConfig(**{k: getattr(self, k) for k in GenerationConfig.CALL_FIELDS},
+                                **{k: getattr(self, k) for k in GenerationConfig.OPTION_FIELDS},
+                                system=self.system or None)
 
     def settings_for(self, request: GenerationConfig) -> GenerationConfig:
         """The settings of one call: these options, with what the request sets on top."""

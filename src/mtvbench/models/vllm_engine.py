@@ -15,9 +15,9 @@ Two input modes (``extra["input"]``):
   for timestamps, ``extra["video_metadata"]``).
 
 Settings (``extra``): ``tensor_parallel_size`` (1), ``dtype`` (``auto``), ``max_model_len``,
-``gpu_memory_utilization`` (0.9), ``max_num_seqs``, ``trust_remote_code``, ``seed``,
-``mm_processor_kwargs``, ``chat_template_kwargs``, ``do_sample``, ``repetition_penalty``,
-``presence_penalty``. Think tags are split off the answer.
+``gpu_memory_utilization`` (0.9), ``max_num_seqs``, ``trust_remote_code``,
+``mm_processor_kwargs``, ``chat_template_kwargs``; the generation settings are the options' fields
+(``seed`` also seeds the engine). Think tags are split off the answer.
 
 The conversion of a request into the engine's input is plain functions
 (:func:`chat_messages`, :func:`video_input`, :func:`sampling_kwargs`), tested without vLLM.
@@ -109,9 +109,11 @@ def engine_kwargs(checkpoint: str, options: BackendOptions) -> dict[str, Any]:
         "trust_remote_code": bool(extra.get("trust_remote_code", False)),
         "limit_mm_per_prompt": {"video": 1} if mode == "video" else {"image": int(extra.get("max_images", 128))},
     }
-    for key in ("max_model_len", "max_num_seqs", "seed", "mm_processor_kwargs"):
+    for key in ("max_model_len", "max_num_seqs", "mm_processor_kwargs"):
         if extra.get(key) is not None:
             kw[key] = extra[key]
+    if options.seed is not None:  # the engine's seed too (it was a backend option before it was a field)
+        kw["seed"] = options.seed
     return kw
 
 
@@ -123,7 +125,6 @@ class VLLMBackend:
     def __init__(self, checkpoint: str, options: BackendOptions):
         if not checkpoint:
             raise ConfigError("vllm: needs a checkpoint, e.g. vllm:Qwen/Qwen3-VL-8B-Instruct")
-        options.generation()  # a bad generation option is one error now, not one per batch
         vllm = require_vllm()
         self.name = f"vllm:{checkpoint}"
         self.options = options

@@ -127,14 +127,14 @@ class RunKeys:
         self.common = {
             "backend": cfg.backend_spec,
             "generation": digest([ms.model_dump(include=set(GenerationConfig.CALL_FIELDS)),
-                                  output_options(ms.extra)]),
+                                  output_options(ms.answer_options())]),
             "system": digest(ms.system),
             "frames": cfg.frame_settings().key(),
         }
         js = cfg.judge_settings
         self.judge_common = {
             "judge": digest([cfg.judge, js.model_dump(include={*GenerationConfig.CALL_FIELDS, "system"}),
-                             output_options(js.extra)]),
+                             output_options(js.answer_options())]),
         }
 
     # responses --------------------------------------------------------------------------

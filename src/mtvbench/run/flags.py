@@ -1,13 +1,18 @@
-"""The flags of ``mtvbench run``, derived from the run settings (:class:`~mtvbench.config.RunConfig`).
+"""The settings flags of ``mtvbench run`` and ``mtvbench sweep``, derived from the run settings
+(:class:`~mtvbench.config.RunConfig`).
 
 Every field of ``RunConfig`` with a ``description`` is a flag named after it (``videos_in_flight``
 -> ``--videos-in-flight``), its description the help, its type the flag's (a type the command
 line cannot spell, such as a task list or a ``WxH`` size, is read as text and parsed by the
-settings' own validators). The settings of the two roles add ``--model-base-url`` /
-``--judge-base-url``, ``--model-api-key-env`` / ``--judge-api-key-env``, ``--max-tokens``,
-``--temperature`` and ``--top-p`` (of the model) and ``--model-option`` / ``--judge-option``
-``KEY=VALUE`` (backend options, values read as YAML). A new setting is therefore one field
-with a description; nothing here changes.
+settings' own validators). The settings of the two roles add the flags that
+:func:`~mtvbench.models.settings.setting_flag` names: ``--model-base-url`` / ``--judge-base-url``,
+``--model-api-key-env`` / ``--judge-api-key-env``, and one flag per generation setting of the model
+(``--max-tokens``, ``--temperature``, ``--top-p``, ``--top-k``, ``--do-sample``,
+``--repetition-penalty``, ``--presence-penalty``, ``--min-p``, ``--model-seed``, ``--system``), spelled
+like its YAML key; a generation flag takes ``none`` to drop a preset's value (``--top-k none`` is
+``model_settings: {top_k: null}``). ``--model-option`` / ``--judge-option`` ``KEY=VALUE`` set backend
+options (values read as YAML). A new setting is therefore one field with a description; nothing
+here changes. ``sweep`` takes the same flags except the ones it sweeps (:func:`sweep_flags`).
 
 :func:`settings_from_flags` puts the given flags over the ``--config`` values and records which
 flag gave each setting, so that a bad value is named by its flag (``--temperature: must be a
@@ -28,8 +33,16 @@ import typer
 
 from mtvbench.config import RoleSettings, RunConfig, loads_yaml_strict
 from mtvbench.errors import ConfigError
+from mtvbench.models.settings import GENERATION_SETTINGS, setting_flag
 
 _SIMPLE = (bool, int, float, str, Path)
+#: what a generation flag takes to drop a value (a preset's): ``--top-k none``
+NONE_WORDS = ("none", "null")
+#: the settings ``sweep`` takes as lists of its own (``--frames 16,32``) and its sweep folder
+SWEPT = ("frames", "max_side", "context", "out")
+_METAVAR = {int: "INTEGER", float: "NUMBER", bool: "BOOLEAN"}
+JUDGE_REQUIRED = ("--judge names the judge: e.g. openai:gemini-2.5-flash (the paper's), or `offline` for the "
+                  "lexical matcher (checks the pipeline; its scores are not comparable to the paper's)")
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,11 @@ class Flag:
     help: str
     #: ``KEY=VALUE`` items merged into the backend options of a role (``--model-option``)
     options: bool = False
+    #: read as text: ``none`` sets the setting to null (drops a preset's value), anything else is
+    #: converted to ``value_type``
+    nullable: bool = False
+    value_type: Any = str
+    metavar: str | None = None
 
 
 def _cli_type(annotation: Any) -> Any:
@@ -60,26 +78,29 @@ def _dashed(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-#: (role settings field, the roles that have the flag, the flag for a role)
-_ROLE_FIELDS: tuple[tuple[str, tuple[str, ...], Callable[[str, str], str]], ...] = (
-    ("base_url", ("model", "judge"), lambda role, field: f"--{role}-base-url"),
-    ("api_key_env", ("model", "judge"), lambda role, field: f"--{role}-api-key-env"),
-    ("max_tokens", ("model",), lambda role, field: _dashed(field)),
-    ("temperature", ("model",), lambda role, field: _dashed(field)),
-    ("top_p", ("model",), lambda role, field: _dashed(field)),
-)
+def _role_flags() -> list[Flag]:
+    """The flags of the two roles' settings, named by :func:`~mtvbench.models.settings.setting_flag`."""
+    flags = []
+    for field, info in RoleSettings.model_fields.items():
+        for role in ("model", "judge"):
+            name = setting_flag(field, role)
+            if name is None:
+                continue
+            kind = _cli_type(info.annotation)
+            nullable = field in GENERATION_SETTINGS
+            metavar = f"{_METAVAR.get(kind, 'TEXT')}|none" if nullable else None
+            drop = "; none drops the preset's value" if nullable else ""
+            flags.append(Flag(key=f"{role}_settings.{field}", name=name, param=name[2:].replace("-", "_"),
+                              type=str if nullable else kind, help=f"{info.description} of the {role}{drop}",
+                              nullable=nullable, value_type=kind, metavar=metavar))
+    return flags
 
 
 def run_flags() -> list[Flag]:
     """The settings flags of ``mtvbench run``, in the order of the settings."""
     flags = [Flag(key=name, name=_dashed(name), param=name, type=_cli_type(f.annotation), help=f.description)
              for name, f in RunConfig.model_fields.items() if f.description]
-    for field, roles, flag_of in _ROLE_FIELDS:
-        info = RoleSettings.model_fields[field]
-        for role in roles:
-            name = flag_of(role, field)
-            flags.append(Flag(key=f"{role}_settings.{field}", name=name, param=name[2:].replace("-", "_"),
-                              type=_cli_type(info.annotation), help=f"{info.description} of the {role}"))
+    flags += _role_flags()
     flags.append(Flag(key="ray.num_gpus", name="--ray-gpus", param="ray_gpus", type=float,
                       help="with --executor ray: GPUs per model replica (the other Ray resources: `ray:` in "
                            "the config)"))
@@ -87,8 +108,13 @@ def run_flags() -> list[Flag]:
         flags.append(Flag(key=f"{role}_settings.extra", name=f"--{role}-option", param=f"{role}_option",
                           type=list[str], options=True,
                           help=f"{role} backend setting KEY=VALUE (YAML value), repeatable, e.g. input=upload, "
-                               "batch_size=8"))
+                               "batch_size=8, video_part=false, served_name=NAME, max_response_bytes=N"))
     return flags
+
+
+def sweep_flags() -> list[Flag]:
+    """``run``'s flags without the settings ``sweep`` takes as lists of its own (:data:`SWEPT`)."""
+    return [f for f in run_flags() if f.key not in SWEPT]
 
 
 def parse_options(items: list[str], flag: str = "--model-option") -> dict[str, Any]:
@@ -121,15 +147,45 @@ def settings_from_flags(values: Mapping[str, Any], given: Mapping[str, Any], fla
         target = _nested(out, parents)
         if target is None:
             continue
-        if flag.options:
+        if flag.nullable:
+            target[leaf] = _flag_value(value, flag.value_type)
+            origins[flag.key] = flag.name
+        elif flag.options:
             options = parse_options(value, flag.name)
             extra = target.get(leaf) or {}
             target[leaf] = {**extra, **options} if isinstance(extra, dict) else extra
             origins.update({f"{flag.key}.{k}": flag.name for k in options})
+            # a setting of its own given as an option (`--model-option repetition_penalty=1.05`) is moved
+            # to its field: a bad value there is still named by the flag
+            origins.update({f"{flag.key.rpartition('.')[0]}.{k}": flag.name for k in options
+                            if k in RoleSettings.model_fields})
         else:
             target[leaf] = value
             origins[flag.key] = flag.name
     return out, origins
+
+
+def require_settings(values: Mapping[str, Any], keys: tuple[str, ...]) -> None:
+    """One :class:`ConfigError` naming the flags of the ``keys`` that neither a flag nor ``--config`` gave."""
+    missing = [k for k in keys if k not in values]
+    if missing:
+        raise ConfigError(f"missing setting(s): {', '.join(_dashed(m) for m in missing)} (flag or --config)"
+                          + (f"; {JUDGE_REQUIRED}" if "judge" in missing else ""))
+
+
+def _flag_value(text: Any, kind: Any) -> Any:
+    """The value of a nullable flag: None for ``none``/``null``, else ``text`` as ``kind`` (a number
+    that is not one is passed on as text, for the settings' validation to name with its flag)."""
+    if not isinstance(text, str):  # given by a caller, not typed on a command line
+        return text
+    if text.strip().lower() in NONE_WORDS:
+        return None
+    if kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            return text
+    return text
 
 
 def _nested(values: dict[str, Any], path: list[str]) -> dict[str, Any] | None:
@@ -154,7 +210,8 @@ def with_flags(flags: list[Flag]) -> Callable[[Callable[..., Any]], Callable[...
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         own = list(inspect.signature(fn, eval_str=True).parameters.values())[1:]
         params = [inspect.Parameter(f.param, inspect.Parameter.KEYWORD_ONLY, default=None,
-                                    annotation=Annotated[f.type | None, typer.Option(f.name, help=f.help)])
+                                    annotation=Annotated[f.type | None, typer.Option(f.name, help=f.help,
+                                                                                     metavar=f.metavar)])
                   for f in flags]
         params += [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
         names = {f.param for f in flags}
@@ -171,4 +228,5 @@ def with_flags(flags: list[Flag]) -> Callable[[Callable[..., Any]], Callable[...
     return deco
 
 
-__all__ = ["Flag", "parse_options", "run_flags", "settings_from_flags", "with_flags"]
+__all__ = ["Flag", "parse_options", "require_settings", "run_flags", "settings_from_flags", "sweep_flags",
+           "with_flags"]
