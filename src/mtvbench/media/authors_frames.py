@@ -11,13 +11,15 @@ Qwen rows (``encode_video``), then one ``video`` item of ``processor.apply_chat_
   (truncation, where :func:`~mtvbench.media.frames.uniform_indices` rounds).
 - **size** (:func:`qwen_script_size`): when the width or the height exceeds ``max_side``
   (``--max_pixels``, 720, a side length despite its name), both are multiplied by
-  ``max_side / max(w, h)`` and truncated; otherwise the size is kept.
+  ``max_side / max(w, h)`` and truncated; otherwise the size is kept. decord resizes while
+  decoding; bilinear swscale (:data:`DECORD_RESIZE`) is the closest match measured.
 - **clip** (:func:`write_script_mp4`): the frames go into an MP4 through OpenCV's FFmpeg
   writer with FourCC ``mp4v`` (FFmpeg's ``mpeg4`` encoder, MPEG-4 Part 2) at 15 fps. That
   writer (opencv ``modules/videoio/src/cap_ffmpeg_impl.hpp``) rounds an odd width or height
-  down to even by dropping the last column or row, converts to ``yuv420p`` with bicubic
-  swscale, and encodes with a bit rate of ``2 x fps x w x h`` (tolerance the same), ``qmin``
-  3, a key frame every 12 frames and no B-frames; :data:`MP4_OPTIONS` does the same with PyAV.
+  down to even by dropping the last column or row, converts BGR to ``yuv420p`` with bicubic
+  swscale (whose BGR input path rounds differently from its RGB one: fed BGR here too), and
+  encodes with a bit rate of ``2 x fps x w x h`` (tolerance the same), ``qmin`` 3, a key
+  frame every 12 frames and no B-frames; :data:`MP4_OPTIONS` does the same with PyAV.
   The model's processor then samples this clip again at its own settings (see
   ``docs/authors-frames.md``).
 
@@ -27,8 +29,11 @@ InternVL rows (``load_video`` with ``bound=None``):
   ``last = min(round(100000 * fps), n - 1)`` (the script's open bound of +-100000 s); index
   ``i`` is ``int(seg / 2 + round_half_even(seg * i))``, the middle of segment ``i``. A video
   with fewer than ``k`` frames still gets ``k`` indices (repeated frames).
-- **size**: every frame becomes one ``input_size`` x ``input_size`` tile (bicubic; aspect
-  not kept). The paper says 448; the script's default ``--max_pixels 720`` would give 720.
+- **size** (:func:`internvl_script_frames`): every frame, decoded at its own size, becomes
+  one ``input_size`` x ``input_size`` tile by Pillow's bicubic resize (aspect not kept; with
+  ``max_num=1`` the script's tiling is that one resize, and its torchvision ``Resize`` to the
+  same size leaves the tile as it is). The paper says 448; the script's default
+  ``--max_pixels 720`` would give 720.
 
 Frames are decoded by the exact sampler of :mod:`mtvbench.media.frames` ("frame ``i``" is
 the ``i``-th frame of a full decode); the script uses decord, which counts frames from the
@@ -39,6 +44,7 @@ container header and resizes with its own filter: the measured differences are i
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -48,7 +54,7 @@ from pydantic import BaseModel
 
 from mtvbench.errors import OutputError
 from mtvbench.media.cache import CACHE_VERSION, FrameCache, fingerprint
-from mtvbench.media.frames import FrameSettings, IndexRule, VideoError, probe, sample_rgb
+from mtvbench.media.frames import DecodedFrames, FrameSettings, IndexRule, VideoError, probe, sample_rgb
 from mtvbench.util.files import atomic_open, describe_os_error
 
 #: Bump when an index rule, the size rule or the MP4 encoding changes (part of the cache key).
@@ -59,6 +65,8 @@ SCRIPT_FPS = 15
 SCRIPT_CODEC = "mpeg4"
 #: Encoder settings OpenCV's FFmpeg writer uses for ``mp4v`` (bit rate: see :func:`script_bit_rate`).
 MP4_OPTIONS: dict[str, int] = {"gop_size": 12, "max_b_frames": 0, "qmin": 3}
+#: swscale filter closest to decord's resize (measured in ``docs/authors-frames.md``).
+DECORD_RESIZE = "BILINEAR"
 #: The InternVL script's ``bound=None`` is a window of +-100000 s.
 _OPEN_BOUND_S = 100000
 _CLIP = "clip.mp4"
@@ -147,7 +155,8 @@ def _encode_mp4(frames: list[np.ndarray], dest: Path) -> tuple[int, int]:
             cc.max_b_frames = MP4_OPTIONS["max_b_frames"]
             cc.qmin = MP4_OPTIONS["qmin"]
             for i, rgb in enumerate(frames):
-                frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb[:h, :w]), format="rgb24")
+                # OpenCV hands swscale BGR: its bgr24 input path rounds unlike the rgb24 one
+                frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb[:h, :w, ::-1]), format="bgr24")
                 frame.pts = i
                 out.mux(stream.encode(frame.reformat(format="yuv420p", interpolation="BICUBIC")))
             out.mux(stream.encode(None))
@@ -161,7 +170,8 @@ def write_script_mp4(video: Path, dest: Path, frames: int = 128, max_side: int =
     video, dest = Path(video), Path(dest)
     info = probe(video, exact=False)
     resized = qwen_script_size(info.width, info.height, max_side)
-    decoded = sample_rgb(video, lambda n: qwen_script_indices(n, frames), FrameSettings(size=resized))
+    settings = FrameSettings(size=resized, interpolation=DECORD_RESIZE)
+    decoded = sample_rgb(video, lambda n: qwen_script_indices(n, frames), settings)
     size = _encode_mp4(decoded.frames, dest)
     return ScriptClip(
         path=dest,
@@ -195,6 +205,18 @@ def script_clip(video: Path, cache: FrameCache, frames: int = 128, max_side: int
 # ---------------------------------------------------------------------------- InternVL
 
 
+def internvl_script_frames(video: Path, frames: int = 128, input_size: int = 448) -> DecodedFrames[np.ndarray]:
+    """The InternVL script's tiles of ``video``: its indices, each frame resized to ``input_size``² (RGB, uint8)."""
+    from PIL import Image
+
+    video = Path(video)
+    fps = probe(video, exact=False).avg_fps
+    decoded = sample_rgb(video, internvl_rule(fps, frames))
+    size = (input_size, input_size)
+    tiles = [np.asarray(Image.fromarray(f).resize(size, Image.Resampling.BICUBIC)) for f in decoded.frames]
+    return replace(decoded, frames=tiles, width=input_size, height=input_size)
+
+
 def internvl_rule(fps: float, k: int = 128) -> IndexRule:
     """:func:`internvl_script_indices` as an index rule for :func:`~mtvbench.media.frames.sample_rgb`."""
 
@@ -205,12 +227,14 @@ def internvl_rule(fps: float, k: int = 128) -> IndexRule:
 
 
 __all__ = [
+    "DECORD_RESIZE",
     "MP4_OPTIONS",
     "RULE_VERSION",
     "SCRIPT_CODEC",
     "SCRIPT_FPS",
     "ScriptClip",
     "internvl_rule",
+    "internvl_script_frames",
     "internvl_script_indices",
     "qwen_script_indices",
     "qwen_script_size",

@@ -46,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 import av
 import numpy as np
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: swscale filter used for every resize (and for the colour conversion to RGB).
+#: swscale filter used for every resize (and for the colour conversion to RGB) unless settings say otherwise.
 INTERPOLATION = "BICUBIC"
 #: Decode non-target packets with ``skip_frame=NONREF`` (exact: skipped frames are unreferenced).
 SKIP_NONREF = True
@@ -88,6 +88,8 @@ class FrameSettings(BaseModel):
     #: fixed ``(width, height)``, e.g. ``(448, 448)``; overrides ``max_side`` (aspect not kept)
     size: tuple[int, int] | None = None
     jpeg_quality: int = Field(90, ge=1, le=100)
+    #: swscale filter of the resize (``BILINEAR`` reproduces decord's resize for the authors' protocol)
+    interpolation: Literal["BICUBIC", "BILINEAR"] = INTERPOLATION
 
     @model_validator(mode="after")
     def _check_size(self) -> FrameSettings:
@@ -96,14 +98,15 @@ class FrameSettings(BaseModel):
         return self
 
     def key(self) -> str:
-        """Short stable string, e.g. ``n128-m720-q90`` or ``n32-448x448-q90``."""
+        """Short stable string, e.g. ``n128-m720-q90``, ``n32-448x448-q90`` or ``n8-m720-q90-bilinear``."""
         if self.size is not None:
             geom = f"{self.size[0]}x{self.size[1]}"
         elif self.max_side is not None:
             geom = f"m{self.max_side}"
         else:
             geom = "orig"
-        return f"n{self.num_frames}-{geom}-q{self.jpeg_quality}"
+        interp = "" if self.interpolation == INTERPOLATION else f"-{self.interpolation.lower()}"
+        return f"n{self.num_frames}-{geom}-q{self.jpeg_quality}{interp}"
 
     def output_size(self, width: int, height: int, sar: Fraction | None = None) -> tuple[int, int]:
         """Size of the stored frames for a ``width`` x ``height`` source (``sar``: pixel aspect)."""
@@ -393,7 +396,7 @@ class _Encoder:
             self.source_width, self.source_height = frame.width, frame.height
             self.width, self.height = self.settings.output_size(frame.width, frame.height, self.sar)
         rgb = self._sws.reformat(
-            frame, width=self.width, height=self.height, format="rgb24", interpolation=INTERPOLATION
+            frame, width=self.width, height=self.height, format="rgb24", interpolation=self.settings.interpolation
         )
         if self.raw:
             return rgb.to_ndarray()
