@@ -160,6 +160,8 @@ def _encode_mp4(frames: list[np.ndarray], dest: Path) -> tuple[int, int]:
                 frame.pts = i
                 out.mux(stream.encode(frame.reformat(format="yuv420p", interpolation="BICUBIC")))
             out.mux(stream.encode(None))
+    except OutputError:
+        raise
     except OSError as e:
         raise OutputError(describe_os_error(dest, e)) from e
     return w, h
