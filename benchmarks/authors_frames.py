@@ -207,6 +207,20 @@ def internvl_row(name: str, video: Path, script: dict[str, Any] | None,
     return row
 
 
+def other_build(folder: Path, qwen: dict[str, Any], ours_dir: Path, first: Path | None) -> dict[str, Any]:
+    """The script's MP4s made with another OpenCV build: against mtvbench's and against the first build's."""
+    run = json.loads((folder / "authors-run.json").read_text())
+    out: dict[str, Any] = {"versions": run["versions"], "videos": {}}
+    for name, entry in run["videos"].items():
+        theirs = decode_all(folder / entry["script_mp4"])
+        row = {"indices_identical": entry["qwen_indices"] == qwen[name]["indices_mtvbench"],
+               "mad_mp4_vs_mtvbench": mad(theirs, decode_all(ours_dir / f"{name}_mtvbench.mp4"))}
+        if first is not None:
+            row["mad_mp4_vs_first_build"] = mad(theirs, decode_all(first / entry["script_mp4"]))
+        out["videos"][name] = row
+    return out
+
+
 # ---------------------------------------------------------------------------- processors
 
 
@@ -254,6 +268,11 @@ def print_tables(report: dict[str, Any]) -> None:
         print(" | ".join(_fmt(x) for x in [name, r["vs_round_differ"] if r["vs_round_differ"] is not None
                                            else r["vs_round_note"], r["repeated_frames"],
                                            r.get("indices_identical"), r.get("mad_448_script_vs_mtvbench")]))
+    for other in report.get("other_builds", []):
+        print(f"\nScript MP4s from OpenCV {other['versions']['opencv']}: MAD vs mtvbench's / vs the first build's")
+        for name, r in other["videos"].items():
+            print(" | ".join(_fmt(x) for x in [name, r["indices_identical"], r["mad_mp4_vs_mtvbench"],
+                                               r.get("mad_mp4_vs_first_build")]))
     for run in report.get("processors", []):
         print(f"\nProcessors, transformers {run.get('transformers', '?')} ({run['clips']} clips)")
         if "error" in run:
@@ -270,7 +289,9 @@ def print_tables(report: dict[str, Any]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=Path("/tmp/mtvb-authors-frames"), help="work folder (videos, clips)")
-    ap.add_argument("--script-mp4-dir", type=Path, help="output of the authors' encode_video/load_video (see doc)")
+    ap.add_argument("--script-mp4-dir", type=Path, action="append", default=[],
+                    help="output of the authors' encode_video/load_video (see doc); repeat for other OpenCV "
+                         "builds: the first is compared in full, the others by their MP4s only")
     ap.add_argument("--hf-python", action="append", default=[], help="interpreter with transformers (repeatable)")
     ap.add_argument("--videos-only", action="store_true", help="make the videos, print their paths, stop")
     ap.add_argument("--json", type=Path, help="write the raw numbers here")
@@ -281,20 +302,22 @@ def main() -> None:
         print("\n".join(str(v) for v in videos.values()))
         return
     script: dict[str, Any] = {}
-    if args.script_mp4_dir:
-        script = json.loads((args.script_mp4_dir / "authors-run.json").read_text())
+    script_dir = args.script_mp4_dir[0] if args.script_mp4_dir else None
+    if script_dir:
+        script = json.loads((script_dir / "authors-run.json").read_text())
     ours_dir = args.data / "mtvbench"
     ours_dir.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"k": K, "script_versions": script.get("versions"), "qwen": {}, "internvl": {}}
     for name, video in videos.items():
         s = script.get("videos", {}).get(name)
-        report["qwen"][name] = qwen_row(name, video, ours_dir, s, args.script_mp4_dir)
-        report["internvl"][name] = internvl_row(name, video, s, args.script_mp4_dir)
+        report["qwen"][name] = qwen_row(name, video, ours_dir, s, script_dir)
+        report["internvl"][name] = internvl_row(name, video, s, script_dir)
+    report["other_builds"] = [other_build(d, report["qwen"], ours_dir, script_dir) for d in args.script_mp4_dir[1:]]
     report["processors"] = []
     for py in args.hf_python:
         sets = {"mtvbench": {n: ours_dir / f"{n}_mtvbench.mp4" for n in videos}}
-        if args.script_mp4_dir:
-            sets["script"] = {n: args.script_mp4_dir / script["videos"][n]["script_mp4"] for n in videos}
+        if script_dir:
+            sets["script"] = {n: script_dir / script["videos"][n]["script_mp4"] for n in videos}
         for which, clips in sets.items():
             run = run_processors(py, clips)
             run.update({"python": py, "clips": which})

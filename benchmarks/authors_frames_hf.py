@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 import warnings
 from typing import Any
@@ -45,11 +46,14 @@ PIXEL_KEYS = {"min_pixels": 4 * 32 * 32, "max_pixels": 256 * 32 * 32, "total_pix
 
 def tiny_tokenizer() -> Any:
     import transformers as tf
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE(unk_token="<|endoftext|>"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.train_from_iterator([PROMPT, "user assistant"], trainers.BpeTrainer(vocab_size=300, special_tokens=SPECIAL))
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIAL,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # any text encodes
+    tok.train_from_iterator([PROMPT, "user assistant"], trainer)
     cls = getattr(tf, "Qwen2TokenizerFast", None) or tf.Qwen2Tokenizer  # the class the Qwen processors accept
     fast = cls(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<|endoftext|>")
     fast.add_special_tokens({"additional_special_tokens": SPECIAL[3:]})
@@ -112,6 +116,9 @@ def feed(processor: Any, path: str, pixel_keys: bool) -> dict[str, Any]:
         "frame_size": [gw * vp.patch_size, gh * vp.patch_size],
         "pixel_values_videos": list(out["pixel_values_videos"].shape),
         "video_tokens": int((out["input_ids"][0] == processor.tokenizer.convert_tokens_to_ids("<|video_pad|>")).sum()),
+        # Qwen3-VL writes a time before each temporal patch, from the clip's own frame rate
+        "timestamps_s": [float(t) for t in re.findall(r"<([0-9.]+) seconds>", processor.tokenizer.decode(
+            out["input_ids"][0]))],
     }
 
 
