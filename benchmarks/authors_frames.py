@@ -12,9 +12,10 @@ first 240 frames) and ``score_match_100f`` (100 frames: fewer than 128).
 mtvbench's side, per video: the Qwen script's indices (``linspace`` truncated) against
 mtvbench's rounding, the script's MP4 as :func:`mtvbench.media.authors_frames.write_script_mp4`
 writes it (size, frames, fps, codec), and the InternVL indices against the rounding (how many
-differ, how many repeat). With ``--script-mp4-dir`` (the output of running the authors' own
-``encode_video``/``load_video`` outside the repo: ``<name>_processed.mp4``, ``<name>_decord.npz``,
-``<name>_internvl448.npz``, ``authors-run.json``) it also compares with what the scripts made:
+differ, how many repeat). With ``--script-mp4-dir`` (the output of the authors' own
+``encode_video``/``load_video`` run by ``benchmarks/authors_frames_script.py`` in a venv of their
+dependencies: ``<name>_processed.mp4``, ``<name>_decord.npz``, ``<name>_internvl448.npz``,
+``authors-run.json``) it also compares with what the scripts made:
 same indices, same size and frame count, and the mean absolute pixel difference (0-255, all
 pixels and channels, frames decoded with PyAV) between the script's MP4 and mtvbench's, between
 the frames before encoding, and at InternVL's 448x448. Each ``--hf-python`` interpreter (a venv
