@@ -38,17 +38,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+import mtvbench.media.authors_frames as af  # noqa: E402
+import mtvbench.media.frames as fr  # noqa: E402
 from mtvbench.data.sample import SAMPLE_VIDEOS, materialize, render_frame  # noqa: E402
 from mtvbench.data.sample.videos import ENCODER_OPTIONS  # noqa: E402
-from mtvbench.media.authors_frames import (  # noqa: E402
-    DECORD_RESIZE,
-    internvl_rule,
-    internvl_script_frames,
-    internvl_script_indices,
-    qwen_script_indices,
-    write_script_mp4,
-)
-from mtvbench.media.frames import FrameSettings, probe, reference_frames, sample_rgb, uniform_indices  # noqa: E402
 
 CONFIGS = ROOT / "benchmarks" / "data" / "checkpoint_configs"
 #: label -> (processor family, folder of checkpoint files or None for the class defaults)
@@ -122,7 +115,7 @@ def all_videos(data: Path) -> dict[str, Path]:
 
 def decode_all(path: Path) -> np.ndarray:
     """Every frame of a full decode, RGB (N, H, W, 3)."""
-    return np.stack([f.to_ndarray(format="rgb24") for f in reference_frames(path)])
+    return np.stack([f.to_ndarray(format="rgb24") for f in fr.reference_frames(path)])
 
 
 def mad(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -139,7 +132,7 @@ def clip_facts(path: Path) -> dict[str, Any]:
         s = c.streams.video[0]
         return {"size": [s.codec_context.width, s.codec_context.height], "codec": s.codec_context.name,
                 "codec_tag": s.codec_tag, "fps": float(s.average_rate), "header_frames": int(s.frames),
-                "decoded_frames": sum(1 for _ in reference_frames(path)), "bytes": path.stat().st_size}
+                "decoded_frames": sum(1 for _ in fr.reference_frames(path)), "bytes": path.stat().st_size}
 
 
 def differ(a: list[int], b: list[int]) -> int:
@@ -151,12 +144,12 @@ def differ(a: list[int], b: list[int]) -> int:
 
 def qwen_row(name: str, video: Path, ours_dir: Path, script: dict[str, Any] | None,
              script_dir: Path | None) -> dict[str, Any]:
-    n = probe(video).total_frames
-    ours = write_script_mp4(video, ours_dir / f"{name}_mtvbench.mp4", frames=K)
+    n = fr.probe(video).total_frames
+    ours = af.write_script_mp4(video, ours_dir / f"{name}_mtvbench.mp4", frames=K)
     row: dict[str, Any] = {
         "frames_in_video": n,
         "indices_mtvbench": ours.indices,
-        "linspace_vs_round_differ": differ(qwen_script_indices(n, K), uniform_indices(n, K)) if n > K else 0,
+        "linspace_vs_round_differ": differ(af.qwen_script_indices(n, K), fr.uniform_indices(n, K)) if n > K else 0,
         "resized_size": list(ours.resized_size),
         "clip_mtvbench": clip_facts(ours.path),
     }
@@ -170,12 +163,12 @@ def qwen_row(name: str, video: Path, ours_dir: Path, script: dict[str, Any] | No
     a, b = decode_all(mp4), decode_all(ours.path)
     row["mad_mp4_script_vs_mtvbench"] = mad(a, b)
     decord = np.load(script_dir / f"{name}_decord.npz")["frames"]
-    rule = lambda t: qwen_script_indices(t, K)  # noqa: E731
+    rule = lambda t: af.qwen_script_indices(t, K)  # noqa: E731
     size = tuple(ours.resized_size)
-    mine = np.stack(sample_rgb(video, rule, FrameSettings(size=size, interpolation=DECORD_RESIZE)).frames)
+    mine = np.stack(fr.sample_rgb(video, rule, fr.FrameSettings(size=size, interpolation=af.DECORD_RESIZE)).frames)
     row["mad_frames_decord_vs_mtvbench"] = mad(decord, mine)
-    row["mad_frames_decord_vs_swscale_bicubic"] = mad(decord, np.stack(sample_rgb(video, rule,
-                                                                                  FrameSettings(size=size)).frames))
+    bicubic = np.stack(fr.sample_rgb(video, rule, fr.FrameSettings(size=size)).frames)
+    row["mad_frames_decord_vs_swscale_bicubic"] = mad(decord, bicubic)
     w, h = row["clip_script"]["size"]
     row["mad_script_mp4_vs_its_frames"] = mad(a, decord[:, :h, :w])
     row["mad_mtvbench_mp4_vs_its_frames"] = mad(b, mine[:, :h, :w])
@@ -184,10 +177,10 @@ def qwen_row(name: str, video: Path, ours_dir: Path, script: dict[str, Any] | No
 
 def internvl_row(name: str, video: Path, script: dict[str, Any] | None,
                  script_dir: Path | None) -> dict[str, Any]:
-    info = probe(video)
-    head = probe(video, exact=False)
-    idx = internvl_script_indices(info.total_frames, head.avg_fps, K)
-    rnd = uniform_indices(info.total_frames, K)
+    info = fr.probe(video)
+    head = fr.probe(video, exact=False)
+    idx = af.internvl_script_indices(info.total_frames, head.avg_fps, K)
+    rnd = fr.uniform_indices(info.total_frames, K)
     row: dict[str, Any] = {
         "indices_mtvbench": idx,
         "fps": head.avg_fps,
@@ -201,9 +194,10 @@ def internvl_row(name: str, video: Path, script: dict[str, Any] | None,
     row["indices_script"] = script["internvl_indices"]
     row["indices_identical"] = script["internvl_indices"] == idx
     theirs = np.load(script_dir / f"{name}_internvl448.npz")["frames"]
-    mine = np.stack(internvl_script_frames(video, K, 448).frames)
+    mine = np.stack(af.internvl_script_frames(video, K, 448).frames)
     row["mad_448_script_vs_mtvbench"] = mad(theirs, mine)
-    swscale = np.stack(sample_rgb(video, internvl_rule(head.avg_fps, K), FrameSettings(size=(448, 448))).frames)
+    rule = af.internvl_rule(head.avg_fps, K)
+    swscale = np.stack(fr.sample_rgb(video, rule, fr.FrameSettings(size=(448, 448))).frames)
     row["mad_448_script_vs_swscale_bicubic"] = mad(theirs, swscale)
     return row
 

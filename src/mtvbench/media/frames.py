@@ -43,7 +43,7 @@ import threading
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
@@ -138,11 +138,10 @@ class VideoInfo(BaseModel):
 
 
 @dataclass
-class VideoFrames:
-    """Sampled frames of one video, JPEG-encoded once."""
+class SampledFrames:
+    """Which frames of a video were taken, and their size (what every kind of sampled frames records)."""
 
     video: Path
-    settings: FrameSettings
     indices: list[int]
     timestamps: list[float]
     width: int
@@ -151,6 +150,17 @@ class VideoFrames:
     source_height: int
     total_frames: int
     duration_s: float
+
+    def sample_fields(self) -> dict[str, object]:
+        """These fields by name (no copy), to build another kind of sampled frames."""
+        return {f.name: getattr(self, f.name) for f in fields(SampledFrames)}
+
+
+@dataclass
+class VideoFrames(SampledFrames):
+    """Sampled frames of one video, JPEG-encoded once."""
+
+    settings: FrameSettings
     jpegs: list[bytes] = field(repr=False)
 
     def __len__(self) -> int:
@@ -180,18 +190,9 @@ class VideoFrames:
 
 
 @dataclass
-class DecodedFrames(Generic[_Out]):
+class DecodedFrames(SampledFrames, Generic[_Out]):
     """Frames decoded by an index rule: ``frames[k]`` is frame ``indices[k]`` (resized RGB array or JPEG)."""
 
-    video: Path
-    indices: list[int]
-    timestamps: list[float]
-    width: int
-    height: int
-    source_width: int
-    source_height: int
-    total_frames: int
-    duration_s: float
     frames: list[_Out] = field(repr=False)
 
 
@@ -741,19 +742,7 @@ def sample_frames(
     settings = settings or FrameSettings()
     rule = indices or (lambda total: uniform_indices(total, settings.num_frames))
     d = _sample(path, settings, rule, raw=False)
-    return VideoFrames(
-        video=path,
-        settings=settings,
-        indices=d.indices,
-        timestamps=d.timestamps,
-        width=d.width,
-        height=d.height,
-        source_width=d.source_width,
-        source_height=d.source_height,
-        total_frames=d.total_frames,
-        duration_s=d.duration_s,
-        jpegs=d.frames,
-    )
+    return VideoFrames(**d.sample_fields(), settings=settings, jpegs=d.frames)
 
 
 def sample_rgb(path: Path, indices: IndexRule, settings: FrameSettings | None = None) -> DecodedFrames[np.ndarray]:
@@ -784,6 +773,7 @@ __all__ = [
     "DecodedFrames",
     "FrameSettings",
     "IndexRule",
+    "SampledFrames",
     "VideoError",
     "VideoFrames",
     "VideoInfo",
