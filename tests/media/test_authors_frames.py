@@ -211,3 +211,13 @@ def test_internvl_tiles_short_video_repeat(short_video: Path) -> None:
     assert len(d.frames) == 16 and len(set(d.indices)) < 16
     first = d.indices.index(d.indices[1])
     assert all(np.array_equal(d.frames[j], d.frames[first]) for j, i in enumerate(d.indices) if i == d.indices[1])
+
+
+def test_script_clip_entry_is_a_frame_cache_entry(cfr_video: Path, tmp_path: Path) -> None:
+    from mtvbench.media.cache_admin import clear, scan
+
+    root = tmp_path / "cache"
+    clip = script_clip(cfr_video, FrameCache(root), frames=4, max_side=64)
+    entries, unknown = scan("frames", root)
+    assert [e.path for e in entries] == [clip.path.parent] and unknown == []
+    assert clear("frames", root).removed == 1 and not clip.path.exists()

@@ -451,3 +451,12 @@ def test_sample_rgb_sequential_fallback_same_frames(cfr_video: Path, monkeypatch
 def test_index_rule_out_of_range_is_one_clear_error(cfr_video: Path, rule: fr.IndexRule) -> None:
     with pytest.raises(VideoError, match=str(cfr_video)):
         sample_rgb(cfr_video, rule)
+
+
+def test_sample_rgb_transform_keeps_only_its_result(cfr_video: Path) -> None:
+    settings = FrameSettings(max_side=None)
+    full = sample_rgb(cfr_video, _picky, settings)
+    cut = sample_rgb(cfr_video, _picky, settings, transform=lambda a: a[:2, :3].copy())
+    assert [f.shape for f in cut.frames] == [(2, 3, 3)] * len(full.frames)
+    assert all(np.array_equal(c, f[:2, :3]) for c, f in zip(cut.frames, full.frames, strict=True))
+    assert (cut.width, cut.height) == (160, 120)  # the resize before the transform

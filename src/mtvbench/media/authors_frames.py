@@ -213,10 +213,13 @@ def internvl_script_frames(video: Path, frames: int = 128, input_size: int = 448
 
     video = Path(video)
     fps = probe(video, exact=False).avg_fps
-    decoded = sample_rgb(video, internvl_rule(fps, frames))
     size = (input_size, input_size)
-    tiles = [np.asarray(Image.fromarray(f).resize(size, Image.Resampling.BICUBIC)) for f in decoded.frames]
-    return replace(decoded, frames=tiles, width=input_size, height=input_size)
+
+    def tile(rgb: np.ndarray) -> np.ndarray:
+        return np.asarray(Image.fromarray(rgb).resize(size, Image.Resampling.BICUBIC))
+
+    decoded = sample_rgb(video, internvl_rule(fps, frames), transform=tile)  # decoded at full size
+    return replace(decoded, width=input_size, height=input_size)
 
 
 def internvl_rule(fps: float, k: int = 128) -> IndexRule:

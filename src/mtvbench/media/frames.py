@@ -75,6 +75,8 @@ _TEXT_CODECS = frozenset({"ansi", "bintext", "xbin", "idf"})
 #: total frame count -> the indices of the frames to take (in ``[0, total)``; any order, repeats allowed)
 IndexRule = Callable[[int], Sequence[int]]
 _Out = TypeVar("_Out", bytes, np.ndarray)
+#: a function applied to each decoded RGB array (H, W, 3) by :func:`sample_rgb`
+RgbTransform = Callable[[np.ndarray], np.ndarray]
 
 
 class FrameSettings(BaseModel):
@@ -378,14 +380,14 @@ def probe(path: Path, *, exact: bool = True) -> VideoInfo:
 
 
 class _Encoder:
-    """Resize + RGB (swscale, one cached context) + JPEG (Pillow); with ``raw`` the RGB array itself."""
+    """Resize + RGB (swscale, one cached context) + JPEG (Pillow); with ``rgb`` that function of the RGB array."""
 
     def __init__(
-        self, settings: FrameSettings, src_w: int, src_h: int, sar: Fraction | None, raw: bool = False
+        self, settings: FrameSettings, src_w: int, src_h: int, sar: Fraction | None, rgb: RgbTransform | None = None
     ) -> None:
         self.settings = settings
         self.sar = sar
-        self.raw = raw
+        self.rgb = rgb
         self.source_width, self.source_height = src_w, src_h
         self.width = self.height = 0
         if src_w > 0 and src_h > 0:
@@ -399,8 +401,8 @@ class _Encoder:
         rgb = self._sws.reformat(
             frame, width=self.width, height=self.height, format="rgb24", interpolation=self.settings.interpolation
         )
-        if self.raw:
-            return rgb.to_ndarray()
+        if self.rgb is not None:
+            return self.rgb(rgb.to_ndarray())
         buf = io.BytesIO()
         rgb.to_image().save(buf, format="JPEG", quality=self.settings.jpeg_quality)
         return buf.getvalue()
@@ -582,7 +584,7 @@ def _decode_parallel(
     targets: list[int],
     settings: FrameSettings,
     size: tuple[int, int, Fraction | None],
-    raw: bool = False,
+    rgb: RgbTransform | None = None,
 ) -> tuple[dict[int, bytes | np.ndarray], _Encoder]:
     """Decode the sorted, distinct targets (pts -> JPEG or RGB array); runs are shared out to worker threads.
 
@@ -599,7 +601,7 @@ def _decode_parallel(
         todo.put(run)
     src_w, src_h, sar = size
     workers = min(_workers(), len(runs)) if src_w and src_h else 1
-    encoders = [_Encoder(settings, src_w, src_h, sar, raw) for _ in range(workers)]
+    encoders = [_Encoder(settings, src_w, src_h, sar, rgb) for _ in range(workers)]
     failed = threading.Event()
     if workers == 1:
         return _decode_worker(path, tl, pos, starts, todo, encoders[0], 0, failed), encoders[0]
@@ -627,7 +629,7 @@ def _rule_indices(rule: IndexRule, total: int, path: Path) -> list[int]:
 
 
 def _sequential(
-    path: Path, settings: FrameSettings, expected_total: int | None, rule: IndexRule, raw: bool = False
+    path: Path, settings: FrameSettings, expected_total: int | None, rule: IndexRule, rgb: RgbTransform | None = None
 ) -> DecodedFrames:
     """Full decode: the definition of frame indices. Two passes only if the count is unknown."""
     total = expected_total
@@ -648,7 +650,7 @@ def _sequential(
                 last_s = float(frame.duration * frame.time_base) if frame.duration and frame.time_base else 0.0
                 if n in wanted:
                     if enc is None:
-                        enc = _Encoder(settings, frame.width, frame.height, stream.sample_aspect_ratio, raw)
+                        enc = _Encoder(settings, frame.width, frame.height, stream.sample_aspect_ratio, rgb)
                     out[n] = enc(frame)
                 n += 1
             if n == 0:
@@ -681,7 +683,7 @@ def _sequential(
 # ---------------------------------------------------------------------------- entry points
 
 
-def _sample(path: Path, settings: FrameSettings, rule: IndexRule, raw: bool) -> DecodedFrames:
+def _sample(path: Path, settings: FrameSettings, rule: IndexRule, rgb: RgbTransform | None) -> DecodedFrames:
     """Decode the frames ``rule`` picks, exactly (see module doc); seek path first, else sequential."""
     container, stream = _open(path)
     reason: str | None = None
@@ -703,7 +705,7 @@ def _sample(path: Path, settings: FrameSettings, rule: IndexRule, raw: bool) -> 
             size = (stream.codec_context.width, stream.codec_context.height, stream.sample_aspect_ratio)
             container.close()  # the workers open their own
             try:
-                got, enc = _decode_parallel(path, tl, targets, settings, size, raw)
+                got, enc = _decode_parallel(path, tl, targets, settings, size, rgb)
             except _Fallback as e:
                 reason = str(e)
             else:
@@ -727,7 +729,7 @@ def _sample(path: Path, settings: FrameSettings, rule: IndexRule, raw: bool) -> 
         container.close()
 
     log.warning("%s: exact seeking not possible (%s); decoding sequentially", path, reason)
-    return _sequential(path, settings, total_hint, rule, raw)
+    return _sequential(path, settings, total_hint, rule, rgb)
 
 
 def sample_frames(
@@ -741,18 +743,27 @@ def sample_frames(
     path = Path(path)
     settings = settings or FrameSettings()
     rule = indices or (lambda total: uniform_indices(total, settings.num_frames))
-    d = _sample(path, settings, rule, raw=False)
+    d = _sample(path, settings, rule, None)
     return VideoFrames(**d.sample_fields(), settings=settings, jpegs=d.frames)
 
 
-def sample_rgb(path: Path, indices: IndexRule, settings: FrameSettings | None = None) -> DecodedFrames[np.ndarray]:
+def sample_rgb(
+    path: Path, indices: IndexRule, settings: FrameSettings | None = None, transform: RgbTransform | None = None
+) -> DecodedFrames[np.ndarray]:
     """The frames ``indices`` picks, decoded exactly and resized as ``settings`` says, as RGB arrays (H, W, 3).
 
     Same decoder, resize and fallback as :func:`sample_frames`; no JPEG step. ``settings``
     defaults to the source size (``max_side=None``); ``settings.num_frames`` is not used.
+    ``transform`` runs on each array as soon as its frame is decoded and only its result is
+    kept (so a further resize of full-size frames never holds them all in memory); the
+    reported ``width``/``height`` are then those of the resize before it.
     """
     path = Path(path)
-    return _sample(path, settings or FrameSettings(max_side=None), indices, raw=True)
+    return _sample(path, settings or FrameSettings(max_side=None), indices, transform or _same)
+
+
+def _same(rgb: np.ndarray) -> np.ndarray:
+    return rgb
 
 
 def reference_frames(path: Path) -> Iterator[VideoFrame]:
@@ -773,6 +784,7 @@ __all__ = [
     "DecodedFrames",
     "FrameSettings",
     "IndexRule",
+    "RgbTransform",
     "SampledFrames",
     "VideoError",
     "VideoFrames",
