@@ -281,6 +281,17 @@ def print_tables(report: dict[str, Any]) -> None:
                                                    v["pixel_keys_change_anything"]]))
 
 
+def to_json(obj: Any, indent: int = 0) -> str:
+    """JSON with one key per line and lists of plain values (indices, sizes) on one line."""
+    pad = " " * (indent + 1)
+    if isinstance(obj, dict) and obj:
+        items = [f"{pad}{json.dumps(k)}: {to_json(v, indent + 1)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    if isinstance(obj, list) and any(isinstance(x, dict | list) for x in obj):
+        return "[\n" + ",\n".join(pad + to_json(x, indent + 1) for x in obj) + "\n" + " " * indent + "]"
+    return json.dumps(obj)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=Path("/tmp/mtvb-authors-frames"), help="work folder (videos, clips)")
@@ -319,7 +330,7 @@ def main() -> None:
             report["processors"].append(run)
     print_tables(report)
     if args.json:
-        args.json.write_text(json.dumps(report, indent=1))
+        args.json.write_text(to_json(report) + "\n")
         print(f"\nwrote {args.json}")
 
 
