@@ -10,6 +10,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
+from av.video.reformatter import VideoReformatter
 from PIL import Image
 
 from mtvbench.media import frames as fr
@@ -21,6 +22,7 @@ from mtvbench.media.frames import (
     probe,
     reference_frames,
     sample_frames,
+    sample_rgb,
     uniform_indices,
 )
 
@@ -118,6 +120,8 @@ def test_settings_key_and_validation() -> None:
     assert len(keys) == 5
     assert FrameSettings().key() == "n128-m720-q90"
     assert FrameSettings(size=(448, 448), num_frames=32).key() == "n32-448x448-q90"
+    # a bilinear resize is another entry; the default key is unchanged, so old caches stay valid
+    assert FrameSettings(interpolation="BILINEAR").key() == "n128-m720-q90-bilinear"
     with pytest.raises(ValueError):
         FrameSettings(num_frames=0)
     with pytest.raises(ValueError):
@@ -387,3 +391,72 @@ def test_corrupt_packets_never_leak_av_errors(tmp_path: Path, cfr_video: Path) -
         assert str(path) in str(e)
     else:
         assert isinstance(vf, VideoFrames) and 1 <= len(vf.jpegs) <= 8
+
+
+# ---------------------------------------------------------------------------- explicit index rules
+
+
+def _reference_rgb(path: Path, settings: FrameSettings) -> list[np.ndarray]:
+    """Every frame of a full decode, resized and converted the way the sampler does."""
+    out = []
+    for f in reference_frames(path):
+        w, h = settings.output_size(f.width, f.height)
+        out.append(VideoReformatter().reformat(f, width=w, height=h, format="rgb24",
+                                               interpolation=settings.interpolation).to_ndarray())
+    return out
+
+
+def _picky(total: int) -> list[int]:
+    """Unsorted, with a repeat: the rule decides order and repeats."""
+    return [total - 1, 0, 5, 5, total // 2]
+
+
+@pytest.mark.parametrize("kind", ["cfr", "open_gop", "edit_list"])
+def test_sample_frames_with_an_index_rule(videos: dict[str, Path], kind: str, no_fallback: None) -> None:
+    settings = FrameSettings(max_side=64)
+    vf = sample_frames(videos[kind], settings, indices=_picky)
+    ref, _ = reference(videos[kind], settings)
+    want = _picky(len(ref))
+    assert vf.indices == want
+    assert vf.jpegs == [ref[i] for i in want]
+
+
+@pytest.mark.parametrize("interpolation", ["BICUBIC", "BILINEAR"])
+def test_sample_rgb_is_exact(cfr_video: Path, interpolation: str, no_fallback: None) -> None:
+    settings = FrameSettings(size=(100, 75), interpolation=interpolation)
+    d = sample_rgb(cfr_video, _picky, settings)
+    ref = _reference_rgb(cfr_video, settings)
+    assert d.indices == _picky(len(ref))
+    assert (d.width, d.height, d.source_width, d.source_height) == (100, 75, 160, 120)
+    for got, i in zip(d.frames, d.indices, strict=True):
+        assert got.shape == (75, 100, 3)
+        assert np.array_equal(got, ref[i])
+
+
+def test_bilinear_and_bicubic_resize_differ(cfr_video: Path) -> None:
+    a = sample_rgb(cfr_video, lambda n: [3], FrameSettings(size=(100, 75))).frames[0]
+    b = sample_rgb(cfr_video, lambda n: [3], FrameSettings(size=(100, 75), interpolation="BILINEAR")).frames[0]
+    assert not np.array_equal(a, b)
+
+
+def test_sample_rgb_sequential_fallback_same_frames(cfr_video: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = sample_rgb(cfr_video, _picky, FrameSettings(max_side=None))
+    monkeypatch.setattr(fr._Timeline, "problem", lambda self: "forced by test")
+    slow = sample_rgb(cfr_video, _picky, FrameSettings(max_side=None))
+    assert slow.indices == fast.indices
+    assert all(np.array_equal(a, b) for a, b in zip(slow.frames, fast.frames, strict=True))
+
+
+@pytest.mark.parametrize("rule", [lambda n: [n], lambda n: [-1], lambda n: []])
+def test_index_rule_out_of_range_is_one_clear_error(cfr_video: Path, rule: fr.IndexRule) -> None:
+    with pytest.raises(VideoError, match=str(cfr_video)):
+        sample_rgb(cfr_video, rule)
+
+
+def test_sample_rgb_transform_keeps_only_its_result(cfr_video: Path) -> None:
+    settings = FrameSettings(max_side=None)
+    full = sample_rgb(cfr_video, _picky, settings)
+    cut = sample_rgb(cfr_video, _picky, settings, transform=lambda a: a[:2, :3].copy())
+    assert [f.shape for f in cut.frames] == [(2, 3, 3)] * len(full.frames)
+    assert all(np.array_equal(c, f[:2, :3]) for c, f in zip(cut.frames, full.frames, strict=True))
+    assert (cut.width, cut.height) == (160, 120)  # the resize before the transform

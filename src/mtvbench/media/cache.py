@@ -2,8 +2,11 @@
 
 A video is decoded once per (content fingerprint, :meth:`FrameSettings.key`). An entry is
 a directory ``<root>/<key[:2]>/<key>/`` holding ``0000.jpg``, ``0001.jpg``, ... and a
-``meta.json``. Entries are written into a temporary directory beside it and renamed into
-place, so a reader sees a whole entry or none. A per-key ``fcntl.flock`` lock file
+``meta.json``. Other derived files of a video (the MP4 an authors' script would feed,
+:mod:`mtvbench.media.authors_frames`) are entries of the same kind made by
+:meth:`FrameCache.file_entry`: their own key, the same folder layout, rename and lock.
+Entries are written into a temporary directory beside them and renamed into place, so a
+reader sees a whole entry or none. A per-key ``fcntl.flock`` lock file
 (``<root>/.locks/<key>.lock``) makes a second process (or thread) wait for the first
 decode instead of decoding again. A small in-process LRU keeps recent
 :class:`VideoFrames` objects (with their memoised base64) in memory.
@@ -20,7 +23,7 @@ import shutil
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from mtvbench.media.frames import FrameSettings, VideoError, VideoFrames, sample_frames
@@ -116,6 +119,28 @@ class FrameCache:
         self._count("hits", "disk_hits")
         return self._remember(key, frames)
 
+    def file_entry(self, key: str, build: Callable[[Path], None]) -> Path:
+        """The folder of entry ``key``, made once by ``build(folder)`` if it is missing.
+
+        ``key`` must start with the video's :func:`fingerprint` and end with ``-v<version>``
+        (``mtvbench cache`` recognises it then). ``build`` writes into a temporary folder that
+        is renamed into place under the key's lock, and must write ``meta.json`` last: a
+        folder without it is rebuilt. Needs a disk cache (``root``).
+        """
+        entry = self.entry_dir(key)
+        if entry is None:
+            raise ValueError("FrameCache.file_entry needs a cache folder (root is None)")
+        if (entry / _META).is_file():
+            self._count("hits", "disk_hits")
+            return entry
+        with _locked(entry.parent.parent / ".locks" / f"{key}.lock"):
+            if (entry / _META).is_file():  # another process made it meanwhile
+                self._count("hits", "disk_hits")
+                return entry
+            self._count("misses", "decodes")
+            _publish(entry, build)
+        return entry
+
     def clear_memory(self) -> None:
         with self._mutex:
             self._lru.clear()
@@ -171,11 +196,28 @@ def _frame_name(i: int) -> str:
     return f"{i:04d}.jpg"
 
 
-def _store(entry: Path, frames: VideoFrames, key: str) -> None:
-    """Write the entry into a temp dir beside it, then rename it into place."""
+def _publish(entry: Path, fill: Callable[[Path], None]) -> None:
+    """Let ``fill`` write the entry into a temp dir beside it, then rename it into place (lock held)."""
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=entry.parent))
     try:
+        fill(tmp)
+        if entry.exists():  # a broken entry (we hold the lock, so nobody is writing it)
+            shutil.rmtree(entry, ignore_errors=True)
+        os.replace(tmp, entry)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (entry / _META).exists():
+            raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _store(entry: Path, frames: VideoFrames, key: str) -> None:
+    """Write the frames' entry (JPEGs, then ``meta.json``)."""
+
+    def fill(tmp: Path) -> None:
         for i, jpeg in enumerate(frames.jpegs):
             (tmp / _frame_name(i)).write_bytes(jpeg)
         meta = {
@@ -194,13 +236,8 @@ def _store(entry: Path, frames: VideoFrames, key: str) -> None:
             "files": [_frame_name(i) for i in range(len(frames.jpegs))],
         }
         (tmp / _META).write_text(json.dumps(meta, indent=1))
-        if entry.exists():  # a broken entry (we hold the lock, so nobody is writing it)
-            shutil.rmtree(entry, ignore_errors=True)
-        os.replace(tmp, entry)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not (entry / _META).exists():
-            raise
+
+    _publish(entry, fill)
 
 
 def _load(entry: Path, path: Path, settings: FrameSettings) -> VideoFrames | None:

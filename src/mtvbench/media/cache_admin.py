@@ -4,7 +4,8 @@ Two caches hold derived data that is safe to delete (it is recomputed when neede
 
 - **frames** (:mod:`mtvbench.media.cache`): an entry is ``ROOT/<xx>/<key>/`` (``<key>`` =
   32 hex digits of the video's content fingerprint, the frame settings and the cache
-  version; ``<xx>`` its first two characters) holding ``NNNN.jpg`` and ``meta.json``; a
+  version; ``<xx>`` its first two characters) holding ``NNNN.jpg`` and ``meta.json`` (or,
+  for a script's clip, ``clip.mp4`` and ``meta.json``); a
   writer's temporary folder is ``ROOT/<xx>/.<key>.<random>``. An entry is removed only while
   its lock (``ROOT/.locks/<key>.lock``, the lock the cache itself takes) is held, so an entry
   being written by a running evaluation is skipped, never cut in half.

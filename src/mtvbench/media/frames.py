@@ -25,6 +25,11 @@ How it stays fast (:func:`sample_frames`):
 If the timeline cannot be trusted (packets without pts, duplicate pts, no usable key
 frames) or a target does not come out, the sampler falls back to a plain sequential
 decode, which is the definition itself.
+
+Which frames are taken is a rule ``total -> indices`` (:data:`IndexRule`); the default is
+:func:`uniform_indices`. Another rule (a script's own sampling, with repeats allowed) goes
+through the same exact decoder: :func:`sample_frames` with ``indices=`` for JPEGs, or
+:func:`sample_rgb` for the resized RGB arrays themselves (e.g. to write a video).
 """
 
 from __future__ import annotations
@@ -36,12 +41,12 @@ import os
 import queue
 import threading
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 import av
 import numpy as np
@@ -58,7 +63,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: swscale filter used for every resize (and for the colour conversion to RGB).
+#: swscale filter used for every resize (and for the colour conversion to RGB) unless settings say otherwise.
 INTERPOLATION = "BICUBIC"
 #: Decode non-target packets with ``skip_frame=NONREF`` (exact: skipped frames are unreferenced).
 SKIP_NONREF = True
@@ -66,6 +71,12 @@ SKIP_NONREF = True
 MAX_WORKERS = 4
 #: FFmpeg "video" codecs that render text files (any .txt opens as ``tty``/``ansi``).
 _TEXT_CODECS = frozenset({"ansi", "bintext", "xbin", "idf"})
+
+#: total frame count -> the indices of the frames to take (in ``[0, total)``; any order, repeats allowed)
+IndexRule = Callable[[int], Sequence[int]]
+_Out = TypeVar("_Out", bytes, np.ndarray)
+#: a function applied to each decoded RGB array (H, W, 3) by :func:`sample_rgb`
+RgbTransform = Callable[[np.ndarray], np.ndarray]
 
 
 #: the largest width or height of a fixed frame size: one such RGB frame is 200 MB already, and a
@@ -84,6 +95,8 @@ class FrameSettings(BaseModel):
     #: fixed ``(width, height)``, e.g. ``(448, 448)``; overrides ``max_side`` (aspect not kept)
     size: tuple[int, int] | None = None
     jpeg_quality: int = Field(90, ge=1, le=100)
+    #: swscale filter of the resize (``BILINEAR`` reproduces decord's resize for the authors' protocol)
+    interpolation: Literal["BICUBIC", "BILINEAR"] = INTERPOLATION
 
     @model_validator(mode="after")
     def _check_size(self) -> FrameSettings:
@@ -92,14 +105,15 @@ class FrameSettings(BaseModel):
         return self
 
     def key(self) -> str:
-        """Short stable string, e.g. ``n128-m720-q90`` or ``n32-448x448-q90``."""
+        """Short stable string, e.g. ``n128-m720-q90``, ``n32-448x448-q90`` or ``n8-m720-q90-bilinear``."""
         if self.size is not None:
             geom = f"{self.size[0]}x{self.size[1]}"
         elif self.max_side is not None:
             geom = f"m{self.max_side}"
         else:
             geom = "orig"
-        return f"n{self.num_frames}-{geom}-q{self.jpeg_quality}"
+        interp = "" if self.interpolation == INTERPOLATION else f"-{self.interpolation.lower()}"
+        return f"n{self.num_frames}-{geom}-q{self.jpeg_quality}{interp}"
 
     def output_size(self, width: int, height: int, sar: Fraction | None = None) -> tuple[int, int]:
         """Size of the stored frames for a ``width`` x ``height`` source (``sar``: pixel aspect)."""
@@ -131,11 +145,10 @@ class VideoInfo(BaseModel):
 
 
 @dataclass
-class VideoFrames:
-    """Sampled frames of one video, JPEG-encoded once."""
+class SampledFrames:
+    """Which frames of a video were taken, and their size (what every kind of sampled frames records)."""
 
     video: Path
-    settings: FrameSettings
     indices: list[int]
     timestamps: list[float]
     width: int
@@ -144,6 +157,17 @@ class VideoFrames:
     source_height: int
     total_frames: int
     duration_s: float
+
+    def sample_fields(self) -> dict[str, object]:
+        """These fields by name (no copy), to build another kind of sampled frames."""
+        return {f.name: getattr(self, f.name) for f in fields(SampledFrames)}
+
+
+@dataclass
+class VideoFrames(SampledFrames):
+    """Sampled frames of one video, JPEG-encoded once."""
+
+    settings: FrameSettings
     jpegs: list[bytes] = field(repr=False)
 
     def __len__(self) -> int:
@@ -170,6 +194,13 @@ class VideoFrames:
                 memo.append(im.convert("RGB") if im.mode != "RGB" else im)
             self.__dict__["_images"] = memo
         return memo
+
+
+@dataclass
+class DecodedFrames(SampledFrames, Generic[_Out]):
+    """Frames decoded by an index rule: ``frames[k]`` is frame ``indices[k]`` (resized RGB array or JPEG)."""
+
+    frames: list[_Out] = field(repr=False)
 
 
 def uniform_indices(total: int, num: int) -> list[int]:
@@ -354,24 +385,29 @@ def probe(path: Path, *, exact: bool = True) -> VideoInfo:
 
 
 class _Encoder:
-    """Resize + RGB (swscale, one cached context) + JPEG (Pillow)."""
+    """Resize + RGB (swscale, one cached context) + JPEG (Pillow); with ``rgb`` that function of the RGB array."""
 
-    def __init__(self, settings: FrameSettings, src_w: int, src_h: int, sar: Fraction | None) -> None:
+    def __init__(
+        self, settings: FrameSettings, src_w: int, src_h: int, sar: Fraction | None, rgb: RgbTransform | None = None
+    ) -> None:
         self.settings = settings
         self.sar = sar
+        self.rgb = rgb
         self.source_width, self.source_height = src_w, src_h
         self.width = self.height = 0
         if src_w > 0 and src_h > 0:
             self.width, self.height = settings.output_size(src_w, src_h, sar)
         self._sws = VideoReformatter()
 
-    def __call__(self, frame: VideoFrame) -> bytes:
+    def __call__(self, frame: VideoFrame) -> bytes | np.ndarray:
         if self.width == 0:  # the header did not say; use the first frame
             self.source_width, self.source_height = frame.width, frame.height
             self.width, self.height = self.settings.output_size(frame.width, frame.height, self.sar)
         rgb = self._sws.reformat(
-            frame, width=self.width, height=self.height, format="rgb24", interpolation=INTERPOLATION
+            frame, width=self.width, height=self.height, format="rgb24", interpolation=self.settings.interpolation
         )
+        if self.rgb is not None:
+            return self.rgb(rgb.to_ndarray())
         buf = io.BytesIO()
         rgb.to_image().save(buf, format="JPEG", quality=self.settings.jpeg_quality)
         return buf.getvalue()
@@ -470,8 +506,8 @@ def _decode_run(
     pos: dict[int, int],
     k: int,
     run: list[int],
-    convert: Callable[[VideoFrame], bytes],
-    got: dict[int, bytes],
+    convert: Callable[[VideoFrame], bytes | np.ndarray],
+    got: dict[int, bytes | np.ndarray],
 ) -> None:
     """Seek to key frame packet ``k``, feed packets up to the run's last target, then drain.
 
@@ -525,10 +561,10 @@ def _decode_worker(
     enc: _Encoder,
     threads: int,
     failed: threading.Event,
-) -> dict[int, bytes]:
+) -> dict[int, bytes | np.ndarray]:
     """Take runs from ``todo`` until it is empty; own container and decoder (``threads``: 0 = auto)."""
     container, stream = _open(path)
-    got: dict[int, bytes] = {}
+    got: dict[int, bytes | np.ndarray] = {}
     try:
         if threads == 1:
             stream.thread_type = "NONE"  # type: ignore[assignment]
@@ -548,9 +584,14 @@ def _decode_worker(
 
 
 def _decode_parallel(
-    path: Path, tl: _Timeline, targets: list[int], settings: FrameSettings, size: tuple[int, int, Fraction | None]
-) -> tuple[dict[int, bytes], _Encoder]:
-    """Decode the targets (pts -> JPEG); runs are shared out to worker threads.
+    path: Path,
+    tl: _Timeline,
+    targets: list[int],
+    settings: FrameSettings,
+    size: tuple[int, int, Fraction | None],
+    rgb: RgbTransform | None = None,
+) -> tuple[dict[int, bytes | np.ndarray], _Encoder]:
+    """Decode the sorted, distinct targets (pts -> JPEG or RGB array); runs are shared out to worker threads.
 
     Each worker has its own container and a single-threaded decoder and takes the next run
     when it is done with one (PyAV releases the GIL while decoding). On few CPUs this
@@ -565,14 +606,14 @@ def _decode_parallel(
         todo.put(run)
     src_w, src_h, sar = size
     workers = min(_workers(), len(runs)) if src_w and src_h else 1
-    encoders = [_Encoder(settings, src_w, src_h, sar) for _ in range(workers)]
+    encoders = [_Encoder(settings, src_w, src_h, sar, rgb) for _ in range(workers)]
     failed = threading.Event()
     if workers == 1:
         return _decode_worker(path, tl, pos, starts, todo, encoders[0], 0, failed), encoders[0]
     threads = max(1, _cpus() // workers)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mtvbench-decode") as pool:
         futures = [pool.submit(_decode_worker, path, tl, pos, starts, todo, e, threads, failed) for e in encoders]
-        got: dict[int, bytes] = {}
+        got: dict[int, bytes | np.ndarray] = {}
         for f in futures:
             got.update(f.result())
     return got, encoders[0]
@@ -581,18 +622,29 @@ def _decode_parallel(
 # ---------------------------------------------------------------------------- fallback
 
 
+def _rule_indices(rule: IndexRule, total: int, path: Path) -> list[int]:
+    """The rule's indices for ``total`` frames, checked to lie in ``[0, total)``."""
+    indices = [int(i) for i in rule(total)]
+    if not indices:
+        raise VideoError(f"{path}: the frame index rule chose no frame of {total}")
+    bad = next((i for i in indices if not 0 <= i < total), None)
+    if bad is not None:
+        raise VideoError(f"{path}: frame index {bad} is outside 0..{total - 1}")
+    return indices
+
+
 def _sequential(
-    path: Path, settings: FrameSettings, expected_total: int | None
-) -> tuple[list[int], list[float], list[bytes], int, float, tuple[int, int, int, int]]:
+    path: Path, settings: FrameSettings, expected_total: int | None, rule: IndexRule, rgb: RgbTransform | None = None
+) -> DecodedFrames:
     """Full decode: the definition of frame indices. Two passes only if the count is unknown."""
     total = expected_total
     for _ in range(2):
         container, stream = _open(path)
         try:
             fps = _fps(stream)
-            indices = uniform_indices(total, settings.num_frames) if total else []
+            indices = _rule_indices(rule, total, path) if total else []
             wanted = set(indices)
-            jpegs: dict[int, bytes] = {}
+            out: dict[int, bytes | np.ndarray] = {}
             times: list[float] = []
             enc: _Encoder | None = None
             n = 0
@@ -603,21 +655,25 @@ def _sequential(
                 last_s = float(frame.duration * frame.time_base) if frame.duration and frame.time_base else 0.0
                 if n in wanted:
                     if enc is None:
-                        enc = _Encoder(settings, frame.width, frame.height, stream.sample_aspect_ratio)
-                    jpegs[n] = enc(frame)
+                        enc = _Encoder(settings, frame.width, frame.height, stream.sample_aspect_ratio, rgb)
+                    out[n] = enc(frame)
                 n += 1
             if n == 0:
                 raise VideoError(f"{path}: no decodable video frames")
-            if n == total and len(jpegs) == len(indices) and enc is not None:
+            if n == total and len(out) == len(wanted) and enc is not None:
                 t0 = times[0]
                 step = last_s or ((times[-1] - t0) / (n - 1) if n > 1 else (1 / fps if fps else 0.0))
-                return (
-                    indices,
-                    [times[i] - t0 for i in indices],
-                    [jpegs[i] for i in indices],
-                    n,
-                    times[-1] - t0 + step,
-                    (enc.width, enc.height, enc.source_width, enc.source_height),
+                return DecodedFrames(
+                    video=path,
+                    indices=indices,
+                    timestamps=[times[i] - t0 for i in indices],
+                    width=enc.width,
+                    height=enc.height,
+                    source_width=enc.source_width,
+                    source_height=enc.source_height,
+                    total_frames=n,
+                    duration_s=times[-1] - t0 + step,
+                    frames=[out[i] for i in indices],
                 )
             total = n
         except VideoError:
@@ -629,13 +685,11 @@ def _sequential(
     raise VideoError(f"{path}: frame count changes between two full decodes")
 
 
-# ---------------------------------------------------------------------------- entry point
+# ---------------------------------------------------------------------------- entry points
 
 
-def sample_frames(path: Path, settings: FrameSettings | None = None) -> VideoFrames:
-    """Decode ``settings.num_frames`` uniformly spaced frames of ``path`` exactly (see module doc)."""
-    path = Path(path)
-    settings = settings or FrameSettings()
+def _sample(path: Path, settings: FrameSettings, rule: IndexRule, rgb: RgbTransform | None) -> DecodedFrames:
+    """Decode the frames ``rule`` picks, exactly (see module doc); seek path first, else sequential."""
     container, stream = _open(path)
     reason: str | None = None
     total_hint: int | None = None
@@ -651,27 +705,26 @@ def sample_frames(path: Path, settings: FrameSettings | None = None) -> VideoFra
             total_hint = len(shown)
             if not shown:
                 raise VideoError(f"{path}: has no frames to show")
-            indices = uniform_indices(len(shown), settings.num_frames)
-            targets = [shown[i] for i in indices]
+            indices = _rule_indices(rule, len(shown), path)
+            targets = sorted({shown[i] for i in indices})
             size = (stream.codec_context.width, stream.codec_context.height, stream.sample_aspect_ratio)
             container.close()  # the workers open their own
             try:
-                got, enc = _decode_parallel(path, tl, targets, settings, size)
+                got, enc = _decode_parallel(path, tl, targets, settings, size, rgb)
             except _Fallback as e:
                 reason = str(e)
             else:
-                return VideoFrames(
+                return DecodedFrames(
                     video=path,
-                    settings=settings,
                     indices=indices,
-                    timestamps=[float((t - shown[0]) * tb) for t in targets],
+                    timestamps=[float((shown[i] - shown[0]) * tb) for i in indices],
                     width=enc.width,
                     height=enc.height,
                     source_width=enc.source_width,
                     source_height=enc.source_height,
                     total_frames=len(shown),
                     duration_s=_duration_s(shown, tl, tb, fps),
-                    jpegs=[got[t] for t in targets],
+                    frames=[got[shown[i]] for i in indices],
                 )
     except VideoError:
         raise
@@ -681,20 +734,41 @@ def sample_frames(path: Path, settings: FrameSettings | None = None) -> VideoFra
         container.close()
 
     log.warning("%s: exact seeking not possible (%s); decoding sequentially", path, reason)
-    indices, times, jpegs, total, duration, (w, h, sw, sh) = _sequential(path, settings, total_hint)
-    return VideoFrames(
-        video=path,
-        settings=settings,
-        indices=indices,
-        timestamps=times,
-        width=w,
-        height=h,
-        source_width=sw,
-        source_height=sh,
-        total_frames=total,
-        duration_s=duration,
-        jpegs=jpegs,
-    )
+    return _sequential(path, settings, total_hint, rule, rgb)
+
+
+def sample_frames(
+    path: Path, settings: FrameSettings | None = None, *, indices: IndexRule | None = None
+) -> VideoFrames:
+    """Decode ``settings.num_frames`` uniformly spaced frames of ``path`` exactly (see module doc).
+
+    ``indices`` replaces the uniform rule (``settings.num_frames`` is then not used); the
+    frame cache keys on ``settings`` only, so frames taken by another rule are not cached there.
+    """
+    path = Path(path)
+    settings = settings or FrameSettings()
+    rule = indices or (lambda total: uniform_indices(total, settings.num_frames))
+    d = _sample(path, settings, rule, None)
+    return VideoFrames(**d.sample_fields(), settings=settings, jpegs=d.frames)
+
+
+def sample_rgb(
+    path: Path, indices: IndexRule, settings: FrameSettings | None = None, transform: RgbTransform | None = None
+) -> DecodedFrames[np.ndarray]:
+    """The frames ``indices`` picks, decoded exactly and resized as ``settings`` says, as RGB arrays (H, W, 3).
+
+    Same decoder, resize and fallback as :func:`sample_frames`; no JPEG step. ``settings``
+    defaults to the source size (``max_side=None``); ``settings.num_frames`` is not used.
+    ``transform`` runs on each array as soon as its frame is decoded and only its result is
+    kept (so a further resize of full-size frames never holds them all in memory); the
+    reported ``width``/``height`` are then those of the resize before it.
+    """
+    path = Path(path)
+    return _sample(path, settings or FrameSettings(max_side=None), indices, transform or _same)
+
+
+def _same(rgb: np.ndarray) -> np.ndarray:
+    return rgb
 
 
 def reference_frames(path: Path) -> Iterator[VideoFrame]:
@@ -712,7 +786,11 @@ def encode_frame(frame: VideoFrame, settings: FrameSettings, sar: Fraction | Non
 
 
 __all__ = [
+    "DecodedFrames",
     "FrameSettings",
+    "IndexRule",
+    "RgbTransform",
+    "SampledFrames",
     "VideoError",
     "VideoFrames",
     "VideoInfo",
@@ -720,6 +798,7 @@ __all__ = [
     "probe",
     "reference_frames",
     "sample_frames",
+    "sample_rgb",
     "uniform_indices",
 ]
 
