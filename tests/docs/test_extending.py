@@ -86,7 +86,7 @@ def test_the_backend_runs_through_its_entry_point(site: Path, tmp_path: Path) ->
 def test_the_stage_builds_and_resumes_through_its_entry_point(site: Path, tmp_path: Path) -> None:
     three_scene_video(tmp_path / "raw" / "Sports" / "match.mp4")
     ws = tmp_path / "ws"
-    model = ["-m", "openai:builder", "--base-url", ""]
+    model = ["-m", "openai:builder", "--model-base-url", ""]
     with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
         model[3] = srv.url
         assert "video-summary" in mtvbench(site, "build", "--help").stdout
