@@ -100,6 +100,11 @@ def test_the_stage_builds_and_resumes_through_its_entry_point(site: Path, tmp_pa
         again = mtvbench(site, "build", "video-summary", "-w", ws, *model)
         assert again.returncode == 0 and "skipped" in again.stdout
         assert len(srv.state.requests) == asked + 1  # nothing asked twice
+        assert "--video-summary-sentences" in mtvbench(site, "build", "video-summary", "--help").stdout
+        longer = mtvbench(site, "build", "video-summary", "-w", ws, *model, "--video-summary-sentences", 2)
+        assert longer.returncode == 0 and "settings changed (sentences)" in longer.stdout, longer.stdout
+        assert len(srv.state.requests) == asked + 2 and "in 2 sentence(s)" in srv.state.requests[-1]["text"]
     artifact = json.loads((ws / "videos" / "match" / "video-summary.json").read_text())
     assert artifact["complete"] and artifact["summary"] == "I do not know this prompt."
     assert artifact["meta"]["stage"] == "video-summary" and set(artifact["meta"]["upstream"]) == {"merge"}
+    assert artifact["meta"]["settings"]["sentences"] == 2

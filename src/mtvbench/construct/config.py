@@ -44,21 +44,21 @@ class BuildSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
 
-    model: str | None = Field(None, description="Model spec for every LLM role, e.g. openai:gpt-4o; 'offline': "
-                                                "scripted replies, no API (NOT a real benchmark).")
+    model: str | None = Field(None, description="model spec for every LLM role, e.g. openai:gpt-4o; 'offline': "
+                                                "scripted replies, no API (NOT a real benchmark)")
     #: role -> spec, overriding ``model`` for that role
     models: dict[str, str] = Field(default_factory=dict)
     backend: RoleSettings = Field(default_factory=RoleSettings)
-    concurrency: int = Field(4, description="Concurrent model calls per stage.")
-    objects: bool = Field(True, description="Object stages: key frames, detection, memory bank (--no-objects: "
-                                            "cross-scene units from themes only).")
-    detector: str | None = Field(None, description="'yolo' or module:factory")
+    concurrency: int = Field(4, description="concurrent model calls per stage")
+    objects: bool = Field(True, description="object stages: key frames, detection, memory bank (--no-objects: "
+                                            "cross-scene units from themes only)")
+    detector: str | None = Field(None, description="object detector: yolo (YOLO11, the default) or module:factory")
     detector_weights: str | None = Field(None, description="YOLO11 weights file (e.g. yolo11n.pt)")
     text_embedder: str | None = Field(None, description="sentence-transformers model of the text similarity "
                                                         "(merge pre-filter, memory bank, themes); default: lexical")
-    frame_max_side: int = Field(448, description="Longer side of the frames sent to the model, at most (px).")
-    max_attempts: int = Field(3, description="Asks per item while its replies break the rules.")
-    retry_failed: bool = Field(False, description="Re-ask items given up on (rules broken).")
+    frame_max_side: int = Field(448, description="longer side of the frames sent to the model, at most (px)")
+    max_attempts: int = Field(3, description="asks per item while its replies break the rules")
+    retry_failed: bool = Field(False, description="ask the items given up on (rules broken) again")
     #: settings of stages of other packages that declare no settings model, by stage name (free-form)
     stage_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
     #: ``ray``: per-video stages and model calls on a Ray cluster (:mod:`.ray_executor`); the
