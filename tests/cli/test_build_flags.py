@@ -139,7 +139,7 @@ def test_old_config_keys_are_read_into_their_section_with_a_warning(tmp_path: Pa
     assert res.exit_code == 2
     assert "warning: the build setting 'caption_frames' is now 'caption.frames'" in " ".join(res.output.split())
     f.write_text("caption_frames: 4\ncaption: {frames: 8}\n")
-    with pytest.raises(ConfigError, match="'caption_frames' is the old spelling of 'caption.frames': give only"):
+    with pytest.raises(ConfigError, match=r"build\.yaml: 'caption_frames' is the old spelling of 'caption\.frames'"):
         build_settings(f, {})
 
 

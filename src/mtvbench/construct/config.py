@@ -12,8 +12,8 @@ package that declares one adds its section; nothing here changes. A stage reads 
 It validates itself: unknown keys are errors with a suggestion, values are checked strictly
 (:func:`load_build_config` names a bad value by its file and key, or by the flag that gave it), the
 backend settings as a run's are. ``mtvbench build``'s flags are derived from it
-(:func:`mtvbench.run.flags.build_flags`): every field with a description is a flag, a section's as
-``--SECTION-FIELD`` (``--split-detector``, ``--caption-frames``).
+(:func:`mtvbench.cli.construct.build_flags`, with :mod:`mtvbench.run.flags`): every field with a
+description is a flag, a section's as ``--SECTION-FIELD`` (``--split-detector``, ``--caption-frames``).
 
 Spellings of an earlier mtvbench (the flat ``caption_frames``, ``merge_passes``, ``min_score``, ...:
 each stage lists its own as :attr:`~mtvbench.construct.stages.Stage.old_keys`) are still read into
