@@ -619,6 +619,8 @@ def _render(p: _Problem, source: str, flags: Mapping[str, str]) -> str:
     flag = _origin(p.loc, flags)
     if flag is not None:
         return f"{flag}: {p.message}{got}"
+    if not p.loc:  # a rule over several settings (a model validator) names them itself
+        return f"{source}: {p.message}"
     return f"{source}: field '{_dotted(p.loc)}': {p.message}{got}"
 
 

@@ -179,11 +179,11 @@ def test_build_config_file_is_strict(tmp_path: Path) -> None:
 
 
 def test_valid_build_config_json_still_loads(tmp_path: Path) -> None:
-    from mtvbench.cli.construct import _config
+    from mtvbench.cli.construct import build_settings
 
     f = tmp_path / "b.json"
     f.write_text('{"model": "openai:m", "backend": {"temperature": 0.2, "extra": {"k": 1}}, "split": {}}')
-    cfg = _config(f, None, "http://x/v1", None, 3, "adaptive", detector=None)
+    cfg = build_settings(f, {"model_base_url": "http://x/v1", "concurrency": 3, "split_detector": "adaptive"})
     assert cfg.model == "openai:m" and cfg.backend.temperature == 0.2 and cfg.backend.base_url == "http://x/v1"
     assert cfg.concurrency == 3 and cfg.split.detector == "adaptive"
 

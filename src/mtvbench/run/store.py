@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mtvbench import __version__
+from mtvbench._version import __version__
 from mtvbench.config import RUN_SCHEMA_VERSION
 from mtvbench.errors import OutputError, RunDirError
 from mtvbench.records import GenerationResult, JudgeVerdict

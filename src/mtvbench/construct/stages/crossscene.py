@@ -18,20 +18,42 @@ captions (the merged cross-scene "video" is those ranges of the original file).
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from mtvbench.construct.records import CrossSceneResult, MergeResult, ObjectsResult, Unit, VideoRecord
+from mtvbench.construct.records import Artifact, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext
+from mtvbench.construct.stages.merge import MergeResult
+from mtvbench.construct.stages.objects import ObjectsResult
 from mtvbench.construct.textsim import LexicalSimilarity, TextSimilarity
 from mtvbench.util.timecodes import hms
 
 
 class CrossSceneSettings(BaseModel):
+    """The ``crossscene`` section of the build config."""
+
     min_segment_s: float = 0.0
     max_segments: int = 4
     max_units: int = 6
     theme_threshold: float | None = 0.5
+
+
+class Unit(BaseModel):
+    """What one dialogue is generated from: a single-scene segment or a merged cross-scene unit."""
+
+    id: str  # "S3" (segment 3) or "X1" (cross-scene unit 1)
+    kind: Literal["single", "cross"]
+    segments: list[int]
+    ranges: list[tuple[float, float]]
+    captions: list[str]
+    objects: list[str] = Field(default_factory=list)  # object IDs (cross-scene: the shared ones)
+    object_lines: list[str] = Field(default_factory=list)
+    link: str = ""  # why the segments were grouped: "objects" or "theme"
+
+
+class CrossSceneResult(Artifact):
+    units: list[Unit] = Field(default_factory=list)
 
 
 def _object_line(objects: ObjectsResult, oid: str, segments: list[int] | None = None) -> str:
@@ -90,12 +112,13 @@ def retrieve_units(video: str, merge: MergeResult, objects: ObjectsResult | None
 async def _run(ctx: StageContext, v: VideoRecord) -> CrossSceneResult:
     c = ctx.config
     objects = ctx.artifact(v, "objects", ObjectsResult) if c.objects else None
-    return retrieve_units(v.name, ctx.artifact(v, "merge", MergeResult), objects, c.crossscene, ctx.textsim())
+    return retrieve_units(v.name, ctx.artifact(v, "merge", MergeResult), objects, c.section(CrossSceneSettings),
+                          ctx.textsim())
 
 
 STAGE = Stage(run=_run, artifact=CrossSceneResult,
               help="8. Group segments sharing objects or themes into cross-scene units.",
-              upstream=("merge", "objects"),
-              settings=lambda ctx: {"crossscene": ctx.config.crossscene.model_dump(mode="json"),
+              upstream=("merge", "objects"), settings_model=CrossSceneSettings,
+              settings=lambda ctx: {"crossscene": ctx.config.section(CrossSceneSettings).model_dump(mode="json"),
                                     "textsim": ctx.config.text_embedder or "lexical", "objects": ctx.config.objects},
               prepare=lambda ctx: ctx.textsim() if ctx.config.text_embedder else None)

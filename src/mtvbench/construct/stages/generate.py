@@ -41,19 +41,14 @@ import asyncio
 import re
 from pathlib import Path
 
+from pydantic import BaseModel, Field
+
 from mtvbench.construct.llm import LazyFrames, StageModel, failure, gather_all, ranges_frames
-from mtvbench.construct.records import (
-    CrossSceneResult,
-    GeneratedDialogue,
-    GenerateResult,
-    GenRound,
-    ScoreResult,
-    SplitResult,
-    Unit,
-    VideoRecord,
-)
+from mtvbench.construct.records import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
 from mtvbench.construct.stages import Stage, StageContext, text_digest
-from mtvbench.construct.suitability import PROBE_UNIT, material, where
+from mtvbench.construct.stages.crossscene import CrossSceneResult, Unit
+from mtvbench.construct.stages.split import SplitResult
+from mtvbench.construct.stages.suitability import PROBE_UNIT, ScoreResult, material, where
 from mtvbench.data.schema import ALL_ROUNDS_TASKS, TASKS, Task
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
@@ -71,6 +66,41 @@ from mtvbench.records import GenerationRequest
 from mtvbench.util.timecodes import hms
 
 MIN_ROUNDS, MAX_ROUNDS = 5, 8
+
+
+class GenerateSettings(BaseModel):
+    """The ``generate`` section of the build config."""
+
+    frames: int = Field(32, description="frames sampled from each unit for its dialogues")
+
+
+class GenRound(BaseModel):
+    index: int
+    user: str
+    assistant: str
+    ability: str | None = None
+    topic: str | None = None  # "video" / "non-video" (Topic Shifting)
+
+
+class GeneratedDialogue(BaseModel):
+    unit: str
+    task: Task
+    rounds: list[GenRound]
+    attempts: int
+
+
+class GenerateResult(Artifact):
+    dialogues: dict[str, GeneratedDialogue] = Field(default_factory=dict)  # "<unit>/<task>" -> dialogue
+    failures: list[Failure] = Field(default_factory=list)
+
+    def shortfall(self) -> Shortfall | None:
+        """Dialogues given up; a failure when none is left."""
+        bad = given_up(self.failures)
+        if not bad:
+            return None
+        total = len(self.dialogues) + len(self.failures)
+        return Shortfall(why=f"{len(bad)} of {total} dialogues failed the rule checks{after_asks(bad)}",
+                         failed=not self.dialogues)
 
 _ROUND = re.compile(r"^[\s>#*_\-]*round\s*(\d+)\b(.*)$", re.IGNORECASE)
 _FIELD = re.compile(
@@ -306,16 +336,17 @@ async def generate_dialogues(video: str, path: Path, units: list[Unit], scores: 
 
 
 async def _run(ctx: StageContext, v: VideoRecord) -> GenerateResult:
-    c = ctx.config
+    n = ctx.config.section(GenerateSettings).frames
     split = ctx.artifact(v, "split", SplitResult)
     return await generate_dialogues(v.name, Path(v.path), ctx.artifact(v, "crossscene", CrossSceneResult).units,
                                     ctx.artifact(v, "score", ScoreResult), ctx.model("generate"), split.duration_s,
-                                    c.generate_frames, c.max_attempts, ctx.frames(c.generate_frames))
+                                    n, ctx.config.max_attempts, ctx.frames(n))
 
 
 STAGE = Stage(run=_run, artifact=GenerateResult,
               help="10. Generate 5-8 round dialogues (Figures 8-14), checked and re-asked.",
-              upstream=("split", "crossscene", "score"), role="generate",
-              settings=lambda ctx: {"frames": ctx.frames(ctx.config.generate_frames).key()},
+              upstream=("split", "crossscene", "score"), role="generate", settings_model=GenerateSettings,
+              old_keys={"generate_frames": "frames"},
+              settings=lambda ctx: {"frames": ctx.frames(ctx.config.section(GenerateSettings).frames).key()},
               prompts=lambda: text_digest(REASK_SUFFIX, *(generation_prompt(t, PROBE_UNIT, w)
                                                           for t in TASKS for w in (False, True))))

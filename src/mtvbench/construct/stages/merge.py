@@ -21,9 +21,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from mtvbench.construct.llm import StageModel, failure
-from mtvbench.construct.records import Captions, MergeDecision, MergeResult, Segment, SplitResult, VideoRecord
+from mtvbench.construct.records import Artifact, Failure, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext, text_digest
+from mtvbench.construct.stages.caption import Captions
+from mtvbench.construct.stages.split import SplitResult
 from mtvbench.construct.textsim import TextSimilarity
 from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
 from mtvbench.prompts.generation import MERGE_PROMPT
@@ -34,6 +38,37 @@ from mtvbench.util.timecodes import hms
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _KEYS = ("same_scene", "same", "answer", "merge")
 MERGE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Answer Yes or No.")
+
+
+class MergeSettings(BaseModel):
+    """The ``merge`` section of the build config."""
+
+    passes: int = Field(2, description="caption-based merging passes over the clips (the paper's: two)")
+    prefilter_below: float | None = Field(None, description="a pair whose caption similarity is below this is "
+                                                            "\"not the same scene\" without asking")
+
+
+class Segment(BaseModel):
+    index: int
+    clips: list[int]
+    start_s: float
+    end_s: float
+    caption: str
+
+
+class MergeDecision(BaseModel):
+    pass_index: int
+    left: list[int]
+    right: list[int]
+    same_scene: bool
+    prefiltered: bool = False
+    reason: str = ""
+
+
+class MergeResult(Artifact):
+    segments: list[Segment] = Field(default_factory=list)
+    decisions: list[MergeDecision] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
 
 
 def parse_same_scene(text: str) -> bool | None:
@@ -113,20 +148,21 @@ async def merge_clips(video: str, split: SplitResult, captions: Captions, model:
 
 
 async def _run(ctx: StageContext, v: VideoRecord) -> MergeResult:
-    c = ctx.config
-    textsim = ctx.textsim() if c.merge_prefilter_below is not None else None
+    m = ctx.config.section(MergeSettings)
+    textsim = ctx.textsim() if m.prefilter_below is not None else None
     return await merge_clips(v.name, ctx.artifact(v, "split", SplitResult), ctx.artifact(v, "caption", Captions),
-                             ctx.model("merge"), c.merge_passes, c.merge_prefilter_below, textsim, c.max_attempts)
+                             ctx.model("merge"), m.passes, m.prefilter_below, textsim, ctx.config.max_attempts)
 
 
 def _settings(ctx: StageContext) -> dict[str, Any]:
-    c = ctx.config
-    return {"passes": c.merge_passes, "prefilter_below": c.merge_prefilter_below,
-            "textsim": (c.text_embedder or "lexical") if c.merge_prefilter_below is not None else None}
+    m = ctx.config.section(MergeSettings)
+    return {"passes": m.passes, "prefilter_below": m.prefilter_below,
+            "textsim": (ctx.config.text_embedder or "lexical") if m.prefilter_below is not None else None}
 
 
 STAGE = Stage(run=_run, artifact=MergeResult,
               help="3. Merge adjacent clips of the same scene (LLM judgement, two passes).",
-              upstream=("split", "caption"), role="merge", settings=_settings,
+              upstream=("split", "caption"), role="merge", settings=_settings, settings_model=MergeSettings,
+              old_keys={"merge_passes": "passes", "merge_prefilter_below": "prefilter_below"},
               prompts=lambda: text_digest(MERGE_PROMPT),
               prepare=lambda ctx: ctx.textsim() if ctx.config.text_embedder else None)

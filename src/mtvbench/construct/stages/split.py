@@ -12,19 +12,42 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from mtvbench.construct.clipframes import shown_timeline
-from mtvbench.construct.records import Clip, SplitResult, VideoRecord
+from mtvbench.construct.records import Artifact, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.errors import MissingExtraError
 from mtvbench.media.frames import VideoError
 
 
 class SplitSettings(BaseModel):
-    detector: Literal["content", "adaptive"] = "content"
+    """The ``split`` section of the build config."""
+
+    detector: Literal["content", "adaptive"] = Field("content", description="shot detector: content (default) or "
+                                                                              "adaptive")
     threshold: float | None = None  # content: 27.0; adaptive: adaptive_threshold 3.0
     min_scene_len: int = 15  # frames
+
+
+class Clip(BaseModel):
+    index: int
+    start_frame: int
+    end_frame: int  # exclusive
+    start_s: float
+    end_s: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+class SplitResult(Artifact):
+    detector: str
+    fps: float
+    total_frames: int
+    duration_s: float
+    clips: list[Clip]
 
 
 def _detector(settings: SplitSettings):  # noqa: ANN202 - scenedetect types
@@ -73,10 +96,10 @@ def split_video(video: str, path: Path, settings: SplitSettings | None = None) -
 
 
 async def _run(ctx: StageContext, v: VideoRecord) -> SplitResult:
-    return await ctx.offload(split_video, v.name, Path(v.path), ctx.config.split)
+    return await ctx.offload(split_video, v.name, Path(v.path), ctx.config.section(SplitSettings))
 
 
 STAGE = Stage(run=_run, artifact=SplitResult,
-              help="1. Split videos into shot clips (PySceneDetect).", from_video=True,
-              settings=lambda ctx: {"split": ctx.config.split.model_dump(mode="json")},
+              help="1. Split videos into shot clips (PySceneDetect).", from_video=True, settings_model=SplitSettings,
+              settings=lambda ctx: {"split": ctx.config.section(SplitSettings).model_dump(mode="json")},
               needs=("build", (("scenedetect", "scenedetect"), ("cv2", "opencv-python-headless"))))

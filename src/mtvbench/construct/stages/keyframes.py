@@ -23,9 +23,9 @@ from pathlib import Path
 
 import av
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from mtvbench.construct.records import KeyFrame, KeyFrames, VideoRecord
+from mtvbench.construct.records import Artifact, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.errors import MissingExtraError
 from mtvbench.media.frames import VideoError
@@ -33,12 +33,32 @@ from mtvbench.util.files import atomic_write_bytes, ensure_dir
 
 
 class KeyFrameSettings(BaseModel):
+    """The ``keyframes`` section of the build config."""
+
     fps: float = 2.0
     sharpness_rel: float = 0.3
     sharpness_abs: float | None = None
     similarity: float = 0.9
     analysis_side: int = 480
     jpeg_quality: int = 90
+
+
+class KeyFrame(BaseModel):
+    frame: int  # index in the full decode
+    time_s: float
+    segment: int | None
+    sharpness: float
+    file: str  # relative to the video's workspace folder
+
+
+class KeyFrames(Artifact):
+    sample_fps: float
+    sharpness_threshold: float
+    similarity_threshold: float
+    sampled: int
+    dropped_blurry: list[float] = Field(default_factory=list)  # times
+    dropped_similar: list[float] = Field(default_factory=list)
+    frames: list[KeyFrame] = Field(default_factory=list)
 
 
 def _cv2():  # noqa: ANN202
@@ -129,11 +149,11 @@ def extract_keyframes(video: str, path: Path, out_dir: Path, settings: KeyFrameS
 
 async def _run(ctx: StageContext, v: VideoRecord) -> KeyFrames:
     return await ctx.offload(extract_keyframes, v.name, Path(v.path), ctx.ws.video_dir(v.name) / "keyframes",
-                                   ctx.config.keyframes)
+                             ctx.config.section(KeyFrameSettings))
 
 
 STAGE = Stage(run=_run, artifact=KeyFrames,
               help="4. Key frames at 2 FPS: sharp, not a near-repeat (histogram similarity <= 0.9).",
-              from_video=True, object_stage=True,
-              settings=lambda ctx: {"keyframes": ctx.config.keyframes.model_dump(mode="json")},
+              from_video=True, object_stage=True, settings_model=KeyFrameSettings,
+              settings=lambda ctx: {"keyframes": ctx.config.section(KeyFrameSettings).model_dump(mode="json")},
               needs=("build", (("cv2", "opencv-python-headless"),)))

@@ -18,9 +18,12 @@ import asyncio
 import re
 from pathlib import Path
 
+from pydantic import BaseModel, Field
+
 from mtvbench.construct.llm import StageModel, failure, gather_all, ranges_frames
-from mtvbench.construct.records import CrossSceneResult, ScoreResult, Unit, UnitScores, VideoRecord
+from mtvbench.construct.records import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
 from mtvbench.construct.stages import Stage, StageContext, text_digest
+from mtvbench.construct.stages.crossscene import CrossSceneResult, Unit
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
@@ -31,6 +34,40 @@ from mtvbench.util.jsonio import extract_json_object
 from mtvbench.util.timecodes import hms
 
 SCORE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Reply with the JSON object only.")
+
+
+class ScoreSettings(BaseModel):
+    """The ``score`` section of the build config."""
+
+    frames: int = Field(16, description="frames sampled from each unit for its suitability ratings")
+    #: tasks rated at least this (of 1-6) get a dialogue (the paper's: 5)
+    min_score: int = 5
+
+
+class UnitScores(BaseModel):
+    unit: str
+    scores: dict[str, int]
+    selected: list[Task]
+
+
+class ScoreResult(Artifact):
+    min_score: int = 5
+    units: dict[str, UnitScores] = Field(default_factory=dict)
+    failures: list[Failure] = Field(default_factory=list)
+
+    def shortfall(self) -> Shortfall | None:
+        """No unit selected for any task (a failure when some ratings were given up), or some ratings given up."""
+        bad = given_up(self.failures)
+        total = len(self.units) + len(self.failures)
+        broken = f"{len(bad)} of {total} suitability ratings broke the rules{after_asks(bad)}"
+        if any(u.selected for u in self.units.values()):
+            return Shortfall(why=broken) if bad else None
+        if bad:
+            return Shortfall(why=f"no unit rated {self.min_score}-6: {broken}", failed=True)
+        if self.units:
+            return Shortfall(why=f"no unit rated {self.min_score}-6 (all {len(self.units)} rated below "
+                                 f"{self.min_score})")
+        return None
 
 
 def _norm(s: str) -> str:
@@ -128,15 +165,18 @@ PROBE_UNIT = Unit(id="S0", kind="cross", segments=[0, 1], ranges=[(0.0, 1.0), (2
 
 
 async def _run(ctx: StageContext, v: VideoRecord) -> ScoreResult:
-    c = ctx.config
+    s = ctx.config.section(ScoreSettings)
     return await score_units(v.name, Path(v.path), ctx.artifact(v, "crossscene", CrossSceneResult).units,
-                             ctx.model("score"), c.min_score, c.score_frames, c.max_attempts,
-                             ctx.frames(c.score_frames))
+                             ctx.model("score"), s.min_score, s.frames, ctx.config.max_attempts, ctx.frames(s.frames))
+
+
+def _settings(ctx: StageContext) -> dict[str, object]:
+    s = ctx.config.section(ScoreSettings)
+    return {"frames": ctx.frames(s.frames).key(), "min_score": s.min_score}
 
 
 STAGE = Stage(run=_run, artifact=ScoreResult,
               help="9. Task suitability: rate every unit for the six tasks (1-6); keep those rated 5-6.",
-              upstream=("crossscene",), role="score",
-              settings=lambda ctx: {"frames": ctx.frames(ctx.config.score_frames).key(),
-                                    "min_score": ctx.config.min_score},
+              upstream=("crossscene",), role="score", settings=_settings, settings_model=ScoreSettings,
+              old_keys={"score_frames": "frames", "min_score": "min_score"},
               prompts=lambda: text_digest(score_prompt(PROBE_UNIT)))

@@ -1,4 +1,4 @@
-"""Stage 5 — object detection on the kept key frames; crops saved for captioning.
+"""The object detector of a build (a resource the builder loads once, like the text similarity).
 
 Any object implementing :class:`Detector` can be used (tests feed a deterministic colour
 detector); the default is :class:`YoloDetector`, YOLO11 through ``ultralytics`` (paper
@@ -7,27 +7,33 @@ detector); the default is :class:`YoloDetector`, YOLO11 through ``ultralytics`` 
 A ``.yaml`` model config (e.g. ``yolo11n.yaml``) builds a randomly initialised network,
 which is only useful for testing the plumbing.
 
-A custom detector can be named on the command line as ``module:factory`` (a callable that
-returns a :class:`Detector`).
+A custom detector is named on the command line as ``module:factory`` (a callable that
+returns a :class:`Detector`). The detect stage (:mod:`mtvbench.construct.stages.detect`) runs it
+on the key frames.
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib
-import io
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
+from pydantic import BaseModel
 
-from mtvbench.construct.records import Box, Detection, Detections, KeyFrames, VideoRecord
-from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.errors import MissingExtraError, MtvbenchError
-from mtvbench.util.files import atomic_write_bytes, ensure_dir
 
-if TYPE_CHECKING:
-    from mtvbench.construct.config import BuildConfig
+#: the detector of a build that names none (``detector: yolo`` without ``detector_weights``)
+DEFAULT_WEIGHTS = "yolo11n.pt"
+
+
+class Box(BaseModel):
+    label: str
+    confidence: float
+    x1: float
+    y1: float
+    x2: float
+    y2: float
 
 
 @runtime_checkable
@@ -46,7 +52,7 @@ class DetectorError(MtvbenchError):
 class YoloDetector:
     """YOLO11 via ultralytics. ``weights``: a local ``.pt`` file, or a ``.yaml`` config (random weights)."""
 
-    def __init__(self, weights: str | Path = "yolo11n.pt", conf: float = 0.25, imgsz: int = 640,
+    def __init__(self, weights: str | Path = DEFAULT_WEIGHTS, conf: float = 0.25, imgsz: int = 640,
                  device: str | None = None, max_det: int = 20):
         weights = str(weights)
         if not weights.endswith((".yaml", ".yml")) and not Path(weights).is_file():
@@ -79,10 +85,20 @@ class YoloDetector:
         return boxes
 
 
+def is_yolo(spec: str | None) -> bool:
+    """Whether a ``detector`` setting names YOLO11 (the default)."""
+    return spec in (None, "", "yolo")
+
+
+def detector_label(spec: str | None, weights: str | None) -> str:
+    """The name a detector setting records (``yolo:yolo11n.pt``, or the ``module:factory`` spec)."""
+    return f"yolo:{weights or DEFAULT_WEIGHTS}" if is_yolo(spec) else str(spec)
+
+
 def load_detector(spec: str | None, weights: str | None = None) -> Detector:
     """``None``/``'yolo'`` -> :class:`YoloDetector` (``weights``); ``'module:factory'`` -> that factory's detector."""
-    if spec in (None, "", "yolo"):
-        return YoloDetector(weights or "yolo11n.pt")
+    if is_yolo(spec):
+        return YoloDetector(weights or DEFAULT_WEIGHTS)
     module, _, attr = spec.partition(":")
     if not attr:
         raise DetectorError(f"--detector must be 'yolo' or 'module:factory', got {spec!r}")
@@ -101,56 +117,3 @@ def load_detector(spec: str | None, weights: str | None = None) -> Detector:
     if not isinstance(det, Detector):
         raise DetectorError(f"{spec} did not return a Detector (needs .name and .detect(image))")
     return det
-
-
-def detect_objects(video: str, video_dir: Path, keyframes: KeyFrames, detector: Detector,
-                   min_side: int = 8, min_confidence: float = 0.0, max_per_frame: int = 10) -> Detections:
-    """Run ``detector`` on every kept key frame; save crops under ``video_dir/crops``."""
-    from PIL import Image
-
-    crops = ensure_dir(video_dir / "crops")
-    out = Detections(video=video, detector=detector.name)
-    next_id = 0
-    for kf in keyframes.frames:
-        with Image.open(video_dir / kf.file) as im:
-            rgb = np.asarray(im.convert("RGB"))
-        h, w = rgb.shape[:2]
-        boxes = [b for b in detector.detect(rgb) if b.confidence >= min_confidence]
-        boxes.sort(key=lambda b: -b.confidence)
-        kept = 0
-        for b in boxes:
-            x1, y1 = max(0, int(round(b.x1))), max(0, int(round(b.y1)))
-            x2, y2 = min(w, int(round(b.x2))), min(h, int(round(b.y2)))
-            if x2 - x1 < min_side or y2 - y1 < min_side:
-                continue
-            name = f"{kf.frame:07d}_{next_id:05d}.jpg"
-            buf = io.BytesIO()
-            Image.fromarray(rgb[y1:y2, x1:x2]).save(buf, format="JPEG", quality=92)
-            atomic_write_bytes(crops / name, buf.getvalue())
-            out.detections.append(Detection(id=next_id, frame=kf.frame, time_s=kf.time_s, segment=kf.segment,
-                                            box=b, crop=f"crops/{name}"))
-            next_id += 1
-            kept += 1
-            if kept >= max_per_frame:
-                break
-    return out
-
-
-async def _run(ctx: StageContext, v: VideoRecord) -> Detections:
-    keyframes = ctx.artifact(v, "keyframes", KeyFrames)
-    cluster = ctx.cluster()
-    if cluster is not None:  # the detector runs on the cluster (a GPU actor), loaded there once
-        c = ctx.config
-        return await cluster.detect(c.detector, c.detector_weights, v.name, ctx.ws.video_dir(v.name), keyframes)
-    return await asyncio.to_thread(detect_objects, v.name, ctx.ws.video_dir(v.name), keyframes, ctx.detector())
-
-
-def _yolo(config: BuildConfig) -> bool:
-    return config.detector in (None, "", "yolo")
-
-
-STAGE = Stage(run=_run, artifact=Detections,
-              help="5. Detect objects on key frames (YOLO11 via ultralytics) and save crops.",
-              upstream=("keyframes",), object_stage=True, settings=lambda ctx: {"detector": ctx.detector_name()},
-              needs=("detect", (("ultralytics", "ultralytics"),)), needs_when=_yolo,
-              prepare=lambda ctx: ctx.detector() if ctx.cluster() is None else None)

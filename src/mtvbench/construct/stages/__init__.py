@@ -1,42 +1,47 @@
-"""The construction stages as a registry: :data:`STAGES` maps a stage name to its :class:`Stage`.
+"""The construction stages: the shape of a stage (:class:`Stage`) and their registry, :data:`STAGES`.
 
-A stage is one module (``split``, ``caption``, ... ``checklists``) ending with its ``STAGE``
-entry: how it runs for one video (:attr:`Stage.run`, making a :attr:`Stage.artifact`, given the
-:class:`StageContext` the builder provides and the video), which artifacts it is made from (:attr:`Stage.upstream`), the
-model role it asks (:attr:`Stage.role`), the settings that decide its result
-(:attr:`Stage.settings`, recorded in its artifact), the prompt templates it renders
-(:attr:`Stage.prompts`) and the optional dependencies it needs (:attr:`Stage.needs`).
-The builder (:mod:`mtvbench.construct.pipeline`) knows no stage by name: deciding, running,
+A stage is one module (``stages/split.py``, ``stages/caption.py``, ... ``stages/checklists.py``) that
+declares everything about it: its artifact (the pydantic model it stores as
+``WS/videos/<video>/<stage>.json``), its settings model (:attr:`Stage.settings_model`: a section of the
+build config, :class:`~mtvbench.construct.config.BuildConfig`, whose fields with a description are
+``mtvbench build`` flags), the prompt templates it renders (:attr:`Stage.prompts`), the model role it
+asks (:attr:`Stage.role`, any name: ``models: {ROLE: SPEC}`` gives a role its own model), and ends with
+its ``STAGE`` entry: how it runs for one video (:attr:`Stage.run`, given the :class:`StageContext` the
+builder provides), which artifacts it is made from (:attr:`Stage.upstream`), what it records as its
+settings (:attr:`Stage.settings`) and the optional dependencies it needs (:attr:`Stage.needs`). The
+builder (:mod:`mtvbench.construct.pipeline`) knows no stage by name: deciding, running,
 fingerprinting and reporting are the same for all of them.
 
 Built-in stages are listed here in pipeline order as ``"module:STAGE"`` references (imported
-when used); another package adds one through the entry-point group ``mtvbench.stages`` (it
-runs after the built-ins in ``build all``, and is ``mtvbench build NAME`` on its own), or in
-code with :func:`register_stage`. Stage names are the keys of stored artifacts
+when used, so this module imports none of them); another package adds one through the entry-point
+group ``mtvbench.stages`` (it runs after the built-ins in ``build all``, and is ``mtvbench build NAME``
+on its own), or in code with :func:`register_stage`. Stage names are the keys of stored artifacts
 (``WS/videos/<video>/<stage>.json``) and call-journal rows, so a name never changes meaning.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from mtvbench.extras import require_backend, require_modules
+from pydantic import BaseModel
+
+from mtvbench.errors import MtvbenchError
 from mtvbench.registry import Registry
 
 if TYPE_CHECKING:
-    from mtvbench.construct.config import BuildConfig
-    from mtvbench.construct.detect import Detector
+    from mtvbench.construct.config import BuildSettings
+    from mtvbench.construct.detector import Detector
     from mtvbench.construct.llm import StageModel
     from mtvbench.construct.records import Artifact, VideoRecord
     from mtvbench.construct.textsim import TextSimilarity
     from mtvbench.construct.workspace import Workspace
     from mtvbench.media.frames import FrameSettings
 
-Role = Literal["caption", "merge", "score", "generate", "checklist"]
-ROLES: tuple[Role, ...] = ("caption", "merge", "score", "generate", "checklist")
+#: a model role a stage asks (``caption``, ``merge``, ``score``, ``generate``, ``checklist`` for the built-ins)
+Role = str
 #: (import name, the distribution pip installs)
 Module = tuple[str, str]
 A = TypeVar("A", bound="Artifact")
@@ -46,7 +51,9 @@ class StageContext(Protocol):
     """What a stage gets from the builder while it runs for one video."""
 
     ws: Workspace
-    config: BuildConfig
+    #: the build's settings (:class:`~mtvbench.construct.config.BuildConfig`); a stage reads its own
+    #: section with ``config.section(ItsSettings)``
+    config: BuildSettings
 
     def model(self, role: Role) -> StageModel:
         """The model of ``role`` (bounded concurrency, every reply in the call journal)."""
@@ -105,18 +112,27 @@ class Stage:
     object_stage: bool = False
     #: the settings besides the upstream artifacts that decide its result (recorded, compared on rerun)
     settings: Callable[[StageContext], dict[str, Any]] = field(default=_no_settings)
+    #: its settings model: a section of the build config (key ``section``, default the stage's name),
+    #: read with ``ctx.config.section(model)``; a field with a description is also the flag
+    #: ``--SECTION-FIELD`` of ``mtvbench build``
+    settings_model: type[BaseModel] | None = None
+    #: the build-config key of its settings (default: the stage's name)
+    section: str | None = None
+    #: top-level build settings of an earlier mtvbench that are now fields of its section (old key ->
+    #: field): still read, with a warning naming the new spelling
+    old_keys: Mapping[str, str] = field(default_factory=dict)
     #: a digest of the prompt templates it renders (a template change redoes the stage)
     prompts: Callable[[], str] | None = None
     #: (extra, modules) it imports, checked before anything is written
     needs: tuple[str, tuple[Module, ...]] | None = None
     #: whether ``needs`` applies under a config (e.g. not for a custom detector)
-    needs_when: Callable[[BuildConfig], bool] | None = None
+    needs_when: Callable[[BuildSettings], bool] | None = None
     #: loads what the stage will need (detector, text embedder) before anything is written
     prepare: Callable[[StageContext], None] | None = None
     #: bump when its parsing, rules or output change: its artifacts are then redone
     version: int = 2
 
-    def needs_under(self, config: BuildConfig) -> tuple[str, tuple[Module, ...]] | None:
+    def needs_under(self, config: BuildSettings) -> tuple[str, tuple[Module, ...]] | None:
         if self.needs is None or (self.needs_when is not None and not self.needs_when(config)):
             return None
         return self.needs
@@ -132,7 +148,7 @@ STAGES: Registry[Stage] = Registry("construction stage", group="mtvbench.stages"
 for _name, _module in (("split", "split"), ("caption", "caption"), ("merge", "merge"), ("keyframes", "keyframes"),
                        ("detect", "detect"), ("objects", "objects"), ("crossscene", "crossscene"),
                        ("score", "suitability"), ("generate", "generate"), ("checklists", "checklists")):
-    STAGES.add(_name, f"mtvbench.construct.{_module}:STAGE")
+    STAGES.add(_name, f"mtvbench.construct.stages.{_module}:STAGE")
 
 
 def register_stage(name: str, stage: Stage) -> Stage:
@@ -153,31 +169,21 @@ def stage_names() -> tuple[str, ...]:
     return tuple(STAGES.names())
 
 
-def require_stages(stages: Iterable[str], *, objects: bool = True, detector: str | None = None) -> None:
-    """The extras of construction stages, checked without importing them. With ``objects`` false
-    the object stages are skipped; a custom ``detector`` (``module:factory``) brings its own
-    dependencies."""
-    from mtvbench.construct.config import BuildConfig
-
-    require_build_config(stages, BuildConfig(objects=objects, detector=detector), backends=False)
-
-
-def require_build(stages: Iterable[str], config: BuildConfig) -> None:
-    """Everything ``mtvbench build`` needs for ``stages`` under ``config``: the stages' extras and
-    the extras of the model backends it names (checked before the workspace is created)."""
-    require_build_config(stages, config, backends=True)
+def loadable_stages() -> dict[str, Stage]:
+    """Every stage that loads, in pipeline order (one of another package that fails to load is left out
+    here; running it says why)."""
+    out: dict[str, Stage] = {}
+    for name in stage_names():
+        try:
+            out[name] = STAGES.get(name)
+        except MtvbenchError:
+            continue
+    return out
 
 
-def require_build_config(stages: Iterable[str], config: BuildConfig, *, backends: bool) -> None:
-    active = {s: STAGES.get(s) for s in stages if s in STAGES}
-    active = {s: st for s, st in active.items() if config.objects or not st.object_stage}
-    for name, stage in active.items():
-        needs = stage.needs_under(config)
-        if needs is not None:
-            require_modules(f"the {name} stage", *needs)
-    if backends and any(stage.role is not None for stage in active.values()):
-        for spec in sorted({config.model, *config.models.values()} - {None, ""}):
-            require_backend(str(spec), "build")
+def roles() -> tuple[Role, ...]:
+    """The model roles the stages ask, in pipeline order."""
+    return tuple(dict.fromkeys(s.role for s in loadable_stages().values() if s.role is not None))
 
 
 def text_digest(*parts: str) -> str:
@@ -185,5 +191,5 @@ def text_digest(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 
 
-__all__ = ["ROLES", "STAGES", "Role", "Stage", "StageContext", "register_stage", "require_build", "require_stages",
-           "stage_names", "text_digest"]
+__all__ = ["STAGES", "Role", "Stage", "StageContext", "loadable_stages", "register_stage", "roles", "stage_names",
+           "text_digest"]

@@ -11,13 +11,44 @@ call makes the stage incomplete.
 
 from __future__ import annotations
 
+from pydantic import BaseModel, Field
+
 from mtvbench.checklist_gen.generator import CHECKLIST_REASK, checklist_check, checklist_request
 from mtvbench.construct.llm import StageModel, failure, gather_all
-from mtvbench.construct.records import ChecklistResult, GenerateResult, VideoRecord
+from mtvbench.construct.records import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
 from mtvbench.construct.stages import Stage, StageContext, text_digest
-from mtvbench.data.schema import is_model_turn
+from mtvbench.construct.stages.generate import GenerateResult
+from mtvbench.data.schema import ChecklistItem, is_model_turn
 from mtvbench.models.ask import ReaskPolicy, ask
 from mtvbench.prompts.generation import render_checklist_prompt
+
+
+class ChecklistSettings(BaseModel):
+    """The ``checklists`` section of the build config."""
+
+    #: yes/no items per scored round (Figure 16: five)
+    items: int = 5
+    #: exactly one "No" item and ``items - 1`` "Yes" items (Figure 16); false: at least one of each
+    exact_split: bool = True
+
+
+class ChecklistResult(Artifact):
+    #: "<unit>/<task>" -> {round index -> items}
+    checklists: dict[str, dict[int, list[ChecklistItem]]] = Field(default_factory=dict)
+    failures: list[Failure] = Field(default_factory=list)
+
+    def shortfall(self) -> Shortfall | None:
+        """Scored rounds without a checklist (items ``<unit>/<task>/<round>``); a failure when a dialogue
+        is left without any."""
+        bad = given_up(self.failures)
+        if not bad:
+            return None
+        total = sum(len(rounds) for rounds in self.checklists.values()) + len(self.failures)
+        bare = {f.item.rsplit("/", 1)[0] for f in bad} - {k for k, rounds in self.checklists.items() if rounds}
+        why = f"no checklist for {len(bad)} of {total} scored rounds{after_asks(bad)}"
+        if bare:
+            why += f" ({len(bare)} dialogue{'s' if len(bare) != 1 else ''} without any)"
+        return Shortfall(why=why, failed=bool(bare))
 
 
 async def make_checklists(video: str, generated: GenerateResult, model: StageModel, n: int = 5,
@@ -44,14 +75,14 @@ async def make_checklists(video: str, generated: GenerateResult, model: StageMod
 
 
 async def _run(ctx: StageContext, v: VideoRecord) -> ChecklistResult:
-    c = ctx.config
+    s = ctx.config.section(ChecklistSettings)
     return await make_checklists(v.name, ctx.artifact(v, "generate", GenerateResult), ctx.model("checklist"),
-                                 c.checklist_items, c.max_attempts, c.checklist_exact_split)
+                                 s.items, ctx.config.max_attempts, s.exact_split)
 
 
 STAGE = Stage(run=_run, artifact=ChecklistResult,
               help="11. Generate checklists (Figure 16) for the evaluated rounds.", upstream=("generate",),
-              role="checklist",
-              settings=lambda ctx: {"items": ctx.config.checklist_items,
-                                    "exact_split": ctx.config.checklist_exact_split},
+              role="checklist", settings_model=ChecklistSettings,
+              old_keys={"checklist_items": "items", "checklist_exact_split": "exact_split"},
+              settings=lambda ctx: ctx.config.section(ChecklistSettings).model_dump(mode="json"),
               prompts=lambda: text_digest(render_checklist_prompt("{q}", "{a}", 5)))

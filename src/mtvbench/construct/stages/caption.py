@@ -10,15 +10,29 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from pydantic import BaseModel, Field
+
 from mtvbench.construct.llm import StageModel, failure, gather_all, ranges_frames, text_check
-from mtvbench.construct.records import Captions, SplitResult, VideoRecord
+from mtvbench.construct.records import Artifact, Failure, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext, text_digest
+from mtvbench.construct.stages.split import SplitResult
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.ask import ReaskPolicy, ask
 from mtvbench.prompts.generation import CLIP_CAPTION_PROMPT
 from mtvbench.records import GenerationRequest
 from mtvbench.util.timecodes import hms
+
+
+class CaptionSettings(BaseModel):
+    """The ``caption`` section of the build config."""
+
+    frames: int = Field(8, description="frames sampled from each clip for its caption")
+
+
+class Captions(Artifact):
+    captions: dict[int, str] = Field(default_factory=dict)
+    failures: list[Failure] = Field(default_factory=list)
 
 
 async def caption_clips(video: str, path: Path, split: SplitResult, model: StageModel, num_frames: int = 8,
@@ -47,12 +61,13 @@ async def caption_clips(video: str, path: Path, split: SplitResult, model: Stage
 
 
 async def _run(ctx: StageContext, v: VideoRecord) -> Captions:
-    c = ctx.config
+    n = ctx.config.section(CaptionSettings).frames
     return await caption_clips(v.name, Path(v.path), ctx.artifact(v, "split", SplitResult), ctx.model("caption"),
-                               c.caption_frames, ctx.frames(c.caption_frames), c.max_attempts)
+                               n, ctx.frames(n), ctx.config.max_attempts)
 
 
 STAGE = Stage(run=_run, artifact=Captions,
               help="2. Caption each clip with an MLLM (frames from the clip only).", upstream=("split",),
-              role="caption", settings=lambda ctx: {"frames": ctx.frames(ctx.config.caption_frames).key()},
+              role="caption", settings_model=CaptionSettings, old_keys={"caption_frames": "frames"},
+              settings=lambda ctx: {"frames": ctx.frames(ctx.config.section(CaptionSettings).frames).key()},
               prompts=lambda: text_digest(CLIP_CAPTION_PROMPT))

@@ -34,21 +34,14 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from mtvbench.construct.clipframes import image_frames
 from mtvbench.construct.llm import LazyFrames, StageModel, failure, gather_all, text_check
-from mtvbench.construct.records import (
-    Appearance,
-    BankEntry,
-    Detection,
-    Detections,
-    Failure,
-    MergeResult,
-    ObjectsResult,
-    VideoRecord,
-)
+from mtvbench.construct.records import Artifact, Failure, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext, text_digest
+from mtvbench.construct.stages.detect import Detection, Detections
+from mtvbench.construct.stages.merge import MergeResult
 from mtvbench.construct.textsim import LexicalSimilarity, TextSimilarity
 from mtvbench.errors import InputError
 from mtvbench.models.ask import ReaskPolicy, ask
@@ -57,6 +50,8 @@ from mtvbench.records import GenerationRequest
 
 
 class BankSettings(BaseModel):
+    """The ``bank`` section of the build config (the objects stage's settings)."""
+
     visual_weight: float = 0.6
     text_weight: float = 0.4
     threshold: float = 0.6
@@ -64,6 +59,37 @@ class BankSettings(BaseModel):
     label_must_match: bool = True
     hist_bins: tuple[int, int] = (30, 32)
     max_captions: int = 5
+
+
+class Appearance(BaseModel):
+    detection: int
+    segment: int | None
+    frame: int
+    time_s: float
+
+
+class BankEntry(BaseModel):
+    id: str
+    label: str
+    captions: list[str] = Field(default_factory=list)
+    histogram: list[float] = Field(default_factory=list)
+    appearances: list[Appearance] = Field(default_factory=list)
+
+    @property
+    def segments(self) -> list[int]:
+        return sorted({a.segment for a in self.appearances if a.segment is not None})
+
+    @property
+    def description(self) -> str:
+        return self.captions[0] if self.captions else self.label
+
+
+class ObjectsResult(Artifact):
+    captions: dict[int, str] = Field(default_factory=dict)  # detection id -> caption
+    text_similarity: str = "lexical"
+    entries: list[BankEntry] = Field(default_factory=list)
+    assignments: dict[int, str] = Field(default_factory=dict)  # detection id -> object ID
+    failures: list[Failure] = Field(default_factory=list)
 
 
 class Observation(BaseModel):
@@ -242,16 +268,16 @@ async def build_objects(video: str, video_dir: Path, detections: Detections, mer
 
 
 async def _run(ctx: StageContext, v: VideoRecord) -> ObjectsResult:
-    c = ctx.config
     return await build_objects(v.name, ctx.ws.video_dir(v.name), ctx.artifact(v, "detect", Detections),
-                               ctx.artifact(v, "merge", MergeResult), ctx.model("caption"), c.bank, ctx.textsim(),
-                               c.max_attempts)
+                               ctx.artifact(v, "merge", MergeResult), ctx.model("caption"),
+                               ctx.config.section(BankSettings), ctx.textsim(), ctx.config.max_attempts)
 
 
 STAGE = Stage(run=_run, artifact=ObjectsResult,
               help="6-7. Caption object crops and build the object memory bank (persistent IDs).",
-              upstream=("detect", "merge"), role="caption", object_stage=True,
-              settings=lambda ctx: {"bank": ctx.config.bank.model_dump(mode="json"),
+              upstream=("detect", "merge"), role="caption", object_stage=True, settings_model=BankSettings,
+              section="bank",
+              settings=lambda ctx: {"bank": ctx.config.section(BankSettings).model_dump(mode="json"),
                                     "textsim": ctx.config.text_embedder or "lexical"},
               prompts=lambda: text_digest(OBJECT_CAPTION_PROMPT), needs=("build", (("cv2", "opencv-python-headless"),)),
               prepare=lambda ctx: ctx.textsim() if ctx.config.text_embedder else None)
