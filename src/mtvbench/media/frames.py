@@ -159,7 +159,7 @@ def script_size_problem(rule: str, max_side: int | None, size: tuple[int, int] |
                 "longer side (--max-side N), not a fixed frame size")
     if rule == "internvl-script" and (size is None or size[0] != size[1]):
         return ("the InternVL script's frames are N x N tiles (its --max_pixels N): give a square frame size "
-                f"(--frame-size 448x448), got {'none' if size is None else f'{size[0]}x{size[1]}'}")
+                "(--frame-size 448x448)")
     return None
 
 
