@@ -89,13 +89,8 @@ def prepare_inputs(images: Sequence[Any], prompt: str, size: int = 448, max_num:
 
 
 def generation_config(params: GenParams) -> dict[str, Any]:
-    cfg: dict[str, Any] = {"max_new_tokens": params.max_new_tokens, "do_sample": params.do_sample}
-    if params.do_sample:
-        cfg.update({k: v for k, v in (("temperature", params.temperature), ("top_p", params.top_p),
-                                      ("top_k", params.top_k)) if v is not None})
-    if params.repetition_penalty is not None:
-        cfg["repetition_penalty"] = params.repetition_penalty
-    return cfg
+    """``chat()``'s generation_config: the ``generate()`` arguments that have a value."""
+    return {k: v for k, v in params.hf_kwargs().items() if v is not None}
 
 
 class InternVLEngine:
