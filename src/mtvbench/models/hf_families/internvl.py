@@ -10,6 +10,13 @@ and 728x728 for InternVideo2.5 before this step (the presets' frame size).
 Think mode (InternVL3.5): the preset's system prompt is set as ``model.system_message``; the
 answer is the text after ``</think>``.
 
+Under the authors' InternVL script (frames of the ``internvl-script`` rule: the script's segment
+middles as exact ``input_size`` tiles) the call is the script's: ``model.chat(tokenizer,
+pixel_values, question, generation_config, num_patches_list=..., history=HISTORY)`` with the
+question = the ``FrameK: <image>`` lines of every frame + the prompt, and ``HISTORY`` = the request's
+chat turns as ``(user, assistant)`` tuples (an empty list on a first turn), so InternVL's own
+``chat()`` puts the image tokens where it puts them for the script; one tile per frame.
+
 Settings (``extra``): ``input_size`` (448), ``max_num`` (1), ``use_thumbnail`` (True),
 ``dtype``, ``device_map``, ``use_flash_attn`` (True on CUDA).
 """
@@ -23,6 +30,7 @@ import numpy as np
 
 from mtvbench.models.local import GenParams, RawOutput, device_map, require_torch, system_of, torch_dtype
 from mtvbench.models.settings import BackendOptions
+from mtvbench.prompts import internvl_frame_prefix
 from mtvbench.records import GenerationRequest
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -96,9 +104,11 @@ def generation_config(params: GenParams) -> dict[str, Any]:
 class InternVLEngine:
     batch_size = 1  # chat() takes one conversation; frames of one turn already fill the batch
 
-    def __init__(self, checkpoint: str, options: BackendOptions):
+    def __init__(self, checkpoint: str, options: BackendOptions, model: Any = None, tokenizer: Any = None):
+        """Load ``checkpoint`` (remote code), or use the given ``model`` and ``tokenizer``."""
         torch, transformers = require_torch()
         self.torch = torch
+        self.transformers_version = str(transformers.__version__)
         self.options = options
         extra = options.extra
         self.size = int(extra.get("input_size", 448))
@@ -110,24 +120,37 @@ class InternVLEngine:
         dm = device_map(torch, options)
         if dm is not None:
             kwargs["device_map"] = dm
-        self.model = transformers.AutoModel.from_pretrained(checkpoint, **kwargs).eval()
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, trust_remote_code=True, use_fast=False)
+        if model is None:
+            model = transformers.AutoModel.from_pretrained(checkpoint, **kwargs).eval()
+        if tokenizer is None:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, trust_remote_code=True, use_fast=False)
+        self.model, self.tokenizer = model, tokenizer
         self.default_system = getattr(self.model, "system_message", None)
         self.dtype = kwargs["dtype"]
 
     def run(self, requests: Sequence[GenerationRequest], params: GenParams) -> list[RawOutput]:
         outs = []
         for r in requests:
+            script = r.frames is not None and r.frames.settings.rule == "internvl-script"
             images = r.frames.images() if r.frames is not None else []
-            pixels, patches, question = prepare_inputs(images, r.prompt, self.size, self.max_num, self.use_thumbnail)
+            size, max_num = (r.frames.width, 1) if script else (self.size, self.max_num)  # type: ignore[union-attr]
+            pixels, patches, question = prepare_inputs(images, r.prompt, size, max_num, self.use_thumbnail)
             pv = None
             if pixels is not None:
                 pv = self.torch.from_numpy(pixels).to(self.dtype).to(next(self.model.parameters()).device)
             self.model.system_message = system_of(r, self.options) or self.default_system
             with self.torch.inference_mode():
-                text = self.model.chat(self.tokenizer, pv, question, generation_config(params),
-                                       num_patches_list=patches or None, history=None, return_history=False)
-            outs.append(RawOutput(text=text, completion_tokens=len(self.tokenizer(text).input_ids)))
+                if script:  # the script's call: its frame lines, its HISTORY, nothing else
+                    question = internvl_frame_prefix(len(patches)) + r.prompt
+                    history = [(u, a) for u, a in r.chat_history or []]
+                    text = self.model.chat(self.tokenizer, pv, question, generation_config(params),
+                                           num_patches_list=patches, history=history)
+                else:
+                    text = self.model.chat(self.tokenizer, pv, question, generation_config(params),
+                                           num_patches_list=patches or None, history=None, return_history=False)
+            fed = {"transformers": self.transformers_version, "frames": len(patches), "tiles": sum(patches),
+                   "pixel_values": list(pixels.shape) if pixels is not None else None}
+            outs.append(RawOutput(text=text, completion_tokens=len(self.tokenizer(text).input_ids), inputs=fed))
         return outs
 
     def close(self) -> None:
