@@ -139,8 +139,11 @@ def test_authors_protocol_on_the_wire_and_in_the_run_identity(big_data: Path, ca
             assert parts[0]["type"] == "text" and {p["type"] for p in parts[1:]} == {"image_url"}
             assert body["max_tokens"] == 1024
             assert not {"temperature", "top_p", "top_k", "repetition_penalty"} & set(body)
-        config = (tmp_path / "run" / "config.yaml").read_text()
-        assert "protocol: authors" in config and "inference_sent: 'authors: eval/infer_qwen25vl.py'" in config
+        config = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+        assert config["protocol"] == "authors"  # served: said so, never claimed identical to the script
+        assert config["inference_sent"].startswith("authors: eval/infer_qwen25vl.py (served: the script's MP4 ")
+        assert "resampling of the MP4 (Qwen3-VL: 17 of 128 frames) and Qwen3-VL's clip timestamps not reproduced" \
+            in config["inference_sent"]
         # answers made under another protocol are never reused: the same run directory refuses paper
         again = run_cli(big_data, tmp_path / "run", cache, "qwen2.5-vl-7b@openai", "--model-base-url", srv.url,
                         "--protocol", "paper")

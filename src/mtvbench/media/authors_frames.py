@@ -66,9 +66,10 @@ from mtvbench.media.frames import (
     IndexRule,
     VideoError,
     VideoFrames,
+    encode_frame,
     encode_image,
     probe,
-    sample_frames,
+    reference_frames,
     sample_rgb,
 )
 from mtvbench.util.files import atomic_open, describe_os_error
@@ -262,12 +263,12 @@ def _qwen_frames(video: Path, settings: FrameSettings) -> VideoFrames:
         del decoded.frames[:]  # the source frames are in the clip now
         n = len(decoded.indices)
         own = FrameSettings(num_frames=n, max_side=None, jpeg_quality=settings.jpeg_quality, lossless=settings.lossless)
-        clip_frames = sample_frames(path, own, indices=lambda total: range(total))
-        if len(clip_frames) != n:
-            raise VideoError(f"{video}: the script's MP4 holds {len(clip_frames)} frames, {n} were written")
+        images = [encode_frame(f, own) for f in reference_frames(path)]  # every frame of the clip, in order
+        if len(images) != n:
+            raise VideoError(f"{video}: the script's MP4 holds {len(images)} frames, {n} were written")
         data = path.read_bytes()
     fields = {**decoded.sample_fields(), "width": w, "height": h}
-    return VideoFrames(**fields, settings=settings, jpegs=clip_frames.jpegs, clip=data)
+    return VideoFrames(**fields, settings=settings, jpegs=images, clip=data)
 
 
 # ---------------------------------------------------------------------------- InternVL
