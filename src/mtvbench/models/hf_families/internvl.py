@@ -149,7 +149,8 @@ class InternVLEngine:
                     text = self.model.chat(self.tokenizer, pv, question, generation_config(params),
                                            num_patches_list=patches or None, history=None, return_history=False)
             fed = {"transformers": self.transformers_version, "frames": len(patches), "tiles": sum(patches),
-                   "pixel_values": list(pixels.shape) if pixels is not None else None}
+                   "pixel_values": list(pixels.shape) if pixels is not None else None,
+                   "indices": list(r.frames.indices) if r.frames is not None else None}
             outs.append(RawOutput(text=text, completion_tokens=len(self.tokenizer(text).input_ids), inputs=fed))
         return outs
 
