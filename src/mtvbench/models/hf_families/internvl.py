@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from mtvbench.media.frames import VideoFrames
 from mtvbench.models.local import GenParams, RawOutput, device_map, require_torch, system_of, torch_dtype
 from mtvbench.models.settings import BackendOptions
 from mtvbench.prompts import internvl_frame_prefix
@@ -130,14 +131,11 @@ class InternVLEngine:
 
     def run(self, requests: Sequence[GenerationRequest], params: GenParams) -> list[RawOutput]:
         outs = []
+        device = next(self.model.parameters()).device
         for r in requests:
             script = r.frames is not None and r.frames.settings.rule == "internvl-script"
-            images = r.frames.images() if r.frames is not None else []
-            size, max_num = (r.frames.width, 1) if script else (self.size, self.max_num)  # type: ignore[union-attr]
-            pixels, patches, question = prepare_inputs(images, r.prompt, size, max_num, self.use_thumbnail)
-            pv = None
-            if pixels is not None:
-                pv = self.torch.from_numpy(pixels).to(self.dtype).to(next(self.model.parameters()).device)
+            pixels, patches = self._pixels(r.frames, script)
+            pv = pixels.to(device) if pixels is not None else None
             self.model.system_message = system_of(r, self.options) or self.default_system
             with self.torch.inference_mode():
                 if script:  # the script's call: its frame lines, its HISTORY, nothing else
@@ -146,6 +144,7 @@ class InternVLEngine:
                     text = self.model.chat(self.tokenizer, pv, question, generation_config(params),
                                            num_patches_list=patches, history=history)
                 else:
+                    question = frame_prefix(len(patches)) + r.prompt if patches else r.prompt
                     text = self.model.chat(self.tokenizer, pv, question, generation_config(params),
                                            num_patches_list=patches or None, history=None, return_history=False)
             fed = {"transformers": self.transformers_version, "frames": len(patches), "tiles": sum(patches),
@@ -153,6 +152,20 @@ class InternVLEngine:
                    "indices": list(r.frames.indices) if r.frames is not None else None}
             outs.append(RawOutput(text=text, completion_tokens=len(self.tokenizer(text).input_ids), inputs=fed))
         return outs
+
+    def _pixels(self, frames: VideoFrames | None, script: bool) -> tuple[Any, list[int]]:
+        """The frames' pixel values (the model's dtype, on the CPU) and tiles per frame, made once per video (every
+        turn of a video feeds the same ones). The script's tiles are fed as they are: one per frame."""
+        if frames is None or not len(frames):
+            return None, []
+        size, max_num = (frames.width, 1) if script else (self.size, self.max_num)
+        key = (size, max_num, self.use_thumbnail, str(self.dtype))
+        memo = frames.__dict__.get("_internvl_pixels")
+        if memo is None or memo[0] != key:
+            pixels, patches, _ = prepare_inputs(frames.images(), "", size, max_num, self.use_thumbnail)
+            memo = (key, self.torch.from_numpy(pixels).to(self.dtype), patches)
+            frames.__dict__["_internvl_pixels"] = memo
+        return memo[1], memo[2]
 
     def close(self) -> None:
         del self.model
