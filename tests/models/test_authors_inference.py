@@ -76,8 +76,9 @@ def observed(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
         apply, generate = self.processor.apply_chat_template, self.model.generate
 
         def template(messages: Any, **kw: Any) -> Any:
-            seen["template"].append((json.loads(json.dumps(messages)), dict(kw)))
-            return apply(messages, **kw)
+            out = apply(messages, **kw)
+            seen["template"].append((json.loads(json.dumps(messages)), dict(kw), set(out.keys())))
+            return out
 
         def gen(**kw: Any) -> Any:
             seen["generate"].append(kw)
@@ -137,12 +138,11 @@ def test_qwen_preset_on_a_local_checkpoint_sends_the_scripts_call(
     assert config["preset_overrides"] == ["max_tokens"]  # the local copy of the checkpoint is not a change
 
     # the script's apply_chat_template call, and generate(**inputs, max_new_tokens=N) with nothing else
-    assert observed["template"] and all(kw == TEMPLATE_KWARGS for _, kw in observed["template"])
-    for (messages, _), kw in zip(observed["template"], observed["generate"], strict=True):
-        assert set(kw) - {"max_new_tokens"} <= {"input_ids", "attention_mask", "mm_token_type_ids",
-                                                "pixel_values_videos", "video_grid_thw", "second_per_grid_ts"}
-        assert kw["max_new_tokens"] == 3 and "pixel_values_videos" in kw and "video_grid_thw" in kw
-    sent = {m[0]["content"][0]["text"]: m for batch, _ in observed["template"] for m in batch}
+    assert observed["template"] and all(kw == TEMPLATE_KWARGS for _, kw, _ in observed["template"])
+    for (_, _, inputs), kw in zip(observed["template"], observed["generate"], strict=True):
+        assert set(kw) == inputs | {"max_new_tokens"} and kw["max_new_tokens"] == 3  # **inputs, max_new_tokens=N
+        assert {"pixel_values_videos", "video_grid_thw"} <= inputs
+    sent = {m[0]["content"][0]["text"]: m for batch, _, _ in observed["template"] for m in batch}
 
     got = responses(run)
     script_turns = [t for t in load_qwen("sample") if t.kind == "model"]
