@@ -132,14 +132,19 @@ def system_of(request: GenerationRequest, options: BackendOptions) -> str | None
 
 def build_messages(request: GenerationRequest, system: str | None, mode: str) -> list[dict[str, Any]]:
     """Chat-template messages: optional system turn, then the frames (one video or N images) and
-    the prompt (Figure 15 text with the history and the question) in one user turn."""
+    the prompt (Figure 15 text with the history and the question) in one user turn; the prompt first
+    when ``request.text_first``."""
     content: list[dict[str, Any]] = []
     if request.frames is not None and len(request.frames):
         if mode == "video":
             content.append({"type": "video"})
         else:
             content.extend({"type": "image"} for _ in range(len(request.frames)))
-    content.append({"type": "text", "text": request.prompt})
+    text = {"type": "text", "text": request.prompt}
+    if request.text_first:  # the authors' Qwen script: the text, then the video
+        content.insert(0, text)
+    else:
+        content.append(text)
     messages: list[dict[str, Any]] = []
     if system:
         messages.append({"role": "system", "content": [{"type": "text", "text": system}]})
