@@ -61,7 +61,6 @@ def _bpe(special: list[str], vocab_size: int, unk: str | None) -> Any:
 
 
 def build_tiny_llava(dest: Path, seed: int = 0) -> Path:
-    import torch
     from transformers import (
         CLIPVisionConfig,
         LlavaConfig,
@@ -86,21 +85,13 @@ def build_tiny_llava(dest: Path, seed: int = 0) -> Path:
     config = LlavaConfig(vision_config=vision, text_config=text,
                          image_token_index=fast.convert_tokens_to_ids(IMAGE_TOKEN),
                          vision_feature_select_strategy="default", vision_feature_layer=-1)
-    torch.manual_seed(seed)
-    model = LlavaForConditionalGeneration(config)
-    model.generation_config.eos_token_id = fast.eos_token_id
-    model.generation_config.pad_token_id = fast.pad_token_id
-    dest.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(dest)
-    processor.save_pretrained(dest)
-    return dest
+    return _save(LlavaForConditionalGeneration, config, processor, fast, dest, seed)
 
 
 def build_tiny_qwen_vl(dest: Path, family: str, video_processor: object | None = None, seed: int = 0) -> Path:
     """A tiny ``qwen3_vl`` or ``qwen2_5_vl`` checkpoint with its real processor class, saved to ``dest``.
 
     ``video_processor``: the processor's video processor (default: the class's own defaults)."""
-    import torch
     import transformers as tf
 
     cls = getattr(tf, "Qwen2TokenizerFast", None) or tf.Qwen2Tokenizer  # the class the Qwen processors accept
@@ -132,10 +123,17 @@ def build_tiny_qwen_vl(dest: Path, family: str, video_processor: object | None =
         model_cls = tf.Qwen2_5_VLForConditionalGeneration
     else:
         raise ValueError(f"unknown family {family!r}")
+    return _save(model_cls, config, processor, fast, dest, seed)
+
+
+def _save(model_cls: Any, config: Any, processor: Any, tokenizer: Any, dest: Path, seed: int) -> Path:
+    """A randomly initialised ``model_cls(config)`` (seeded) and ``processor``, saved to ``dest``."""
+    import torch
+
     torch.manual_seed(seed)
     model = model_cls(config)
-    model.generation_config.eos_token_id = fast.eos_token_id
-    model.generation_config.pad_token_id = fast.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
     dest.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(dest)
     processor.save_pretrained(dest)
