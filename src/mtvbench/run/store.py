@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS responses (
     turn_id TEXT NOT NULL, fingerprint TEXT NOT NULL, parts TEXT NOT NULL, prompt TEXT NOT NULL,
     text TEXT NOT NULL, raw_text TEXT NOT NULL, reasoning TEXT, outcome TEXT NOT NULL, error TEXT,
-    usage TEXT NOT NULL, latency_s REAL, attempts INTEGER, created REAL NOT NULL,
+    usage TEXT NOT NULL, latency_s REAL, attempts INTEGER, created REAL NOT NULL, inputs TEXT,
     PRIMARY KEY (turn_id, fingerprint));
 CREATE TABLE IF NOT EXISTS verdicts (
     turn_id TEXT NOT NULL, run INTEGER NOT NULL, fingerprint TEXT NOT NULL, parts TEXT NOT NULL,
@@ -136,10 +136,11 @@ class RunStore:
     def _add_columns(self) -> None:
         """Columns added within this format (their absence means "not recorded"): a store written before
         them gets them, empty, so it is read and resumed as it was."""
-        have = {row[1] for row in self.db.execute("PRAGMA table_info(verdicts)")}
-        if "reply" not in have:
-            with self.db:
-                self.db.execute("ALTER TABLE verdicts ADD COLUMN reply TEXT")
+        for table, column in (("verdicts", "reply"), ("responses", "inputs")):
+            have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                with self.db:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
     def close(self) -> None:
         self.db.close()
@@ -227,10 +228,11 @@ class RunStore:
         now = time.time()
         with self._writing() as db:
             db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO responses (turn_id, fingerprint, parts, prompt, text, raw_text, reasoning, "
+                "outcome, error, usage, latency_s, attempts, created, inputs) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (turn_id, key.fingerprint, json.dumps(key.parts, sort_keys=True), prompt, res.text, res.raw_text,
                  res.reasoning, res.outcome, redact_secrets(res.error), res.usage.model_dump_json(), res.latency_s,
-                 res.attempts, now))
+                 res.attempts, now, json.dumps(res.inputs, sort_keys=True) if res.inputs is not None else None))
             self._ledger(db, "model", turn_id, res.outcome, res.attempts, res.usage.prompt_tokens,
                          res.usage.completion_tokens, res.latency_s, now)
 
@@ -245,6 +247,7 @@ class RunStore:
     def _response_row(rec: dict[str, Any]) -> dict[str, Any]:
         rec["usage"] = json.loads(rec["usage"])
         rec["parts"] = json.loads(rec["parts"])
+        rec["inputs"] = json.loads(rec["inputs"]) if rec.get("inputs") else None
         return rec
 
     def response_rows(self) -> list[dict[str, Any]]:
