@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
     {"data"},
     {"prompts", "records"},
     {"models"},
+    {"ledger"},
     {"protocol"},
     {"extras", "config", "judge", "checklist_gen"},
     {"scoring"},
