@@ -114,3 +114,46 @@ def test_moved_names_still_import_with_a_warning() -> None:
     assert any("mtvbench.ledger.dispatch_local.CallGate" in m for m in messages), messages
     with pytest.raises(ImportError):
         from mtvbench.run.executor import LocalExecutor  # noqa: F401 - its shape changed: LocalDispatcher
+
+
+def test_a_watchdog_error_ends_the_run() -> None:
+    """What a stall detector does: its error ends ``run_videos`` while calls are still waiting."""
+    from mtvbench.ledger.dispatch import run_videos
+    from mtvbench.ledger.dispatch_local import _LocalLane
+
+    class Slow(_Model):
+        async def generate(self, request: GenerationRequest) -> GenerationResult:
+            await asyncio.sleep(30)
+            raise AssertionError("never answered")
+
+    class Stalled(Exception):
+        pass
+
+    async def watchdog() -> None:
+        await asyncio.sleep(0.05)
+        raise Stalled("no progress")
+
+    async def go() -> None:
+        writer = _Writer(set(), set())
+        lane = _LocalLane(writer, CallGate(Slow(), 1), None, needs_frames=False)  # type: ignore[arg-type]
+        jobs = [VideoJob("v", Path("v.mp4"), [DialogueTurns("a", [1, 2])])]  # type: ignore[list-item]
+        await asyncio.wait_for(run_videos(jobs, writer, 1, lambda state: lane, watchdog), 10)  # type: ignore[arg-type]
+
+    with pytest.raises(Stalled):
+        asyncio.run(go())
+
+
+def test_both_dispatchers_implement_the_whole_lifecycle() -> None:
+    import inspect
+
+    from mtvbench.ledger.dispatch import Dispatcher
+    from mtvbench.ledger.dispatch_ray import RayDispatcher
+
+    members = [n for n in ("driver_model", "start", "run", "backend", "offload", "aclose") if hasattr(Dispatcher, n)]
+    assert len(members) == 6
+    for cls in (LocalDispatcher, RayDispatcher):
+        assert {"name", "remote_calls"} <= set(vars(cls))
+        for n in members:
+            want, got = inspect.signature(getattr(Dispatcher, n)), inspect.signature(getattr(cls, n))
+            assert list(got.parameters) == list(want.parameters), (cls.__name__, n)
+            assert inspect.iscoroutinefunction(getattr(cls, n)) == inspect.iscoroutinefunction(getattr(Dispatcher, n))

@@ -235,9 +235,12 @@ async def run_videos(jobs: Sequence[VideoJob], writer: TurnWriter, held: int,
     watch = asyncio.ensure_future(watchdog())
     try:
         await asyncio.wait([videos, watch], return_when=asyncio.FIRST_COMPLETED)
-        if watch.done() and watch.exception() is not None:
+        error = watch.exception() if watch.done() and not watch.cancelled() else None
+        if error is not None:
             videos.cancel()
-            raise watch.exception()  # type: ignore[misc]
+            with contextlib.suppress(asyncio.CancelledError):
+                await videos
+            raise error
         await videos
     finally:
         watch.cancel()

@@ -247,7 +247,7 @@ class Replica:
         os.environ.update(spec.env)  # this actor's own process; the key's variable only
         self.spec = spec
         self.model = create_backend(spec.spec, BackendOptions.model_validate(spec.options))
-        self._frames: OrderedDict[str, VideoFrames] = OrderedDict()
+        self._frames: OrderedDict[str, asyncio.Future[VideoFrames]] = OrderedDict()
 
     def ready(self) -> dict[str, Any]:
         import ray
@@ -268,15 +268,19 @@ class Replica:
 
     async def _resolve(self, ref: Any) -> VideoFrames:
         """A video's frames, resolved once while the video is in flight (the same object for every turn,
-        so their encoded parts are reused)."""
+        so their encoded parts are reused); the ``frames_held`` videos used last are kept."""
         key = ref.hex()
-        frames = self._frames.get(key)
-        if frames is None:
-            frames = self._frames[key] = await ref
+        fetch = self._frames.get(key)
+        if fetch is None:
+            fetch = self._frames[key] = asyncio.ensure_future(ref)
             while len(self._frames) > max(1, self.spec.frames_held):
                 self._frames.popitem(last=False)
         self._frames.move_to_end(key)
-        return frames
+        try:
+            return await asyncio.shield(fetch)
+        except Exception:
+            self._frames.pop(key, None)  # not kept: the next turn fetches them again
+            raise
 
     async def close(self) -> None:
         await self.model.aclose()
