@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"data"},
     {"prompts", "records"},
     {"models"},
-    {"ledger"},
+    {"dispatch"},
     {"protocol"},
     {"extras", "config", "judge", "checklist_gen"},
     {"scoring"},

@@ -197,7 +197,7 @@ ExecutorName = Literal["local", "ray"]
 
 
 class RaySettings(BaseModel):
-    """Resources of ``--executor ray`` (:mod:`mtvbench.ledger.dispatch_ray`, for run and build).
+    """Resources of ``--executor ray`` (:mod:`mtvbench.dispatch.ray`, for run and build).
     How work is spread never changes a result: none of this is part of a run's identity."""
 
     model_config = _STRICT

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mtvbench.config import ConfigError, build_config
-from mtvbench.ledger.dispatch_ray import RemoteEngine, driver_model, replica_options
+from mtvbench.dispatch.ray import RemoteEngine, driver_model, replica_options
 from mtvbench.models.settings import BackendOptions
 from tests.support.run_helpers import cli
 

@@ -9,8 +9,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from mtvbench.ledger.dispatch import NotSent
-from mtvbench.ledger.dispatch_local import CallGate
+from mtvbench.dispatch import NotSent
+from mtvbench.dispatch.local import CallGate
 from mtvbench.models.registry import register_backend
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult

@@ -67,9 +67,9 @@ from mtvbench.construct.records import Artifact, ArtifactMeta, Shortfall, VideoR
 from mtvbench.construct.stages import STAGES, Role, stage_names
 from mtvbench.construct.textsim import TextSimilarity, make_textsim
 from mtvbench.construct.workspace import Inspection, Workspace, WorkspaceError
+from mtvbench.dispatch import Dispatcher
+from mtvbench.dispatch.local import LocalDispatcher
 from mtvbench.errors import InputError, MtvbenchError, require
-from mtvbench.ledger.dispatch import Dispatcher
-from mtvbench.ledger.dispatch_local import LocalDispatcher
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings, VideoError
 from mtvbench.models.backend import ModelBackend
@@ -77,7 +77,7 @@ from mtvbench.run.runner import RunProgress
 from mtvbench.util.files import VideoMode
 
 if TYPE_CHECKING:
-    from mtvbench.ledger.dispatch_ray import RayDispatcher
+    from mtvbench.dispatch.ray import RayDispatcher
 
 A = TypeVar("A", bound=Artifact)
 Status = Literal["done", "skipped", "incomplete", "blocked", "failed"]
@@ -147,12 +147,12 @@ class Builder:
 
     # ------------------------------------------------------------ where the work runs
     def dispatcher(self) -> Dispatcher:
-        """Where per-video work and model calls run (:mod:`mtvbench.ledger.dispatch`): this process, or
+        """Where per-video work and model calls run (:mod:`mtvbench.dispatch`): this process, or
         with ``executor: ray`` the Ray cluster (joined on first use)."""
         if self._dispatcher is None:
             c = self.config
             if c.executor == "ray":
-                from mtvbench.ledger.dispatch_ray import RayDispatcher
+                from mtvbench.dispatch.ray import RayDispatcher
 
                 self._dispatcher = RayDispatcher(c.ray_address, c.ray, c.concurrency)
             else:

@@ -18,12 +18,12 @@ from pathlib import Path
 from mtvbench.config import RunConfig
 from mtvbench.data.official import load_benchmark
 from mtvbench.data.schema import Benchmark
+from mtvbench.dispatch import Dispatcher
+from mtvbench.dispatch.local import LocalDispatcher
 from mtvbench.errors import InputError, MtvbenchError, OutputError, RunDirError
 from mtvbench.extras import require_backend
 from mtvbench.judge.factory import create_judge
 from mtvbench.judge.protocol import Judge
-from mtvbench.ledger.dispatch import Dispatcher
-from mtvbench.ledger.dispatch_local import LocalDispatcher
 from mtvbench.media.cache import FrameCache, fingerprint
 from mtvbench.media.frames import VideoError
 from mtvbench.models.backend import ModelBackend
@@ -83,7 +83,7 @@ def dispatcher_for(cfg: RunConfig, cache_root: Path | None) -> Dispatcher:
     extra one error, before anything is written)."""
     if cfg.executor != "ray":
         return LocalDispatcher(cfg.concurrency, cfg.videos_in_flight, cfg.decode_workers)
-    from mtvbench.ledger.dispatch_ray import RayDispatcher
+    from mtvbench.dispatch.ray import RayDispatcher
 
     return RayDispatcher(cfg.ray_address, cfg.ray, cfg.concurrency, videos_in_flight=cfg.videos_in_flight,
                          frame_settings=cfg.frame_settings(), cache_root=cache_root)

@@ -5,7 +5,7 @@ The runner decides *what* is asked (only stored results whose fingerprint is the
 :mod:`mtvbench.run.identity`, count as done; every other turn is asked again and the reasons
 are reported) and it is the only writer of the run store. *How* the model under test is asked
 (frames decoded ahead, bounded calls, batches, other processes or machines) is the dispatcher's
-job (:mod:`mtvbench.ledger.dispatch`): the runner is its :class:`~mtvbench.ledger.dispatch.TurnWriter`,
+job (:mod:`mtvbench.dispatch`): the runner is its :class:`~mtvbench.dispatch.TurnWriter`,
 so the dispatcher calls :meth:`Runner.request` to build a turn's request and :meth:`Runner.record`
 with each result, which stores it, updates the breaker and spawns the judge runs of a scored turn
 (and says whether a self-context dialogue goes on). The judge runs in this process (async calls,
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Benchmark, Dialogue, Round
+from mtvbench.dispatch import DialogueTurns, Dispatcher, VideoJob, frame_cache_warning
+from mtvbench.dispatch.local import LocalDispatcher
 from mtvbench.errors import MtvbenchError
 from mtvbench.judge.protocol import Judge
-from mtvbench.ledger.dispatch import DialogueTurns, Dispatcher, VideoJob, frame_cache_warning
-from mtvbench.ledger.dispatch_local import LocalDispatcher
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import VideoFrames
 from mtvbench.models.backend import ModelBackend

@@ -2,7 +2,7 @@
 
 A module whose public names moved keeps only a module-level ``__getattr__`` made here::
 
-    __getattr__ = moved_names(__name__, {"CallGate": "mtvbench.ledger.dispatch_local",
+    __getattr__ = moved_names(__name__, {"CallGate": "mtvbench.dispatch.local",
                                          "OldName": "mtvbench.somewhere:NewName"})
 
 Importing an old name gives the object itself (the same class, not a copy) and a ``DeprecationWarning``

@@ -2,7 +2,7 @@
 
 A *writer* decides what is asked and is the only one that stores anything (the evaluation's
 :class:`~mtvbench.run.runner.Runner`); a *dispatcher* decides where the work runs: in this process
-(:mod:`.dispatch_local`) or on a Ray cluster (:mod:`.dispatch_ray`). Both implement one lifecycle
+(:mod:`.local`) or on a Ray cluster (:mod:`.ray`). Both implement one lifecycle
 (:class:`Dispatcher`)::
 
     model = dispatcher.driver_model(spec, options)  # the backend the writer holds

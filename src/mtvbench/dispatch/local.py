@@ -1,6 +1,6 @@
 """The dispatcher of one process: the pipelined local executor.
 
-The videos go through :func:`~mtvbench.ledger.dispatch.run_videos` with three stages in this process:
+The videos go through :func:`~mtvbench.dispatch.run_videos` with three stages in this process:
 
 1. **Frames, decoded ahead.** Videos are taken in order; a video first takes one of
    ``videos_in_flight`` slots (the memory bound: frames are held for at most that many
@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from mtvbench.ledger.dispatch import NotSent, TurnWriter, VideoJob, VideoState, run_videos
+from mtvbench.dispatch import NotSent, TurnWriter, VideoJob, VideoState, run_videos
 from mtvbench.models.backend import generate_many
 from mtvbench.models.registry import create_backend
 
@@ -167,7 +167,7 @@ class _LocalLane:
 
 
 class LocalDispatcher:
-    """The :class:`~mtvbench.ledger.dispatch.Dispatcher` of one process (see the module docstring)."""
+    """The :class:`~mtvbench.dispatch.Dispatcher` of one process (see the module docstring)."""
 
     name = "local"
     remote_calls = False

@@ -2,13 +2,13 @@
 
 What stays in this process (the *driver*): everything that decides a result. The writer (planning,
 the run store or the build's artifacts and call journal, the fingerprints, the judge) is the only
-writer; the pipeline (:func:`~mtvbench.ledger.dispatch.run_videos`: which turn is asked when, the
+writer; the pipeline (:func:`~mtvbench.dispatch.run_videos`: which turn is asked when, the
 self-context chain, the stop test) is the local run's. What goes to the cluster:
 
 - **Model calls** run on *replicas*: Ray actors that each create the backend once (``hf:``/``vllm:``:
   one model per replica with ``ray.num_gpus`` GPUs, tensor parallel inside it with
   ``tensor_parallel_size``; API backends: async actors). Each replica has a call gate here
-  (:class:`~mtvbench.ledger.dispatch_local.CallGate`: ``concurrency`` split over the replicas, a
+  (:class:`~mtvbench.dispatch.local.CallGate`: ``concurrency`` split over the replicas, a
   batching backend's ready turns sent as one batch), so a stopped run sends nothing more. A replica
   only answers: every result comes back to the driver, which records it the moment it arrives.
 - **Frames** (run) are decoded in Ray tasks through the same :class:`~mtvbench.media.cache.FrameCache`
@@ -45,8 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mtvbench._version import __version__
-from mtvbench.errors import MissingExtraError, MtvbenchError
-from mtvbench.ledger.dispatch import (
+from mtvbench.dispatch import (
     NotAsked,
     NotSent,
     TurnWriter,
@@ -55,7 +54,8 @@ from mtvbench.ledger.dispatch import (
     frame_cache_warning,
     run_videos,
 )
-from mtvbench.ledger.dispatch_local import CallGate, batch_size_of
+from mtvbench.dispatch.local import CallGate, batch_size_of
+from mtvbench.errors import MissingExtraError, MtvbenchError
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import FrameSettings, VideoError, VideoFrames
 from mtvbench.models.backend import generate_many
@@ -496,7 +496,7 @@ class _RayLane:
 
 
 class RayDispatcher:
-    """The :class:`~mtvbench.ledger.dispatch.Dispatcher` on a Ray cluster (see the module docstring).
+    """The :class:`~mtvbench.dispatch.Dispatcher` on a Ray cluster (see the module docstring).
     Ray is joined (or started) on first use; :meth:`aclose` leaves it when this dispatcher joined it."""
 
     name = "ray"

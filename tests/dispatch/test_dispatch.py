@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from mtvbench.ledger.dispatch import DialogueTurns, VideoJob, run_dialogue
-from mtvbench.ledger.dispatch_local import CallGate, LocalDispatcher
+from mtvbench.dispatch import DialogueTurns, VideoJob, run_dialogue
+from mtvbench.dispatch.local import CallGate, LocalDispatcher
 from mtvbench.media.frames import VideoError
 from mtvbench.records import GenerationRequest, GenerationResult
 
@@ -109,17 +109,17 @@ def test_moved_names_still_import_with_a_warning() -> None:
         from mtvbench.run.executor import CallGate as old_gate
         from mtvbench.run.ray_executor import connect as old_connect
     assert old_gate is CallGate
-    assert old_connect.__module__ == "mtvbench.ledger.dispatch_ray"
+    assert old_connect.__module__ == "mtvbench.dispatch.ray"
     messages = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
-    assert any("mtvbench.ledger.dispatch_local.CallGate" in m for m in messages), messages
+    assert any("mtvbench.dispatch.local.CallGate" in m for m in messages), messages
     with pytest.raises(ImportError):
         from mtvbench.run.executor import LocalExecutor  # noqa: F401 - its shape changed: LocalDispatcher
 
 
 def test_a_watchdog_error_ends_the_run() -> None:
     """What a stall detector does: its error ends ``run_videos`` while calls are still waiting."""
-    from mtvbench.ledger.dispatch import run_videos
-    from mtvbench.ledger.dispatch_local import _LocalLane
+    from mtvbench.dispatch import run_videos
+    from mtvbench.dispatch.local import _LocalLane
 
     class Slow(_Model):
         async def generate(self, request: GenerationRequest) -> GenerationResult:
@@ -146,8 +146,8 @@ def test_a_watchdog_error_ends_the_run() -> None:
 def test_both_dispatchers_implement_the_whole_lifecycle() -> None:
     import inspect
 
-    from mtvbench.ledger.dispatch import Dispatcher
-    from mtvbench.ledger.dispatch_ray import RayDispatcher
+    from mtvbench.dispatch import Dispatcher
+    from mtvbench.dispatch.ray import RayDispatcher
 
     members = [n for n in ("driver_model", "start", "run", "backend", "offload", "aclose") if hasattr(Dispatcher, n)]
     assert len(members) == 6
