@@ -55,8 +55,8 @@ from mtvbench.data.layout import (
 from mtvbench.data.official import VIDEO_SUFFIXES
 from mtvbench.data.schema import TASKS
 from mtvbench.errors import InputError, MtvbenchError, OutputError
+from mtvbench.ledger.lock import file_lock
 from mtvbench.util.files import atomic_write_text, describe_os_error, ensure_dir
-from mtvbench.util.locks import file_lock
 from mtvbench.util.paths import cache_dir
 
 HF_PREFIX = "hf:"
