@@ -18,7 +18,6 @@ that those requests are asked afresh. API keys never reach the journal (only rep
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from mtvbench.ledger.keys import parts_digest
 from mtvbench.ledger.sqlite import Schema, errors_named, open_db, transaction
 from mtvbench.records import GenerationRequest, GenerationResult, Outcome
 
@@ -53,14 +53,12 @@ class StoredReply(BaseModel):
 
 
 def request_key(model: str, request: GenerationRequest, frames_key: str | None) -> str:
-    """What identifies a request: model, id (with the attempt), prompt, frame source, generation settings."""
-    h = hashlib.sha256()
-    for part in (model, request.id, request.system or "", request.prompt, frames_key or "",
-                 repr((request.max_tokens, request.temperature, request.top_p, request.top_k,
-                       sorted(request.extra.items())))):
-        h.update(part.encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
-    return h.hexdigest()
+    """What identifies a request: model, id (with the attempt), prompt, frame source, generation settings
+    (:func:`mtvbench.ledger.keys.parts_digest`, the key every stored reply was saved under)."""
+    settings = repr((request.max_tokens, request.temperature, request.top_p, request.top_k,
+                     sorted(request.extra.items())))
+    return parts_digest((model, request.id, request.system or "", request.prompt, frames_key or "", settings),
+                        terminated=True)
 
 
 class CallJournal:

@@ -14,14 +14,13 @@ current ones is stale (see :mod:`.workspace`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from mtvbench.data.schema import ChecklistItem, Task
+from mtvbench.ledger.keys import digest
 
 STAGES = ("split", "caption", "merge", "keyframes", "detect", "objects", "crossscene", "score", "generate",
           "checklists")
@@ -89,14 +88,9 @@ class Artifact(BaseModel):
         return None
 
 
-def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
 def content_digest(artifact: Artifact) -> str:
-    """SHA-256 (24 hex digits) of the artifact's content without its ``meta``, key order ignored."""
-    body = canonical_json(artifact.model_dump(mode="json", exclude={"meta"}))
-    return hashlib.sha256(body.encode()).hexdigest()[:24]
+    """The digest (24 hex digits) of the artifact's content without its ``meta``, key order ignored."""
+    return digest(artifact.model_dump(mode="json", exclude={"meta"}), length=24)
 
 
 # ------------------------------------------------------------------ 1. split

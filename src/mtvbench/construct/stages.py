@@ -18,12 +18,12 @@ code with :func:`register_stage`. Stage names are the keys of stored artifacts
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from mtvbench.extras import require_backend, require_modules
+from mtvbench.ledger.keys import text_digest
 from mtvbench.registry import Registry
 
 if TYPE_CHECKING:
@@ -178,11 +178,6 @@ def require_build_config(stages: Iterable[str], config: BuildConfig, *, backends
     if backends and any(stage.role is not None for stage in active.values()):
         for spec in sorted({config.model, *config.models.values()} - {None, ""}):
             require_backend(str(spec), "build")
-
-
-def text_digest(*parts: str) -> str:
-    """A short digest of prompt texts (for :attr:`Stage.prompts`)."""
-    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 
 
 __all__ = ["ROLES", "STAGES", "Role", "Stage", "StageContext", "register_stage", "require_build", "require_stages",

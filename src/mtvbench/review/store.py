@@ -22,7 +22,6 @@ token moves it on, so the links already handed out stop working at once).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 import sqlite3
@@ -35,6 +34,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from mtvbench.errors import InputError
+from mtvbench.ledger.keys import parts_digest
 from mtvbench.ledger.sqlite import Schema, connect, open_db, transaction
 from mtvbench.review.model import (
     ROLES,
@@ -88,7 +88,8 @@ def now_iso() -> str:
 
 
 def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+    """SHA-256 of an access token (what ``users.token_sha256`` holds)."""
+    return parts_digest((token,))
 
 
 class Principal(BaseModel):
