@@ -35,7 +35,6 @@ from mtvbench.errors import RunDirError
 from mtvbench.ledger.sqlite import Schema, errors_named, get_meta, open_db, put_meta, transaction
 from mtvbench.records import GenerationResult, JudgeVerdict
 from mtvbench.run.identity import ResultKey
-from mtvbench.util.secrets import redact_secrets
 
 #: response outcomes that are final (a resumed run does not ask again)
 FINAL_OUTCOMES = ("ok", "blocked", "empty")
@@ -158,7 +157,7 @@ class RunStore:
             db.execute(
                 "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (turn_id, key.fingerprint, json.dumps(key.parts, sort_keys=True), prompt, res.text, res.raw_text,
-                 res.reasoning, res.outcome, redact_secrets(res.error), res.usage.model_dump_json(), res.latency_s,
+                 res.reasoning, res.outcome, res.error, res.usage.model_dump_json(), res.latency_s,
                  res.attempts, now))
             self._ledger(db, "model", turn_id, res.outcome, res.attempts, res.usage.prompt_tokens,
                          res.usage.completion_tokens, res.latency_s, now)
@@ -195,7 +194,7 @@ class RunStore:
                 "error, usage, latency_s, created, reply) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (turn_id, v.run, key.fingerprint, json.dumps(key.parts, sort_keys=True), v.status,
                  json.dumps(v.verdicts) if v.verdicts is not None else None, json.dumps(v.raw), v.attempts,
-                 redact_secrets(v.error), v.usage.model_dump_json(), v.latency_s, now,
+                 v.error, v.usage.model_dump_json(), v.latency_s, now,
                  json.dumps(v.reply) if v.reply is not None else None))
             self._ledger(db, "judge", turn_id, v.status, v.attempts, v.usage.prompt_tokens,
                          v.usage.completion_tokens, v.latency_s, now)
