@@ -15,7 +15,7 @@ import pytest
 
 from mtvbench import __version__
 from mtvbench.construct.journal import CallJournal
-from mtvbench.errors import InputError, OutputError
+from mtvbench.errors import InputError, OutputError, RunDirError
 from mtvbench.ledger.sqlite import (
     DatabaseError,
     DatabaseFormatError,
@@ -27,6 +27,7 @@ from mtvbench.ledger.sqlite import (
     transaction,
 )
 from mtvbench.review.store import ReviewStore
+from mtvbench.run.store import RunStore
 from tests.support.run_helpers import subprocess_env
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -156,6 +157,13 @@ def test_a_corrupt_file_is_one_error_naming_it(tmp_path: Path) -> None:
     assert e.value.hint == "use another file"
     with pytest.raises(DatabaseFormatError, match="is not a file"):
         open_db(tmp_path, V1)
+
+
+def test_a_refused_run_store_is_still_a_run_directory_error(tmp_path: Path) -> None:
+    (tmp_path / RunStore.FILENAME).write_bytes(b"overwritten" * 500)
+    with pytest.raises(RunDirError) as e:  # what library callers of load_scored/evaluate catch
+        RunStore(tmp_path, create=False)
+    assert isinstance(e.value, DatabaseError) and "store.sqlite: not a run store mtvbench can read" in e.value.message
 
 
 def test_a_column_added_within_a_format_is_added_empty(tmp_path: Path) -> None:

@@ -84,6 +84,8 @@ class Schema:
     hint: str | None = None
     #: what to do after a failed write
     write_hint: str | None = None
+    #: the class of a refusal (a subclass, when callers of this kind catch a narrower error too)
+    refusal: type[DatabaseFormatError] = DatabaseFormatError
 
     def statements(self) -> list[str]:
         return [META_DDL] + [s.strip() for s in self.ddl.split(";") if s.strip()]
@@ -99,14 +101,14 @@ def mapped_error(path: Path, schema: Schema, e: sqlite3.Error, *, writing: bool 
     """The one error for a failure of SQLite on ``path`` (see the module doc)."""
     msg = str(e)
     if any(s in msg for s in _NOT_A_DB):
-        return DatabaseFormatError(f"{path}: not a {schema.kind} mtvbench can read (SQLite says: {msg})",
-                                   hint=schema.hint)
+        return schema.refusal(f"{path}: not a {schema.kind} mtvbench can read (SQLite says: {msg})",
+                              hint=schema.hint)
     if any(s in msg for s in _NO_ROOM):
         return DatabaseWriteError(f"{path}: cannot write {schema.records}: {msg} (the disk may be full, or the file "
                                   "may not grow any further)", hint=schema.write_hint)
     if writing or "unable to open" in msg or "readonly" in msg:
         return DatabaseWriteError(f"{path}: cannot write {schema.records}: {msg}", hint=schema.write_hint)
-    return DatabaseFormatError(f"{path}: cannot read the {schema.kind} ({msg})", hint=schema.hint)
+    return schema.refusal(f"{path}: cannot read the {schema.kind} ({msg})", hint=schema.hint)
 
 
 @contextlib.contextmanager
@@ -188,18 +190,18 @@ def _found_version(db: sqlite3.Connection, path: Path, schema: Schema) -> int:
     names = _names(db)
     kind = get_meta(db, "kind")
     if kind is not None and kind != schema.kind:
-        raise DatabaseFormatError(f"{path}: not a {schema.kind} (it is a {kind})", hint=schema.hint)
+        raise schema.refusal(f"{path}: not a {schema.kind} (it is a {kind})", hint=schema.hint)
     found = get_meta(db, "schema_version")
     if found is None and (schema.unversioned is None or not (names & schema.names())):
-        raise DatabaseFormatError(f"{path}: not a {schema.kind} (no format recorded, and none of its tables)",
-                                  hint=schema.hint)
+        raise schema.refusal(f"{path}: not a {schema.kind} (no format recorded, and none of its tables)",
+                             hint=schema.hint)
     found = schema.unversioned if found is None else found
     if not isinstance(found, int) or found > schema.version or (
             found < schema.version and any(v not in schema.migrations for v in range(found, schema.version))):
         from mtvbench import __version__
 
         newer = isinstance(found, int) and found > schema.version
-        raise DatabaseFormatError(
+        raise schema.refusal(
             f"{path}: {schema.kind.replace(' ', '-')} format {found} (written by {_made_by(db)}); this mtvbench "
             f"({__version__}) reads format {schema.version}",
             hint="upgrade mtvbench to open it" if newer else schema.hint)
@@ -234,7 +236,7 @@ def open_db(path: Path, schema: Schema, *, threads: bool = False) -> sqlite3.Con
     """A connection to ``path`` set up and of the current format (created, migrated or refused: module doc)."""
     path = Path(path)
     if path.exists() and not path.is_file():
-        raise DatabaseFormatError(f"{path}: is not a file", hint=schema.hint)
+        raise schema.refusal(f"{path}: is not a file", hint=schema.hint)
     ensure_dir(path.parent)
     db = connect(path, schema, threads=threads)
     try:
@@ -244,7 +246,8 @@ def open_db(path: Path, schema: Schema, *, threads: bool = False) -> sqlite3.Con
                 _found_version(db, path, schema)  # a refusal writes nothing
         with errors_named(path, schema, writing=fresh):
             db.execute("PRAGMA journal_mode=WAL")  # recorded in the file: once set, a no-op
-        if fresh or _needs_work(db, schema):
+            work = fresh or _needs_work(db, schema)
+        if work:
             with transaction(db, path, schema):
                 _bring_up_to_date(db, path, schema)
     except BaseException:

@@ -32,7 +32,15 @@ from typing import Any
 from mtvbench import __version__
 from mtvbench.config import RUN_SCHEMA_VERSION
 from mtvbench.errors import RunDirError
-from mtvbench.ledger.sqlite import Schema, errors_named, get_meta, open_db, put_meta, transaction
+from mtvbench.ledger.sqlite import (
+    DatabaseFormatError,
+    Schema,
+    errors_named,
+    get_meta,
+    open_db,
+    put_meta,
+    transaction,
+)
 from mtvbench.records import GenerationResult, JudgeVerdict
 from mtvbench.run.identity import ResultKey
 
@@ -41,8 +49,12 @@ FINAL_OUTCOMES = ("ok", "blocked", "empty")
 #: judge statuses that are final
 FINAL_JUDGE = ("ok", "unparsed")
 
+class RunStoreError(DatabaseFormatError, RunDirError):
+    """A store.sqlite that cannot be read as a run store (also a :class:`~mtvbench.errors.RunDirError`)."""
+
+
 SCHEMA = Schema(
-    kind="run store", version=RUN_SCHEMA_VERSION, records="results", unversioned=1,
+    kind="run store", refusal=RunStoreError, version=RUN_SCHEMA_VERSION, records="results", unversioned=1,
     ddl="""
 CREATE TABLE IF NOT EXISTS responses (
     turn_id TEXT NOT NULL, fingerprint TEXT NOT NULL, parts TEXT NOT NULL, prompt TEXT NOT NULL,
