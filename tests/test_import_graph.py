@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mtvbench"
 
 #: bottom to top; a package imports only from layers below its own
 LAYERS: list[set[str]] = [
-    {"errors"},
+    {"errors", "_version"},
     {"util", "registry"},
     {"ledger"},
     {"media"},
@@ -104,3 +104,67 @@ def test_no_package_cycles() -> None:
 
     cycles = sorted({tuple(sorted((a, b))) for a in list(graph) for b in graph[a] if reaches(b, a)})
     assert not cycles, f"packages that import each other (directly or through others): {cycles}"
+
+
+# ---------------------------------------------------------------- file level
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def file_edges(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports (``package`` itself included)."""
+    modules = {module_name(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = defaultdict(set)
+    for name, path in modules.items():
+        if not (name == package or name.startswith(package + ".")):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        targets = {module for module, _ in _imports(tree)}
+        targets |= {f"{node.module}.{a.name}" for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.module for a in node.names}
+        graph[name] |= {t for t in targets if t in modules and t != name
+                        and (t == package or t.startswith(package + "."))}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_file_level_import_cycle() -> None:
+    """No module imports itself through others (every import counted, as above; ``from PACKAGE import NAME``
+    counts as importing the module ``PACKAGE.NAME`` when there is one)."""
+    found = cycles(file_edges("mtvbench"))
+    assert not found, "modules that import each other (directly or through others): " + "; ".join(
+        " <-> ".join(c) for c in found)

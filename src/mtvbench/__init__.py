@@ -9,22 +9,17 @@ use, so ``import mtvbench`` stays cheap::
                                  "judge": "openai:gemini-2.5-flash", "out": "runs/gpt-4o"})
     scores, summary = mtvbench.evaluate(cfg)
 
-Extending (a backend, an analysis, a construction stage): ``docs/extending.md``.
+Extending (a backend, a judge, an analysis, a construction stage): ``docs/extending.md``.
 """
 
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
-
-try:
-    __version__ = version("mtvbench")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0+unknown"
 
 #: public name -> the module that defines it
 _EXPORTS = {
+    "__version__": "mtvbench._version",
     # evaluating
     "evaluate": "mtvbench.run.evaluate",
     "RunConfig": "mtvbench.config",
@@ -48,6 +43,7 @@ _EXPORTS = {
     "register_backend": "mtvbench.models.registry",
     "create_backend": "mtvbench.models.registry",
     "create_judge": "mtvbench.judge.factory",
+    "register_judge": "mtvbench.judge.registry",
     "register_analysis": "mtvbench.analysis.registry",
     "Stage": "mtvbench.construct.stages",
     "register_stage": "mtvbench.construct.stages",
@@ -60,10 +56,11 @@ __all__ = [
     "__version__", "evaluate", "RunConfig", "build_config", "load_benchmark", "Benchmark", "Dialogue", "Task",
     "Scores", "load_scored", "GenerationConfig", "GenerationRequest", "GenerationResult", "JudgeVerdict", "Usage",
     "BackendOptions", "ModelBackend", "Backend", "register_backend", "create_backend", "create_judge",
-    "register_analysis", "Stage", "register_stage", "Registry", "MtvbenchError",
+    "register_judge", "register_analysis", "Stage", "register_stage", "Registry", "MtvbenchError",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from mtvbench._version import __version__
     from mtvbench.analysis.registry import register_analysis
     from mtvbench.config import RunConfig, build_config
     from mtvbench.construct.stages import Stage, register_stage
@@ -71,6 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from mtvbench.data.schema import Benchmark, Dialogue, Task
     from mtvbench.errors import MtvbenchError
     from mtvbench.judge.factory import create_judge
+    from mtvbench.judge.registry import register_judge
     from mtvbench.models.backend import ModelBackend
     from mtvbench.models.registry import Backend, create_backend, register_backend
     from mtvbench.models.settings import BackendOptions

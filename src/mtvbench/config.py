@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import ConfigError, MtvbenchError
-from mtvbench.media.frames import MAX_FRAME_SIDE, FrameSettings
+from mtvbench.media.frames import MAX_FRAME_SIDE, FrameRule, FrameSettings, script_size_problem
 from mtvbench.models.endpoints import key_variable_problem
 from mtvbench.models.settings import OPERATIONAL_OPTIONS, BackendOptions
 from mtvbench.prompts import InferenceStyle
@@ -71,7 +71,7 @@ _RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
 
 #: settings of a preset run that may change without it becoming another configuration: where and how
 #: the model is called
-_NOT_PRESET_VALUES = frozenset({"base_url", "api_key_env", "served_name", *OPERATIONAL_OPTIONS})
+_NOT_PRESET_VALUES = frozenset({"base_url", "api_key_env", "served_name", "checkpoint", *OPERATIONAL_OPTIONS})
 
 #: version of the run-directory format (store meta, config.yaml, benchmark.json); bumped when a
 #: stored field changes meaning, so a run directory of another format is refused, not misread
@@ -85,6 +85,18 @@ DEFAULT_PROTOCOL: ProtocolName = "authors"
 #: the ``authors`` protocol's inference styles, by the authors' script they reproduce
 AUTHORS_SCRIPTS: dict[str, str] = {"qwen-script": "authors: eval/infer_qwen25vl.py",
                                    "internvl-script": "authors: eval/infer_internvl.py"}
+#: backends that run the model in this process: a script's frames reach them without loss (PNG tiles), and
+#: ``hf:`` feeds the checkpoint's own processor exactly as the script does
+IN_PROCESS_BACKENDS = ("hf", "vllm")
+#: what a backend other than ``hf:`` gets under a script's style, and what of the script it cannot reproduce
+#: (``{n}`` frames, ``{kind}`` JPEG/PNG, ``{size}`` the tile size)
+NOT_REPRODUCED: dict[str, str] = {
+    "qwen-script": "the script's MP4 decoded to {n} {kind} images after the text; the checkpoint processor's own "
+                   "resampling of the MP4 (Qwen3-VL: 17 of 128 frames) and Qwen3-VL's clip timestamps not reproduced",
+    "internvl-script": "the script's {n} frames as {size} {kind} images; where InternVL's chat() puts the image "
+                       "tokens (the first 128 '<image>' lines, in the first history turn that has them) not "
+                       "reproduced",
+}
 #: settings that no longer exist -> what to use instead (one error, never silently ignored)
 REMOVED_SETTINGS: dict[str, str] = {
     "prompt_style": "--prompt-style (prompt_style) was removed: use --protocol authors (the authors' released code, "
@@ -235,7 +247,8 @@ class RunConfig(BaseModel):
     inference: InferenceStyle = "paper"
     frames: int = Field(128, ge=1, description="frames sampled uniformly over the whole video")
     max_side: int | None = Field(720, ge=16, description="longer side of a frame at most this (px)")
-    frame_size: tuple[int, int] | None = Field(None, description="fixed frame size WxH, e.g. 448x448")
+    frame_size: tuple[int, int] | None = Field(None, description="fixed frame size WxH, e.g. 448x448",
+                                               validate_default=True)
     jpeg_quality: int = Field(90, ge=10, le=100, description="JPEG quality of the sampled frames (10-100)")
     judge_runs: int = Field(3, ge=1, description="judge runs per turn, averaged")
     judge_max_attempts: int | None = Field(None, ge=1, description="asks per judge run while the reply cannot be "
@@ -297,16 +310,35 @@ class RunConfig(BaseModel):
 
     @field_validator("frame_size")
     @classmethod
-    def _positive_size(cls, v: tuple[int, int] | None) -> tuple[int, int] | None:
+    def _positive_size(cls, v: tuple[int, int] | None, info: ValidationInfo) -> tuple[int, int] | None:
         if v is not None and min(v) < 1:
             raise ValueError("width and height must be >= 1")
         if v is not None and max(v) > MAX_FRAME_SIDE:
             raise ValueError(f"width and height must be at most {MAX_FRAME_SIDE} px")
+        style = info.data.get("inference")
+        if style in NOT_REPRODUCED and "max_side" in info.data:  # an authors' script's frames: its size rule
+            problem = script_size_problem(style, info.data["max_side"], v)
+            if problem is not None:
+                raise ValueError(f"{problem} (inference {style})")
         return v
 
+    @property
+    def frame_rule(self) -> FrameRule:
+        """Which frames the model is fed: the authors' script's for its inference style, else uniform sampling."""
+        return self.inference if self.inference in NOT_REPRODUCED else "uniform"  # type: ignore[return-value]
+
+    @property
+    def in_process(self) -> bool:
+        """The model runs in this process (``hf:``, ``vllm:``)."""
+        return self.backend_spec.partition(":")[0].strip().lower() in IN_PROCESS_BACKENDS
+
     def frame_settings(self) -> FrameSettings:
+        """The frame settings of the run: its rule, and frames kept exact (PNG) where a script's tiles are fed
+        in this process; a server is sent JPEG."""
+        rule = self.frame_rule
         return FrameSettings(num_frames=self.frames, max_side=self.max_side, size=self.frame_size,
-                             jpeg_quality=self.jpeg_quality)
+                             jpeg_quality=self.jpeg_quality, rule=rule,
+                             lossless=rule == "internvl-script" and self.in_process)
 
     @property
     def backend_spec(self) -> str:
@@ -330,7 +362,16 @@ class RunConfig(BaseModel):
         """What the model under test is sent, in words (config.yaml, scores.json and every report say it)."""
         if self.protocol_name == "paper":
             return "paper (Figure 15)"
-        return AUTHORS_SCRIPTS.get(self.inference, "paper (no released script)")
+        script = AUTHORS_SCRIPTS.get(self.inference)
+        if script is None:
+            return "paper (no released script)"
+        backend = self.backend_spec.partition(":")[0].strip().lower()
+        if backend == "hf":  # the script's own call (models.hf)
+            return script
+        fs = self.frame_settings()
+        size = f"{fs.size[0]}x{fs.size[1]}" if fs.size else ""
+        note = NOT_REPRODUCED[self.inference].format(n=self.frames, kind="PNG" if fs.lossless else "JPEG", size=size)
+        return f"{script} ({'served' if backend == 'openai' else backend}: {note})"
 
     @property
     def keeps_thinking(self) -> bool:
@@ -486,7 +527,8 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     row; every setting present in ``values`` (flags, YAML) wins over the preset's, and the ones
     that change a preset value are recorded in ``preset_overrides`` (:func:`preset_overrides`).
     The model option ``served_name`` names the checkpoint on an OpenAI-compatible server
-    (``PRESET@openai``)."""
+    (``PRESET@openai``); ``checkpoint`` runs the preset on a local copy of its weights (``hf``/``vllm``:
+    ``--model qwen3-vl-8b-instruct --model-option checkpoint=/models/Qwen3-VL-8B-Instruct``)."""
     from mtvbench.models.presets import get_preset, resolve_model
     from mtvbench.models.registry import UnknownModelError
 
@@ -500,7 +542,9 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     given = dict(values.get("model_settings") or {})
     given_extra = dict(given.pop("extra", None) or {})
     served_name = given_extra.pop("served_name", None)
-    spec, options, frames = resolve_model(model, served_name=None if served_name is None else str(served_name),
+    checkpoint = given_extra.pop("checkpoint", None)
+    spec, options, frames = resolve_model(model, checkpoint=None if checkpoint is None else str(checkpoint),
+                                          served_name=None if served_name is None else str(served_name),
                                           protocol=protocol)
     out = dict(values)
     out["model_spec"] = spec
@@ -619,6 +663,8 @@ def _render(p: _Problem, source: str, flags: Mapping[str, str]) -> str:
     flag = _origin(p.loc, flags)
     if flag is not None:
         return f"{flag}: {p.message}{got}"
+    if not p.loc:  # a rule over several settings (a model validator) names them itself
+        return f"{source}: {p.message}"
     return f"{source}: field '{_dotted(p.loc)}': {p.message}{got}"
 
 

@@ -135,6 +135,9 @@ class GenerationResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
     attempts: int = 1
+    #: what the backend actually fed the model, where it knows more than the request says (``hf:``: the
+    #: transformers version, the processor's ``video_grid_thw``, the frames and their size); None: not recorded
+    inputs: dict[str, Any] | None = None
 
     @field_validator("text", "raw_text", "reasoning")
     @classmethod

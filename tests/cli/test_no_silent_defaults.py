@@ -114,7 +114,7 @@ def test_build_stage_with_a_missing_extra_creates_no_workspace(tmp_path: Path, m
 
 
 def test_build_without_object_stages_does_not_need_opencv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mtvbench.construct.stages import require_stages
+    from mtvbench.construct.config import require_stages
 
     monkeypatch.setitem(sys.modules, "cv2", None)
     require_stages(["keyframes", "detect", "objects"], objects=False)  # skipped stages need nothing

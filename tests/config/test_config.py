@@ -179,11 +179,11 @@ def test_build_config_file_is_strict(tmp_path: Path) -> None:
 
 
 def test_valid_build_config_json_still_loads(tmp_path: Path) -> None:
-    from mtvbench.cli.construct import _config
+    from mtvbench.cli.construct import build_settings
 
     f = tmp_path / "b.json"
     f.write_text('{"model": "openai:m", "backend": {"temperature": 0.2, "extra": {"k": 1}}, "split": {}}')
-    cfg = _config(f, None, "http://x/v1", None, 3, "adaptive", detector=None)
+    cfg = build_settings(f, {"model_base_url": "http://x/v1", "concurrency": 3, "split_detector": "adaptive"})
     assert cfg.model == "openai:m" and cfg.backend.temperature == 0.2 and cfg.backend.base_url == "http://x/v1"
     assert cfg.concurrency == 3 and cfg.split.detector == "adaptive"
 
@@ -227,3 +227,58 @@ def test_preset_values_overridden_are_recorded(tmp_path: Path, monkeypatch: pyte
     assert _overrides(tmp_path, "internvl3.5-8b", frame_size=[448, 448]) == []
     assert _overrides(tmp_path, "internvl3.5-8b", max_side=448) == ["frame size"]
     assert _overrides(tmp_path, "openai:gpt-4o", frames=8, model_settings={"temperature": 1.0}) == []  # no preset
+
+
+# ------------------------------------------------------------------------------ the authors' scripts' frames
+
+
+def test_each_inference_style_has_its_frames_and_they_are_part_of_the_identity(tmp_path: Path) -> None:
+    from mtvbench.run.identity import RunKeys
+
+    base = {"data": tmp_path, "judge": "offline", "out": tmp_path / "r"}
+
+    def cfg(model: str, **kw: object):  # noqa: ANN202
+        return build_config({**base, "model": model, **kw})
+
+    qwen, internvl = cfg("qwen3-vl-8b-instruct"), cfg("internvl3.5-8b")
+    served = cfg("internvl3.5-8b@openai", model_settings={"base_url": "http://127.0.0.1:9/v1"})
+    paper = cfg("qwen3-vl-8b-instruct", protocol="paper")
+    assert qwen.frame_settings().key() == "n128-m720-q90-qwen-script1"  # the script's clip
+    assert internvl.frame_settings().key() == "n128-448x448-q90-internvl-script1-png"  # exact tiles in process
+    assert served.frame_settings().key() == "n128-448x448-q90-internvl-script1"  # JPEG to a server
+    assert paper.frame_settings().key() == "n128-m720-q90"  # the paper protocol keeps uniform sampling
+    keys = {c.frame_settings().key() for c in (qwen, internvl, served, paper)}
+    assert len({c.identity()["frames"] for c in (qwen, internvl, served, paper)}) == len(keys) == 4
+    assert RunKeys(qwen, {}).common["frames"] != RunKeys(paper, {}).common["frames"]  # a turn's fingerprint too
+    assert internvl.inference_label == "authors: eval/infer_internvl.py"  # hf: the script's own call
+    assert served.inference_label.startswith("authors: eval/infer_internvl.py (served: the script's 128 frames as "
+                                             "448x448 JPEG images; where InternVL's chat() puts the image tokens")
+    assert "not reproduced" in served.inference_label
+
+
+def test_a_preset_runs_on_a_local_copy_of_its_checkpoint(tmp_path: Path) -> None:
+    base = {"data": tmp_path, "judge": "offline", "out": tmp_path / "r"}
+    cfg = build_config({**base, "model": "qwen3-vl-8b-instruct",
+                        "model_settings": {"extra": {"checkpoint": str(tmp_path / "ckpt")}}})
+    assert cfg.backend_spec == f"hf:{tmp_path / 'ckpt'}" and cfg.inference == "qwen-script"
+    assert cfg.preset_overrides == [] and "checkpoint" not in cfg.model_settings.extra
+    assert cfg.model_settings.max_tokens == 1024  # the preset's settings
+    with pytest.raises(ConfigError, match="served_name"):
+        build_config({**base, "model": "qwen3-vl-8b-instruct@openai",
+                      "model_settings": {"base_url": "http://127.0.0.1:9/v1", "extra": {"checkpoint": "/x"}}})
+    with pytest.raises(ConfigError, match="not a preset"):
+        build_config({**base, "model": "hf:/x", "model_settings": {"extra": {"checkpoint": "/y"}}})
+
+
+@pytest.mark.parametrize(("model", "setting", "flag", "match"), [
+    ("qwen3-vl-8b-instruct", ["--frame-size", "448x448"], "--frame-size", "longer side"),
+    ("internvl3.5-8b", ["--frame-size", "448x300"], "--frame-size", "square frame size"),
+    ("internvl3.5-8b", ["--max-side", "500"], "frame_size", "square frame size"),
+])
+def test_a_scripts_frames_take_its_own_size_rule(model: str, setting: list[str], flag: str, match: str,
+                                                 tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["run", "--data", str(tmp_path), "--model", model, "--judge", "offline",
+                                   "--out", str(tmp_path / "r"), *setting])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    out = " ".join(res.output.split())
+    assert flag in out and match in out and not (tmp_path / "r").exists()

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from mtvbench.construct.generate import check_dialogue, generate_dialogues, parse_dialogue
 from mtvbench.construct.journal import CallJournal
 from mtvbench.construct.llm import StageModel
-from mtvbench.construct.records import GenRound, ScoreResult, Unit, UnitScores
-from mtvbench.construct.suitability import parse_scores, score_units
+from mtvbench.construct.stages.crossscene import Unit
+from mtvbench.construct.stages.generate import GenRound, check_dialogue, generate_dialogues, parse_dialogue
+from mtvbench.construct.stages.suitability import ScoreResult, UnitScores, parse_scores, score_units
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.models.registry import create_backend
 from mtvbench.models.settings import BackendOptions

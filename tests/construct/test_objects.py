@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from mtvbench.construct.crossscene import CrossSceneSettings, retrieve_units
-from mtvbench.construct.detect import detect_objects
-from mtvbench.construct.keyframes import extract_keyframes
 from mtvbench.construct.llm import StageModel
-from mtvbench.construct.objects import BankSettings, MemoryBank, Observation, build_objects
-from mtvbench.construct.records import MergeResult, Segment
+from mtvbench.construct.stages.crossscene import CrossSceneSettings, retrieve_units
+from mtvbench.construct.stages.detect import detect_objects
+from mtvbench.construct.stages.keyframes import extract_keyframes
+from mtvbench.construct.stages.merge import MergeResult, Segment
+from mtvbench.construct.stages.objects import BankSettings, MemoryBank, Observation, build_objects
 from mtvbench.models.registry import create_backend
 from mtvbench.models.settings import BackendOptions
 from tests.support.build_replies import Scripted

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 
 from mtvbench.checklist_gen.generator import checklist_check
 from mtvbench.cli import app
-from mtvbench.construct.generate import check_dialogue, generation_prompt, parse_dialogue
-from mtvbench.construct.merge import MERGE_PROMPT, parse_same_scene
 from mtvbench.construct.offline_model import NOT_A_BENCHMARK, caption_reply
-from mtvbench.construct.records import Unit
-from mtvbench.construct.suitability import PROBE_UNIT, parse_scores, score_prompt
+from mtvbench.construct.stages.crossscene import Unit
+from mtvbench.construct.stages.generate import check_dialogue, generation_prompt, parse_dialogue
+from mtvbench.construct.stages.merge import MERGE_PROMPT, parse_same_scene
+from mtvbench.construct.stages.suitability import PROBE_UNIT, parse_scores, score_prompt
 from mtvbench.data.buildmeta import load_metadata
 from mtvbench.data.schema import TASKS, is_model_turn
 from mtvbench.models.registry import create_backend

@@ -1,74 +1,80 @@
-"""A build workspace written by an earlier mtvbench opens and resumes without asking anything again.
-
-tests/fixtures/workspaces/main-af4e2a6-offline was made by commit af4e2a6 (before issue 17 moved the lock,
-the SQLite set-up and the digests into ``mtvbench.ledger``): ``mtvbench build all -m offline --no-objects`` over
-``raw/Movie/short.mp4`` (two generated scenes), then review decisions in ``ws/review.sqlite`` (accepted by two,
-rejected by two, a disagreement the senior accepted, one annotator on a fourth dialogue) and users (ann1, lead;
-ann9 added and removed). ``expected/`` is what ``mtvbench review export ws --accepted-only`` wrote then.
-"""
+"""A build workspace written by an earlier mtvbench (tests/fixtures/workspaces/main-af4e2a6-offline: one
+synthetic video, ``mtvbench build all -m offline --no-objects``, then two review decisions each on two
+dialogues, made by commit af4e2a6; ``raw/`` holds the video byte for byte) opens and resumes: every stage is
+skipped, nothing is asked again, the artifacts and the review decisions are kept; a lost artifact is
+rebuilt from the call journal without asking. ``stage-settings.json`` holds what that commit recorded as
+each built-in stage's settings under four configs (model, prompt digests, frame and rule settings): a
+stage whose recorded settings changed would be redone, so they must not change."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from mtvbench.cli import app
-from mtvbench.review.store import ReviewStore
+from mtvbench.construct.config import BuildConfig
+from mtvbench.construct.pipeline import Builder
+from mtvbench.construct.workspace import Workspace
+from tests.support.run_helpers import cli
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "workspaces" / "main-af4e2a6-offline"
-runner = CliRunner()
-
-
-def _count(db_path: Path, sql: str) -> int:
-    with sqlite3.connect(db_path) as db:
-        return int(db.execute(sql).fetchone()[0])
-
-
-def _layout(root: Path) -> dict[str, object]:
-    return {str(p.relative_to(root)): json.loads(p.read_text(encoding="utf-8"))
-            for sub in ("mtqa", "checklist") for p in sorted((root / sub).glob("*.json"))}
+BUILD = ("all", "-m", "offline", "--no-objects")
 
 
 @pytest.fixture
-def old_ws(tmp_path: Path) -> Path:
-    shutil.copytree(FIXTURE / "ws", tmp_path / "ws")
-    shutil.copytree(FIXTURE / "raw", tmp_path / "raw")
-    return tmp_path / "ws"
+def old_ws(tmp_path: Path) -> tuple[Path, Path]:
+    ws = shutil.copytree(FIXTURE / "ws", tmp_path / "ws")
+    raw = shutil.copytree(FIXTURE / "raw", tmp_path / "raw")
+    return ws, raw
 
 
-def test_an_old_workspace_resumes_from_its_journal_without_asking(old_ws: Path) -> None:
-    replies = _count(old_ws / "calls.sqlite", "SELECT COUNT(*) FROM replies")
-    for stage in ("split", "caption", "generate", "checklists"):  # rebuilt from the stored replies
-        (old_ws / "videos" / "short" / f"{stage}.json").unlink()
-    res = runner.invoke(app, ["build", "all", "-w", str(old_ws), "--videos", str(old_ws.parent / "raw"),
-                              "-m", "offline", "--no-objects"])
+def journal_rows(ws: Path) -> int:
+    with sqlite3.connect(ws / "calls.sqlite") as db:
+        return int(db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+
+
+def artifacts(ws: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((ws / "videos" / "match").glob("*.json"))}
+
+
+def test_an_old_workspace_resumes_without_asking_again(old_ws: tuple[Path, Path]) -> None:
+    ws, raw = old_ws
+    rows, before = journal_rows(ws), artifacts(ws)
+    res = cli("build", *BUILD, "-w", ws, "--videos", raw)
     assert res.exit_code == 0, res.output
-    out = " ".join(res.output.split())
-    assert "asked 0, replayed 2" in out and "asked 0, replayed 18" in out and "asked 0, replayed 45" in out
-    assert _count(old_ws / "calls.sqlite", "SELECT COUNT(*) FROM replies") == replies  # nothing asked again
-    assert _layout(old_ws / "dataset") == _layout(FIXTURE / "ws" / "dataset")
-    assert "review queue: {'pending': 15, 'accepted': 2, 'rejected': 1, 'needs_adjudication': 0}" in out
+    lines = [line for line in res.output.splitlines() if line.split()[:2][1:] == ["match"]]
+    assert len(lines) == 7 and all(line.split()[2] == "skipped" for line in lines), res.output
+    assert "asked" not in res.output
+    assert journal_rows(ws) == rows and artifacts(ws) == before
+    status = cli("build", "review", "status", "-w", ws, "--format", "csv")
+    assert "match/S0/object_reference,Object Reference,single,\"ann1:accept, ann2:reject\",needs_adjudication" \
+        in status.output
+    assert "match/S0/memory_recall,Memory Recall,single,\"ann1:accept, ann2:accept\",accepted" in status.output
 
 
-def test_an_old_workspace_keeps_its_review_decisions_and_users(old_ws: Path, tmp_path: Path) -> None:
-    history = _count(old_ws / "review.sqlite", "SELECT COUNT(*) FROM history")
-    res = runner.invoke(app, ["build", "review", "status", "-w", str(old_ws), "--format", "json"])
+def test_a_lost_artifact_of_an_old_workspace_is_rebuilt_from_its_journal(old_ws: tuple[Path, Path]) -> None:
+    ws, raw = old_ws
+    rows, before = journal_rows(ws), artifacts(ws)
+    (ws / "videos" / "match" / "generate.json").unlink()
+    res = cli("build", *BUILD, "-w", ws, "--videos", raw)
     assert res.exit_code == 0, res.output
-    status = {it["id"]: it["status"] for it in json.loads(res.output)["items"]}
-    assert status["short/S0/object_reference"] == "accepted" and status["short/S0/memory_recall"] == "rejected"
-    assert status["short/S0/content_summary"] == "accepted" and status["short/S0/answer_refusal"] == "pending"
-    store = ReviewStore(old_ws / "review.sqlite", create=False)
-    assert [(u.name, u.role) for u in store.users()] == [("ann1", "annotator"), ("lead", "senior")]
-    assert store.signing_epoch("ann9") == 1  # the removed user's links stay revoked
-    assert store.next_for("ann1") not in {"short/S0/object_reference", "short/S0/memory_recall",
-                                          "short/S0/content_summary", "short/S0/answer_refusal"}
-    exp = runner.invoke(app, ["review", "export", str(old_ws), "--out", str(tmp_path / "exp"), "--accepted-only"])
-    assert exp.exit_code == 3, exp.output  # INCOMPLETE: 15 dialogues without a final decision
-    assert _layout(tmp_path / "exp") == _layout(FIXTURE / "expected")
-    audit = json.loads((tmp_path / "exp" / "review.json").read_text(encoding="utf-8"))
-    assert len(audit["history"]) == history and audit["counts"] == {"accepted": 2, "rejected": 1, "pending": 15}
+    assert "asked 0, replayed 36" in " ".join(res.output.split())
+    assert journal_rows(ws) == rows
+    assert artifacts(ws)["generate.json"] == before["generate.json"]  # the same dialogues, so checklists kept
+    assert artifacts(ws)["checklists.json"] == before["checklists.json"]
+
+
+@pytest.mark.parametrize("name", sorted(json.loads((FIXTURE / "stage-settings.json").read_text())))
+def test_stage_settings_are_recorded_as_before(name: str, tmp_path: Path) -> None:
+    recorded = json.loads((FIXTURE / "stage-settings.json").read_text())[name]
+    old = set(recorded["config"]) & set(BuildConfig.OLD_KEYS)  # flat keys of that commit, read with a warning
+    with pytest.warns(DeprecationWarning) if old else contextlib.nullcontext():
+        config = BuildConfig.model_validate(recorded["config"])
+    assert sorted(config.renamed) == sorted(f"the build setting '{k}' is now '{BuildConfig.section_key(a)}.{f}'"
+                                            for k, (a, f) in BuildConfig.OLD_KEYS.items() if k in old)
+    builder = Builder(Workspace(tmp_path), config)
+    assert {stage: builder.settings(stage) for stage in recorded["settings"]} == recorded["settings"]

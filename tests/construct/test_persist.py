@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 
 from mtvbench.cli import app
 from mtvbench.construct.journal import CallJournal
-from mtvbench.construct.records import ChecklistResult, GenerateResult
+from mtvbench.construct.stages.checklists import ChecklistResult
+from mtvbench.construct.stages.generate import GenerateResult
 from mtvbench.construct.workspace import Workspace
 from tests.support.build_replies import Scripted
 from tests.support.openai_server import LoopbackServer, ServerState
@@ -43,7 +44,7 @@ def _config(root: Path) -> Path:
 
 
 def _args(cmd: str, ws: Path, url: str, *extra: str) -> list[str]:
-    return ["build", cmd, "-w", str(ws), "--model", "openai:builder", "--base-url", url,
+    return ["build", cmd, "-w", str(ws), "--model", "openai:builder", "--model-base-url", url,
             "--detector", "tests.support.detector:make_detector", "--config", str(_config(ws.parent)), *extra]
 
 
@@ -289,7 +290,7 @@ def test_missing_extra_fails_before_anything_is_written(tmp_path: Path, monkeypa
     _short(tmp_path / "raw" / "short.mp4")
     ws = tmp_path / "ws"
     args = ["build", stage, "-w", str(ws), "--videos", str(tmp_path / "raw"), "--model", "openai:m",
-            "--base-url", "http://127.0.0.1:9/v1"]
+            "--model-base-url", "http://127.0.0.1:9/v1"]
     res = runner.invoke(app, args)
     assert res.exit_code == 2, res.output
     assert not ws.exists()  # nothing written: not even the manifest

@@ -9,8 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from mtvbench.cli.construct import build_app
-from mtvbench.construct.records import CrossSceneResult, GenerateResult, MergeResult
 from mtvbench.construct.review_queue import load_queue
+from mtvbench.construct.stages.crossscene import CrossSceneResult
+from mtvbench.construct.stages.generate import GenerateResult
+from mtvbench.construct.stages.merge import MergeResult
 from mtvbench.construct.workspace import Workspace
 from mtvbench.data.buildmeta import load_metadata
 from mtvbench.data.official import load_official
@@ -100,7 +102,7 @@ def test_lost_artifact_is_rebuilt_from_the_call_journal(tmp_path: Path, built: d
     assert before is not None and before.complete
     ws.path("short", "generate").unlink()
     with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
-        res = runner.invoke(build_app, ["generate", "-w", str(ws_dir), "--model", "openai:builder", "--base-url",
+        res = runner.invoke(build_app, ["generate", "-w", str(ws_dir), "--model", "openai:builder", "--model-base-url",
                                         srv.url])
         asked = list(srv.state.requests)
     assert res.exit_code == 0, res.output

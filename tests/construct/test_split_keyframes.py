@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from mtvbench.construct.clipframes import sample_clip_frames, sample_ranges_frames
-from mtvbench.construct.keyframes import KeyFrameSettings, extract_keyframes
-from mtvbench.construct.split import SplitSettings, split_video
+from mtvbench.construct.stages.keyframes import KeyFrameSettings, extract_keyframes
+from mtvbench.construct.stages.split import SplitSettings, split_video
 from tests.support.scene_videos import FPS, Scene, write_scenes
 
 FRAME = 1 / FPS

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mtvbench.construct.detect import Detector, DetectorError, YoloDetector, detect_objects, load_detector
-from mtvbench.construct.keyframes import extract_keyframes
+from mtvbench.construct.detector import Detector, DetectorError, YoloDetector, load_detector
+from mtvbench.construct.stages.detect import detect_objects
+from mtvbench.construct.stages.keyframes import extract_keyframes
 
 
 def test_missing_weights_is_a_clear_error(tmp_path: Path) -> None:

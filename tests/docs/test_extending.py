@@ -34,8 +34,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("extending")
     pkg = root / "mtvbench-toy"
     files = doc_files()
-    assert set(files) == {"pyproject.toml", "mtvbench_toy/backend.py", "mtvbench_toy/lengths.py",
-                          "mtvbench_toy/summary.py"}
+    assert set(files) == {"pyproject.toml", "mtvbench_toy/backend.py", "mtvbench_toy/judge.py",
+                          "mtvbench_toy/lengths.py", "mtvbench_toy/summary.py"}
     for rel, text in files.items():
         (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
         (pkg / rel).write_text(text, encoding="utf-8")
@@ -83,10 +83,25 @@ def test_the_backend_runs_through_its_entry_point(site: Path, tmp_path: Path) ->
     assert "answer-lengths" in mtvbench(site, "--help").stdout
 
 
+def test_the_judge_runs_through_its_entry_point(site: Path, tmp_path: Path) -> None:
+    data = materialize(tmp_path / "sample")
+    run = mtvbench(site, "run", "--data", data, "--model", "refuse", "--judge", "agree", "--judge-runs", 1,
+                   "--out", tmp_path / "run", "--cache-dir", tmp_path / "cache", "--quiet")
+    assert run.returncode == 0, run.stdout + run.stderr
+    scores = json.loads((tmp_path / "run" / "scores.json").read_text())
+    assert scores["judge"] == "agree" and scores["overall"] == 100.0  # a model that always declines: all Yes
+    offline = mtvbench(site, "run", "--data", data, "--model", "refuse", "--judge", "offline", "--judge-runs", 1,
+                       "--out", tmp_path / "off", "--cache-dir", tmp_path / "cache", "--quiet")
+    assert offline.returncode == 0 and json.loads((tmp_path / "off" / "scores.json").read_text())["overall"] < 100
+    typo = mtvbench(site, "run", "--data", data, "--model", "refuse", "--judge", "agre", "--out", tmp_path / "typo")
+    assert typo.returncode == 2 and "did you mean 'agree'?" in typo.stderr and "Traceback" not in typo.stderr
+    assert not (tmp_path / "typo").exists()
+
+
 def test_the_stage_builds_and_resumes_through_its_entry_point(site: Path, tmp_path: Path) -> None:
     three_scene_video(tmp_path / "raw" / "Sports" / "match.mp4")
     ws = tmp_path / "ws"
-    model = ["-m", "openai:builder", "--base-url", ""]
+    model = ["-m", "openai:builder", "--model-base-url", ""]
     with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
         model[3] = srv.url
         assert "video-summary" in mtvbench(site, "build", "--help").stdout
@@ -100,6 +115,11 @@ def test_the_stage_builds_and_resumes_through_its_entry_point(site: Path, tmp_pa
         again = mtvbench(site, "build", "video-summary", "-w", ws, *model)
         assert again.returncode == 0 and "skipped" in again.stdout
         assert len(srv.state.requests) == asked + 1  # nothing asked twice
+        assert "--video-summary-sentences" in mtvbench(site, "build", "video-summary", "--help").stdout
+        longer = mtvbench(site, "build", "video-summary", "-w", ws, *model, "--video-summary-sentences", 2)
+        assert longer.returncode == 0 and "settings changed (sentences)" in longer.stdout, longer.stdout
+        assert len(srv.state.requests) == asked + 2 and "in 2 sentence(s)" in srv.state.requests[-1]["text"]
     artifact = json.loads((ws / "videos" / "match" / "video-summary.json").read_text())
     assert artifact["complete"] and artifact["summary"] == "I do not know this prompt."
     assert artifact["meta"]["stage"] == "video-summary" and set(artifact["meta"]["upstream"]) == {"merge"}
+    assert artifact["meta"]["settings"]["sentences"] == 2

@@ -216,7 +216,7 @@ def test_a_journal_of_an_earlier_mtvbench_gains_its_format_and_keeps_its_replies
         before = c.execute("SELECT * FROM replies ORDER BY rowid").fetchall()
         assert "meta" not in {n for (n,) in c.execute("SELECT name FROM sqlite_master")}
     journal = CallJournal(ws)
-    assert journal.count() == len(before) == 70
+    assert journal.count() == len(before) == 139
     journal.close()
     with sqlite3.connect(ws / "calls.sqlite") as c:
         assert c.execute("SELECT * FROM replies ORDER BY rowid").fetchall() == before

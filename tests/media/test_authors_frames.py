@@ -221,3 +221,68 @@ def test_script_clip_entry_is_a_frame_cache_entry(cfr_video: Path, tmp_path: Pat
     entries, unknown = scan("frames", root)
     assert [e.path for e in entries] == [clip.path.parent] and unknown == []
     assert clear("frames", root).removed == 1 and not clip.path.exists()
+
+
+# ---------------------------------------------------------------------------- a run's frames (FrameSettings.rule)
+
+
+def _decoded(images: list[bytes]) -> list[np.ndarray]:
+    import io
+
+    return [np.asarray(Image.open(io.BytesIO(b)).convert("RGB")) for b in images]
+
+
+def test_qwen_script_frames_through_the_frame_cache(cfr_video: Path, tmp_path: Path) -> None:
+    settings = FrameSettings(num_frames=16, max_side=100, rule="qwen-script")
+    cache = FrameCache(tmp_path / "cache")
+    frames = cache.get(cfr_video, settings)
+    clip = write_script_mp4(cfr_video, tmp_path / "clip.mp4", frames=16, max_side=100)
+    assert frames.clip == clip.path.read_bytes()  # the script's MP4, byte for byte as write_script_mp4 makes it
+    assert frames.clip_path is not None and frames.clip_path.read_bytes() == frames.clip
+    assert frames.indices == clip.indices and (frames.width, frames.height) == clip.size
+    assert (frames.total_frames, frames.source_width, frames.source_height) == (96, 160, 120)
+    # the images are the MP4's own frames, every one in order: exact as PNG, JPEG at the run's quality (the
+    # sharp test pattern loses about 4.5 per channel to JPEG 90)
+    with av.open(str(clip.path)) as c:
+        mp4 = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+    images = _decoded(frames.jpegs)
+    assert len(images) == len(mp4) == 16 and images[0].shape == (74, 100, 3)
+    assert all(np.abs(a.astype(int) - b).mean() < MP4_MAD_BOUND for a, b in zip(images, mp4, strict=True))
+    png = FrameCache(None).get(cfr_video, settings.model_copy(update={"lossless": True}))
+    assert all(np.array_equal(a, b) for a, b in zip(_decoded(png.jpegs), mp4, strict=True))
+    # read back from disk: the same, the clip in the entry; another rule or plain sampling is another entry
+    again = FrameCache(tmp_path / "cache").get(cfr_video, settings)
+    assert (again.clip, again.clip_path, again.jpegs, again.indices) == (frames.clip, frames.clip_path, frames.jpegs,
+                                                                         frames.indices)
+    uniform = cache.get(cfr_video, FrameSettings(num_frames=16, max_side=100))
+    assert uniform.clip is None and cache.key(cfr_video, settings) != cache.key(cfr_video, uniform.settings)
+    assert settings.key() == "n16-m100-q90-qwen-script1"
+    # without a cache folder the clip travels in memory
+    memory = FrameCache(None).get(cfr_video, settings)
+    assert memory.clip == frames.clip and memory.clip_path is None
+
+
+def test_internvl_script_frames_are_the_scripts_tiles(cfr_video: Path, tmp_path: Path) -> None:
+    exact = FrameSettings(num_frames=8, size=(32, 32), rule="internvl-script", lossless=True)
+    frames = FrameCache(tmp_path / "cache").get(cfr_video, exact)
+    tiles = internvl_script_frames(cfr_video, frames=8, input_size=32)
+    assert frames.indices == tiles.indices and (frames.width, frames.height) == (32, 32)
+    assert frames.settings.media_type == "image/png" and frames.data_urls()[0].startswith("data:image/png;base64,")
+    assert all(np.array_equal(a, b) for a, b in zip(_decoded(frames.jpegs), tiles.frames, strict=True))  # exact
+    stored = FrameCache(tmp_path / "cache").get(cfr_video, exact)
+    assert stored.jpegs == frames.jpegs and frames.clip is None
+    served = FrameCache(tmp_path / "cache").get(cfr_video, exact.model_copy(update={"lossless": False}))
+    assert served.jpegs[0][:2] == b"\xff\xd8" and served.data_urls()[0].startswith("data:image/jpeg;base64,")
+    assert exact.key() == "n8-32x32-q90-internvl-script1-png"
+    assert served.settings.key() == "n8-32x32-q90-internvl-script1"
+
+
+@pytest.mark.parametrize(("rule", "size", "max_side", "match"), [
+    ("qwen-script", (448, 448), 720, "longer side"),
+    ("internvl-script", None, 720, "square"),
+    ("internvl-script", (448, 400), None, "square"),
+])
+def test_script_rules_check_their_size(rule: str, size: tuple[int, int] | None, max_side: int | None,
+                                       match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        FrameSettings(rule=rule, size=size, max_side=max_side)  # type: ignore[arg-type]

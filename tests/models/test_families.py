@@ -135,3 +135,40 @@ def test_vllm_backend_without_vllm_names_the_extra() -> None:
     with pytest.raises(ImportError, match=r"mtvbench\[vllm\]"):
         create_backend("vllm:Qwen/Qwen3-VL-8B-Instruct")
 
+
+
+def test_vllm_under_the_scripts_sends_what_a_server_gets(frames) -> None:
+    qwen = GenerationRequest(id="x", prompt="PROMPT", frames=frames, text_first=True)
+    parts = chat_messages(qwen, None)[-1]["content"]
+    assert [p["type"] for p in parts] == ["text"] + ["image_url"] * 4  # the script's order: text, then the video
+    history = [("User: Frame1: <image>\nq1", "Assistant: a1")]
+    internvl_req = GenerationRequest(id="y", prompt="PROMPT", frames=frames, chat_history=history)
+    msgs = chat_messages(internvl_req, None)
+    assert msgs[:2] == [{"role": "user", "content": history[0][0]}, {"role": "assistant", "content": "Assistant: a1"}]
+    assert [p["type"] for p in msgs[2]["content"]] == ["image_url"] * 4 + ["text"]
+
+
+# ------------------------------------------------------------------------------ the checkpoint's own defaults
+
+
+def test_checkpoint_generation_defaults_pass_only_what_is_set() -> None:
+    """The authors' Qwen script calls generate(**inputs, max_new_tokens=N): the checkpoint decides the rest."""
+    request = GenerationRequest(id="x", prompt="q")
+    _, authors, _ = _resolve_with("qwen3-vl-8b-instruct", "authors")
+    params = GenParams.of(request, authors)
+    assert params.checkpoint_defaults and params.hf_kwargs() == {"max_new_tokens": 1024}
+    _, thinking, _ = _resolve_with("qwen3-vl-8b-thinking", "authors")
+    assert GenParams.of(request, thinking).hf_kwargs() == {"max_new_tokens": 8196}
+    # a value set on top is passed, and only it
+    mine = authors.model_copy(update={"temperature": 0.5, "do_sample": True})
+    assert GenParams.of(request, mine).hf_kwargs() == {"max_new_tokens": 1024, "temperature": 0.5, "do_sample": True}
+    # without it, greedy decoding silences the checkpoint's sampling values (the paper protocol's rows)
+    plain = GenParams.of(request, BackendOptions(max_tokens=7))
+    assert plain.hf_kwargs() == {"max_new_tokens": 7, "do_sample": False, "temperature": None, "top_p": None,
+                                 "top_k": None}
+
+
+def _resolve_with(name: str, protocol: str):
+    from mtvbench.models.presets import resolve_model
+
+    return resolve_model(name, protocol=protocol)

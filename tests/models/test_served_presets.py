@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -139,8 +140,17 @@ def test_authors_protocol_on_the_wire_and_in_the_run_identity(big_data: Path, ca
             assert parts[0]["type"] == "text" and {p["type"] for p in parts[1:]} == {"image_url"}
             assert body["max_tokens"] == 1024
             assert not {"temperature", "top_p", "top_k", "repetition_penalty"} & set(body)
-        config = (tmp_path / "run" / "config.yaml").read_text()
-        assert "protocol: authors" in config and "inference_sent: 'authors: eval/infer_qwen25vl.py'" in config
+            # the script's MP4 decoded: 128 of the 130 frames, its size rule (720x405 written as 720x404 by
+            # the MP4 writer; the portrait 480x800 as 432x720)
+            sizes = frame_sizes(body)
+            assert len(sizes) == 128 and set(sizes) in ({(720, 404)}, {(432, 720)})
+        config = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+        assert config["protocol"] == "authors"  # served: said so, never claimed identical to the script
+        assert config["inference_sent"].startswith("authors: eval/infer_qwen25vl.py (served: the script's MP4 ")
+        assert "resampling of the MP4 (Qwen3-VL: 17 of 128 frames) and Qwen3-VL's clip timestamps not reproduced" \
+            in config["inference_sent"]
+        scores = json.loads((tmp_path / "run" / "scores.json").read_text())
+        assert scores["inference"] == config["inference_sent"]
         # answers made under another protocol are never reused: the same run directory refuses paper
         again = run_cli(big_data, tmp_path / "run", cache, "qwen2.5-vl-7b@openai", "--model-base-url", srv.url,
                         "--protocol", "paper")
@@ -171,6 +181,12 @@ def test_internvl_think_under_the_authors_protocol_gets_the_scripts_message(big_
     sent_before = [m["content"] for m in late["messages"][1:-1] if m["role"] == "user" and "<image>" in m["content"]]
     assert sent_before and sent_before[0].startswith("User: Frame1: <image>\nFrame2: <image>\n")
     assert sent_before[0].count("<image>") == 128 and "Current question:\n" in sent_before[0]
+    for body in bodies:  # the script's 128 segment middles as 448x448 tiles (JPEG to a server)
+        sizes = frame_sizes(body)
+        assert len(sizes) == 128 and set(sizes) == {(448, 448)}
+    config = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert config["inference_sent"].startswith("authors: eval/infer_internvl.py (served: ")
+    assert "where InternVL's chat() puts the image tokens" in config["inference_sent"]
 
 
 def test_served_preset_without_server_url_is_one_clear_error(big_data: Path, cache: Path, tmp_path: Path,

@@ -37,7 +37,7 @@ def _videos(root: Path) -> Path:
 def _build(ws: Path, videos: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
     config = ws.parent / f"{ws.name}.json"
     config.write_text(json.dumps({"crossscene": {"theme_threshold": None}}))
-    args = ["build", "all", "--workspace", ws, "--videos", videos, "--model", "openai:builder", "--base-url", url,
+    args = ["build", "all", "--workspace", ws, "--videos", videos, "--model", "openai:builder", "--model-base-url", url,
             "--detector", "tests.support.detector:make_detector",
             "--config", config, *extra]
     return subprocess.run(mtvbench_cmd(*[str(a) for a in args]), env=ray_env(), capture_output=True, text=True,

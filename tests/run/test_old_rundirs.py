@@ -43,6 +43,10 @@ def test_an_old_run_directory_scores_the_same_and_resumes_as_paper(old_run: tupl
               "--quiet")
     assert res.exit_code == 0, res.output
     assert calls(run) == n  # nothing stored is asked again
+    with sqlite3.connect(run / "store.sqlite") as db:  # a column added since: there, empty
+        assert "inputs" in {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+    lines = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
+    assert lines and all(x["inputs"] is None for x in lines)
     config = (run / "config.yaml").read_text()
     assert "protocol: paper" in config and "prompt_style" not in config
     again = cli("run", "--data", sample, "--model", "oracle", "--judge", "offline", "--judge-runs", "2", "--out", run,

@@ -27,7 +27,7 @@ def build_all(ws: Path, videos: Path | None, url: str, *extra: str):  # noqa: AN
     """``mtvbench build all`` of ``videos`` into ``ws`` with the model at ``url`` (links by shared objects only)."""
     config = ws.parent / "build.json"
     config.write_text(json.dumps({"crossscene": {"theme_threshold": None}}))  # links by shared objects only
-    args = ["all", "--workspace", str(ws), "--model", "openai:builder", "--base-url", url,
+    args = ["all", "--workspace", str(ws), "--model", "openai:builder", "--model-base-url", url,
             "--detector", "tests.support.detector:make_detector", "--config", str(config), *extra]
     if videos is not None:
         args += ["--videos", str(videos)]

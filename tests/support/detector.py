@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtvbench.construct.records import Box
+from mtvbench.construct.detector import Box
 
 
 class ColourBlobDetector:

@@ -1,13 +1,19 @@
-"""A tiny, randomly initialised LLaVA-style model saved in the transformers layout.
+"""Tiny, randomly initialised vision-language models saved in the transformers layout.
 
 Built from a config (2 small layers in the vision tower and the language model) with a BPE
-tokenizer trained on the fly by the ``tokenizers`` library, so nothing is downloaded. Each
-28x28 image becomes 4 ``<image>`` tokens (14-pixel patches, CLS dropped).
+tokenizer trained on the fly by the ``tokenizers`` library, so nothing is downloaded:
+
+- :func:`build_tiny_llava`: LLaVA-style; each 28x28 image becomes 4 ``<image>`` tokens (14-pixel
+  patches, CLS dropped).
+- :func:`build_tiny_qwen_vl`: Qwen2.5-VL or Qwen3-VL with the real processor classes (video processor
+  at its class defaults, or as given) and a tokenizer with Qwen's special tokens and a chat template
+  that places ``<|vision_start|><|video_pad|><|vision_end|>`` where a message has a video.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 IMAGE_TOKEN = "<image>"
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", IMAGE_TOKEN]
@@ -29,9 +35,32 @@ CORPUS = [
 ]
 
 
-def build_tiny_llava(dest: Path, seed: int = 0) -> Path:
-    import torch
+QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                "<|video_pad|>", "<|image_pad|>"]
+QWEN_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for c in m['content'] %}{% if c['type'] == 'video' %}<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _bpe(special: list[str], vocab_size: int, unk: str | None) -> Any:
+    """A byte-level BPE tokenizer (``tokenizers``) trained on :data:`CORPUS`: any text encodes."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token=unk))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(CORPUS * 5, trainer)
+    return tok
+
+
+def build_tiny_llava(dest: Path, seed: int = 0) -> Path:
     from transformers import (
         CLIPVisionConfig,
         LlavaConfig,
@@ -42,12 +71,7 @@ def build_tiny_llava(dest: Path, seed: int = 0) -> Path:
     )
     from transformers.models.llava.image_processing_pil_llava import LlavaImageProcessorPil
 
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=SPECIAL,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(CORPUS * 5, trainer)
+    tok = _bpe(SPECIAL, 600, None)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     image_processor = LlavaImageProcessorPil(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28})
     processor = LlavaProcessor(image_processor=image_processor, tokenizer=fast, patch_size=14,
@@ -61,10 +85,55 @@ def build_tiny_llava(dest: Path, seed: int = 0) -> Path:
     config = LlavaConfig(vision_config=vision, text_config=text,
                          image_token_index=fast.convert_tokens_to_ids(IMAGE_TOKEN),
                          vision_feature_select_strategy="default", vision_feature_layer=-1)
+    return _save(LlavaForConditionalGeneration, config, processor, fast, dest, seed)
+
+
+def build_tiny_qwen_vl(dest: Path, family: str, video_processor: object | None = None, seed: int = 0) -> Path:
+    """A tiny ``qwen3_vl`` or ``qwen2_5_vl`` checkpoint with its real processor class, saved to ``dest``.
+
+    ``video_processor``: the processor's video processor (default: the class's own defaults)."""
+    import transformers as tf
+
+    cls = getattr(tf, "Qwen2TokenizerFast", None) or tf.Qwen2Tokenizer  # the class the Qwen processors accept
+    fast = cls(tokenizer_object=_bpe(QWEN_SPECIAL, 400, "<|endoftext|>"), eos_token="<|im_end|>",
+               pad_token="<|endoftext|>", unk_token="<|endoftext|>")
+    fast.add_special_tokens({"additional_special_tokens": QWEN_SPECIAL[3:]})
+    ids = {k: fast.convert_tokens_to_ids(k) for k in QWEN_SPECIAL}
+    tokens = {"image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
+              "vision_start_token_id": ids["<|vision_start|>"], "vision_end_token_id": ids["<|vision_end|>"]}
+    text = {"vocab_size": len(fast), "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 32768}
+    vision = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 32}
+    if family == "qwen3_vl":
+        vp = video_processor or tf.Qwen3VLVideoProcessor()
+        processor = tf.Qwen3VLProcessor(image_processor=tf.Qwen2VLImageProcessor(), tokenizer=fast,
+                                        video_processor=vp, chat_template=QWEN_TEMPLATE)
+        rope = {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [2, 3, 3], "mrope_interleaved": True}
+        config = tf.Qwen3VLConfig(vision_config={**vision, "num_position_embeddings": 64,
+                                                 "deepstack_visual_indexes": [1]},
+                                  text_config={**text, "head_dim": 16, "rope_parameters": rope}, **tokens)
+        model_cls = tf.Qwen3VLForConditionalGeneration
+    elif family == "qwen2_5_vl":
+        vp = video_processor or tf.Qwen2VLVideoProcessor()
+        processor = tf.Qwen2_5_VLProcessor(image_processor=tf.Qwen2VLImageProcessor(), tokenizer=fast,
+                                           video_processor=vp, chat_template=QWEN_TEMPLATE)
+        rope = {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]}
+        config = tf.Qwen2_5_VLConfig(vision_config={**vision, "fullatt_block_indexes": [1], "window_size": 56},
+                                     text_config={**text, "rope_parameters": rope}, **tokens)
+        model_cls = tf.Qwen2_5_VLForConditionalGeneration
+    else:
+        raise ValueError(f"unknown family {family!r}")
+    return _save(model_cls, config, processor, fast, dest, seed)
+
+
+def _save(model_cls: Any, config: Any, processor: Any, tokenizer: Any, dest: Path, seed: int) -> Path:
+    """A randomly initialised ``model_cls(config)`` (seeded) and ``processor``, saved to ``dest``."""
+    import torch
+
     torch.manual_seed(seed)
-    model = LlavaForConditionalGeneration(config)
-    model.generation_config.eos_token_id = fast.eos_token_id
-    model.generation_config.pad_token_id = fast.pad_token_id
+    model = model_cls(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
     dest.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(dest)
     processor.save_pretrained(dest)

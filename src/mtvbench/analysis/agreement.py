@@ -17,14 +17,15 @@ scored turn or per checklist item:
 Statistics: Spearman, Kendall's tau-b and Pearson (``scipy.stats``) between the judge's and
 the humans' scores, per turn (default) or per dialogue (mean over the turns both scored);
 Cohen's kappa between the judge's item verdicts (majority over its runs) and the humans';
-Fleiss' kappa over the judge's runs on every item that all its runs answered.
+Fleiss' kappa over the judge's runs on every item that all its runs answered (the kappas:
+:mod:`mtvbench.scoring.kappa`, shared with the review's progress).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -35,6 +36,7 @@ from mtvbench.data.schema import STEM_TO_TASK, Task, dialogue_id
 from mtvbench.errors import ConfigError, MtvbenchError
 from mtvbench.render.console import FormatOption, OutputFormat, print_tables
 from mtvbench.render.tables import Col, TextTable, to_markdown
+from mtvbench.scoring.kappa import cohen_kappa, fleiss_kappa
 from mtvbench.util.files import atomic_write_text
 from mtvbench.util.jsonio import JSONFileError, load_json_file, loads_strict, read_text_file
 from mtvbench.util.tables import csv_records, record_keys
@@ -47,43 +49,6 @@ class AgreementError(MtvbenchError, ValueError):
 
 
 # ------------------------------------------------------------------------------ statistics
-
-def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
-    """Cohen's kappa of two raters over the same items; ``None`` when undefined (chance
-    agreement is 1, i.e. both raters used one and the same label throughout)."""
-    if len(a) != len(b):
-        raise ValueError("raters must rate the same items")
-    n = len(a)
-    if n == 0:
-        return None
-    po = sum(x == y for x, y in zip(a, b)) / n
-    ca, cb = Counter(a), Counter(b)
-    pe = sum(ca[k] * cb[k] for k in set(ca) | set(cb)) / (n * n)
-    if pe >= 1.0:
-        return None
-    return (po - pe) / (1.0 - pe)
-
-
-def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float | None:
-    """Fleiss' kappa; ``ratings[i]`` holds the labels the raters gave item ``i`` (the same
-    number of raters per item, at least two). ``None`` when undefined."""
-    items = [list(r) for r in ratings]
-    if not items:
-        return None
-    m = len(items[0])
-    if m < 2 or any(len(r) != m for r in items):
-        raise ValueError("Fleiss' kappa needs the same number (>= 2) of ratings per item")
-    cats = sorted({x for r in items for x in r}, key=str)
-    n = len(items)
-    counts = [Counter(r) for r in items]
-    p_i = [(sum(c[k] ** 2 for k in cats) - m) / (m * (m - 1)) for c in counts]
-    p_bar = sum(p_i) / n
-    p_j = [sum(c[k] for c in counts) / (n * m) for k in cats]
-    pe = sum(p * p for p in p_j)
-    if pe >= 1.0:
-        return None
-    return (p_bar - pe) / (1.0 - pe)
-
 
 def correlations(x: Sequence[float], y: Sequence[float]) -> dict[str, float | None]:
     """Spearman rho, Kendall tau-b and Pearson r (scipy); ``None`` when undefined."""

@@ -1,5 +1,5 @@
 """Checklist generation (paper Figure 16), shared by the construction pipeline's checklist stage
-(:mod:`mtvbench.construct.checklists`) and ``mtvbench checklists``.
+(:mod:`mtvbench.construct.stages.checklists`) and ``mtvbench checklists``.
 
 - :mod:`.generator`: one call asks for ``n`` yes/no questions about a question/answer pair; the
   reply is rule-checked and re-asked (bounded).

@@ -102,7 +102,7 @@ def new_app(help: str, **kw: Any) -> typer.Typer:  # noqa: A002 - typer's own na
 
 def version_callback(value: bool) -> None:
     if value:
-        from mtvbench import __version__
+        from mtvbench._version import __version__
 
         emit(f"mtvbench {__version__}")
         raise typer.Exit(0)

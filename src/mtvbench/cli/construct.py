@@ -18,32 +18,40 @@ than it was asked for says why on its line; the export repeats it as one line pe
 Progress: one bar per stage over the videos, with the model replies so far, in the rich
 display ``mtvbench run`` uses (on stderr; when it is not a terminal, one line per stage at
 the end).
+
+Settings flags: derived from the build settings (:func:`build_flags`, the machinery of ``run``'s
+flags, :mod:`mtvbench.run.flags`): every described field of
+:class:`~mtvbench.construct.config.BuildConfig` (``--concurrency``, ``--detector``, ``--no-objects``,
+...), every described field of a stage's section (``--split-detector``, ``--caption-frames``, ...), the
+model's connection and generation settings as ``run`` spells them (``--model-base-url``,
+``--model-api-key-env``, ``--temperature``, ``--model-option``; ``--base-url`` and ``--api-key-env``
+are the old spellings). Every ``build`` command takes the same settings flags.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import Field, field_validator
 
 from mtvbench.cli.common import fail, new_app
 from mtvbench.cli.evaluate import RichRunProgress, _progress_bar
-from mtvbench.config import RoleSettings, load_settings_file, validate_settings
-from mtvbench.construct.config import BuildConfig
+from mtvbench.config import load_settings_file
+from mtvbench.construct.config import BuildConfig, BuildSettings, build_config_type, load_build_config, require_build
 from mtvbench.construct.export import ExportReport
 from mtvbench.construct.pipeline import Builder, BuildProgress, StageReport
 from mtvbench.construct.review_queue import adjudicate, load_queue, record_review
-from mtvbench.construct.split import SplitSettings
-from mtvbench.construct.stages import STAGES, require_build, stage_names
+from mtvbench.construct.stages import STAGES, stage_names
 from mtvbench.construct.workspace import Workspace, discover_videos
 from mtvbench.registry import RegistryError
-from mtvbench.render.console import FormatOption, OutputFormat, console, note, print_tables, say, styled
+from mtvbench.render.console import FormatOption, OutputFormat, console, note, print_tables, say, styled, warn
 from mtvbench.render.tables import Col, TextTable, Value
 from mtvbench.review.model import ReviewQueue
+from mtvbench.run.flags import Flag, option_flag, role_flags, settings_flags, settings_from_flags, with_flags
 from mtvbench.util.files import video_mode as checked_video_mode
 
 build_app = new_app("Build MT-Video-Bench-style dialogues from raw videos (paper §3.2).")
@@ -55,55 +63,38 @@ WS = Annotated[Path, typer.Option("--workspace", "-w", help="Build workspace fol
 Videos = Annotated[Path | None, typer.Option("--videos", help="Folder of raw videos to register "
                                                              "(sub-folder name = category).")]
 Only = Annotated[list[str] | None, typer.Option("--video", help="Only this video (repeatable).")]
-Model = Annotated[str | None, typer.Option("--model", "-m", help="Model spec for every LLM role, e.g. openai:gpt-4o; "
-                                           "'offline': scripted replies, no API (NOT a real benchmark).")]
-BaseUrl = Annotated[str | None, typer.Option("--base-url", help="Base URL of an OpenAI-compatible server.")]
-KeyEnv = Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")]
-Conc = Annotated[int, typer.Option("--concurrency", help="Concurrent model calls per stage.")]
 Force = Annotated[bool, typer.Option("--force", help="Redo the stage even where it is done (its model calls are "
                                      "asked again; later stages then redo what changed).")]
 Config = Annotated[Path | None, typer.Option("--config", help="YAML/JSON file of BuildConfig fields.")]
+Out = Annotated[Path | None, typer.Option("--out", help="Dataset folder (default WS/dataset).")]
+AcceptedOnly = Annotated[bool, typer.Option(help="Only dialogues accepted in review.")]
 
 
-class _StrictBuildConfig(BuildConfig):
-    """:class:`BuildConfig` read strictly: the backend settings checked as a run's are, concurrency >= 1."""
-
-    backend: RoleSettings = Field(default_factory=RoleSettings)
-
-    @field_validator("concurrency")
-    @classmethod
-    def _concurrency(cls, v: int) -> int:
-        if v < 1:
-            raise ValueError("must be >= 1")
-        return v
+#: old spelling -> the flag it is now
+_OLD_NAMES = {"--model-base-url": ("--base-url",), "--model-api-key-env": ("--api-key-env",)}
 
 
-_FLAG_NAMES = {"backend.base_url": "--base-url", "backend.api_key_env": "--api-key-env",
-               "split.detector": "--split-detector", "objects": "--no-objects"}
+def build_flags(config: type[BuildSettings] | None = None) -> list[Flag]:
+    """The settings flags of every ``mtvbench build`` command, derived from the build settings (see module doc)."""
+    config = config or build_config_type()
+    sections = {key: config.model_fields[key.replace("-", "_")].annotation for key in config.SECTIONS}
+    flags = settings_flags(config, sections) + role_flags({"model": "backend"}) + [option_flag("model", "backend")]
+    return [replace(f, short="-m" if f.key == "model" else None, old_names=_OLD_NAMES.get(f.name, ()))
+            for f in flags]
 
 
-def _put(data: dict[str, Any], key: str, value: object) -> bool:
-    """``data["a"]["b"] = value`` for ``key="a.b"``; False when ``data["a"]`` is not a mapping."""
-    *parents, leaf = key.split(".")
-    for part in parents:
-        inner = data.get(part) or {}
-        if not isinstance(inner, dict):
-            return False  # validate_settings names the key
-        data[part] = data = dict(inner)
-    data[leaf] = value
-    return True
+BUILD_FLAGS = build_flags(BuildConfig)
 
 
-def _config(config: Path | None, model: str | None, base_url: str | None, api_key_env: str | None,
-            concurrency: int, split_detector: str | None = None, **over: object) -> BuildConfig:
+def build_settings(config: Path | None, given: dict[str, Any]) -> BuildSettings:
     """The build settings: the ``--config`` file (YAML or JSON) with the flags on top, validated
     strictly (unknown keys with a suggestion, bad values named by file and key or by flag)."""
     data: dict[str, Any] = load_settings_file(config, "build config file") if config is not None else {}
-    given = {"model": model, "backend.base_url": base_url, "backend.api_key_env": api_key_env,
-             "concurrency": concurrency, "split.detector": split_detector, **over}
-    flags = {key: _FLAG_NAMES.get(key, "--" + key.replace("_", "-"))
-             for key, value in given.items() if value is not None and _put(data, key, value)}
-    return validate_settings(_StrictBuildConfig, data, str(config) if config else "command line", flags=flags)
+    values, origins = settings_from_flags(data, given, BUILD_FLAGS)
+    cfg = load_build_config(values, str(config) if config else "command line", origins)
+    for line in cfg.renamed:
+        warn(f"{line} (the old spelling still works in this release)")
+    return cfg
 
 
 class RichBuildProgress(RichRunProgress, BuildProgress):
@@ -195,7 +186,7 @@ def _shortfalls(export: ExportReport | None) -> int:
     return sum(s.failed for s in export.shortfalls.values())
 
 
-def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str] | None, cfg: BuildConfig,
+def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str] | None, cfg: BuildSettings,
          force: bool, export: dict | None = None) -> None:
     require_build(stages, cfg)  # a missing extra fails before the workspace is created
     ws = Workspace(workspace)  # writes nothing until the checks below have passed
@@ -233,25 +224,10 @@ def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str
 
 def _stage_command(stage: str, help_text: str) -> None:
     @build_app.command(stage, help=help_text)
-    def command(workspace: WS, videos: Videos = None, video: Only = None, model: Model = None,
-                base_url: BaseUrl = None, api_key_env: KeyEnv = None, concurrency: Conc = 4, force: Force = False,
-                config: Config = None,
-                detector: Annotated[str | None, typer.Option(help="'yolo' or module:factory")] = None,
-                detector_weights: Annotated[str | None, typer.Option(help="YOLO11 weights file (e.g. yolo11n.pt)")]
-                = None,
-                split_detector: Annotated[str | None, typer.Option(help="content (default) or adaptive")] = None,
-                no_objects: Annotated[bool, typer.Option("--no-objects", help="Cross-scene units from themes only "
-                                                         "(no key frames, detection or memory bank).")] = False,
-                retry_failed: Annotated[bool, typer.Option(help="Re-ask items given up on (rules broken).")] = False,
-                ) -> None:
-        cfg = _config(config, model, base_url, api_key_env, concurrency, split_detector, detector=detector,
-                      detector_weights=detector_weights, retry_failed=retry_failed or None,
-                      objects=False if no_objects else None)
-        if split_detector:
-            if split_detector not in ("content", "adaptive"):
-                fail(f"--split-detector must be content or adaptive, got {split_detector!r}")
-            cfg.split = SplitSettings(detector=split_detector)  # type: ignore[arg-type]
-        _run([stage], workspace, videos, video, cfg, force)
+    @with_flags(BUILD_FLAGS)
+    def command(given: dict[str, Any], workspace: WS, videos: Videos = None, video: Only = None, force: Force = False,
+                config: Config = None) -> None:
+        _run([stage], workspace, videos, video, build_settings(config, given), force)
 
     command.__name__ = f"build_{stage}"
 
@@ -269,9 +245,8 @@ for _stage in stage_names():
 
 
 @build_app.command("export", help="12. Write the released layout, metadata.json and the review queue.")
-def build_export(workspace: WS, videos: Videos = None, video: Only = None,
-                 out: Annotated[Path | None, typer.Option("--out", help="Dataset folder (default WS/dataset).")] = None,
-                 accepted_only: Annotated[bool, typer.Option(help="Only dialogues accepted in review.")] = False,
+def build_export(workspace: WS, videos: Videos = None, video: Only = None, out: Out = None,
+                 accepted_only: AcceptedOnly = False,
                  video_mode: Annotated[str, typer.Option(help="copy, or link (hard link; a copy across "
                                                               "file systems)")] = "copy") -> None:
     mode = checked_video_mode(video_mode)
@@ -280,24 +255,11 @@ def build_export(workspace: WS, videos: Videos = None, video: Only = None,
 
 
 @build_app.command("all", help="Every stage in order, then export (runs what it can; exit 3 lists what is not done).")
-def build_all_cmd(workspace: WS, videos: Videos = None, video: Only = None, model: Model = None,
-                  base_url: BaseUrl = None, api_key_env: KeyEnv = None, concurrency: Conc = 4, force: Force = False,
-                  config: Config = None,
-                  detector: Annotated[str | None, typer.Option(help="'yolo' or module:factory")] = None,
-                  detector_weights: Annotated[str | None, typer.Option(help="YOLO11 weights file")] = None,
-                  no_objects: Annotated[bool, typer.Option("--no-objects")] = False,
-                  retry_failed: Annotated[bool, typer.Option(help="Re-ask items given up on (rules broken).")] = False,
-                  out: Annotated[Path | None, typer.Option("--out")] = None,
-                  accepted_only: Annotated[bool, typer.Option()] = False,
-                  executor: Annotated[str | None, typer.Option(
-                      help="local | ray (per-video stages and model calls on a Ray cluster; the workspace on "
-                           "storage every node sees)")] = None,
-                  ray_address: Annotated[str | None, typer.Option(
-                      help="with --executor ray: auto | HOST:PORT (default: a local Ray instance)")] = None) -> None:
-    cfg = _config(config, model, base_url, api_key_env, concurrency, detector=detector,
-                  detector_weights=detector_weights, retry_failed=retry_failed or None,
-                  objects=False if no_objects else None, executor=executor, ray_address=ray_address)
-    _run(list(stage_names()), workspace, videos, video, cfg, force,
+@with_flags(BUILD_FLAGS)
+def build_all_cmd(given: dict[str, Any], workspace: WS, videos: Videos = None, video: Only = None,
+                  force: Force = False, config: Config = None,
+                  out: Out = None, accepted_only: AcceptedOnly = False) -> None:
+    _run(list(stage_names()), workspace, videos, video, build_settings(config, given), force,
          export={"out": out, "accepted_only": accepted_only, "video_mode": "copy"})
 
 

@@ -103,6 +103,7 @@ def status_lines(scores: Scores) -> list[tuple[str, str | None]]:
     else:
         out = [(f"status: INCOMPLETE; Overall {label}{chosen}", "bold red")]
         out += [(f"  - {r}", "red") for r in scores.incomplete_reasons]
+    out.append((f"protocol: {scores.protocol} (model sent: {scores.inference})", None))
     c = scores.counts
     line = (f"counts: {c.dialogues} dialogues, {c.model_turns} model turns, {c.scored_turns} scored turns, "
             f"{c.unscored_turns} turns without a verdict, {c.missing_responses} without a response, "
@@ -131,6 +132,7 @@ def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = 
         return
     if kind in ("md", "csv"):  # the table on stdout as is; the status and usage as notes on stderr
         emit(leaderboard_markdown(rows) if kind == "md" else leaderboard_csv(rows))
+        note("protocol", f"{scores.protocol} (model sent: {scores.inference})")
         if scores.complete:
             note("status", f"complete; Overall {scores.overall_label()}", style="green")
         else:
@@ -215,6 +217,8 @@ def demo(
     note("demo", f"bundled sample benchmark written to {data.resolve()}", style="cyan")
     note("demo", f"--judge {judge}: the offline lexical matcher, so the demo needs no API key; it checks the "
          "pipeline, its scores are not comparable to the paper's", style="cyan")
+    note("demo", "--protocol authors (the default): judged and scored as the authors' released eval.py does; "
+         "see README, 'Comparable with the published Table 2'", style="cyan")
     rows = []
     for model in ("oracle", "refuse"):
         out = workdir / "runs" / model

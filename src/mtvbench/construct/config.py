@@ -1,52 +1,210 @@
-"""The settings of a build (``mtvbench build --config FILE`` and the flags): :class:`BuildConfig`."""
+"""The settings of a build (``mtvbench build --config FILE`` and the flags): :class:`BuildConfig`, assembled
+from the stage registry.
+
+``BuildConfig`` is :class:`BuildSettings` (what every build has: the model spec and its backend settings,
+concurrency, whether the object stages run, the detector and the text embedder the builder provides, the
+frame size, the re-ask bound, the executor) plus one section per stage that declares a settings model
+(:attr:`~mtvbench.construct.stages.Stage.settings_model`), keyed by the stage's name (``split:
+{detector: adaptive}``, ``caption: {frames: 8}``; the objects stage's is ``bank``). A stage of another
+package that declares one adds its section; nothing here changes. A stage reads its section with
+``ctx.config.section(ItsSettings)``.
+
+It validates itself: unknown keys are errors with a suggestion, values are checked strictly
+(:func:`load_build_config` names a bad value by its file and key, or by the flag that gave it), the
+backend settings as a run's are. ``mtvbench build``'s flags are derived from it
+(:func:`mtvbench.cli.construct.build_flags`, with :mod:`mtvbench.run.flags`): every field with a
+description is a flag, a section's as ``--SECTION-FIELD`` (``--split-detector``, ``--caption-frames``).
+
+Spellings of an earlier mtvbench (the flat ``caption_frames``, ``merge_passes``, ``min_score``, ...:
+each stage lists its own as :attr:`~mtvbench.construct.stages.Stage.old_keys`) are still read into
+their section, with a warning naming the new spelling (:attr:`BuildSettings.renamed`).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, field_validator, model_validator
 
-from mtvbench.config import ExecutorName, RaySettings
-from mtvbench.construct.crossscene import CrossSceneSettings
-from mtvbench.construct.keyframes import KeyFrameSettings
-from mtvbench.construct.objects import BankSettings
-from mtvbench.construct.split import SplitSettings
-from mtvbench.models.settings import BackendOptions
+from mtvbench.config import ExecutorName, RaySettings, RoleSettings, validate_settings
+from mtvbench.construct.stages import STAGES, Stage, loadable_stages
+from mtvbench.extras import require_backend, require_modules
+from mtvbench.registry import RegistryError
+
+S = TypeVar("S", bound=BaseModel)
 
 
-class BuildConfig(BaseModel):
-    """Every setting of a build. Each model role has its own backend spec (``models``; default: the
-    one ``model``): ``caption`` (clip and object-crop captions, an MLLM), ``merge`` (same-scene
-    judgements, text only), ``score`` (task suitability, an MLLM), ``generate`` (dialogues, an MLLM),
-    ``checklist`` (checklists, text only)."""
+class BuildSettings(BaseModel):
+    """What every build has, whatever its stages (see the module docstring). Each model role has its own
+    backend spec (``models``; default: the one ``model``); the built-in stages ask ``caption`` (clip and
+    object-crop captions, an MLLM), ``merge`` (same-scene judgements, text only), ``score`` (task
+    suitability, an MLLM), ``generate`` (dialogues, an MLLM) and ``checklist`` (checklists, text only)."""
 
-    model: str | None = None
-    models: dict[str, str] = Field(default_factory=dict)  # role -> spec, overriding ``model``
-    backend: BackendOptions = Field(default_factory=BackendOptions)
-    concurrency: int = 4
-    split: SplitSettings = Field(default_factory=SplitSettings)
-    keyframes: KeyFrameSettings = Field(default_factory=KeyFrameSettings)
-    bank: BankSettings = Field(default_factory=BankSettings)
-    crossscene: CrossSceneSettings = Field(default_factory=CrossSceneSettings)
-    objects: bool = True  # False: skip keyframes/detect/objects (cross-scene units from themes only)
-    detector: str | None = None  # None/"yolo" or "module:factory"
-    detector_weights: str | None = None
-    text_embedder: str | None = None
-    merge_passes: int = 2
-    merge_prefilter_below: float | None = None
-    frame_max_side: int = 448
-    caption_frames: int = 8
-    score_frames: int = 16
-    generate_frames: int = 32
-    min_score: int = 5
-    max_attempts: int = 3
-    checklist_items: int = 5
-    checklist_exact_split: bool = True
-    retry_failed: bool = False
-    #: settings of stages from other packages, by stage name (free-form; each such stage reads its own)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+
+    model: str | None = Field(None, description="model spec for every LLM role, e.g. openai:gpt-4o; 'offline': "
+                                                "scripted replies, no API (NOT a real benchmark)")
+    #: role -> spec, overriding ``model`` for that role
+    models: dict[str, str] = Field(default_factory=dict)
+    backend: RoleSettings = Field(default_factory=RoleSettings)
+    concurrency: int = Field(4, description="concurrent model calls per stage")
+    objects: bool = Field(True, description="object stages: key frames, detection, memory bank (--no-objects: "
+                                            "cross-scene units from themes only)")
+    detector: str | None = Field(None, description="object detector: yolo (YOLO11, the default) or module:factory")
+    detector_weights: str | None = Field(None, description="YOLO11 weights file (e.g. yolo11n.pt)")
+    text_embedder: str | None = Field(None, description="sentence-transformers model of the text similarity "
+                                                        "(merge pre-filter, memory bank, themes); default: lexical")
+    frame_max_side: int = Field(448, description="longer side of the frames sent to the model, at most (px)")
+    max_attempts: int = Field(3, description="asks per item while its replies break the rules")
+    retry_failed: bool = Field(False, description="ask the items given up on (rules broken) again")
+    #: settings of stages of other packages that declare no settings model, by stage name (free-form)
     stage_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
     #: ``ray``: per-video stages and model calls on a Ray cluster (:mod:`.ray_executor`); the
     #: workspace must then be on storage every node sees
-    executor: ExecutorName = "local"
-    ray_address: str | None = None
+    executor: ExecutorName = Field("local", description="local | ray (per-video stages and model calls on a Ray "
+                                                        "cluster; the workspace on storage every node sees)")
+    ray_address: str | None = Field(None, description="with --executor ray: auto | HOST:PORT (default: a local "
+                                                      "Ray instance)")
     ray: RaySettings = Field(default_factory=RaySettings)
+
+    #: the stage sections of this class: key -> stage name (set by :func:`assemble`)
+    SECTIONS: ClassVar[dict[str, str]] = {}
+    #: old flat key -> (section attribute, field) (set by :func:`assemble`)
+    OLD_KEYS: ClassVar[dict[str, tuple[str, str]]] = {}
+    _renamed: list[str] = PrivateAttr(default_factory=list)
+
+    @field_validator("concurrency")
+    @classmethod
+    def _concurrency(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError("must be >= 1")
+        return v
+
+    @model_validator(mode="after")
+    def _old_spellings(self) -> BuildSettings:
+        """Move values given in an earlier spelling into their section (see the module docstring)."""
+        for old, (attr, name) in self.OLD_KEYS.items():
+            if old not in self.model_fields_set:
+                continue
+            section = getattr(self, attr)
+            new = f"{self.section_key(attr)}.{name}"
+            if name in section.model_fields_set:
+                raise ValueError(f"'{old}' is the old spelling of '{new}': give only '{new}'")
+            setattr(self, attr, section.model_copy(update={name: getattr(self, old)}))
+            setattr(self, old, None)
+            self._renamed.append(f"the build setting '{old}' is now '{new}'")
+            warnings.warn(self._renamed[-1], DeprecationWarning, stacklevel=2)
+        return self
+
+    @property
+    def renamed(self) -> list[str]:
+        """One line per setting given in an earlier spelling (read all the same)."""
+        return list(self._renamed)
+
+    @classmethod
+    def section_key(cls, attr: str) -> str:
+        """The config key of a section attribute (``video-summary`` for ``video_summary``)."""
+        return cls.model_fields[attr].alias or attr
+
+    def section(self, kind: type[S]) -> S:
+        """The settings of the stage whose settings model is ``kind`` (its defaults when this config has no
+        such section: a stage registered after the config was made)."""
+        for attr, info in type(self).model_fields.items():
+            if info.annotation is kind:
+                return getattr(self, attr)
+        return kind()
+
+
+def assemble(stages: Mapping[str, Stage]) -> type[BuildSettings]:
+    """:class:`BuildSettings` with a section per stage of ``stages`` that declares a settings model.
+
+    Raises:
+        RegistryError: a stage's section key is taken (by a build setting or by another stage)."""
+    fields: dict[str, Any] = {}
+    sections: dict[str, str] = {}
+    old_keys: dict[str, tuple[str, str]] = {}
+    for name, stage in stages.items():
+        if stage.settings_model is None:
+            continue
+        key = stage.section or name
+        attr = key.replace("-", "_")
+        if attr in BuildSettings.model_fields or attr in fields:
+            raise RegistryError(f"construction stage {name!r}: its settings key {key!r} is taken (a build setting "
+                                "or another stage's section)", hint="give the stage another section=")
+        fields[attr] = (stage.settings_model, Field(default_factory=stage.settings_model,
+                                                    alias=key if key != attr else None))
+        sections[key] = name
+        for old, field in stage.old_keys.items():
+            fields[old] = (stage.settings_model.model_fields[field].annotation | None, Field(None, exclude=True))
+            old_keys[old] = (attr, field)
+    model = create_model("BuildConfig", __base__=BuildSettings, __module__=__name__, **fields)
+    model.__doc__ = BuildSettings.__doc__
+    model.SECTIONS, model.OLD_KEYS = sections, old_keys
+    return model
+
+
+def _fingerprint(stages: Mapping[str, Stage]) -> tuple[Any, ...]:
+    return tuple((name, s.settings_model, s.section, tuple(s.old_keys.items())) for name, s in stages.items()
+                 if s.settings_model is not None)
+
+
+#: the build settings of the stages registered when mtvbench was imported (the built-ins, and those of
+#: other packages' entry points that load)
+BuildConfig = assemble(loadable_stages())
+_ASSEMBLED: dict[tuple[Any, ...], type[BuildSettings]] = {_fingerprint(loadable_stages()): BuildConfig}
+
+
+def build_config_type() -> type[BuildSettings]:
+    """:data:`BuildConfig` for the stages registered now (a stage registered in code since adds its section)."""
+    stages = loadable_stages()
+    key = _fingerprint(stages)
+    if key not in _ASSEMBLED:
+        _ASSEMBLED[key] = assemble(stages)
+    return _ASSEMBLED[key]
+
+
+def load_build_config(values: Mapping[str, Any], source: str = "settings",
+                      flags: Mapping[str, str] | None = None) -> BuildSettings:
+    """The build settings from plain values (a YAML mapping with the flags on top), checked strictly.
+
+    Args:
+        values: the settings.
+        source: names the values in messages (a file name, ``command line``).
+        flags: dotted setting -> the flag that gave it, so a bad value is named by its flag.
+
+    Raises:
+        ConfigError: every problem at once, one line each."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the caller reports ``renamed``
+        return validate_settings(build_config_type(), values, source, flags=flags)
+
+
+def require_stages(stages: Iterable[str], *, objects: bool = True, detector: str | None = None) -> None:
+    """The extras of construction stages, checked without importing them. With ``objects`` false
+    the object stages are skipped; a custom ``detector`` (``module:factory``) brings its own
+    dependencies."""
+    require_build_config(stages, BuildConfig(objects=objects, detector=detector), backends=False)
+
+
+def require_build(stages: Iterable[str], config: BuildSettings) -> None:
+    """Everything ``mtvbench build`` needs for ``stages`` under ``config``: the stages' extras and
+    the extras of the model backends it names (checked before the workspace is created)."""
+    require_build_config(stages, config, backends=True)
+
+
+def require_build_config(stages: Iterable[str], config: BuildSettings, *, backends: bool) -> None:
+    active = {s: STAGES.get(s) for s in stages if s in STAGES}
+    active = {s: st for s, st in active.items() if config.objects or not st.object_stage}
+    for name, stage in active.items():
+        needs = stage.needs_under(config)
+        if needs is not None:
+            require_modules(f"the {name} stage", *needs)
+    if backends and any(stage.role is not None for stage in active.values()):
+        for spec in sorted({config.model, *config.models.values()} - {None, ""}):
+            require_backend(str(spec), "build")
+
+
+__all__ = ["BuildConfig", "BuildSettings", "assemble", "build_config_type", "load_build_config", "require_build",
+           "require_stages"]

@@ -44,19 +44,15 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from mtvbench.construct.offline_model import scripted_note
-from mtvbench.construct.records import (
-    Artifact,
-    Captions,
-    ChecklistResult,
-    CrossSceneResult,
-    GenerateResult,
-    MergeResult,
-    ScoreResult,
-    Shortfall,
-    SplitResult,
-    VideoRecord,
-)
+from mtvbench.construct.records import Artifact, Shortfall, VideoRecord
 from mtvbench.construct.review_queue import load_queue, save_queue
+from mtvbench.construct.stages.caption import Captions
+from mtvbench.construct.stages.checklists import ChecklistResult
+from mtvbench.construct.stages.crossscene import CrossSceneResult
+from mtvbench.construct.stages.generate import GenerateResult
+from mtvbench.construct.stages.merge import MergeResult
+from mtvbench.construct.stages.split import SplitResult
+from mtvbench.construct.stages.suitability import ScoreResult
 from mtvbench.construct.workspace import Workspace
 from mtvbench.data.buildmeta import BuildMetadata, BuiltDialogueMeta, VideoMeta
 from mtvbench.data.layout import LayoutWriter, kept, metadata_path, place_video, write_layout_json

@@ -11,7 +11,7 @@ laptop with no key, no server and no download:
 - suitability: 5 or 6 for every task (a digest of the material decides which), so every unit
   gets a dialogue for every task;
 - dialogue: five rounds per task, built from the unit's time ranges and descriptions, that pass
-  every mechanical rule of :func:`mtvbench.construct.generate.check_dialogue`;
+  every mechanical rule of :func:`mtvbench.construct.stages.generate.check_dialogue`;
 - checklist: ``n - 1`` "Yes" items naming words of the answer and one "No" item naming
   something absent from it (the rules of Figure 16; ``--judge offline`` gives the golden answer
   every point).

@@ -58,8 +58,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.config import BuildConfig
-from mtvbench.construct.detect import Detector, DetectorError, load_detector
+from mtvbench.construct.config import BuildSettings
+from mtvbench.construct.detector import Detector, DetectorError, detector_label, load_detector
 from mtvbench.construct.export import ExportReport, export_dataset
 from mtvbench.construct.journal import CallJournal
 from mtvbench.construct.llm import StageModel
@@ -129,7 +129,7 @@ class Builder:
     """Runs stages for videos of a workspace (see the module docstring); it is the stages'
     :class:`~mtvbench.construct.stages.StageContext`."""
 
-    def __init__(self, ws: Workspace, config: BuildConfig, *, backends: dict[str, ModelBackend] | None = None,
+    def __init__(self, ws: Workspace, config: BuildSettings, *, backends: dict[str, ModelBackend] | None = None,
                  detector: Detector | None = None, on_report: Callable[[StageReport], None] | None = None,
                  progress: BuildProgress | None = None):
         self.ws = ws
@@ -207,9 +207,7 @@ class Builder:
         c = self.config
         if c.detector in (None, "") and c.detector_weights is None:
             return None
-        if c.detector in (None, "", "yolo"):
-            return f"yolo:{c.detector_weights or 'yolo11n.pt'}"
-        return c.detector
+        return detector_label(c.detector, c.detector_weights)
 
     def textsim(self) -> TextSimilarity:
         if self._textsim is None:
@@ -236,7 +234,8 @@ class Builder:
         """Everything besides the upstream artifacts that decides a stage's result (see module doc).
 
         A model or detector that was not given is the ``recorded`` one (what built the artifact), so a
-        rerun without ``--model`` keeps finished work; with nothing recorded the detector is YOLO11."""
+        rerun without ``--model`` keeps finished work; with nothing recorded the detector is the build's default
+        (YOLO11)."""
         c = self.config
         spec = STAGES.get(stage)
         s: dict[str, Any] = {"version": spec.version}
@@ -247,8 +246,8 @@ class Builder:
         for key in ("model", "detector"):
             if key in s and s[key] is None:
                 s[key] = (recorded or {}).get(key)
-        if stage == "detect" and s["detector"] is None:
-            s["detector"] = f"yolo:{c.detector_weights or 'yolo11n.pt'}"
+        if "detector" in s and s["detector"] is None:
+            s["detector"] = detector_label(c.detector, c.detector_weights)
         return json.loads(canonical_json(s))
 
     def _decide(self, stage: str, v: VideoRecord, force: bool) -> _Decision:
@@ -402,7 +401,7 @@ class Builder:
         return export_dataset(self.ws, videos, out, accepted_only=accepted_only, video_mode=video_mode)
 
 
-async def build_all(ws: Workspace, videos: list[VideoRecord], config: BuildConfig, *,
+async def build_all(ws: Workspace, videos: list[VideoRecord], config: BuildSettings, *,
                     backends: dict[str, ModelBackend] | None = None, detector: Detector | None = None,
                     out: Path | None = None, accepted_only: bool = False,
                     on_report: Callable[[StageReport], None] | None = None) -> tuple[list[StageReport], ExportReport]:

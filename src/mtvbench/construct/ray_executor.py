@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mtvbench.config import RaySettings
-from mtvbench.construct.detect import detect_objects, load_detector
-from mtvbench.construct.records import Detections, KeyFrames
+from mtvbench.construct.detector import load_detector
+from mtvbench.construct.stages.detect import Detections, detect_objects
+from mtvbench.construct.stages.keyframes import KeyFrames
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult
 from mtvbench.run.ray_executor import (

@@ -478,7 +478,7 @@ def prepare(snapshot: Snapshot, target: Path, *, note: Note = _quiet, force: boo
 
     Nothing is written when the target holds something else or the snapshot has nothing to lay
     out; archives already unpacked are kept when a later step fails (the next call resumes)."""
-    from mtvbench import __version__
+    from mtvbench._version import __version__
 
     target = Path(target).expanduser().absolute()
     created = not target.exists()

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtvbench._version import __version__
 from mtvbench.errors import InputError, MtvbenchError, OutputError
 from mtvbench.util.files import ensure_dir
 
@@ -198,8 +199,6 @@ def _found_version(db: sqlite3.Connection, path: Path, schema: Schema) -> int:
     found = schema.unversioned if found is None else found
     if not isinstance(found, int) or found > schema.version or (
             found < schema.version and any(v not in schema.migrations for v in range(found, schema.version))):
-        from mtvbench import __version__
-
         newer = isinstance(found, int) and found > schema.version
         raise schema.refusal(
             f"{path}: {schema.kind.replace(' ', '-')} format {found} (written by {_made_by(db)}); this mtvbench "
@@ -226,8 +225,6 @@ def _bring_up_to_date(db: sqlite3.Connection, path: Path, schema: Schema) -> Non
         db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
     values: dict[str, Any] = {"kind": schema.kind, "schema_version": schema.version}
     if fresh:
-        from mtvbench import __version__
-
         values |= {"mtvbench_version": __version__, "created": time.time()}
     put_meta(db, values)
 

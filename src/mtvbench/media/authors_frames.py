@@ -35,6 +35,10 @@ InternVL rows (``load_video`` with ``bound=None``):
   same size leaves the tile as it is). The paper says 448; the script's default
   ``--max_pixels 720`` would give 720.
 
+A run under the ``authors`` protocol feeds these frames through the frame cache
+(``FrameSettings.rule``; :func:`script_frames` makes a cache entry): the Qwen rows the MP4 itself
+(``hf:``) or its decoded frames as images (a server, ``vllm:``), the InternVL rows the tiles.
+
 Frames are decoded by the exact sampler of :mod:`mtvbench.media.frames` ("frame ``i``" is
 the ``i``-th frame of a full decode); the script uses decord, which counts frames from the
 container header and resizes with its own filter: the measured differences are in
@@ -44,6 +48,7 @@ container header and resizes with its own filter: the measured differences are i
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -54,11 +59,23 @@ from pydantic import BaseModel
 
 from mtvbench.errors import OutputError
 from mtvbench.media.cache import CACHE_VERSION, FrameCache, fingerprint
-from mtvbench.media.frames import DecodedFrames, FrameSettings, IndexRule, VideoError, probe, sample_rgb
+from mtvbench.media.frames import (
+    SCRIPT_RULES_VERSION,
+    DecodedFrames,
+    FrameSettings,
+    IndexRule,
+    VideoError,
+    VideoFrames,
+    encode_frame,
+    encode_image,
+    probe,
+    reference_frames,
+    sample_rgb,
+)
 from mtvbench.util.files import atomic_open, describe_os_error
 
 #: Bump when an index rule, the size rule or the MP4 encoding changes (part of the cache key).
-RULE_VERSION = 1
+RULE_VERSION = SCRIPT_RULES_VERSION
 #: Frame rate of the script's clip (``cv2.VideoWriter(..., 15, ...)``).
 SCRIPT_FPS = 15
 #: FFmpeg encoder behind OpenCV's ``mp4v`` FourCC.
@@ -69,6 +86,10 @@ MP4_OPTIONS: dict[str, int] = {"gop_size": 12, "max_b_frames": 0, "qmin": 3}
 DECORD_RESIZE = "BILINEAR"
 #: The InternVL script's ``bound=None`` is a window of +-100000 s.
 _OPEN_BOUND_S = 100000
+#: the pixel keys of the script's ``video`` item; ``apply_chat_template`` does not read them (measured in
+#: ``docs/authors-frames.md``), they are sent as the script sends them
+VIDEO_ITEM_PIXELS: dict[str, int] = {"min_pixels": 4 * 32 * 32, "max_pixels": 256 * 32 * 32,
+                                     "total_pixels": 16384 * 32 * 32}
 _CLIP = "clip.mp4"
 _META = "meta.json"
 
@@ -167,13 +188,18 @@ def _encode_mp4(frames: list[np.ndarray], dest: Path) -> tuple[int, int]:
     return w, h
 
 
-def write_script_mp4(video: Path, dest: Path, frames: int = 128, max_side: int = 720) -> ScriptClip:
-    """Write to ``dest`` the MP4 the Qwen script makes of ``video`` (see module doc); atomic."""
-    video, dest = Path(video), Path(dest)
+def _clip_source(video: Path, frames: int, max_side: int) -> DecodedFrames[np.ndarray]:
+    """The frames the Qwen script writes into its MP4: its indices, resized by its size rule (RGB)."""
     info = probe(video, exact=False)
     resized = qwen_script_size(info.width, info.height, max_side)
     settings = FrameSettings(size=resized, interpolation=DECORD_RESIZE)
-    decoded = sample_rgb(video, lambda n: qwen_script_indices(n, frames), settings)
+    return sample_rgb(video, lambda n: qwen_script_indices(n, frames), settings)
+
+
+def write_script_mp4(video: Path, dest: Path, frames: int = 128, max_side: int = 720) -> ScriptClip:
+    """Write to ``dest`` the MP4 the Qwen script makes of ``video`` (see module doc); atomic."""
+    video, dest = Path(video), Path(dest)
+    decoded = _clip_source(video, frames, max_side)
     size = _encode_mp4(decoded.frames, dest)
     return ScriptClip(
         path=dest,
@@ -202,6 +228,47 @@ def script_clip(video: Path, cache: FrameCache, frames: int = 128, max_side: int
 
     entry = cache.file_entry(script_clip_key(video, frames, max_side), build)
     return ScriptClip.model_validate({**json.loads((entry / _META).read_text()), "path": entry / _CLIP})
+
+
+# ---------------------------------------------------------------------------- a run's frames
+
+
+def script_frames(video: Path, settings: FrameSettings) -> VideoFrames:
+    """The frames a run feeds under a script's rule (``settings.rule``), as the frame cache stores them.
+
+    ``qwen-script``: the script's MP4 of ``video`` (``settings.num_frames``, longer side
+    ``settings.max_side``) in ``clip``, and its decoded frames (every one of them) as images, for
+    backends that are sent images. ``internvl-script``: the script's ``settings.size`` tiles. Both
+    record the source frame indices and times; images are encoded as ``settings`` says.
+    """
+    video = Path(video)
+    if settings.rule == "qwen-script":
+        assert settings.max_side is not None  # FrameSettings checks it
+        return _qwen_frames(video, settings)
+    if settings.rule == "internvl-script":
+        from PIL import Image
+
+        assert settings.size is not None  # FrameSettings checks it
+        tiles = internvl_script_frames(video, settings.num_frames, settings.size[0])
+        images = [encode_image(Image.fromarray(t), settings) for t in tiles.frames]
+        return VideoFrames(**tiles.sample_fields(), settings=settings, jpegs=images)
+    raise ValueError(f"no script frames for the frame rule {settings.rule!r}")
+
+
+def _qwen_frames(video: Path, settings: FrameSettings) -> VideoFrames:
+    decoded = _clip_source(video, settings.num_frames, settings.max_side or 0)
+    with tempfile.TemporaryDirectory(prefix="mtvbench-clip-") as tmp:
+        path = Path(tmp) / _CLIP
+        w, h = _encode_mp4(decoded.frames, path)
+        del decoded.frames[:]  # the source frames are in the clip now
+        n = len(decoded.indices)
+        own = FrameSettings(num_frames=n, max_side=None, jpeg_quality=settings.jpeg_quality, lossless=settings.lossless)
+        images = [encode_frame(f, own) for f in reference_frames(path)]  # every frame of the clip, in order
+        if len(images) != n:
+            raise VideoError(f"{video}: the script's MP4 holds {len(images)} frames, {n} were written")
+        data = path.read_bytes()
+    fields = {**decoded.sample_fields(), "width": w, "height": h}
+    return VideoFrames(**fields, settings=settings, jpegs=images, clip=data)
 
 
 # ---------------------------------------------------------------------------- InternVL
@@ -237,6 +304,7 @@ __all__ = [
     "RULE_VERSION",
     "SCRIPT_CODEC",
     "SCRIPT_FPS",
+    "VIDEO_ITEM_PIXELS",
     "ScriptClip",
     "internvl_rule",
     "internvl_script_frames",
@@ -246,6 +314,7 @@ __all__ = [
     "script_bit_rate",
     "script_clip",
     "script_clip_key",
+    "script_frames",
     "write_script_mp4",
     "writer_size",
 ]

@@ -1,10 +1,13 @@
 """Process-safe on-disk cache of sampled frames.
 
 A video is decoded once per (content fingerprint, :meth:`FrameSettings.key`). An entry is
-a directory ``<root>/<key[:2]>/<key>/`` holding ``0000.jpg``, ``0001.jpg``, ... and a
-``meta.json``. Other derived files of a video (the MP4 an authors' script would feed,
-:mod:`mtvbench.media.authors_frames`) are entries of the same kind made by
-:meth:`FrameCache.file_entry`: their own key, the same folder layout, rename and lock.
+a directory ``<root>/<key[:2]>/<key>/`` holding ``0000.jpg``, ``0001.jpg``, ... (``.png`` for
+lossless settings) and a ``meta.json``. Settings with an authors' script's rule
+(``FrameSettings.rule``) are made by :func:`mtvbench.media.authors_frames.script_frames`; the Qwen
+script's entry also holds the script's MP4 (``clip.mp4``), which is what ``hf:`` feeds. Other
+derived files of a video are entries of the same kind made by :meth:`FrameCache.file_entry`
+(:func:`~mtvbench.media.authors_frames.script_clip`): their own key, the same folder layout,
+rename and lock.
 Entries are written into a temporary directory beside them and renamed into place, so a
 reader sees a whole entry or none. A per-key lock file (:func:`mtvbench.ledger.lock.file_lock`)
 (``<root>/.locks/<key>.lock``) makes a second process (or thread) wait for the first
@@ -32,6 +35,7 @@ from mtvbench.media.frames import FrameSettings, VideoError, VideoFrames, sample
 CACHE_VERSION = 1
 _CHUNK = 1 << 20
 _META = "meta.json"
+_CLIP = "clip.mp4"
 #: (resolved path, size, mtime_ns, inode) -> fingerprint, so repeated lookups do not re-read the file
 _FP_MEMO: dict[tuple[str, int, int, int], str] = {}
 
@@ -101,15 +105,17 @@ class FrameCache:
         entry = self.entry_dir(key)
         if entry is None:
             self._count("misses", "decodes")
-            return self._remember(key, sample_frames(path, settings))
+            return self._remember(key, _make(path, settings))
         frames = _load(entry, path, settings)
         if frames is None:
             with file_lock(entry.parent.parent / ".locks" / f"{key}.lock"):
                 frames = _load(entry, path, settings)  # another process may have finished meanwhile
                 if frames is None:
                     self._count("misses", "decodes")
-                    frames = sample_frames(path, settings)
+                    frames = _make(path, settings)
                     _store(entry, frames, key)
+                    if frames.clip is not None:
+                        frames.clip_path = entry / _CLIP
                     return self._remember(key, frames)
         self._count("hits", "disk_hits")
         return self._remember(key, frames)
@@ -164,6 +170,15 @@ class FrameCache:
         return frames
 
 
+def _make(path: Path, settings: FrameSettings) -> VideoFrames:
+    """The frames ``settings`` asks for: uniform sampling, or an authors' script's frames."""
+    if settings.rule == "uniform":
+        return sample_frames(path, settings)
+    from mtvbench.media.authors_frames import script_frames  # that module builds on this one
+
+    return script_frames(path, settings)
+
+
 def _at(frames: VideoFrames, path: Path) -> VideoFrames:
     """The same frames reported for ``path`` (same content may live under several names)."""
     if frames.video == path:
@@ -173,8 +188,8 @@ def _at(frames: VideoFrames, path: Path) -> VideoFrames:
     return out
 
 
-def _frame_name(i: int) -> str:
-    return f"{i:04d}.jpg"
+def _frame_name(i: int, settings: FrameSettings) -> str:
+    return f"{i:04d}.{'png' if settings.lossless else 'jpg'}"
 
 
 def _publish(entry: Path, fill: Callable[[Path], None]) -> None:
@@ -199,8 +214,11 @@ def _store(entry: Path, frames: VideoFrames, key: str) -> None:
     """Write the frames' entry (JPEGs, then ``meta.json``)."""
 
     def fill(tmp: Path) -> None:
-        for i, jpeg in enumerate(frames.jpegs):
-            (tmp / _frame_name(i)).write_bytes(jpeg)
+        names = [_frame_name(i, frames.settings) for i in range(len(frames.jpegs))]
+        for name, image in zip(names, frames.jpegs):
+            (tmp / name).write_bytes(image)
+        if frames.clip is not None:
+            (tmp / _CLIP).write_bytes(frames.clip)
         meta = {
             "key": key,
             "version": CACHE_VERSION,
@@ -214,7 +232,8 @@ def _store(entry: Path, frames: VideoFrames, key: str) -> None:
             "source_height": frames.source_height,
             "total_frames": frames.total_frames,
             "duration_s": frames.duration_s,
-            "files": [_frame_name(i) for i in range(len(frames.jpegs))],
+            "files": names,
+            "clip": _CLIP if frames.clip is not None else None,
         }
         (tmp / _META).write_text(json.dumps(meta, indent=1))
 
@@ -228,6 +247,7 @@ def _load(entry: Path, path: Path, settings: FrameSettings) -> VideoFrames | Non
         jpegs = [(entry / name).read_bytes() for name in meta["files"]]
         if len(jpegs) != len(meta["indices"]):
             return None
+        clip = entry / meta["clip"] if meta.get("clip") else None
         return VideoFrames(
             video=path,
             settings=settings,
@@ -240,6 +260,8 @@ def _load(entry: Path, path: Path, settings: FrameSettings) -> VideoFrames | Non
             total_frames=int(meta["total_frames"]),
             duration_s=float(meta["duration_s"]),
             jpegs=jpegs,
+            clip=clip.read_bytes() if clip is not None else None,
+            clip_path=clip,
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -30,6 +30,10 @@ Which frames are taken is a rule ``total -> indices`` (:data:`IndexRule`); the d
 :func:`uniform_indices`. Another rule (a script's own sampling, with repeats allowed) goes
 through the same exact decoder: :func:`sample_frames` with ``indices=`` for JPEGs, or
 :func:`sample_rgb` for the resized RGB arrays themselves (e.g. to write a video).
+
+``FrameSettings.rule`` names the frames a run feeds (``uniform``, or an authors' script's); the frame
+cache (:mod:`mtvbench.media.cache`) makes a script's frames through :mod:`mtvbench.media.authors_frames`,
+and the rule is part of ``FrameSettings.key()``, so frames of one rule are never taken for another.
 """
 
 from __future__ import annotations
@@ -74,6 +78,11 @@ _TEXT_CODECS = frozenset({"ansi", "bintext", "xbin", "idf"})
 
 #: total frame count -> the indices of the frames to take (in ``[0, total)``; any order, repeats allowed)
 IndexRule = Callable[[int], Sequence[int]]
+#: which frames a run feeds: ``uniform`` (this module's sampling) or the frames of an authors' script
+#: (:mod:`mtvbench.media.authors_frames`: the Qwen script's MP4, the InternVL script's tiles)
+FrameRule = Literal["uniform", "qwen-script", "internvl-script"]
+#: Bump when a script rule, its size rule or the Qwen script's MP4 changes (part of the key of its frames).
+SCRIPT_RULES_VERSION = 1
 _Out = TypeVar("_Out", bytes, np.ndarray)
 #: a function applied to each decoded RGB array (H, W, 3) by :func:`sample_rgb`
 RgbTransform = Callable[[np.ndarray], np.ndarray]
@@ -97,15 +106,24 @@ class FrameSettings(BaseModel):
     jpeg_quality: int = Field(90, ge=1, le=100)
     #: swscale filter of the resize (``BILINEAR`` reproduces decord's resize for the authors' protocol)
     interpolation: Literal["BICUBIC", "BILINEAR"] = INTERPOLATION
+    #: which frames: uniform sampling, or an authors' script's frames (``num_frames`` is its ``--frames``;
+    #: ``max_side`` the Qwen script's ``--max_pixels``, ``size`` the InternVL script's square tiles)
+    rule: FrameRule = "uniform"
+    #: store the frames as PNG (pixels kept exactly) instead of JPEG
+    lossless: bool = False
 
     @model_validator(mode="after")
     def _check_size(self) -> FrameSettings:
         if self.size is not None and (min(self.size) < 1 or max(self.size) > MAX_FRAME_SIDE):
             raise ValueError(f"size: width and height must be 1 to {MAX_FRAME_SIDE} px, got {self.size}")
+        problem = script_size_problem(self.rule, self.max_side, self.size)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     def key(self) -> str:
-        """Short stable string, e.g. ``n128-m720-q90``, ``n32-448x448-q90`` or ``n8-m720-q90-bilinear``."""
+        """Short stable string, e.g. ``n128-m720-q90``, ``n32-448x448-q90``, ``n8-m720-q90-bilinear`` or
+        ``n128-448x448-q90-internvl-script1-png``."""
         if self.size is not None:
             geom = f"{self.size[0]}x{self.size[1]}"
         elif self.max_side is not None:
@@ -113,7 +131,13 @@ class FrameSettings(BaseModel):
         else:
             geom = "orig"
         interp = "" if self.interpolation == INTERPOLATION else f"-{self.interpolation.lower()}"
-        return f"n{self.num_frames}-{geom}-q{self.jpeg_quality}{interp}"
+        rule = "" if self.rule == "uniform" else f"-{self.rule}{SCRIPT_RULES_VERSION}"
+        return f"n{self.num_frames}-{geom}-q{self.jpeg_quality}{interp}{rule}{'-png' if self.lossless else ''}"
+
+    @property
+    def media_type(self) -> str:
+        """The MIME type of the stored frames."""
+        return "image/png" if self.lossless else "image/jpeg"
 
     def output_size(self, width: int, height: int, sar: Fraction | None = None) -> tuple[int, int]:
         """Size of the stored frames for a ``width`` x ``height`` source (``sar``: pixel aspect)."""
@@ -125,6 +149,18 @@ class FrameSettings(BaseModel):
             scale = self.max_side / max(w, h)
             w, h = w * scale, h * scale
         return max(1, round(w)), max(1, round(h))
+
+
+def script_size_problem(rule: str, max_side: int | None, size: tuple[int, int] | None) -> str | None:
+    """Why a frame size cannot be a script's (its only size setting is ``--max_pixels N``), or None: the Qwen
+    script scales the longer side to ``N`` (``max_side``), the InternVL script makes ``N`` x ``N`` tiles."""
+    if rule == "qwen-script" and (size is not None or max_side is None):
+        return ("the Qwen script's frames keep their aspect (its --max_pixels N is the longer side): give a "
+                "longer side (--max-side N), not a fixed frame size")
+    if rule == "internvl-script" and (size is None or size[0] != size[1]):
+        return ("the InternVL script's frames are N x N tiles (its --max_pixels N): give a square frame size "
+                "(--frame-size 448x448)")
+    return None
 
 
 class VideoError(MtvbenchError):
@@ -165,13 +201,21 @@ class SampledFrames:
 
 @dataclass
 class VideoFrames(SampledFrames):
-    """Sampled frames of one video, JPEG-encoded once."""
+    """Sampled frames of one video, encoded once: JPEG, or PNG when ``settings.lossless`` (``jpegs`` holds
+    either; ``settings.media_type`` says which). Under the Qwen script's rule ``clip`` holds the script's MP4
+    (the frames are its decoded frames) and ``clip_path`` where the frame cache keeps it."""
 
     settings: FrameSettings
     jpegs: list[bytes] = field(repr=False)
+    clip: bytes | None = field(default=None, repr=False)
+    clip_path: Path | None = None
 
     def __len__(self) -> int:
         return len(self.jpegs)
+
+    def data_urls(self) -> list[str]:
+        """``data:<media type>;base64,...`` of each frame."""
+        return [f"data:{self.settings.media_type};base64,{b}" for b in self.b64()]
 
     def b64(self) -> list[str]:
         """Base64 of each JPEG (memoised)."""
@@ -408,9 +452,17 @@ class _Encoder:
         )
         if self.rgb is not None:
             return self.rgb(rgb.to_ndarray())
-        buf = io.BytesIO()
-        rgb.to_image().save(buf, format="JPEG", quality=self.settings.jpeg_quality)
-        return buf.getvalue()
+        return encode_image(rgb.to_image(), self.settings)
+
+
+def encode_image(image: Image.Image, settings: FrameSettings) -> bytes:
+    """One frame as stored: JPEG at ``settings.jpeg_quality``, or PNG when ``settings.lossless``."""
+    buf = io.BytesIO()
+    if settings.lossless:
+        image.save(buf, format="PNG", compress_level=1)
+    else:
+        image.save(buf, format="JPEG", quality=settings.jpeg_quality)
+    return buf.getvalue()
 
 
 def _decode(stream: VideoStream, packet: av.Packet | None) -> list[VideoFrame]:
@@ -786,7 +838,9 @@ def encode_frame(frame: VideoFrame, settings: FrameSettings, sar: Fraction | Non
 
 
 __all__ = [
+    "SCRIPT_RULES_VERSION",
     "DecodedFrames",
+    "FrameRule",
     "FrameSettings",
     "IndexRule",
     "RgbTransform",
@@ -795,9 +849,11 @@ __all__ = [
     "VideoFrames",
     "VideoInfo",
     "encode_frame",
+    "encode_image",
     "probe",
     "reference_frames",
     "sample_frames",
+    "script_size_problem",
     "sample_rgb",
     "uniform_indices",
 ]

@@ -15,7 +15,21 @@ Settings (``BackendOptions`` + ``extra``):
   (video when the processor has a video processor).
 - ``dtype`` (``auto``: bfloat16 on CUDA, float32 on CPU), ``device_map`` (``auto`` on CUDA),
   ``attn_implementation``, ``trust_remote_code``, ``batch_size`` (turns per forward pass),
-  ``chat_template_kwargs`` (e.g. ``{"enable_thinking": false}``), ``processor_kwargs``.
+  ``chat_template_kwargs`` (e.g. ``{"enable_thinking": false}``), ``processor_kwargs``,
+  ``video_reader`` (the Qwen script's MP4: ``auto``).
+
+Under the authors' Qwen script (frames of the ``qwen-script`` rule, which carry the script's MP4) the
+call is the script's own (:meth:`GenericEngine.run_script`): one user message of the prompt text and a
+``video`` item naming the MP4 (with the script's pixel keys), ``processor.apply_chat_template(batch,
+tokenize=True, add_generation_prompt=True, return_dict=True, return_tensors="pt", padding=True)`` with
+left padding, ``model.generate(**inputs, max_new_tokens=N)`` (the values that are set, nothing else:
+``generation_defaults: checkpoint``) and ``batch_decode(skip_special_tokens=True,
+clean_up_tokenization_spaces=False)``; the checkpoint's processor decodes and resamples the MP4 as it
+does for the script. Where torchcodec (the processors' default reader) cannot be used, the MP4 is
+read by transformers' own PyAV reader (``video_reader``: ``auto``, ``processor``, ``pyav``). Each
+result records what was fed (:attr:`~mtvbench.records.GenerationResult.inputs`): the transformers
+version, the reader, the clip, the processor's ``video_grid_thw`` and the frames and frame size it
+stands for.
 
 The runner hands :meth:`HFBackend.generate_batch` up to ``batch_size`` ready turns at a time;
 the model runs in a worker thread so judging continues meanwhile. Reasoning between
@@ -26,12 +40,16 @@ the local backends share (loading, chat messages, decoding settings) is in :mod:
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from mtvbench.errors import ConfigError
+from mtvbench.media.authors_frames import VIDEO_ITEM_PIXELS
+from mtvbench.media.frames import VideoFrames
 from mtvbench.models.backend import split_thinking
 from mtvbench.models.hf_families import detect_family, load_family
 from mtvbench.models.local import (
@@ -85,6 +103,11 @@ class GenericEngine:
         self.batch_size = int(extra.get("batch_size", 4))
         self.template_kwargs = dict(extra.get("chat_template_kwargs", {}))
         self.processor_kwargs = dict(extra.get("processor_kwargs", {}))
+        self.video_reader = str(extra.get("video_reader", "auto"))
+        if self.video_reader not in ("auto", "processor", "pyav"):
+            raise ConfigError(f"hf: video_reader must be auto, processor or pyav, got {self.video_reader!r}")
+        self._reader: str | None = None  # the reader in use, once a clip was fed
+        self._clips: tempfile.TemporaryDirectory[str] | None = None  # clips the frame cache does not hold
 
     def prepare(self, requests: Sequence[GenerationRequest]) -> dict[str, Any]:
         """The processor's batch for ``requests`` (tensors on the model's device)."""
@@ -109,12 +132,87 @@ class GenericEngine:
         return batch.to(model_device(self.model), dtype=self.model.dtype)
 
     def run(self, requests: Sequence[GenerationRequest], params: GenParams) -> list[RawOutput]:
+        scripted = [r for r in requests if _script_clip(r.frames)]
+        if scripted and len(scripted) != len(requests):
+            raise ValueError("hf: a batch mixes the Qwen script's clips with other frames")
+        if scripted:
+            return self.run_script(requests, params)
         batch = self.prepare(requests)
         with self.torch.inference_mode():
             out = self.model.generate(**batch, **params.hf_kwargs(), pad_token_id=self.tokenizer.pad_token_id)
-        prompt_len = batch["input_ids"].shape[1]
-        new = out[:, prompt_len:]
+        new = out[:, batch["input_ids"].shape[1]:]
         texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+        return self._outputs(batch, new, texts, [self._fed(batch, i) for i in range(len(requests))])
+
+    def run_script(self, requests: Sequence[GenerationRequest], params: GenParams) -> list[RawOutput]:
+        """The authors' Qwen script's call (see the module doc), on the clips the requests' frames carry."""
+        self._use_reader()
+        messages = [self._script_messages(r) for r in requests]
+        with self.torch.inference_mode():
+            batch = self.processor.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
+                                                       return_dict=True, return_tensors="pt", padding=True,
+                                                       **self.template_kwargs)
+            batch = batch.to(model_device(self.model))
+            extra = {} if params.checkpoint_defaults else {"pad_token_id": self.tokenizer.pad_token_id}
+            out = self.model.generate(**batch, **params.hf_kwargs(), **extra)
+        new = out[:, batch["input_ids"].shape[1]:]
+        texts = self.processor.batch_decode(new, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        return self._outputs(batch, new, texts, [self._script_fed(batch, i, r.frames) for i, r in enumerate(requests)])
+
+    def _script_messages(self, request: GenerationRequest) -> list[dict[str, Any]]:
+        """The script's message: the prompt text, then the MP4 as a ``video`` item with its pixel keys."""
+        item = {"type": "video", "video": str(self._clip_file(request.frames)), **VIDEO_ITEM_PIXELS}
+        messages: list[dict[str, Any]] = []
+        system = system_of(request, self.options)
+        if system:  # the script sends none; a system prompt given to this run goes first
+            messages.append({"role": "system", "content": [{"type": "text", "text": system}]})
+        messages.append({"role": "user", "content": [{"type": "text", "text": request.prompt}, item]})
+        return messages
+
+    def _clip_file(self, frames: VideoFrames | None) -> Path:
+        """Where the clip is on disk: in the frame cache, else written once to this engine's temporary folder."""
+        assert frames is not None and frames.clip is not None
+        if frames.clip_path is not None and frames.clip_path.is_file():
+            return frames.clip_path
+        memo = frames.__dict__.get("_hf_clip_file")
+        if memo is None or not Path(memo).is_file():
+            if self._clips is None:
+                self._clips = tempfile.TemporaryDirectory(prefix="mtvbench-hf-clips-")
+            memo = Path(tempfile.mkstemp(suffix=".mp4", dir=self._clips.name)[1])
+            memo.write_bytes(frames.clip)
+            frames.__dict__["_hf_clip_file"] = memo
+        return Path(memo)
+
+    def _use_reader(self) -> None:
+        """The processor reads the MP4 with its own reader (torchcodec), or with transformers' PyAV reader where
+        torchcodec cannot be used (``video_reader``)."""
+        if self._reader is not None:
+            return
+        reader = self.video_reader
+        if reader == "auto":
+            reader = "processor" if _torchcodec_usable() else "pyav"
+        if reader == "pyav":
+            self.processor.video_processor.fetch_videos = _pyav_fetch
+        self._reader = reader
+
+    def _fed(self, batch: Any, i: int) -> dict[str, Any]:
+        """What the processor made of request ``i``'s frames, as far as the batch says."""
+        fed: dict[str, Any] = {"transformers": _transformers_version()}
+        grid = batch.get("video_grid_thw")
+        if grid is not None and len(grid) == len(batch["input_ids"]):  # one video per request
+            vp = self.processor.video_processor
+            t, h, w = (int(x) for x in grid[i])
+            fed.update(video_grid_thw=[t, h, w], frames_fed=t * int(vp.temporal_patch_size),
+                       frame_size=[w * int(vp.patch_size), h * int(vp.patch_size)])
+        return fed
+
+    def _script_fed(self, batch: Any, i: int, frames: VideoFrames | None) -> dict[str, Any]:
+        assert frames is not None
+        clip = {"frames": len(frames), "size": [frames.width, frames.height], "indices": list(frames.indices)}
+        return {**self._fed(batch, i), "video_reader": self._reader, "clip": clip}
+
+    def _outputs(self, batch: Any, new: Any, texts: list[str], fed: list[dict[str, Any]]) -> list[RawOutput]:
+        """Texts with their token counts (up to the first end-of-sequence) and what was fed."""
         pad, eos = self.tokenizer.pad_token_id, self.tokenizer.eos_token_id
         results = []
         for i, text in enumerate(texts):
@@ -125,11 +223,43 @@ class GenericEngine:
                     n = j + 1 if t == eos else j
                     break
             results.append(RawOutput(text=text, prompt_tokens=int(batch["attention_mask"][i].sum()),
-                                     completion_tokens=n))
+                                     completion_tokens=n, inputs=fed[i]))
         return results
 
     def close(self) -> None:
         del self.model
+        if self._clips is not None:
+            self._clips.cleanup()
+
+
+def _script_clip(frames: VideoFrames | None) -> bool:
+    """The frames are the Qwen script's: its MP4 is fed, not the images."""
+    return frames is not None and frames.settings.rule == "qwen-script" and frames.clip is not None
+
+
+def _transformers_version() -> str:
+    import transformers
+
+    return str(transformers.__version__)
+
+
+def _torchcodec_usable() -> bool:
+    """Whether transformers can decode video with torchcodec (its default reader) here."""
+    from transformers.utils import import_utils
+
+    usable = getattr(import_utils, "is_torchcodec_usable", None)
+    if usable is not None:
+        return bool(usable(decode="video"))
+    return bool(import_utils.is_torchcodec_available())
+
+
+def _pyav_fetch(urls: Any, sample_indices_fn: Any = None) -> Any:
+    """A video processor's ``fetch_videos`` through transformers' own PyAV reader (same metadata and indices)."""
+    from transformers.video_utils import load_video
+
+    if isinstance(urls, list):
+        return list(zip(*[_pyav_fetch(u, sample_indices_fn) for u in urls]))
+    return load_video(urls, backend="pyav", sample_indices_fn=sample_indices_fn)
 
 
 def make_engine(checkpoint: str, options: BackendOptions) -> Engine:
@@ -179,7 +309,7 @@ class HFBackend:
                 text, reasoning = split_thinking(out.text)
                 results[i] = GenerationResult(
                     text=text, raw_text=out.text, reasoning=reasoning, outcome="ok" if text else "empty",
-                    error=None if text else "no text after generation", latency_s=latency,
+                    error=None if text else "no text after generation", latency_s=latency, inputs=out.inputs,
                     usage=Usage(prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
                                 total_tokens=out.prompt_tokens + out.completion_tokens))
         return [r for r in results if r is not None]

@@ -5,7 +5,9 @@ merged generation settings onto ``generate()``.
 The generation settings of a call are merged in one place
 (:meth:`mtvbench.models.settings.BackendOptions.settings_for`); :class:`GenParams` only maps the
 merged record to transformers' vocabulary (greedy unless sampling is asked for, the checkpoint's
-sampling defaults silenced when greedy).
+sampling defaults silenced when greedy). With the backend option ``generation_defaults: checkpoint``
+(the authors' Qwen script, which passes only ``max_new_tokens``) only the values that are set are
+passed, so the checkpoint's ``generation_config.json`` decides every other one.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationConfig, GenerationRequest
 
 DEFAULT_MAX_NEW_TOKENS = 1024
+#: ``extra["generation_defaults"]`` value: pass only the settings that are set to ``generate()``
+CHECKPOINT_DEFAULTS = "checkpoint"
 
 
 def require_torch() -> tuple[Any, Any]:
@@ -37,24 +41,35 @@ class GenParams(BaseModel):
     """Decoding settings of one forward pass in transformers' terms (from merged settings)."""
 
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
-    do_sample: bool = False
+    #: None (only with ``checkpoint_defaults``): not set, the checkpoint's own
+    do_sample: bool | None = False
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None
     repetition_penalty: float | None = None
+    #: pass only what is set; the checkpoint's generation_config decides the rest
+    checkpoint_defaults: bool = False
 
     @classmethod
-    def from_settings(cls, g: GenerationConfig) -> GenParams:
-        return cls(max_new_tokens=g.max_tokens or DEFAULT_MAX_NEW_TOKENS, do_sample=g.sampling,
-                   temperature=g.temperature, top_p=g.top_p, top_k=g.top_k, repetition_penalty=g.repetition_penalty)
+    def from_settings(cls, g: GenerationConfig, checkpoint_defaults: bool = False) -> GenParams:
+        return cls(max_new_tokens=g.max_tokens or DEFAULT_MAX_NEW_TOKENS,
+                   do_sample=g.do_sample if checkpoint_defaults else g.sampling,
+                   temperature=g.temperature, top_p=g.top_p, top_k=g.top_k, repetition_penalty=g.repetition_penalty,
+                   checkpoint_defaults=checkpoint_defaults)
 
     @classmethod
     def of(cls, request: GenerationRequest, options: BackendOptions) -> GenParams:
         """The decoding settings of ``request`` (the options with the request's values on top)."""
-        return cls.from_settings(options.settings_for(request.generation()))
+        return cls.from_settings(options.settings_for(request.generation()),
+                                 options.extra.get("generation_defaults") == CHECKPOINT_DEFAULTS)
 
     def hf_kwargs(self) -> dict[str, Any]:
-        """``generate()`` keyword arguments; sampling knobs only when sampling."""
+        """``generate()`` keyword arguments; sampling knobs only when sampling. With ``checkpoint_defaults``
+        exactly the values that are set (``max_new_tokens`` always)."""
+        if self.checkpoint_defaults:
+            keys = ("do_sample", "temperature", "top_p", "top_k", "repetition_penalty")
+            return {"max_new_tokens": self.max_new_tokens,
+                    **{k: getattr(self, k) for k in keys if getattr(self, k) is not None}}
         kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": self.do_sample}
         if self.do_sample:
             for key in ("temperature", "top_p", "top_k"):
@@ -73,6 +88,8 @@ class RawOutput:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: what was fed (:attr:`mtvbench.records.GenerationResult.inputs`)
+    inputs: dict[str, Any] | None = None
 
 
 class Engine(Protocol):
@@ -115,14 +132,19 @@ def system_of(request: GenerationRequest, options: BackendOptions) -> str | None
 
 def build_messages(request: GenerationRequest, system: str | None, mode: str) -> list[dict[str, Any]]:
     """Chat-template messages: optional system turn, then the frames (one video or N images) and
-    the prompt (Figure 15 text with the history and the question) in one user turn."""
+    the prompt (Figure 15 text with the history and the question) in one user turn; the prompt first
+    when ``request.text_first``."""
     content: list[dict[str, Any]] = []
     if request.frames is not None and len(request.frames):
         if mode == "video":
             content.append({"type": "video"})
         else:
             content.extend({"type": "image"} for _ in range(len(request.frames)))
-    content.append({"type": "text", "text": request.prompt})
+    text = {"type": "text", "text": request.prompt}
+    if request.text_first:  # the authors' Qwen script: the text, then the video
+        content.insert(0, text)
+    else:
+        content.append(text)
     messages: list[dict[str, Any]] = []
     if system:
         messages.append({"role": "system", "content": [{"type": "text", "text": system}]})

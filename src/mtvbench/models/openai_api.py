@@ -57,7 +57,7 @@ _FRAMES_JSON = json.dumps(_FRAMES)
 def _frame_parts(frames: VideoFrames, video_part: bool) -> list[dict[str, Any]]:
     if video_part:
         return [{"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + ",".join(frames.b64())}}]
-    return [{"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{b64}"}} for b64 in frames.b64()]
+    return [{"type": "image_url", "image_url": {"url": url}} for url in frames.data_urls()]
 
 
 def frame_parts_json(frames: VideoFrames, video_part: bool = False) -> str:
@@ -70,8 +70,8 @@ def frame_parts_json(frames: VideoFrames, video_part: bool = False) -> str:
         if video_part:
             memo = json.dumps({"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + ",".join(b64)}})
         else:
-            memo = ", ".join('{"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,' + b + '"}}'
-                             for b in b64)
+            prefix = f"data:{frames.settings.media_type};base64,"
+            memo = ", ".join('{"type": "image_url", "image_url": {"url": "' + prefix + b + '"}}' for b in b64)
         frames.__dict__[key] = memo
     return memo
 

@@ -242,6 +242,9 @@ def resolve_model(spec: str, checkpoint: str | None = None, served_name: str | N
         if served_name is not None and (b or preset.backend) != "openai":
             raise UnknownModelError(f"served_name names the model on an OpenAI-compatible server: use "
                                     f"'{preset.name}@openai' with it, not '{spec}'")
+        if checkpoint is not None and (b or preset.backend) == "openai":
+            raise UnknownModelError(f"checkpoint names a local copy of the weights (hf, vllm); a server names its "
+                                    f"model with served_name: use '{preset.name}@openai' with served_name=NAME")
         return (preset.spec(b, served_name or checkpoint), preset.backend_options(b, protocol),
                 preset.frame_overrides())
     prefix, _ = parse_spec(spec)

@@ -7,8 +7,9 @@ keeps the order within a dialogue and batches across dialogues.
 
 Two input modes (``extra["input"]``):
 
-- ``images`` (default): ``LLM.chat`` with the frames as base64 JPEG ``image_url`` parts before the
-  prompt (vLLM fills in each model's image placeholders); needs
+- ``images`` (default): ``LLM.chat`` with the frames as base64 ``image_url`` parts before the
+  prompt (JPEG; the InternVL script's tiles as PNG), or after it with the earlier rounds as chat turns
+  under the authors' scripts, as a server is sent them (vLLM fills in each model's image placeholders); needs
   ``limit_mm_per_prompt={"image": N}`` >= the frame count (set from ``extra["max_images"]``, 128).
 - ``video``: ``LLM.generate`` with the chat-template prompt of one ``{"type": "video"}`` part and
   the frames as one ``(T, H, W, 3)`` array (optionally with the video metadata that Qwen3-VL uses
@@ -36,6 +37,7 @@ import numpy as np
 from mtvbench.errors import ConfigError, MissingExtraError
 from mtvbench.models.backend import split_thinking
 from mtvbench.models.local import DEFAULT_MAX_NEW_TOKENS, build_messages, system_of, video_metadata
+from mtvbench.models.openai_api import build_messages as build_openai_messages
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult, Usage
 
@@ -49,17 +51,10 @@ def require_vllm() -> Any:
 
 
 def chat_messages(request: GenerationRequest, system: str | None) -> list[dict[str, Any]]:
-    """OpenAI-style messages for ``LLM.chat``: frames as data-URL JPEG parts, then the prompt."""
-    content: list[dict[str, Any]] = []
-    if request.frames is not None:
-        content.extend({"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{b64}"}}
-                       for b64 in request.frames.b64())
-    content.append({"type": "text", "text": request.prompt})
-    messages: list[dict[str, Any]] = []
-    if system:
-        messages.append({"role": "system", "content": system})
-    messages.append({"role": "user", "content": content})
-    return messages
+    """OpenAI-style messages for ``LLM.chat``, as a server is sent them (:func:`mtvbench.models.openai_api.
+    build_messages`): frames as data-URL image parts, then the prompt (the text first and the earlier turns as
+    chat messages under the authors' scripts)."""
+    return build_openai_messages(request, system)
 
 
 def video_array(frames: Any) -> np.ndarray:

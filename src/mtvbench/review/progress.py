@@ -1,6 +1,6 @@
 """Progress of a review: done / open per annotator and task, agreement, time per item.
 
-Agreement is Cohen's kappa (:func:`mtvbench.analysis.agreement.cohen_kappa`) between the
+Agreement is Cohen's kappa (:func:`mtvbench.scoring.kappa.cohen_kappa`) between the
 first and the second decision of every item that both annotators decided (labels accept /
 revise / reject), per task and over all tasks; it is ``None`` ("n/a") when undefined (no
 such item, or both raters used one label only). ``agreement`` is the plain share of items
@@ -16,10 +16,10 @@ import time
 
 from pydantic import BaseModel, Field
 
-from mtvbench.analysis.agreement import cohen_kappa
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.review.model import STATUSES
 from mtvbench.review.store import ItemRow, ItemState, UserInfo
+from mtvbench.scoring.kappa import cohen_kappa
 
 
 class Agreement(BaseModel):

@@ -1,10 +1,12 @@
-"""The settings flags of ``mtvbench run`` and ``mtvbench sweep``, derived from the run settings
-(:class:`~mtvbench.config.RunConfig`).
+"""Command-line flags derived from a settings model: those of ``mtvbench run`` and ``mtvbench sweep``
+(from the run settings, :class:`~mtvbench.config.RunConfig`), and the machinery ``mtvbench build``'s
+flags are made with (from the build settings, :func:`mtvbench.cli.construct.build_flags`).
 
-Every field of ``RunConfig`` with a ``description`` is a flag named after it (``videos_in_flight``
+Every field of the settings with a ``description`` is a flag named after it (``videos_in_flight``
 -> ``--videos-in-flight``), its description the help, its type the flag's (a type the command
 line cannot spell, such as a task list or a ``WxH`` size, is read as text and parsed by the
-settings' own validators). The settings of the two roles add the flags that
+settings' own validators); a described field of a nested section is ``--SECTION-FIELD``
+(:func:`settings_flags`: ``split.detector`` -> ``--split-detector``). The settings of the two roles add the flags that
 :func:`~mtvbench.models.settings.setting_flag` names: ``--model-base-url`` / ``--judge-base-url``,
 ``--model-api-key-env`` / ``--judge-api-key-env``, and one flag per generation setting of the model
 (``--max-tokens``, ``--temperature``, ``--top-p``, ``--top-k``, ``--do-sample``,
@@ -13,6 +15,8 @@ like its YAML key; a generation flag takes ``none`` to drop a preset's value (``
 ``model_settings: {top_k: null}``). ``--model-option`` / ``--judge-option`` ``KEY=VALUE`` set backend
 options (values read as YAML). A new setting is therefore one field with a description; nothing
 here changes. ``sweep`` takes the same flags except the ones it sweeps (:func:`sweep_flags`).
+A renamed flag keeps its old spelling (:attr:`Flag.old_names`) for one release: still read, with a
+warning naming the new one, and a bad value is named by the spelling that was typed.
 
 :func:`settings_from_flags` puts the given flags over the ``--config`` values and records which
 flag gave each setting, so that a bad value is named by its flag (``--temperature: must be a
@@ -30,10 +34,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel
 
 from mtvbench.config import RoleSettings, RunConfig, loads_yaml_strict
 from mtvbench.errors import ConfigError
 from mtvbench.models.settings import GENERATION_SETTINGS, setting_flag
+from mtvbench.render.console import warn
 
 _SIMPLE = (bool, int, float, str, Path)
 #: what a generation flag takes to drop a value (a preset's): ``--top-k none``
@@ -64,6 +70,10 @@ class Flag:
     nullable: bool = False
     value_type: Any = str
     metavar: str | None = None
+    #: a short spelling (``-m``)
+    short: str | None = None
+    #: earlier spellings, still read with a warning naming :attr:`name` (``--base-url``)
+    old_names: tuple[str, ...] = ()
 
 
 def _cli_type(annotation: Any) -> Any:
@@ -78,11 +88,29 @@ def _dashed(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _role_flags() -> list[Flag]:
-    """The flags of the two roles' settings, named by :func:`~mtvbench.models.settings.setting_flag`."""
+def _param(name: str) -> str:
+    """The Python parameter of a flag (``--model-base-url`` -> ``model_base_url``)."""
+    return name.lstrip("-").replace("-", "_")
+
+
+def settings_flags(model: type[BaseModel], sections: Mapping[str, type[BaseModel]] | None = None) -> list[Flag]:
+    """A flag for every field of ``model`` with a description, in the order of the fields, then one for every
+    described field of each section (settings key -> its model): ``--SECTION-FIELD``."""
+    flags = [Flag(key=name, name=_dashed(name), param=name, type=_cli_type(f.annotation), help=f.description)
+             for name, f in model.model_fields.items() if f.description]
+    for key, section in (sections or {}).items():
+        flags += [Flag(key=f"{key}.{name}", name=_dashed(f"{key}-{name}"), param=_param(f"{key}-{name}"),
+                       type=_cli_type(f.annotation), help=f.description)
+                  for name, f in section.model_fields.items() if f.description]
+    return flags
+
+
+def role_flags(keys: Mapping[str, str]) -> list[Flag]:
+    """The flags of the roles' settings (role -> its settings key, e.g. ``model`` -> ``model_settings``),
+    named by :func:`~mtvbench.models.settings.setting_flag`."""
     flags = []
     for field, info in RoleSettings.model_fields.items():
-        for role in ("model", "judge"):
+        for role, key in keys.items():
             name = setting_flag(field, role)
             if name is None:
                 continue
@@ -90,25 +118,27 @@ def _role_flags() -> list[Flag]:
             nullable = field in GENERATION_SETTINGS
             metavar = f"{_METAVAR.get(kind, 'TEXT')}|none" if nullable else None
             drop = "; none drops the preset's value" if nullable else ""
-            flags.append(Flag(key=f"{role}_settings.{field}", name=name, param=name[2:].replace("-", "_"),
+            flags.append(Flag(key=f"{key}.{field}", name=name, param=_param(name),
                               type=str if nullable else kind, help=f"{info.description} of the {role}{drop}",
                               nullable=nullable, value_type=kind, metavar=metavar))
     return flags
 
 
+def option_flag(role: str, key: str) -> Flag:
+    """``--ROLE-option KEY=VALUE``: backend options of a role (settings key ``key``), merged into its ``extra``."""
+    return Flag(key=f"{key}.extra", name=f"--{role}-option", param=f"{role}_option", type=list[str], options=True,
+                help=f"{role} backend setting KEY=VALUE (YAML value), repeatable, e.g. input=upload, "
+                     "batch_size=8, video_part=false, served_name=NAME, max_response_bytes=N")
+
+
 def run_flags() -> list[Flag]:
     """The settings flags of ``mtvbench run``, in the order of the settings."""
-    flags = [Flag(key=name, name=_dashed(name), param=name, type=_cli_type(f.annotation), help=f.description)
-             for name, f in RunConfig.model_fields.items() if f.description]
-    flags += _role_flags()
+    flags = settings_flags(RunConfig)
+    flags += role_flags({"model": "model_settings", "judge": "judge_settings"})
     flags.append(Flag(key="ray.num_gpus", name="--ray-gpus", param="ray_gpus", type=float,
                       help="with --executor ray: GPUs per model replica (the other Ray resources: `ray:` in "
                            "the config)"))
-    for role in ("model", "judge"):
-        flags.append(Flag(key=f"{role}_settings.extra", name=f"--{role}-option", param=f"{role}_option",
-                          type=list[str], options=True,
-                          help=f"{role} backend setting KEY=VALUE (YAML value), repeatable, e.g. input=upload, "
-                               "batch_size=8, video_part=false, served_name=NAME, max_response_bytes=N"))
+    flags += [option_flag(role, f"{role}_settings") for role in ("model", "judge")]
     return flags
 
 
@@ -140,7 +170,7 @@ def settings_from_flags(values: Mapping[str, Any], given: Mapping[str, Any], fla
     out: dict[str, Any] = dict(values)
     origins: dict[str, str] = {}
     for flag in flags:
-        value = given.get(flag.param)
+        name, value = _given(flag, given)
         if value is None or (flag.options and not value):
             continue
         *parents, leaf = flag.key.split(".")
@@ -149,20 +179,29 @@ def settings_from_flags(values: Mapping[str, Any], given: Mapping[str, Any], fla
             continue
         if flag.nullable:
             target[leaf] = _flag_value(value, flag.value_type)
-            origins[flag.key] = flag.name
+            origins[flag.key] = name
         elif flag.options:
-            options = parse_options(value, flag.name)
+            options = parse_options(value, name)
             extra = target.get(leaf) or {}
             target[leaf] = {**extra, **options} if isinstance(extra, dict) else extra
-            origins.update({f"{flag.key}.{k}": flag.name for k in options})
+            origins.update({f"{flag.key}.{k}": name for k in options})
             # a setting of its own given as an option (`--model-option repetition_penalty=1.05`) is moved
             # to its field: a bad value there is still named by the flag
-            origins.update({f"{flag.key.rpartition('.')[0]}.{k}": flag.name for k in options
+            origins.update({f"{flag.key.rpartition('.')[0]}.{k}": name for k in options
                             if k in RoleSettings.model_fields})
         else:
             target[leaf] = value
-            origins[flag.key] = flag.name
+            origins[flag.key] = name
     return out, origins
+
+
+def _given(flag: Flag, given: Mapping[str, Any]) -> tuple[str, Any]:
+    """(the spelling that was typed, its value): the flag's own, else an old spelling, else (name, None)."""
+    for name in (flag.name, *flag.old_names):
+        value = given.get(_param(name) if name != flag.name else flag.param)
+        if value is not None and not (flag.options and not value):
+            return name, value
+    return flag.name, None
 
 
 def require_settings(values: Mapping[str, Any], keys: tuple[str, ...]) -> None:
@@ -209,15 +248,19 @@ def with_flags(flags: list[Flag]) -> Callable[[Callable[..., Any]], Callable[...
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         own = list(inspect.signature(fn, eval_str=True).parameters.values())[1:]
-        params = [inspect.Parameter(f.param, inspect.Parameter.KEYWORD_ONLY, default=None,
-                                    annotation=Annotated[f.type | None, typer.Option(f.name, help=f.help,
-                                                                                     metavar=f.metavar)])
-                  for f in flags]
+        params = [_option(f.param, f.type, _spelled(f), *([f.short] if f.short else []), help=f.help,
+                          metavar=f.metavar) for f in flags]
+        old = {_param(name): (name, f.name) for f in flags for name in f.old_names}
+        params += [_option(param, f.type, name, hidden=True) for f in flags for name in f.old_names
+                   for param in [_param(name)]]
         params += [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
-        names = {f.param for f in flags}
+        names = {f.param for f in flags} | set(old)
 
         def command(**kwargs: Any) -> Any:
             given = {k: v for k, v in kwargs.items() if k in names}
+            for param, (name, new) in old.items():
+                if given.get(param) not in (None, []):
+                    warn(f"{name} is now {new} (the old spelling still works in this release)")
             return fn(given, **{k: v for k, v in kwargs.items() if k not in names})
 
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -228,5 +271,16 @@ def with_flags(flags: list[Flag]) -> Callable[[Callable[..., Any]], Callable[...
     return deco
 
 
-__all__ = ["Flag", "parse_options", "require_settings", "run_flags", "settings_from_flags", "sweep_flags",
-           "with_flags"]
+def _spelled(flag: Flag) -> str:
+    """The typer declaration of a flag: a yes/no setting is ``--X/--no-X``."""
+    return f"{flag.name}/--no-{flag.name[2:]}" if flag.type is bool else flag.name
+
+
+def _option(param: str, kind: Any, *names: str, **option: Any) -> inspect.Parameter:
+    """A keyword-only command parameter for the typer option ``names`` (None when not given)."""
+    return inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, default=None,
+                             annotation=Annotated[kind | None, typer.Option(*names, **option)])
+
+
+__all__ = ["Flag", "option_flag", "parse_options", "require_settings", "role_flags", "run_flags", "settings_flags",
+           "settings_from_flags", "sweep_flags", "with_flags"]

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mtvbench import __version__
+from mtvbench._version import __version__
 from mtvbench.config import ContextMode, RaySettings, RunConfig
 from mtvbench.data.schema import Dialogue, Round
 from mtvbench.errors import MissingExtraError, MtvbenchError

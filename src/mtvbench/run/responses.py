@@ -1,7 +1,8 @@
 """``responses.jsonl``: every turn of a run, one JSON object per line (question, golden answer,
-answer, raw answer and reasoning, checklist, the answer its checklist was judged against when that is
-not its own (``authors`` protocol: another round's answer, or the scripts' placeholder), every judge
-run's verdicts and score, turn score)."""
+answer, raw answer and reasoning, what the backend fed the model when it recorded it (``inputs``),
+checklist, the answer its checklist was judged against when that is not its own (``authors``
+protocol: another round's answer, or the scripts' placeholder), every judge run's verdicts and
+score, turn score)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ def responses_jsonl(dialogues: list[Dialogue], responses: dict[str, Any], verdic
                 "answer": rec["text"] if rec else None, "raw_answer": rec["raw_text"] if rec else None,
                 "reasoning": rec["reasoning"] if rec else None, "outcome": rec["outcome"] if rec else "missing",
                 "usage": rec["usage"] if rec else None, "fingerprint": rec["fingerprint"] if rec else None,
+                "inputs": rec.get("inputs") if rec else None,
                 "checklist": [{"key": it.key, "question": it.question, "expected": it.expected} for it in
                               (r.checklist or [])],
                 "judged_answer_round": source if r.scored and source != r.index else None,

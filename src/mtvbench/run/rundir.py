@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from mtvbench import __version__
+from mtvbench._version import __version__
 from mtvbench.config import RECORD_KEYS, RUN_SCHEMA_VERSION, RunConfig
 from mtvbench.data.schema import Benchmark, Dialogue
 from mtvbench.errors import InputError, RunDirError

@@ -67,6 +67,22 @@ class RunSummary:
     empty: int = 0
 
 
+def script_answer(res: GenerationResult, keep_thinking: bool, strip: bool) -> GenerationResult:
+    """The answer an authors' script writes from the reply ``res.raw_text``: the whole reply (``keep_thinking``:
+    infer_internvl.py without Think), else the text after the first ``</think>``, stripped; without one, the
+    reply as it is (infer_qwen25vl.py) or stripped (``strip``: infer_internvl.py in Think mode)."""
+    raw = res.raw_text
+    if keep_thinking:
+        text, reasoning = raw, None
+    elif "</think>" in raw:
+        thought, _, after = raw.partition("</think>")
+        text, reasoning = after.strip(), res.reasoning or thought.replace("<think>", "").strip() or None
+    else:
+        text, reasoning = (raw.strip() if strip else raw), res.reasoning
+    outcome, error = ("ok", None) if text else ("empty", res.error or "no text after </think>")
+    return res.model_copy(update={"text": text, "reasoning": reasoning, "outcome": outcome, "error": error})
+
+
 class RunProgress:
     """What the runner reports; the CLI plugs a rich progress display in here."""
 
@@ -260,8 +276,8 @@ class Runner:
         """Store one result as it arrives (bound to the fingerprint of what produced it), count it,
         and start its judge runs; False when the dialogue cannot go on (failed or not stored)."""
         tid = dialogue.turn_id(rnd.index)
-        if request.keep_thinking and res.outcome in ("ok", "empty") and res.raw_text:
-            res = res.model_copy(update={"text": res.raw_text, "reasoning": None, "outcome": "ok", "error": None})
+        if self.cfg.frame_rule != "uniform" and res.outcome in ("ok", "empty") and res.raw_text:
+            res = script_answer(res, request.keep_thinking, strip=self.cfg.inference == "internvl-script")
         if not self._store_response(tid, request.prompt, res, self._key(dialogue, rnd)):
             return False
         self.summary.calls += 1

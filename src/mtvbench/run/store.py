@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mtvbench import __version__
+from mtvbench._version import __version__
 from mtvbench.config import RUN_SCHEMA_VERSION
 from mtvbench.errors import RunDirError
 from mtvbench.ledger.sqlite import (
@@ -59,7 +59,7 @@ SCHEMA = Schema(
 CREATE TABLE IF NOT EXISTS responses (
     turn_id TEXT NOT NULL, fingerprint TEXT NOT NULL, parts TEXT NOT NULL, prompt TEXT NOT NULL,
     text TEXT NOT NULL, raw_text TEXT NOT NULL, reasoning TEXT, outcome TEXT NOT NULL, error TEXT,
-    usage TEXT NOT NULL, latency_s REAL, attempts INTEGER, created REAL NOT NULL,
+    usage TEXT NOT NULL, latency_s REAL, attempts INTEGER, created REAL NOT NULL, inputs TEXT,
     PRIMARY KEY (turn_id, fingerprint));
 CREATE TABLE IF NOT EXISTS verdicts (
     turn_id TEXT NOT NULL, run INTEGER NOT NULL, fingerprint TEXT NOT NULL, parts TEXT NOT NULL,
@@ -73,8 +73,8 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE TABLE IF NOT EXISTS sessions (
     id INTEGER PRIMARY KEY, started REAL NOT NULL, ended REAL, pid INTEGER, mtvbench_version TEXT NOT NULL);
 """,
-    # the judge's reply, recorded since 0.3 within format 2 (absent: not recorded)
-    columns=(("verdicts", "reply", "TEXT"),),
+    # added within format 2 (absent: not recorded): the judge's reply; what a response's model was fed
+    columns=(("verdicts", "reply", "TEXT"), ("responses", "inputs", "TEXT")),
     hint="evaluate into a new --out, or use the mtvbench version that wrote this run directory",
     write_hint="free some space (or choose another --out); everything committed so far is kept in store.sqlite: "
                "run the same command again to resume")
@@ -167,10 +167,11 @@ class RunStore:
         now = time.time()
         with self._writing() as db:
             db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO responses (turn_id, fingerprint, parts, prompt, text, raw_text, reasoning, "
+                "outcome, error, usage, latency_s, attempts, created, inputs) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (turn_id, key.fingerprint, json.dumps(key.parts, sort_keys=True), prompt, res.text, res.raw_text,
                  res.reasoning, res.outcome, res.error, res.usage.model_dump_json(), res.latency_s,
-                 res.attempts, now))
+                 res.attempts, now, json.dumps(res.inputs, sort_keys=True) if res.inputs is not None else None))
             self._ledger(db, "model", turn_id, res.outcome, res.attempts, res.usage.prompt_tokens,
                          res.usage.completion_tokens, res.latency_s, now)
 
@@ -185,6 +186,7 @@ class RunStore:
     def _response_row(rec: dict[str, Any]) -> dict[str, Any]:
         rec["usage"] = json.loads(rec["usage"])
         rec["parts"] = json.loads(rec["parts"])
+        rec["inputs"] = json.loads(rec["inputs"]) if rec.get("inputs") else None
         return rec
 
     def response_rows(self) -> list[dict[str, Any]]:

@@ -301,7 +301,7 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
     """Scores of ``dialogues`` (as ``protocol`` reads them) from their current responses and verdicts;
     ``tasks`` are the tasks selected on purpose (a missing score of any other task is not a gap), ``stale``
     the turn ids whose store holds only an answer to an earlier version of the turn."""
-    from mtvbench import __version__
+    from mtvbench._version import __version__
 
     dscores, counts = score_dialogues(dialogues, responses, verdicts, judge_runs, stale, get_protocol(protocol))
     tm = task_means(dscores)

@@ -10,6 +10,13 @@ and 728x728 for InternVideo2.5 before this step (the presets' frame size).
 Think mode (InternVL3.5): the preset's system prompt is set as ``model.system_message``; the
 answer is the text after ``</think>``.
 
+Under the authors' InternVL script (frames of the ``internvl-script`` rule: the script's segment
+middles as exact ``input_size`` tiles) the call is the script's: ``model.chat(tokenizer,
+pixel_values, question, generation_config, num_patches_list=..., history=HISTORY)`` with the
+question = the ``FrameK: <image>`` lines of every frame + the prompt, and ``HISTORY`` = the request's
+chat turns as ``(user, assistant)`` tuples (an empty list on a first turn), so InternVL's own
+``chat()`` puts the image tokens where it puts them for the script; one tile per frame.
+
 Settings (``extra``): ``input_size`` (448), ``max_num`` (1), ``use_thumbnail`` (True),
 ``dtype``, ``device_map``, ``use_flash_attn`` (True on CUDA).
 """
@@ -21,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from mtvbench.media.frames import VideoFrames
 from mtvbench.models.local import GenParams, RawOutput, device_map, require_torch, system_of, torch_dtype
 from mtvbench.models.settings import BackendOptions
+from mtvbench.prompts import internvl_frame_prefix
 from mtvbench.records import GenerationRequest
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -89,21 +98,18 @@ def prepare_inputs(images: Sequence[Any], prompt: str, size: int = 448, max_num:
 
 
 def generation_config(params: GenParams) -> dict[str, Any]:
-    cfg: dict[str, Any] = {"max_new_tokens": params.max_new_tokens, "do_sample": params.do_sample}
-    if params.do_sample:
-        cfg.update({k: v for k, v in (("temperature", params.temperature), ("top_p", params.top_p),
-                                      ("top_k", params.top_k)) if v is not None})
-    if params.repetition_penalty is not None:
-        cfg["repetition_penalty"] = params.repetition_penalty
-    return cfg
+    """``chat()``'s generation_config: the ``generate()`` arguments that have a value."""
+    return {k: v for k, v in params.hf_kwargs().items() if v is not None}
 
 
 class InternVLEngine:
     batch_size = 1  # chat() takes one conversation; frames of one turn already fill the batch
 
-    def __init__(self, checkpoint: str, options: BackendOptions):
+    def __init__(self, checkpoint: str, options: BackendOptions, model: Any = None, tokenizer: Any = None):
+        """Load ``checkpoint`` (remote code), or use the given ``model`` and ``tokenizer``."""
         torch, transformers = require_torch()
         self.torch = torch
+        self.transformers_version = str(transformers.__version__)
         self.options = options
         extra = options.extra
         self.size = int(extra.get("input_size", 448))
@@ -115,25 +121,51 @@ class InternVLEngine:
         dm = device_map(torch, options)
         if dm is not None:
             kwargs["device_map"] = dm
-        self.model = transformers.AutoModel.from_pretrained(checkpoint, **kwargs).eval()
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, trust_remote_code=True, use_fast=False)
+        if model is None:
+            model = transformers.AutoModel.from_pretrained(checkpoint, **kwargs).eval()
+        if tokenizer is None:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, trust_remote_code=True, use_fast=False)
+        self.model, self.tokenizer = model, tokenizer
         self.default_system = getattr(self.model, "system_message", None)
         self.dtype = kwargs["dtype"]
 
     def run(self, requests: Sequence[GenerationRequest], params: GenParams) -> list[RawOutput]:
         outs = []
+        device = next(self.model.parameters()).device
         for r in requests:
-            images = r.frames.images() if r.frames is not None else []
-            pixels, patches, question = prepare_inputs(images, r.prompt, self.size, self.max_num, self.use_thumbnail)
-            pv = None
-            if pixels is not None:
-                pv = self.torch.from_numpy(pixels).to(self.dtype).to(next(self.model.parameters()).device)
+            script = r.frames is not None and r.frames.settings.rule == "internvl-script"
+            pixels, patches = self._pixels(r.frames, script)
+            pv = pixels.to(device) if pixels is not None else None
             self.model.system_message = system_of(r, self.options) or self.default_system
             with self.torch.inference_mode():
-                text = self.model.chat(self.tokenizer, pv, question, generation_config(params),
-                                       num_patches_list=patches or None, history=None, return_history=False)
-            outs.append(RawOutput(text=text, completion_tokens=len(self.tokenizer(text).input_ids)))
+                if script:  # the script's call: its frame lines, its HISTORY, nothing else
+                    question = internvl_frame_prefix(len(patches)) + r.prompt
+                    history = [(u, a) for u, a in r.chat_history or []]
+                    text = self.model.chat(self.tokenizer, pv, question, generation_config(params),
+                                           num_patches_list=patches, history=history)
+                else:
+                    question = frame_prefix(len(patches)) + r.prompt if patches else r.prompt
+                    text = self.model.chat(self.tokenizer, pv, question, generation_config(params),
+                                           num_patches_list=patches or None, history=None, return_history=False)
+            fed = {"transformers": self.transformers_version, "frames": len(patches), "tiles": sum(patches),
+                   "pixel_values": list(pixels.shape) if pixels is not None else None,
+                   "indices": list(r.frames.indices) if r.frames is not None else None}
+            outs.append(RawOutput(text=text, completion_tokens=len(self.tokenizer(text).input_ids), inputs=fed))
         return outs
+
+    def _pixels(self, frames: VideoFrames | None, script: bool) -> tuple[Any, list[int]]:
+        """The frames' pixel values (the model's dtype, on the CPU) and tiles per frame, made once per video (every
+        turn of a video feeds the same ones). The script's tiles are fed as they are: one per frame."""
+        if frames is None or not len(frames):
+            return None, []
+        size, max_num = (frames.width, 1) if script else (self.size, self.max_num)
+        key = (size, max_num, self.use_thumbnail, str(self.dtype))
+        memo = frames.__dict__.get("_internvl_pixels")
+        if memo is None or memo[0] != key:
+            pixels, patches, _ = prepare_inputs(frames.images(), "", size, max_num, self.use_thumbnail)
+            memo = (key, self.torch.from_numpy(pixels).to(self.dtype), patches)
+            frames.__dict__["_internvl_pixels"] = memo
+        return memo[1], memo[2]
 
     def close(self) -> None:
         del self.model

@@ -1,0 +1,182 @@
+"""Stage 9 — task suitability: the MLLM rates each unit for each of the six tasks on 1-6.
+
+The stage is named ``score`` (``mtvbench build score``; its artifact ``score.json`` and its
+journal rows keep that name, so existing workspaces resume); nothing here is the evaluation's
+scoring (:mod:`mtvbench.scoring`).
+
+Paper §3.2: "we prompt MLLMs to evaluate the scene's capabilities, scoring them on a scale
+from 1 to 6. Only those tasks that receive a score of 5 or 6 are selected". One call per
+unit, with frames sampled from the unit's ranges only and the unit's captions. The reply
+is read as a JSON object (any of the task's key, label, abbreviation or file stem as key)
+or as ``<task>: <score>`` lines; a reply missing a task or giving a score outside 1-6 is
+re-asked with the problems (bounded), then recorded as a failure (the unit gets no dialogue).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from mtvbench.construct.llm import StageModel, failure, gather_all, ranges_frames
+from mtvbench.construct.records import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
+from mtvbench.construct.stages import Stage, StageContext, text_digest
+from mtvbench.construct.stages.crossscene import CrossSceneResult, Unit
+from mtvbench.data.schema import TASKS, Task
+from mtvbench.media.cache import fingerprint
+from mtvbench.media.frames import FrameSettings
+from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
+from mtvbench.prompts.generation import SCORE_PROMPT, TASK_DEFINITIONS
+from mtvbench.records import GenerationRequest
+from mtvbench.util.jsonio import extract_json_object
+from mtvbench.util.timecodes import hms
+
+SCORE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Reply with the JSON object only.")
+
+
+class ScoreSettings(BaseModel):
+    """The ``score`` section of the build config."""
+
+    frames: int = Field(16, description="frames sampled from each unit for its suitability ratings")
+    #: tasks rated at least this (of 1-6) get a dialogue (the paper's: 5)
+    min_score: int = 5
+
+
+class UnitScores(BaseModel):
+    unit: str
+    scores: dict[str, int]
+    selected: list[Task]
+
+
+class ScoreResult(Artifact):
+    min_score: int = 5
+    units: dict[str, UnitScores] = Field(default_factory=dict)
+    failures: list[Failure] = Field(default_factory=list)
+
+    def shortfall(self) -> Shortfall | None:
+        """No unit selected for any task (a failure when some ratings were given up), or some ratings given up."""
+        bad = given_up(self.failures)
+        total = len(self.units) + len(self.failures)
+        broken = f"{len(bad)} of {total} suitability ratings broke the rules{after_asks(bad)}"
+        if any(u.selected for u in self.units.values()):
+            return Shortfall(why=broken) if bad else None
+        if bad:
+            return Shortfall(why=f"no unit rated {self.min_score}-6: {broken}", failed=True)
+        if self.units:
+            return Shortfall(why=f"no unit rated {self.min_score}-6 (all {len(self.units)} rated below "
+                                 f"{self.min_score})")
+        return None
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z]", "", s.lower())
+
+
+_ALIASES: dict[str, Task] = {}
+for _t in TASKS:
+    for _name in (_t.value, _t.label, _t.abbr, _t.official_stem):
+        _ALIASES[_norm(_name)] = _t
+
+
+def where(unit: Unit) -> str:
+    spans = " and ".join(f"from {hms(s)} to {hms(e)}" for s, e in unit.ranges)
+    return f"the video clip{'s' if len(unit.ranges) > 1 else ''} {spans}"
+
+
+def material(unit: Unit) -> str:
+    pairs = zip(unit.ranges, unit.captions)
+    return "\n".join(f"Scene {k} ({hms(s)} to {hms(e)}): {c}" for k, ((s, e), c) in enumerate(pairs, 1))
+
+
+def score_prompt(unit: Unit) -> str:
+    tasks = "\n".join(f"- {t.value}: {t.label} — {TASK_DEFINITIONS[t]}" for t in TASKS)
+    shape = "{" + ", ".join(f'"{t.value}": 1-6' for t in TASKS) + "}"
+    return SCORE_PROMPT.format(where=where(unit), material=material(unit), tasks=tasks, shape=shape)
+
+
+def _as_score(v: object) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)) and float(v).is_integer():
+        return int(v)
+    if isinstance(v, str) and (m := re.match(r"\s*(\d+)", v)):
+        return int(m.group(1))
+    if isinstance(v, dict):
+        return _as_score(v.get("score"))
+    return None
+
+
+def parse_scores(text: str) -> tuple[dict[Task, int], list[str]]:
+    """(scores found, problems). Problems name missing tasks and out-of-range scores."""
+    found: dict[Task, int] = {}
+    obj = extract_json_object(text)
+    if obj is not None:
+        for k, v in obj.items():
+            t = _ALIASES.get(_norm(str(k)))
+            sc = _as_score(v)
+            if t is not None and sc is not None:
+                found[t] = sc
+    if len(found) < len(TASKS):
+        for line in text.splitlines():
+            m = re.match(r"^\W*([A-Za-z _\-]+?)\W*[:=\-]\s*\**\s*(\d+)", line)
+            if m and (t := _ALIASES.get(_norm(m.group(1)))) is not None:
+                found.setdefault(t, int(m.group(2)))
+    problems = [f"missing a score for {t.value}" for t in TASKS if t not in found]
+    problems += [f"score for {t.value} must be 1-6, got {s}" for t, s in found.items() if not 1 <= s <= 6]
+    return found, problems
+
+
+def scores_check(text: str) -> dict[Task, int] | Rejected:
+    scores, problems = parse_scores(text)
+    return Rejected(problems) if problems else scores
+
+
+async def score_units(video: str, path: Path, units: list[Unit], model: StageModel, min_score: int = 5,
+                      num_frames: int = 16, max_attempts: int = 3,
+                      frame_settings: FrameSettings | None = None) -> ScoreResult:
+    settings = frame_settings or FrameSettings(num_frames=num_frames, max_side=448)
+    video_fp = await asyncio.to_thread(fingerprint, path)
+    policy = ReaskPolicy(max_attempts, SCORE_REASK)
+
+    async def rate_unit(unit: Unit):  # noqa: ANN202 - AskOutcome[dict[Task, int]]
+        item = f"unit/{unit.id}"
+        frames = ranges_frames(video_fp, path, unit.ranges, num_frames, settings)
+        return await ask(model.caller(video, "score", item, frames),
+                         GenerationRequest(id=item, prompt=score_prompt(unit)), scores_check, policy)
+
+    outcomes = await gather_all(rate_unit(u) for u in units)
+    out = ScoreResult(video=video, min_score=min_score)
+    for unit, res in zip(units, outcomes):
+        if res.ok:
+            scores = res.value
+            out.units[unit.id] = UnitScores(unit=unit.id, scores={t.value: s for t, s in scores.items()},
+                                            selected=[t for t in TASKS if scores[t] >= min_score])
+        else:
+            out.failures.append(failure(f"unit/{unit.id}", res))
+    out.complete = not any(f.kind == "error" for f in out.failures)
+    return out
+
+
+#: a unit with placeholders, rendered into the prompts to digest the templates
+PROBE_UNIT = Unit(id="S0", kind="cross", segments=[0, 1], ranges=[(0.0, 1.0), (2.0, 3.0)], captions=["{a}", "{b}"],
+                  objects=["obj001"], object_lines=["- obj001 (x): {c}"])
+
+
+async def _run(ctx: StageContext, v: VideoRecord) -> ScoreResult:
+    s = ctx.config.section(ScoreSettings)
+    return await score_units(v.name, Path(v.path), ctx.artifact(v, "crossscene", CrossSceneResult).units,
+                             ctx.model("score"), s.min_score, s.frames, ctx.config.max_attempts, ctx.frames(s.frames))
+
+
+def _settings(ctx: StageContext) -> dict[str, object]:
+    s = ctx.config.section(ScoreSettings)
+    return {"frames": ctx.frames(s.frames).key(), "min_score": s.min_score}
+
+
+STAGE = Stage(run=_run, artifact=ScoreResult,
+              help="9. Task suitability: rate every unit for the six tasks (1-6); keep those rated 5-6.",
+              upstream=("crossscene",), role="score", settings=_settings, settings_model=ScoreSettings,
+              old_keys={"score_frames": "frames", "min_score": "min_score"},
+              prompts=lambda: text_digest(score_prompt(PROBE_UNIT)))
