@@ -9,7 +9,7 @@ derived files of a video are entries of the same kind made by :meth:`FrameCache.
 (:func:`~mtvbench.media.authors_frames.script_clip`): their own key, the same folder layout,
 rename and lock.
 Entries are written into a temporary directory beside them and renamed into place, so a
-reader sees a whole entry or none. A per-key ``fcntl.flock`` lock file
+reader sees a whole entry or none. A per-key lock file (:func:`mtvbench.ledger.lock.file_lock`)
 (``<root>/.locks/<key>.lock``) makes a second process (or thread) wait for the first
 decode instead of decoding again. A small in-process LRU keeps recent
 :class:`VideoFrames` objects (with their memoised base64) in memory.
@@ -17,7 +17,6 @@ decode instead of decoding again. A small in-process LRU keeps recent
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -25,16 +24,12 @@ import shutil
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
+from mtvbench.ledger.lock import file_lock
 from mtvbench.media.fingerprint import CACHE_VERSION, fingerprint
 from mtvbench.media.frames import FrameSettings, VideoFrames, sample_frames
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no cross-process lock
-    fcntl = None  # type: ignore[assignment]
 
 #: Bump when sampling, resizing or encoding changes so that old entries are not reused.
 _META = "meta.json"
@@ -78,7 +73,7 @@ class FrameCache:
             return self._remember(key, _make(path, settings))
         frames = _load(entry, path, settings)
         if frames is None:
-            with _locked(entry.parent.parent / ".locks" / f"{key}.lock"):
+            with file_lock(entry.parent.parent / ".locks" / f"{key}.lock"):
                 frames = _load(entry, path, settings)  # another process may have finished meanwhile
                 if frames is None:
                     self._count("misses", "decodes")
@@ -104,7 +99,7 @@ class FrameCache:
         if (entry / _META).is_file():
             self._count("hits", "disk_hits")
             return entry
-        with _locked(entry.parent.parent / ".locks" / f"{key}.lock"):
+        with file_lock(entry.parent.parent / ".locks" / f"{key}.lock"):
             if (entry / _META).is_file():  # another process made it meanwhile
                 self._count("hits", "disk_hits")
                 return entry
@@ -156,20 +151,6 @@ def _at(frames: VideoFrames, path: Path) -> VideoFrames:
     out = dataclasses.replace(frames, video=path)
     out.__dict__.update({k: v for k, v in frames.__dict__.items() if k in ("_b64", "_images")})
     return out
-
-
-@contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    """Exclusive ``flock`` on ``lock_path`` (per open file, so threads exclude each other too)."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+b") as f:
-        if fcntl is not None:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 def _frame_name(i: int, settings: FrameSettings) -> str:
