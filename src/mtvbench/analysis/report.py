@@ -44,6 +44,7 @@ from mtvbench.render.leaderboard import (
     row_values,
 )
 from mtvbench.scoring.aggregate import Scores, fmt
+from mtvbench.scoring.usage import cached_words, upper_bound
 from mtvbench.util.escape import csv_cell, markdown
 from mtvbench.util.files import atomic_write_bytes, atomic_write_text, ensure_dir
 from mtvbench.util.paths import cache_dir as user_cache_dir
@@ -147,15 +148,18 @@ def _leaderboard_html(rows: Sequence[tuple[str, Scores]]) -> str:
                      str(c.scored_turns), str(c.unscored_judge_runs), str(c.missing_responses), s.status,
                      "; ".join(s.incomplete_reasons) or "–"])
     usage = [[name, role, str(r.calls), str(r.failed_calls), str(r.requests), f"{r.prompt_tokens:,}",
-              f"{r.completion_tokens:,}", f"{r.wall_seconds:.1f}", "–" if r.cost is None else f"{r.cost:.4f}"]
+              cached_words(r), f"{r.completion_tokens:,}", f"{r.wall_seconds:.1f}",
+              "–" if r.cost is None else f"{r.cost:.4f}" + (" (upper bound)" if upper_bound(r) else "")]
              for name, s in rows if s.usage is not None for role, r in (("model", s.usage.model),
                                                                         ("judge", s.usage.judge))]
     usage_html = "" if not usage else (
         "<h3>Usage and cost</h3>"
-        + html_table(["Model", "Role", "Calls", "Failed", "Requests", "Prompt tokens", "Completion tokens",
-                      "Wall s", "Cost"], usage)
+        + html_table(["Model", "Role", "Calls", "Failed", "Requests", "Prompt tokens", "Cached (of prompt)",
+                      "Completion tokens", "Wall s", "Cost"], usage)
         + "<p>Every call made into the run directory (resumes, failed and superseded calls included); cost from "
-          "the prices per million tokens in the run's config (– without a price).</p>")
+          "the prices per million tokens in the run's config (– without a price), cached prompt tokens at its "
+          "<code>cached_input</code> price; where a call did not record its cached tokens its prompt is priced "
+          "as uncached (an upper bound).</p>")
     return (html_table(["Model", *COLUMNS, "Status"], body, raw=True, cls="lb")
             + "<p>Best in <b>bold</b>, second <u>underlined</u>; 95% bootstrap CI over dialogues below each value. "
             + esc(RANK_RULE) + "</p>"
