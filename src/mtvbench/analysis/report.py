@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from mtvbench.analysis.breakdowns import Breakdown, all_breakdowns, breakdown_csv_rows, breakdown_markdown
+from mtvbench.analysis.estimate import estimate_vs_actual, read_estimate
 from mtvbench.analysis.metadata import DialogueMeta, SceneCache, resolve_metadata
 from mtvbench.analysis.rundata import RunData, load_run, unique_names
 from mtvbench.data.schema import TASKS, Dialogue
@@ -283,6 +284,22 @@ def _report_metadata(res: ReportResult, runs: Sequence[RunData], metadata_file: 
     return meta
 
 
+def _estimate_section(runs: Sequence[RunData], names: Sequence[str]) -> Section | None:
+    """What ``mtvbench estimate --out RUN_DIR`` said before each run, beside what the run used (None: no run
+    directory holds an estimate)."""
+    rows = []
+    for run, name in zip(runs, names):
+        est = read_estimate(run.run_dir)
+        if est is not None and run.scores.usage is not None:
+            rows += [[name, *row] for row in estimate_vs_actual(est, run.scores.usage)]
+    if not rows:
+        return None
+    return Section("estimate", "Estimate vs actual", html_table(
+        ["Run", "Role", "", "Requests", "Prompt tokens", "Cached tokens", "Completion tokens", "Cost"], rows)
+        + "<p>The estimate (<code>mtvbench estimate</code>, written before the run; cached tokens under the order "
+          "the run used) against every call stored in the run directory.</p>")
+
+
 def _leaderboard_section(res: ReportResult) -> Section:
     rows = res.rows
     plot_names = {n: n if s.complete else f"{n} (INCOMPLETE)" for n, s in rows}
@@ -341,6 +358,9 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
                              f"{r.config.judge} x{r.config.judge_runs}", r.config.context,
                              r.config.frame_settings().key()] for n, r in zip(names, runs)])
     sections.insert(0, Section("runs", "Runs", runs_info))
+    estimated = _estimate_section(runs, names)
+    if estimated is not None:
+        sections.insert(2, estimated)
     rep = HtmlReport(title=title, sections=sections, notes=res.notes,
                      explorer=_explorer(runs, names, meta, thumbnails(_union(runs)[1], thumbs, runs=runs)))
     res.write("report.html", render_html(rep))
