@@ -142,18 +142,20 @@ def simulate_hits(chains: Sequence[Sequence[int]], concurrency: int, held: int, 
             free -= 1
             seq += 1
             heapq.heappush(running, (now + 1.0, seq, v, c, step))
-        now, _, v, c, step = heapq.heappop(running)
-        free += 1
-        first = not answered[v]
-        answered[v] = True
-        left[v] -= 1
-        if step + 1 < chains[v][c]:
-            queue.append((v, c, step + 1))
-        if cache_aware and first:
-            queue.extend((v, k, 0) for k, n in enumerate(chains[v]) if n and k != c)
-        if not left[v]:
-            held_now -= 1
-            admit()
+        now = running[0][0]
+        while running and running[0][0] == now:  # calls that end together are all answered before the next go
+            _, _, v, c, step = heapq.heappop(running)
+            free += 1
+            first = not answered[v]
+            answered[v] = True
+            left[v] -= 1
+            if step + 1 < chains[v][c]:
+                queue.append((v, c, step + 1))
+            if cache_aware and first:
+                queue.extend((v, k, 0) for k, n in enumerate(chains[v]) if n and k != c)
+            if not left[v]:
+                held_now -= 1
+                admit()
     return hits
 
 
