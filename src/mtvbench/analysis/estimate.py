@@ -32,6 +32,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -44,6 +45,7 @@ from mtvbench.data.official import find_video, load_benchmark
 from mtvbench.data.schema import Benchmark, Dialogue
 from mtvbench.errors import ConfigError, InputError
 from mtvbench.media.frames import VideoError, probe
+from mtvbench.media.probe import PROBE_WORKERS
 from mtvbench.protocol import get_protocol
 from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, note, print_tables
 from mtvbench.render.tables import Col, TextTable
@@ -318,15 +320,22 @@ def _cost_and_time(cfg: RunConfig, est: Estimate, measured: FromRun | None, late
 def shapes_of(bench: Benchmark, cfg: RunConfig) -> tuple[dict[str, VideoShape], list[str]]:
     """What is sent of every video, from its header; videos that cannot be opened are named."""
     shapes, problems = {}, []
-    for name in sorted({d.video for d in bench.dialogues}):
-        path = bench.videos.get(name) or find_video(Path(bench.root), name)
-        if path is None:
-            problems.append(f"{name}: no video file under videos/")
-            continue
+    paths = {name: bench.videos.get(name) or find_video(Path(bench.root), name)
+             for name in sorted({d.video for d in bench.dialogues})}
+    problems += [f"{name}: no video file under videos/" for name, p in paths.items() if p is None]
+
+    def shape(item: tuple[str, Path]) -> tuple[str, VideoShape | str]:
         try:
-            shapes[name] = video_shape(path, cfg)
+            return item[0], video_shape(item[1], cfg)
         except (VideoError, OSError) as e:
-            problems.append(f"{name}: {e}")
+            return item[0], str(e)
+
+    with ThreadPoolExecutor(PROBE_WORKERS) as pool:  # PyAV reads headers without the GIL
+        for name, got in pool.map(shape, [(n, p) for n, p in paths.items() if p is not None]):
+            if isinstance(got, str):
+                problems.append(f"{name}: {got}")
+            else:
+                shapes[name] = got
     return shapes, problems
 
 
