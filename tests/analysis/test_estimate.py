@@ -121,6 +121,10 @@ def test_the_report_shows_the_estimate_beside_what_the_run_used(dataset: Path, t
         assert est.exit_code == 0, est.output
         assert read_estimate(run) is not None
         assert cli_run(values).exit_code == 0
+    again = cli("estimate", "--config", cfg, "--from-run", run, "--format", "json")  # means of the stored calls
+    assert again.exit_code == 0, again.output
+    m = json.loads(again.stdout)["model_role"]
+    assert m["completion_source"] == "from-run" and m["completion_tokens"] == 2 * 7 and m["latency_s"] > 0
     res = cli("report", run, "--out", tmp_path / "rep", "--thumbnails", "0")
     assert res.exit_code == 0, res.output
     html = (tmp_path / "rep" / "report.html").read_text()
