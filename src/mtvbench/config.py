@@ -148,8 +148,12 @@ def parse_tasks(value: Any) -> list[str]:
 class Price(BaseModel):
     """Prices per million tokens (in the currency you choose; the cost is reported in it)."""
 
+    model_config = _STRICT
+
     input: float = Field(ge=0)
     output: float = Field(ge=0)
+    #: prompt tokens served from the provider's prefix or context cache (None: priced as ``input``)
+    cached_input: float | None = Field(None, ge=0)
 
 
 class RoleSettings(BackendOptions):
