@@ -67,6 +67,20 @@ def who(name: str, role: str = "annotator") -> dict[str, str]:
     return {"X-Review-User": quote(name), "X-Review-Role": role}
 
 
+def verdict(name: str, decision: str, *, senior: bool = False, unmet: tuple[str, ...] = (), **extra: object
+            ) -> dict[str, object]:
+    """A decision as the pages post it: the three criteria (met unless named in ``unmet``), and the
+    comment a rejection needs."""
+    from mtvbench.review.model import CRITERIA
+
+    body: dict[str, object] = {"senior" if senior else "annotator": name, "decision": decision,
+                               "criteria": {c: {"met": c not in unmet, "note": "see Q2" if c in unmet else ""}
+                                            for c in CRITERIA}}
+    if decision == "reject":
+        body["comment"] = "not grounded"
+    return body | extra
+
+
 def item_url(item_id: str, suffix: str = "") -> str:
     from urllib.parse import quote
 

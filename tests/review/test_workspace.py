@@ -14,7 +14,7 @@ from mtvbench.cli import app
 from mtvbench.construct.review_queue import load_queue, queue_path
 from mtvbench.construct.workspace import Workspace
 from mtvbench.data.official import load_official
-from tests.review.conftest import item_url, make_client, who
+from tests.review.conftest import item_url, make_client, verdict, who
 
 runner = CliRunner()
 
@@ -47,11 +47,11 @@ def test_web_and_cli_share_the_store_and_exports_apply_the_revision(ws: Path, tm
     fixed = "Does the model say the square is red?"
     edit = {"round": r_scored["index"], "field": "question", "item": q["key"], "value": fixed}
     assert c.post(item_url(cross["id"], "/review"), headers=who("ann1"),
-                  json={"annotator": "ann1", "decision": "accept"}).status_code == 200
+                  json=verdict("ann1", "accept")).status_code == 200
     assert c.post(item_url(cross["id"], "/review"), headers=who("ann2"),
-                  json={"annotator": "ann2", "decision": "revise", "edits": [edit]}).status_code == 200
+                  json=verdict("ann2", "revise", edits=[edit])).status_code == 200
     assert c.post(item_url(cross["id"], "/adjudicate"), headers=who("lead", "senior"),
-                  json={"senior": "lead", "decision": "revise", "edits": [edit]}).status_code == 200
+                  json=verdict("lead", "revise", senior=True, edits=[edit])).status_code == 200
     # the command line records into the same store, and sees the web decisions
     other = next(i["id"] for i in items if i["id"] != cross["id"])
     _cli("build", "review", "record", "-w", str(ws), "--id", other, "--annotator", "ann1", "--decision", "accept")

@@ -274,7 +274,7 @@ def _dump(obj: Any) -> str | None:
         obj = obj.model_dump(mode="json")
     elif isinstance(obj, dict):
         obj = {k: v.model_dump(mode="json") if isinstance(v, BaseModel) else v for k, v in obj.items()}
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True)
+    return json.dumps(obj, ensure_ascii=False)  # in the order given: criteria and checklist items as shown
 
 
 def _same(a: Annotation, b: Annotation) -> bool:
@@ -490,7 +490,8 @@ class ReviewStore:
                                 (prior is None and st.status in ("accepted", "rejected"))):
                 by = f"{prior.annotator}'s final decision ({prior.decision}, {prior.at})" if prior is not None \
                     else f"the two annotators' agreement ({st.status})"
-                raise ConfirmRequiredError(f"{item.id}: this overwrites {by}; confirm to overwrite it")
+                raise ConfirmRequiredError(f"{item.id}: this overwrites {by}; confirm to overwrite it (the senior "
+                                          "page asks; `mtvbench build review adjudicate` takes --overwrite)")
             new = Annotation(annotator=who, decision=decision, comment=comment, at=now_iso(), edits=clean,  # type: ignore[arg-type]
                              criteria=crit, checklist=marks)
             db.execute("INSERT OR REPLACE INTO adjudications(item_id, content_hash, senior, decision, edits, comment, "
