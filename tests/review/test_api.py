@@ -149,7 +149,8 @@ def test_a_second_senior_confirms_before_overwriting(sample: Path) -> None:
     c.post(item_url(iid, "/review"), headers=who("ann2"), json=verdict("ann2", "reject"))
     assert c.post(item_url(iid, "/adjudicate"), headers=who("lead", "senior"),
                   json=verdict("lead", "accept", senior=True)).status_code == 200
-    r = c.post(item_url(iid, "/adjudicate"), headers=who("lead2", "senior"), json=verdict("lead2", "reject", senior=True))
+    r = c.post(item_url(iid, "/adjudicate"), headers=who("lead2", "senior"),
+               json=verdict("lead2", "reject", senior=True))
     assert r.status_code == 409 and r.json()["confirm"] is True and "lead's final decision" in r.json()["error"]
     assert c.get(item_url(iid), headers=who("lead2", "senior")).json()["status"] == "accepted"
     r = c.post(item_url(iid, "/adjudicate"), headers=who("lead2", "senior"),
@@ -245,7 +246,8 @@ def test_kappa_per_annotator_pair_whoever_decided_first(sample: Path) -> None:
     p = c.get("/api/progress", headers=who("lead", "senior")).json()
     (pair,) = p["overall"]["agreement"]["pairs"]
     assert (pair["a"], pair["b"], pair["items"]) == ("ann1", "ann2", 6)
-    assert pair["kappa"]["decision"] == pytest.approx(0.25) and p["overall"]["agreement"]["kappa"] == pytest.approx(0.25)
+    assert pair["kappa"]["decision"] == pytest.approx(0.25)
+    assert p["overall"]["agreement"]["kappa"] == pytest.approx(0.25)
     assert pair["same"] == pytest.approx(4 / 6) and p["overall"]["agreement"]["alpha"] is None  # two people only
     assert pair["kappa"]["capability"] is None  # everyone said "met": undefined, not 1
     # an annotator sees only their own work, no agreement and nobody else
