@@ -188,8 +188,8 @@
   async function undoDecision(id, seq) {
     try {
       await api("POST", "/api/items/" + itemPath(id) + "/undo", { seq });
-      document.body.dataset.lastSaved = id + ":undone";
       await load(id);
+      document.body.dataset.lastSaved = id + ":undone";
       toast("Undone: " + id + " is back as it was.", "ok");
       focusPage($("workspace"));
     } catch (e) {
