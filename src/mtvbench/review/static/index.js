@@ -42,7 +42,7 @@
       $("home").hidden = true;
       if (document.body.dataset.mode === "token") {
         $("signin-form").hidden = true;
-        $("signin-help").textContent = "This server gives every annotator a login link (mtvbench review add-user); open yours.";
+        $("signin-help").textContent = "This server gives every annotator a login link (`mtvbench review add-user`); open yours.";
         return;
       }
       $("signin-form").addEventListener("submit", async (ev) => {
