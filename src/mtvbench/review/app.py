@@ -79,7 +79,7 @@ from mtvbench.review.model import (
 from mtvbench.review.progress import compute_progress, own_progress
 from mtvbench.review.source import ReviewSource
 from mtvbench.review.store import ConfirmRequiredError, ItemState, Principal, ReviewStore
-from mtvbench.review.views import detail, dump, sees_others, summary, yours
+from mtvbench.review.views import detail, dump, summary, yours
 from mtvbench.util.jsonio import loads_strict
 
 #: largest request body (a decision with edits of a long dialogue fits many times)
@@ -315,7 +315,8 @@ def _endpoint(handler: Callable[[Request, Any], dict[str, Any]], body: type[Base
 
     async def endpoint(request: Request) -> Response:
         try:
-            parsed = await _read_json(request, body) if body is not None and request.method in ("POST", "PUT") else None
+            parsed = await _read_json(request, body) if body is not None and request.method in ("POST", "PUT") \
+                else None
             return JSONResponse(await run_in_threadpool(handler, request, parsed))
         except ApiError as e:
             return JSONResponse({"error": e.message}, status_code=e.status)
@@ -337,6 +338,126 @@ def _pages(guidelines_html: str) -> dict[str, str]:
         for name, title in PAGES.items()}
 
 
+class ReviewApi:
+    """The JSON API's handlers (see the module docstring): each takes the request and its parsed body and
+    answers a JSON object; :func:`_endpoint` runs them in a worker thread and maps errors."""
+
+    def __init__(self, state: ReviewApp):
+        self.state = state
+        self.store = state.store
+
+    def caller(self, request: Request) -> Principal:
+        self.state.reload()
+        return self.state.who(request)
+
+    def own(self, request: Request) -> tuple[Principal, ReviewItem]:
+        me = self.caller(request)
+        return me, self.state.item(request.path_params["id"])
+
+    def session(self, request: Request, _: None) -> dict[str, Any]:
+        """Who the caller is; ``name`` is null (with ``error`` saying why) when they are not signed in."""
+        st = self.state
+        out: dict[str, Any] = {"name": None, "role": None, "mode": "token" if st.token_mode() else "open",
+                               "source": {"kind": st.source.kind, "name": st.source.root.name},
+                               "items": len(st.items), "source_error": st.source_error, "criteria": CRITERIA}
+        try:
+            me = self.caller(request)
+        except ApiError as e:
+            return out | {"error": e.message}
+        return out | {"name": me.name, "role": me.role}
+
+    def list_items(self, request: Request, _: None) -> dict[str, Any]:
+        me = self.caller(request)
+        items = self.state.items
+        states = self.store.states({i: it.content_hash for i, it in items.items()})
+        task, status = request.query_params.get("task"), request.query_params.get("status")
+        rows = [summary(it, states[i], me) for i, it in items.items()]
+        return {"items": [r for r in rows if (not task or r["task"] == task) and (not status or r["status"] == status)]}
+
+    def get_item(self, request: Request, _: None) -> dict[str, Any]:
+        me, it = self.own(request)
+        if request.query_params.get("claim") == "1":
+            self.store.claim(it.id, me.name)
+        return self.state.detail(it, self.state.state(it), me)
+
+    @staticmethod
+    def decided(it: ReviewItem, st: ItemState, me: Principal) -> dict[str, Any]:
+        """What a person is told after their decision (nothing about anyone else's)."""
+        return {"id": it.id, "mine": dump(st.review_of(me.name)), "yours": yours(st, me),
+                "my_referral": dump(st.referral_of(me.name)), "notice": st.notice, "undo": st.seq}
+
+    def review(self, request: Request, body: ReviewBody) -> dict[str, Any]:
+        me, it = self.own(request)
+        if body.annotator != me.name:
+            raise ApiError(403, f"you are signed in as {me.name}; you cannot record a decision for {body.annotator}")
+        st = self.store.record(it, me.name, body.decision, body.edits, body.comment, criteria=body.criteria,
+                               checklist=body.checklist, expected_hash=body.content_hash, strict=True,
+                               active_seconds=body.active_seconds, refer=True)
+        return self.decided(it, st, me)
+
+    def undo(self, request: Request, body: UndoBody) -> dict[str, Any]:
+        me, it = self.own(request)
+        return self.decided(it, self.store.undo(it, me.name, body.seq), me)
+
+    def adjudicate(self, request: Request, body: AdjudicateBody) -> dict[str, Any]:
+        me, it = self.own(request)
+        if me.role != "senior":
+            raise ApiError(403, f"{me.name} is an annotator; only a senior annotator adjudicates")
+        if body.senior != me.name:
+            raise ApiError(403, f"you are signed in as {me.name}; you cannot adjudicate as {body.senior}")
+        st = self.store.adjudicate(it, me.name, body.decision, body.edits, body.comment, criteria=body.criteria,
+                                   checklist=body.checklist, expected_hash=body.content_hash, strict=True,
+                                   confirm=body.confirm)
+        return {"id": it.id, "status": st.status, "adjudication": dump(st.adjudication)}
+
+    def draft(self, request: Request, body: DraftBody | None) -> dict[str, Any]:
+        me, it = self.own(request)
+        scope = body.scope if body is not None else request.query_params.get("scope", "review")
+        if me.role not in DRAFT_SCOPES.get(scope, ()):
+            raise ApiError(403 if scope in DRAFT_SCOPES else 422, f"no drafts of scope {scope!r} for a {me.role}")
+        if body is not None:
+            return {"draft": self.store.save_draft(scope, it.id, me.name, body.content_hash, body.data).model_dump()}
+        if request.method == "DELETE":
+            self.store.drop_draft(scope, it.id, me.name)
+            return {"draft": None}
+        d = self.store.draft(scope, it.id, me.name)
+        return {"draft": d.model_dump() if d is not None else None}
+
+    def video(self, request: Request, _: None) -> dict[str, Any]:
+        me, it = self.own(request)
+        return {"video_url": self.state.media_url(it.video, me)}
+
+    def next_item(self, request: Request, _: None) -> dict[str, Any]:
+        me = self.caller(request)
+        return {"id": self.store.next_for(me.name, request.query_params.get("after"))}
+
+    def progress(self, request: Request, _: None) -> dict[str, Any]:
+        me = self.caller(request)
+        rows, states = self.store.rows(), self.store.states()
+        if me.role == "senior":
+            return compute_progress(rows, states, self.store.users()).model_dump(mode="json")
+        return own_progress(rows, states, me.name).model_dump(mode="json")
+
+    async def media(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        q = request.query_params
+        path = self.state.videos.get(name)
+        if path is None or not await run_in_threadpool(self.state.media_allowed, name, q.get("u", ""),
+                                                       q.get("exp", ""), q.get("sig", "")):
+            return PlainTextResponse("not found", 404)
+        if not path.is_file():
+            return PlainTextResponse("video file missing", 404)
+        ctype = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        return FileResponse(path, media_type=ctype, headers={"cache-control": "private, max-age=3600"})
+
+
+def _page(html: str) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        return HTMLResponse(html, headers={"cache-control": "no-cache"})
+
+    return endpoint
+
+
 def create_app(source: ReviewSource, store: ReviewStore, *, require_tokens: bool = False,
                trusted_hosts: frozenset[str] | set[str] | None = None, guidelines: str | None = None) -> Starlette:
     """The ASGI app. ``require_tokens``: refuse callers without a token even when no user is
@@ -344,132 +465,23 @@ def create_app(source: ReviewSource, store: ReviewStore, *, require_tokens: bool
     (None: any; the command line passes the loopback names in open mode). ``guidelines``: Markdown
     that replaces the built-in guidelines (rendered with its HTML escaped)."""
     state = ReviewApp(source, store, require_tokens=require_tokens)
+    api = ReviewApi(state)
     pages = _pages(render_guidelines(guidelines))
-
-    def caller(request: Request) -> Principal:
-        state.reload()
-        return state.who(request)
-
-    def own(request: Request) -> tuple[Principal, ReviewItem]:
-        me = caller(request)
-        return me, state.item(request.path_params["id"])
-
-    def session(request: Request, _: None) -> dict[str, Any]:
-        """Who the caller is; ``name`` is null (with ``error`` saying why) when they are not signed in."""
-        out: dict[str, Any] = {"name": None, "role": None, "mode": "token" if state.token_mode() else "open",
-                               "source": {"kind": source.kind, "name": source.root.name}, "items": len(state.items),
-                               "source_error": state.source_error, "criteria": CRITERIA}
-        try:
-            me = caller(request)
-        except ApiError as e:
-            return out | {"error": e.message}
-        return out | {"name": me.name, "role": me.role}
-
-    def list_items(request: Request, _: None) -> dict[str, Any]:
-        me = caller(request)
-        states = store.states({i: it.content_hash for i, it in state.items.items()})
-        task, status = request.query_params.get("task"), request.query_params.get("status")
-        rows = [summary(it, states[i], me) for i, it in state.items.items()]
-        rows = [r for r in rows if (not task or r["task"] == task) and (not status or r["status"] == status)]
-        return {"items": rows}
-
-    def get_item(request: Request, _: None) -> dict[str, Any]:
-        me, it = own(request)
-        if request.query_params.get("claim") == "1":
-            store.claim(it.id, me.name)
-        return state.detail(it, state.state(it), me)
-
-    def decided(it: ReviewItem, st: ItemState, me: Principal) -> dict[str, Any]:
-        """What a person is told after their decision (nothing about anyone else's)."""
-        return {"id": it.id, "mine": dump(st.review_of(me.name)), "yours": yours(st, me),
-                "my_referral": dump(st.referral_of(me.name)), "notice": st.notice, "undo": st.seq}
-
-    def review(request: Request, body: ReviewBody) -> dict[str, Any]:
-        me, it = own(request)
-        if body.annotator != me.name:
-            raise ApiError(403, f"you are signed in as {me.name}; you cannot record a decision for {body.annotator}")
-        st = store.record(it, me.name, body.decision, body.edits, body.comment, criteria=body.criteria,
-                          checklist=body.checklist, expected_hash=body.content_hash, strict=True,
-                          active_seconds=body.active_seconds, refer=True)
-        return decided(it, st, me)
-
-    def undo(request: Request, body: UndoBody) -> dict[str, Any]:
-        me, it = own(request)
-        return decided(it, store.undo(it, me.name, body.seq), me)
-
-    def adjudicate(request: Request, body: AdjudicateBody) -> dict[str, Any]:
-        me, it = own(request)
-        if me.role != "senior":
-            raise ApiError(403, f"{me.name} is an annotator; only a senior annotator adjudicates")
-        if body.senior != me.name:
-            raise ApiError(403, f"you are signed in as {me.name}; you cannot adjudicate as {body.senior}")
-        st = store.adjudicate(it, me.name, body.decision, body.edits, body.comment, criteria=body.criteria,
-                              checklist=body.checklist, expected_hash=body.content_hash, strict=True,
-                              confirm=body.confirm)
-        return {"id": it.id, "status": st.status, "adjudication": dump(st.adjudication)}
-
-    def draft(request: Request, body: DraftBody | None) -> dict[str, Any]:
-        me, it = own(request)
-        scope = body.scope if body is not None else request.query_params.get("scope", "review")
-        if me.role not in DRAFT_SCOPES.get(scope, ()):
-            raise ApiError(403 if scope in DRAFT_SCOPES else 422, f"no drafts of scope {scope!r} for a {me.role}")
-        if request.method == "PUT":
-            assert body is not None
-            return {"draft": store.save_draft(scope, it.id, me.name, body.content_hash, body.data).model_dump()}
-        if request.method == "DELETE":
-            store.drop_draft(scope, it.id, me.name)
-            return {"draft": None}
-        d = store.draft(scope, it.id, me.name)
-        return {"draft": d.model_dump() if d is not None else None}
-
-    def video(request: Request, _: None) -> dict[str, Any]:
-        me, it = own(request)
-        return {"video_url": state.media_url(it.video, me)}
-
-    def next_item(request: Request, _: None) -> dict[str, Any]:
-        me = caller(request)
-        return {"id": store.next_for(me.name, request.query_params.get("after"))}
-
-    def progress(request: Request, _: None) -> dict[str, Any]:
-        me = caller(request)
-        if me.role == "senior":
-            return compute_progress(store.rows(), store.states(), store.users()).model_dump(mode="json")
-        return own_progress(store.rows(), store.states(), me.name).model_dump(mode="json")
-
-    async def media(request: Request) -> Response:
-        name = request.path_params["name"]
-        q = request.query_params
-        path = state.videos.get(name)
-        if path is None or not await run_in_threadpool(state.media_allowed, name, q.get("u", ""), q.get("exp", ""),
-                                                       q.get("sig", "")):
-            return PlainTextResponse("not found", 404)
-        if not path.is_file():
-            return PlainTextResponse("video file missing", 404)
-        ctype = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        return FileResponse(path, media_type=ctype, headers={"cache-control": "private, max-age=3600"})
-
-    def page(name: str) -> Callable[[Request], Awaitable[Response]]:
-        async def endpoint(request: Request) -> Response:
-            return HTMLResponse(pages[name], headers={"cache-control": "no-cache"})
-
-        return endpoint
-
+    item = "/api/items/{id:path}"
     routes = [
-        Route("/", page("index")),
-        Route("/annotate", page("annotate")),
-        Route("/senior", page("senior")),
-        Route("/progress", page("progress")),
-        Route("/api/session", _endpoint(session)),
-        Route("/api/items", _endpoint(list_items)),
-        Route("/api/items/{id:path}/review", _endpoint(review, ReviewBody), methods=["POST"]),
-        Route("/api/items/{id:path}/adjudicate", _endpoint(adjudicate, AdjudicateBody), methods=["POST"]),
-        Route("/api/items/{id:path}/undo", _endpoint(undo, UndoBody), methods=["POST"]),
-        Route("/api/items/{id:path}/draft", _endpoint(draft, DraftBody), methods=["GET", "PUT", "DELETE"]),
-        Route("/api/items/{id:path}/video", _endpoint(video)),
-        Route("/api/items/{id:path}", _endpoint(get_item)),
-        Route("/api/next", _endpoint(next_item)),
-        Route("/api/progress", _endpoint(progress)),
-        Route("/media/{name:path}", media),
+        Route("/", _page(pages["index"])),
+        *[Route(f"/{name}", _page(html)) for name, html in pages.items() if name != "index"],
+        Route("/api/session", _endpoint(api.session)),
+        Route("/api/items", _endpoint(api.list_items)),
+        Route(f"{item}/review", _endpoint(api.review, ReviewBody), methods=["POST"]),
+        Route(f"{item}/adjudicate", _endpoint(api.adjudicate, AdjudicateBody), methods=["POST"]),
+        Route(f"{item}/undo", _endpoint(api.undo, UndoBody), methods=["POST"]),
+        Route(f"{item}/draft", _endpoint(api.draft, DraftBody), methods=["GET", "PUT", "DELETE"]),
+        Route(f"{item}/video", _endpoint(api.video)),
+        Route(item, _endpoint(api.get_item)),
+        Route("/api/next", _endpoint(api.next_item)),
+        Route("/api/progress", _endpoint(api.progress)),
+        Route("/media/{name:path}", api.media),
         Mount("/static", app=StaticFiles(packages=[("mtvbench.review", "static")]), name="static"),
     ]
     app = Starlette(routes=routes)
@@ -478,4 +490,4 @@ def create_app(source: ReviewSource, store: ReviewStore, *, require_tokens: bool
     return app
 
 
-__all__ = ["create_app", "ReviewApp", "sees_others", "LOOPBACK_NAMES", "MEDIA_TTL_S"]
+__all__ = ["create_app", "ReviewApp", "ReviewApi", "LOOPBACK_NAMES", "MEDIA_TTL_S"]

@@ -112,12 +112,12 @@ class ReviewProgress(BaseModel):
     annotators: list[AnnotatorProgress]
 
 
-class OwnTask(BaseModel):
+class OwnTask(AnnotatorTask):
+    """One task as an annotator sees it: its size and their own done / open."""
+
     task: str
     label: str
     items: int = 0
-    done: int = 0
-    open: int = 0
 
 
 class OwnProgress(BaseModel):
