@@ -196,6 +196,11 @@ def test_drafts_are_kept_per_person_and_item(sample: Path) -> None:
     assert c.get(item_url(iid, "/draft?scope=review"), headers=who("a")).json()["draft"]["data"] == data
     r = c.put(item_url(iid, "/draft"), headers=who("a"), json={"scope": "adjudicate", "content_hash": "x", "data": {}})
     assert r.status_code == 403  # an annotator keeps no senior drafts
+    r = c.put(item_url(iid, "/draft"), headers=who("lead", "senior"),
+              json={"scope": "adjudicate", "content_hash": d["content_hash"], "data": {"comment": "merge A and B"}})
+    assert r.status_code == 200
+    assert c.get(item_url(iid), headers=who("lead", "senior")).json()["drafts"]["adjudicate"]["data"] == {
+        "comment": "merge A and B"}
     big = {"content_hash": d["content_hash"], "data": {"comment": "x" * 300_000}}
     r = c.put(item_url(iid, "/draft"), headers=who("a"), json=big)
     assert r.status_code == 422 and "larger than 256 KiB" in r.json()["error"]

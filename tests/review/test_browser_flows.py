@@ -18,6 +18,7 @@ from tests.review.conftest import free_port, item_url, running_server, who
 from tests.support.browser import FLAGS, playwright_or_skip
 
 SAVED = "v => document.body.dataset.lastSaved === v"
+PAYLOAD = '<img src=x onerror="document.body.dataset.pwned=1">'  # a hostile comment: shown as text, never run
 SHOWN = "#rounds .round.scored"
 ITEM = "#meta .item-id"
 
@@ -66,6 +67,7 @@ def test_blind_check(sample: Path) -> None:
         _accept_criteria(a2)
         a2.keyboard.press("r")
         a2.locator("#round-1 .turn.user .editor").fill("A different first question?")
+        a2.fill("#comment", PAYLOAD)
         a2.keyboard.press("Control+Enter")
         a2.wait_for_function(SAVED, arg=iid + ":revise")
 
@@ -79,7 +81,7 @@ def test_blind_check(sample: Path) -> None:
         a1.goto(url + "/progress")
         a1.wait_for_selector("#own tr")
         for page_text in (row, a1.locator("body").inner_text()):
-            for leak in ("ann2", "adjudicat", "2/2", "revise", "kappa", "disagree"):
+            for leak in ("ann2", "adjudicat", "2/2", "revise", "kappa", "disagree", "onerror"):
                 assert leak not in page_text.lower(), (leak, page_text)
 
         a1.goto(url + "/annotate?id=" + quote(iid))
@@ -94,6 +96,8 @@ def test_blind_check(sample: Path) -> None:
         assert "ann1 changed their decision after both had decided: accept -> reject" in \
             lead.locator("#notices").inner_text()
         assert lead.locator(".review-card").count() == 2
+        assert PAYLOAD in lead.locator(".review-card .comment").last.inner_text()
+        assert lead.locator(".review-card img").count() == 0 and lead.evaluate("document.body.dataset.pwned") is None
     assert problems == []
 
 
@@ -198,5 +202,6 @@ def test_keyboard_after_submit(sample: Path) -> None:
             page.wait_for_function(SAVED, arg=second + ":undone")
             assert page.locator(ITEM).inner_text() == second
             assert c.get(item_url(second), headers=who("ann1")).json()["mine"] is None
-            assert c.get(item_url(first), headers=who("ann1")).json()["mine"]["decision"] == "revise"
+            revised = c.get(item_url(first), headers=who("ann1")).json()["mine"]
+            assert revised["decision"] == "revise" and revised["seconds"] is not None  # the page's active time
     assert problems == []
