@@ -185,7 +185,8 @@
   }
 
   async function refreshList(openNext) {
-    const all = (await api("GET", "/api/items")).items;
+    // dialogues this senior annotated carry no status for them (another senior decides those)
+    const all = (await api("GET", "/api/items")).items.filter((r) => r.status !== null);
     const todo = all.filter((r) => r.status === "needs_adjudication");
     const decided = all.filter((r) => r.status !== "needs_adjudication" && (r.decisions >= 2 || r.status !== "pending"));
     const list = $("queue");
