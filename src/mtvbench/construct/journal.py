@@ -54,9 +54,9 @@ class StoredReply(BaseModel):
 def request_key(model: str, request: GenerationRequest, frames_key: str | None) -> str:
     """What identifies a request: model, id (with the attempt), prompt, frame source, generation settings."""
     h = hashlib.sha256()
-    for part in (model, request.id, request.system or "", request.prompt, frames_key or "",
-                 repr((request.max_tokens, request.temperature, request.top_p, request.top_k,
-                       sorted(request.extra.items())))):
+    g = request.generation
+    for part in (model, request.id, g.system or "", request.prompt, frames_key or "",
+                 repr((g.max_tokens, g.temperature, g.top_p, g.top_k, sorted(request.extra.items())))):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\x00")
     return h.hexdigest()

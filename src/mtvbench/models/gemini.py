@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from mtvbench.errors import ConfigError, MissingExtraError
-from mtvbench.models.backend import split_thinking
+from mtvbench.models.backend import BackendBase, split_thinking
 from mtvbench.models.endpoints import gemini_endpoint, use_vertex
 from mtvbench.models.resilience import (
     RETRYABLE_STATUS,
@@ -161,7 +161,7 @@ def _enum_name(value: Any) -> str:
     return str(getattr(value, "value", value))
 
 
-class GeminiBackend:
+class GeminiBackend(BackendBase):
     """``gemini:MODEL``: Google Gemini through the google-genai SDK."""
 
     #: True in both modes: upload mode reads the video path from the frames record
@@ -203,7 +203,7 @@ class GeminiBackend:
     # -------------------------------------------------------------------- request building
     def _config(self, request: GenerationRequest) -> Any:
         extra = self.options.extra
-        g = self.options.settings_for(request.generation())
+        g = self.options.settings_for(request.generation)
         cfg: dict[str, Any] = {}
         if g.system:
             cfg["system_instruction"] = g.system
