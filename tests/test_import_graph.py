@@ -17,6 +17,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mtvbench"
 LAYERS: list[set[str]] = [
     {"errors", "_version"},
     {"util", "registry"},
+    {"ledger"},
     {"media"},
     {"data"},
     {"prompts", "records"},

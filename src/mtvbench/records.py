@@ -6,11 +6,15 @@
   request's own values on top (:meth:`GenerationConfig.merge`; a value that is set wins over one that
   is not).
 - :class:`GenerationRequest` / :class:`GenerationResult` / :class:`Usage`: what one model call asks
-  and returns. An error text has every API key removed before anything can store or print it;
-  reply texts lose the exact values of keys that were read (:mod:`mtvbench.util.secrets`).
+  and returns.
 - :class:`JudgeVerdict`: one judge run over one turn's checklist (``ok``, ``unparsed``: no
   parseable verdict after the re-asks, left out of the mean, never counted as wrong; ``error``:
   the call failed, asked again on the next run).
+
+**Redaction happens here, once** (:mod:`mtvbench.util.secrets`): the ``error`` text of a result and
+of a verdict has every API key removed when the record is made (:data:`RedactedText`), so the
+store, the response files and every message that quotes a record hold it already redacted; reply
+texts lose the exact values of keys that were read.
 
 Models (:mod:`mtvbench.models`), the judge (:mod:`mtvbench.judge`), the run
 (:mod:`mtvbench.run`) and scoring (:mod:`mtvbench.scoring`) import these from here, so none of
@@ -20,9 +24,9 @@ them needs another's module for a record.
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mtvbench.media.frames import VideoFrames
 from mtvbench.util.jsonio import YesNo
@@ -32,6 +36,8 @@ from mtvbench.util.secrets import redact_secrets, scrub_secret_values
 #: spent thinking) are final answers scored as wrong; ``error`` is asked again on the next run
 Outcome = Literal["ok", "blocked", "empty", "error"]
 JudgeStatus = Literal["ok", "unparsed", "error"]
+#: an error text as a record holds it: every API key removed before anything can store or print it
+RedactedText = Annotated[str | None, AfterValidator(redact_secrets)]
 
 
 class GenerationConfig(BaseModel):
@@ -174,18 +180,13 @@ class GenerationResult(BaseModel):
     raw_text: str = ""
     reasoning: str | None = None
     outcome: Outcome = "ok"
-    error: str | None = None
+    error: RedactedText = None
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
     attempts: int = 1
     #: what the backend actually fed the model, where it knows more than the request says (``hf:``: the
     #: transformers version, the processor's ``video_grid_thw``, the frames and their size); None: not recorded
     inputs: dict[str, Any] | None = None
-
-    @field_validator("error")
-    @classmethod
-    def _no_secrets(cls, v: str | None) -> str | None:
-        return redact_secrets(v)  # every backend's error text, before anything can store or print it
 
     @field_validator("text", "raw_text", "reasoning")
     @classmethod
@@ -204,7 +205,7 @@ class JudgeVerdict(BaseModel):
     reply: list[tuple[str, str]] | None = None
     raw: list[str] = Field(default_factory=list)
     attempts: int = 0
-    error: str | None = None
+    error: RedactedText = None
     #: tokens and seconds of every attempt of this judge run, summed (for usage and cost)
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0

@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
+from mtvbench.ledger.lock import file_lock
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.cache_admin import clear, info, parse_age, scan
 from mtvbench.media.frames import FrameSettings
-from mtvbench.util.locks import file_lock
 from tests.support.datasets import write_video
 
 

@@ -16,7 +16,6 @@ ranges (overlapping ranges merged; one count per merged range, summed).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -29,6 +28,7 @@ from pydantic import BaseModel
 
 from mtvbench.data.schema import Dialogue
 from mtvbench.errors import MissingExtraError, MtvbenchError
+from mtvbench.ledger.keys import sha1_digest
 from mtvbench.util.jsonio import load_json_file
 from mtvbench.util.tables import csv_records, record_keys
 
@@ -230,7 +230,7 @@ def default_scene_cache() -> Path:
 def _fingerprint(video: Path) -> str:
     st = video.stat()
     raw = f"{video.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-    return hashlib.sha1(raw.encode()).hexdigest()[:16]
+    return sha1_digest(raw)
 
 
 def _range_key(r: tuple[float, float] | None, settings: SceneSettings) -> str:

@@ -28,12 +28,25 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mtvbench.checklist_gen.generator import checklist_outcome, entry_from_items
+from mtvbench.checklist_gen.generator import checklist_outcome
+from mtvbench.data.layout import (
+    FOLDERS_TEXT,
+    MTQA_DIR,
+    checklist_dir,
+    checklist_entry,
+    checklist_path,
+    is_dataset,
+    metadata_path,
+    mtqa_dir,
+    mtqa_path,
+    videos_dir,
+    write_checklist_file,
+)
 from mtvbench.data.official import refuse_links
 from mtvbench.data.schema import TASKS, Task, is_model_turn
 from mtvbench.errors import InputError, OutputError
 from mtvbench.models.backend import ModelBackend
-from mtvbench.util.files import atomic_copy_file, atomic_write_json, ensure_dir, place_file
+from mtvbench.util.files import atomic_copy_file, ensure_dir, place_file
 from mtvbench.util.jsonio import load_json_file
 
 __all__ = ["ChecklistFailure", "FillReport", "fill_checklists", "prepare_out"]
@@ -98,24 +111,24 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def prepare_out(root: Path, out: Path) -> Path:
     """Lay out ``out`` as a copy of the dataset at ``root`` (see module doc); checklists come later."""
-    if not (root / "mtqa").is_dir():
-        raise InputError(f"{root}: no mtqa/ folder (expected the released layout: mtqa/, checklist/, videos/)")
+    if not is_dataset(root):
+        raise InputError(f"{root}: no {MTQA_DIR}/ folder (expected the released layout: {FOLDERS_TEXT})")
     if out.resolve() == root.resolve():
         raise InputError(f"--out {out} is the dataset itself: pass --in-place to write into it")
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out}: exists and is not a folder")
-    sources = sorted((root / "mtqa").glob("*.json"))
+    sources = sorted(mtqa_dir(root).glob("*.json"))
     for src in sources:
-        dst = out / "mtqa" / src.name
+        dst = mtqa_dir(out) / src.name
         if dst.exists() and not _same_file(src, dst):
             raise OutputError(f"{dst}: differs from {src}; {out} holds another dataset (choose an empty --out)")
-    ensure_dir(out / "checklist")
+    ensure_dir(checklist_dir(out))
     for src in sources:
-        if not (out / "mtqa" / src.name).exists():
-            atomic_copy_file(src, out / "mtqa" / src.name)
-    if (root / "metadata.json").is_file() and not (out / "metadata.json").exists():
-        atomic_copy_file(root / "metadata.json", out / "metadata.json")
-    _link_videos(root / "videos", out / "videos")
+        if not (mtqa_dir(out) / src.name).exists():
+            atomic_copy_file(src, mtqa_dir(out) / src.name)
+    if metadata_path(root).is_file() and not metadata_path(out).exists():
+        atomic_copy_file(metadata_path(root), metadata_path(out))
+    _link_videos(videos_dir(root), videos_dir(out))
     return out
 
 
@@ -169,13 +182,12 @@ class _Filler:
         self.report = FillReport()
 
     async def task(self, task: Task) -> None:
-        mtqa_path = self.root / "mtqa" / f"{task.official_stem}.json"
-        if not mtqa_path.exists():
+        dialogues_file = mtqa_path(self.root, task)
+        if not dialogues_file.exists():
             return
-        mtqa = load_json_file(mtqa_path, "mtqa file")
-        name = f"{task.official_stem}_CheckList.json"
-        ck_path = self.target / "checklist" / name
-        source = ck_path if ck_path.exists() else self.root / "checklist" / name
+        mtqa = load_json_file(dialogues_file, "mtqa file")
+        ck_path = checklist_path(self.target, task)
+        source = ck_path if ck_path.exists() else checklist_path(self.root, task)
         checklists: Any = load_json_file(source, "checklist file") if source.exists() else {}
         _check_shape(checklists, source)
         lock = asyncio.Lock()
@@ -184,7 +196,7 @@ class _Filler:
             for d in dialogues if isinstance(dialogues, list) else []:
                 if isinstance(d, dict) and d.get("event_index") is not None:
                     jobs.append(self.dialogue(task, video, str(d["event_index"]), _model_rounds(task, d),
-                                              checklists, ck_path, lock))
+                                              checklists, lock))
         wrote = await asyncio.gather(*jobs)
         if any(wrote):
             self.report.files_written.append(str(ck_path))
@@ -192,7 +204,7 @@ class _Filler:
             atomic_copy_file(source, ck_path)
 
     async def dialogue(self, task: Task, video: str, event: str, rounds: list[tuple[int, str, str]],
-                       checklists: dict[str, Any], ck_path: Path, lock: asyncio.Lock) -> bool:
+                       checklists: dict[str, Any], lock: asyncio.Lock) -> bool:
         existing = checklists.get(video, {}).get(event, [])
         have = {_round_index(e) for e in existing}
         todo = [(k, u, a) for k, u, a in rounds if self.overwrite or k not in have]
@@ -215,11 +227,11 @@ class _Filler:
                                                                round_index=k, problems=out.problems))
                     continue
                 entries = [e for e in entries if _round_index(e) != k]
-                entries.append(entry_from_items(k, out.items))
+                entries.append(checklist_entry(k, out.items))
                 self.report.generated += 1
             entries.sort(key=lambda e: (_round_index(e) is None, _round_index(e) or 0))
             checklists[video][event] = entries
-            atomic_write_json(ck_path, checklists)
+            write_checklist_file(self.target, task, checklists)
         if self.on_progress:
             self.on_progress(f"{task.value}/{video}/{event}")
         return True

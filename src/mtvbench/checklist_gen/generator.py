@@ -222,11 +222,3 @@ async def generate_checklist(
         raise ChecklistError(out.problems, out.items or None)
     return out.items
 
-
-def entry_from_items(round_index: int, items: list[ChecklistItem]) -> dict[str, Any]:
-    """A checklist entry of the released layout: ``{"round index": k, "Q1": ..., "A1": ...}``."""
-    entry: dict[str, Any] = {"round index": round_index}
-    for i, it in enumerate(items, 1):
-        entry[f"Q{i}"] = it.question
-        entry[f"A{i}"] = it.expected
-    return entry

@@ -9,9 +9,9 @@ Output (``--out``, default ``WS/dataset``)::
                                      clip and segment ranges; per dialogue its unit, single/cross-scene
                                      kind, segments and time ranges
 
-Dialogue ``event_index`` values are integers numbered per video over every generated
-dialogue in unit order, so they do not change when an export is restricted to accepted
-dialogues.
+Dialogue events are numbered per video over every generated dialogue in unit order, so they
+do not change when an export is restricted to accepted dialogues; the files, ``event_index`` and
+which dialogues are kept follow :mod:`mtvbench.data.layout` (the one writer of the layout).
 
 Only current work is exported: a video is exported when its ``checklists`` artifact is
 complete and made from the current ``generate`` artifact, and so on down to the video file
@@ -43,7 +43,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from mtvbench.checklist_gen.generator import entry_from_items
 from mtvbench.construct.offline_model import scripted_note
 from mtvbench.construct.records import Artifact, Shortfall, VideoRecord
 from mtvbench.construct.review_queue import load_queue, save_queue
@@ -56,9 +55,10 @@ from mtvbench.construct.stages.split import SplitResult
 from mtvbench.construct.stages.suitability import ScoreResult
 from mtvbench.construct.workspace import Workspace
 from mtvbench.data.buildmeta import BuildMetadata, BuiltDialogueMeta, VideoMeta
-from mtvbench.data.schema import TASKS, Task
+from mtvbench.data.layout import LayoutWriter, kept, metadata_path, place_video, write_layout_json
+from mtvbench.data.schema import TASKS
 from mtvbench.review.model import ReviewItem, content_hash
-from mtvbench.util.files import VideoMode, atomic_write_json, place_file
+from mtvbench.util.files import VideoMode
 
 
 class ExportReport(BaseModel):
@@ -89,8 +89,7 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
     out = Path(out) if out is not None else ws.root / "dataset"
     report = ExportReport(out=str(out))
     queue = load_queue(ws)
-    mtqa: dict[Task, dict[str, list[dict]]] = {t: {} for t in TASKS}
-    checklists: dict[Task, dict[str, dict[str, list[dict]]]] = {t: {} for t in TASKS}
+    layout = LayoutWriter()
     meta = BuildMetadata()
     used_videos: list[VideoRecord] = []
     for v in videos:
@@ -131,15 +130,10 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
             if old is not None and old.content_hash == h:
                 item.annotations, item.adjudication = old.annotations, old.adjudication
             queue.items[item_id] = item
-            if (accepted_only and item.status != "accepted") or (drop_rejected and item.status == "rejected"):
+            if not kept(item.status, accepted_only=accepted_only, drop_rejected=drop_rejected):
                 continue
             rounds, ck = item.final_content()  # a senior's revision applied
-            mtqa[d.task].setdefault(v.name, []).append(
-                {"event_index": event, "mtqa": {f"Round {r.index}": rd for r, rd in zip(d.rounds, rounds)}})
-            entries = [entry_from_items(k, items) for k, items in sorted(ck.items())]
-            if entries:
-                checklists[d.task].setdefault(v.name, {})[str(event)] = entries
-                report.checklists += len(entries)
+            report.checklists += layout.add(d.task, v.name, item.event, rounds, ck)
             meta.dialogues[f"{d.task.value}/{v.name}/{event}"] = BuiltDialogueMeta(
                 task=d.task, video=v.name, event=str(event), unit=d.unit, kind=unit.kind, segments=unit.segments,
                 ranges=unit.ranges, objects=unit.objects)
@@ -155,15 +149,13 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
                 category=v.category, duration_s=split.duration_s, scene_count=len(merge.segments),
                 clip_count=len(split.clips), clips=[(c.start_s, c.end_s) for c in split.clips],
                 segments=[(s.start_s, s.end_s) for s in merge.segments])
-    for t in TASKS:
-        atomic_write_json(out / "mtqa" / f"{t.official_stem}.json", mtqa[t])
-        atomic_write_json(out / "checklist" / f"{t.official_stem}_CheckList.json", checklists[t])
+    layout.write(out)
     for v in used_videos:
         src = Path(v.path)
-        place_file(src, out / "videos" / f"{v.name}{src.suffix.lower()}", video_mode)
+        place_video(out, src, f"{v.name}{src.suffix.lower()}", video_mode)
         report.videos.append(v.name)
     meta.not_a_benchmark = report.not_a_benchmark
-    atomic_write_json(out / "metadata.json", meta.model_dump(mode="json"))
+    write_layout_json(metadata_path(out), meta.model_dump(mode="json"))
     save_queue(ws, queue)
     report.review = queue.counts()
     return report

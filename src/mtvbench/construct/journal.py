@@ -1,8 +1,10 @@
 """The call journal: every model reply a build stage paid for, committed the moment it arrives.
 
-``WS/calls.sqlite`` (SQLite, WAL) holds one row per reply: the video, stage and item it
-was asked for, a key (a SHA-256 over the model, the request id with its attempt number,
-the prompt, the frame source and the generation settings) and the reply. A stage never
+``WS/calls.sqlite`` (the one SQLite set-up and version rule of :mod:`mtvbench.ledger.sqlite`; a
+journal written before it recorded its format is format 1 and gains the meta rows when opened)
+holds one row per reply: the video, stage and item it was asked for, a key
+(:func:`request_key`: the model, the request id with its attempt number, the prompt, the frame
+source and the generation settings) and the reply. A stage never
 asks a request whose reply is in the journal: it reads the stored reply and parses it
 again. So a killed build (even ``kill -9``) asks again at most the calls that were in
 flight, a stage whose artifact is lost or stale is rebuilt from the stored replies
@@ -16,7 +18,6 @@ that those requests are asked afresh. API keys never reach the journal (only rep
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -24,22 +25,22 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from mtvbench.errors import MtvbenchError, OutputError
+from mtvbench.ledger.keys import parts_digest
+from mtvbench.ledger.sqlite import Schema, errors_named, open_db, transaction
 from mtvbench.records import GenerationRequest, GenerationResult, Outcome
-from mtvbench.util.files import describe_os_error, ensure_dir
 
-SCHEMA = """
+SCHEMA = Schema(
+    kind="call journal", version=1, records="replies", unversioned=1,  # journals before 0.4 recorded no format
+    ddl="""
 CREATE TABLE IF NOT EXISTS replies (
     video TEXT NOT NULL, stage TEXT NOT NULL, item TEXT NOT NULL, key TEXT NOT NULL,
     request_id TEXT NOT NULL, model TEXT NOT NULL, text TEXT NOT NULL, raw_text TEXT NOT NULL,
     outcome TEXT NOT NULL, created REAL NOT NULL, superseded INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS replies_key ON replies (video, stage, key, superseded);
 CREATE INDEX IF NOT EXISTS replies_item ON replies (video, stage, item);
-"""
-
-
-class JournalError(MtvbenchError):
-    pass
+""",
+    hint="move the file away to start a new journal (its replies are then asked again)",
+    write_hint="free some space, then run the same command again: every reply committed so far is kept")
 
 
 class StoredReply(BaseModel):
@@ -52,14 +53,12 @@ class StoredReply(BaseModel):
 
 
 def request_key(model: str, request: GenerationRequest, frames_key: str | None) -> str:
-    """What identifies a request: model, id (with the attempt), prompt, frame source, generation settings."""
-    h = hashlib.sha256()
+    """What identifies a request: model, id (with the attempt), prompt, frame source, generation settings
+    (:func:`mtvbench.ledger.keys.parts_digest`, the key every stored reply was saved under)."""
     g = request.generation
-    for part in (model, request.id, g.system or "", request.prompt, frames_key or "",
-                 repr((g.max_tokens, g.temperature, g.top_p, g.top_k, sorted(request.extra.items())))):
-        h.update(part.encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
-    return h.hexdigest()
+    settings = repr((g.max_tokens, g.temperature, g.top_p, g.top_k, sorted(request.extra.items())))
+    return parts_digest((model, request.id, g.system or "", request.prompt, frames_key or "", settings),
+                        terminated=True)
 
 
 class CallJournal:
@@ -71,33 +70,16 @@ class CallJournal:
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
-            ensure_dir(self.path.parent)
-            try:
-                db = sqlite3.connect(self.path, timeout=30.0)
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses nothing committed
-                db.executescript(SCHEMA)
-                db.commit()
-            except sqlite3.DatabaseError as e:
-                raise JournalError(f"{self.path}: cannot use the call journal ({e})",
-                                   hint="move the file away to start a new journal (its replies are then "
-                                        "asked again)") from e
-            self._db = db
+            self._db = open_db(self.path, SCHEMA)
         return self._db
 
     def _run(self, sql: str, args: tuple, write: bool = False) -> sqlite3.Cursor:
         db = self._conn()
-        try:
-            cur = db.execute(sql, args)
-            if write:
-                db.commit()
-            return cur
-        except sqlite3.OperationalError as e:
-            if "full" in str(e).lower():
-                raise OutputError(describe_os_error(self.path, OSError(28, "No space left on device"))) from e
-            raise JournalError(f"{self.path}: {e}") from e
-        except sqlite3.DatabaseError as e:
-            raise JournalError(f"{self.path}: {e}") from e
+        if write:
+            with transaction(db, self.path, SCHEMA):
+                return db.execute(sql, args)
+        with errors_named(self.path, SCHEMA, writing=False):
+            return db.execute(sql, args)
 
     def get(self, video: str, stage: str, key: str) -> StoredReply | None:
         row = self._run("SELECT text, raw_text, outcome FROM replies WHERE video=? AND stage=? AND key=? "

@@ -63,11 +63,12 @@ from mtvbench.construct.detector import Detector, DetectorError, detector_label,
 from mtvbench.construct.export import ExportReport, export_dataset
 from mtvbench.construct.journal import CallJournal
 from mtvbench.construct.llm import StageModel
-from mtvbench.construct.records import Artifact, ArtifactMeta, Shortfall, VideoRecord, canonical_json
+from mtvbench.construct.records import Artifact, ArtifactMeta, Shortfall, VideoRecord
 from mtvbench.construct.stages import STAGES, Role, stage_names
 from mtvbench.construct.textsim import TextSimilarity, make_textsim
 from mtvbench.construct.workspace import Inspection, Workspace, WorkspaceError
 from mtvbench.errors import InputError, MtvbenchError, require
+from mtvbench.ledger.keys import canonical_json
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings, VideoError
 from mtvbench.models.backend import ModelBackend

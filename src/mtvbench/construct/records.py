@@ -15,12 +15,12 @@ current ones is stale (see :mod:`.workspace`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
+
+from mtvbench.ledger.keys import digest
 
 #: a video name is a folder name inside the workspace: no separators, no leading dot ("..")
 VIDEO_NAME = re.compile(r"[A-Za-z0-9_][\w.\-]{0,199}")
@@ -84,14 +84,9 @@ class Artifact(BaseModel):
         return None
 
 
-def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
 def content_digest(artifact: Artifact) -> str:
-    """SHA-256 (24 hex digits) of the artifact's content without its ``meta``, key order ignored."""
-    body = canonical_json(artifact.model_dump(mode="json", exclude={"meta"}))
-    return hashlib.sha256(body.encode()).hexdigest()[:24]
+    """The digest (24 hex digits) of the artifact's content without its ``meta``, key order ignored."""
+    return digest(artifact.model_dump(mode="json", exclude={"meta"}), length=24)
 
 
 # ------------------------------------------------------------------ items without a result

@@ -45,16 +45,12 @@ from mtvbench.construct.records import (
 )
 from mtvbench.construct.stages import STAGES
 from mtvbench.data.official import VIDEO_SUFFIXES
-from mtvbench.errors import BusyError, InputError, MtvbenchError
+from mtvbench.errors import InputError, MtvbenchError
+from mtvbench.ledger.lock import DirLock
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import VideoError
 from mtvbench.util.files import atomic_write_json, ensure_dir
 from mtvbench.util.jsonio import load_json_file
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no cross-process lock
-    fcntl = None  # type: ignore[assignment]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -166,20 +162,12 @@ class Workspace:
     # ------------------------------------------------------------ lock
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """Hold the workspace for this process; another process holding it is a :class:`BusyError`."""
+        """Hold the workspace for this process; another process holding it is a
+        :class:`~mtvbench.errors.BusyError` (exit 4) naming it."""
         ensure_dir(self.root)
-        with open(self.root / ".lock", "a+") as f:
-            if fcntl is not None:
-                try:
-                    fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    raise BusyError(f"{self.root}: another mtvbench build is using this workspace",
-                                    hint="wait for it to finish (or stop it), then run the command again") from None
-            try:
-                yield
-            finally:
-                if fcntl is not None:
-                    fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        with DirLock(self.root, ".lock", "build", busy="{dir}: another mtvbench build is using this workspace "
+                     "({holder})", hint="wait for it to finish (or stop it), then run the command again").acquire():
+            yield
 
     # ------------------------------------------------------------ artifacts
     def video_dir(self, video: str, create: bool = True) -> Path:

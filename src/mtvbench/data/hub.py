@@ -41,22 +41,31 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from mtvbench.data.archives import archive_kind, is_macos_metadata, is_split_part, unpack
+from mtvbench.data.layout import (
+    CHECKLIST_DIR,
+    FOLDERS,
+    MTQA_DIR,
+    checklist_dir,
+    mtqa_dir,
+    mtqa_name,
+    task_of_checklist,
+    task_of_mtqa,
+    videos_dir,
+)
 from mtvbench.data.official import VIDEO_SUFFIXES
 from mtvbench.data.schema import TASKS
 from mtvbench.errors import InputError, MtvbenchError, OutputError
+from mtvbench.ledger.lock import file_lock
 from mtvbench.util.files import atomic_write_text, describe_os_error, ensure_dir
-from mtvbench.util.locks import file_lock
 from mtvbench.util.paths import cache_dir
 
 HF_PREFIX = "hf:"
 DEFAULT_REPO = "NJU-LINK/MT-Video-Bench"
 RECORD_FILE = "mtvbench-dataset.json"
 #: folders and files of a prepared target that are ours (anything else means "not ours")
-_OURS = {RECORD_FILE, ".lock", "mtqa", "checklist", "videos", ".unpacked", ".layout.partial", ".mtqa.old",
-         ".checklist.old", ".videos.old"}
+_OURS = {RECORD_FILE, ".lock", ".unpacked", ".layout.partial", *FOLDERS, *(f".{d}.old" for d in FOLDERS)}
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _REVISION = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
-_TASK_STEMS = {t.official_stem for t in TASKS}
 _MAX_DEPTH = 4  # discovery looks this many folders deep (released folders sit at the top or one down)
 
 Note = Callable[[str], None]
@@ -223,7 +232,7 @@ def fetch_snapshot(spec: HubSpec, *, offline: bool = False, endpoint: str | None
 class Found(BaseModel):
     """Where the released files are in a snapshot (and in what was unpacked from it)."""
 
-    mtqa: dict[str, Path] = {}  # task stem -> file
+    mtqa: dict[str, Path] = {}  # file name in the layout -> file
     checklist: dict[str, Path] = {}  # file name -> file
     videos: dict[str, Path] = {}  # file name -> file
     archives: list[Path] = []
@@ -300,11 +309,10 @@ def discover(roots: list[Path]) -> Found:
             if is_macos_metadata(str(f.relative_to(root))):
                 continue
             low = name.lower()
-            if low.endswith(".json") and name.endswith("_CheckList.json") and \
-                    name.removesuffix("_CheckList.json") in _TASK_STEMS:
+            if task_of_checklist(name) is not None:
                 checklists.setdefault(f.parent, {})[name] = f
-            elif low.endswith(".json") and f.stem in _TASK_STEMS:
-                mtqa.setdefault(f.parent, {})[f.stem] = f
+            elif low.endswith(".json") and (task := task_of_mtqa(f"{f.stem}.json")) is not None:
+                mtqa.setdefault(f.parent, {})[mtqa_name(task)] = f
             elif low.endswith(VIDEO_SUFFIXES):
                 prev = found.videos.get(name)
                 if prev is None:
@@ -320,8 +328,8 @@ def discover(roots: list[Path]) -> Found:
         shown = ", ".join(p.name for p in split_parts[:4])
         raise InputError(f"the download holds pieces of a split archive ({shown}); join them first "
                          "(e.g. `cat videos.zip.* > videos.zip`), then pass the folder to --data")
-    found.mtqa = _pick_group("mtqa", mtqa, found.notes)
-    found.checklist = _pick_group("checklist", checklists, found.notes)
+    found.mtqa = _pick_group(MTQA_DIR, mtqa, found.notes)
+    found.checklist = _pick_group(CHECKLIST_DIR, checklists, found.notes)
     return found
 
 
@@ -382,14 +390,14 @@ def _place_video(src: Path, dst: Path) -> str:
 def _lay_out(found: Found, target: Path) -> tuple[int, str]:
     partial = target / ".layout.partial"
     shutil.rmtree(partial, ignore_errors=True)
-    for sub in ("mtqa", "checklist", "videos"):
+    for sub in FOLDERS:
         (partial / sub).mkdir(parents=True)
-    for stem, f in found.mtqa.items():
-        shutil.copyfile(f, partial / "mtqa" / f"{stem}.json")
+    for name, f in found.mtqa.items():
+        shutil.copyfile(f, mtqa_dir(partial) / name)
     for name, f in found.checklist.items():
-        shutil.copyfile(f, partial / "checklist" / name)
-    modes = {_place_video(f, partial / "videos" / name) for name, f in found.videos.items()}
-    for sub in ("mtqa", "checklist", "videos"):
+        shutil.copyfile(f, checklist_dir(partial) / name)
+    modes = {_place_video(f, videos_dir(partial) / name) for name, f in found.videos.items()}
+    for sub in FOLDERS:
         old = target / f".{sub}.old"
         shutil.rmtree(old, ignore_errors=True)
         if (target / sub).exists():
@@ -431,7 +439,7 @@ def _no_task_files(snapshot: Snapshot) -> InputError:
     top = sorted(p.name for p in snapshot.path.iterdir() if not p.name.startswith("."))
     return InputError(
         f"{snapshot.spec.text} (commit {snapshot.commit[:12]}): no task files (<task>.json: "
-        f"{', '.join(sorted(_TASK_STEMS))}) in the download {snapshot.path} (it holds: "
+        f"{', '.join(sorted(t.official_stem for t in TASKS))}) in the download {snapshot.path} (it holds: "
         f"{', '.join(top[:8]) or 'nothing'}{', ...' if len(top) > 8 else ''})",
         hint=f"hint: check the dataset page {snapshot.spec.page} for how the full data is distributed; "
              "once you have the files, pass their folder to --data")
@@ -485,7 +493,7 @@ def prepare(snapshot: Snapshot, target: Path, *, note: Note = _quiet, force: boo
                                                               f"{target}")):
             rec = _check_target(target, snapshot.spec)
             if rec is not None and rec.complete and rec.commit == snapshot.commit and not force \
-                    and all((target / s).is_dir() for s in ("mtqa", "checklist", "videos")):
+                    and all((target / s).is_dir() for s in FOLDERS):
                 return PreparedDataset(root=target, record=rec, reused=True)
             rec = DatasetRecord(source=snapshot.spec.text, repo_id=snapshot.spec.repo_id,
                                 revision=snapshot.spec.revision, commit=snapshot.commit, snapshot=str(snapshot.path),

@@ -59,6 +59,19 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel
 
 from mtvbench.data.buildmeta import not_a_benchmark
+from mtvbench.data.layout import (
+    CHECKLIST_PATTERN,
+    FOLDERS_TEXT,
+    checklist_dir,
+    checklist_path,
+    checklist_rel,
+    metadata_path,
+    mtqa_dir,
+    mtqa_path,
+    task_of_checklist,
+    task_of_mtqa,
+    videos_dir,
+)
 from mtvbench.data.schema import (
     TASKS,
     Benchmark,
@@ -190,7 +203,7 @@ def locate_video(root: Path, name: str) -> tuple[Path | None, Path | None]:
     Tries ``videos/<name>`` and ``videos/<name>.<ext>``; never anything outside ``videos/`` and
     never through a link (``videos/`` itself a link is returned as the odd path).
     """
-    vdir = Path(root) / "videos"
+    vdir = videos_dir(root)
     if vdir.is_symlink():
         return None, vdir
     candidates = [vdir / name] + [vdir / f"{name}{s}" for s in VIDEO_SUFFIXES]
@@ -317,7 +330,7 @@ def _parse_checklist_entry(
 
 
 def _load_checklists(root: Path, task: Task, col: _Collector) -> dict[tuple[str, str], dict[int, _Entry]]:
-    path = root / "checklist" / f"{task.official_stem}_CheckList.json"
+    path = checklist_path(root, task)
     out: dict[tuple[str, str], dict[int, _Entry]] = {}
     if not path.exists():
         col.add("warning", path, "checklist file missing: no turn of this task will be scored")
@@ -423,11 +436,11 @@ def _scored_problems(root: Path, dialogues: list[Dialogue], col: _Collector) -> 
     for task in TASKS:
         of_task = [d for d in dialogues if d.task == task]
         if of_task and not any(d.scored_turns for d in of_task):
-            col.add("error", root / "mtqa" / f"{task.official_stem}.json",
+            col.add("error", mtqa_path(root, task),
                     f"{len(of_task)} dialogue(s) but no scored turn: no model turn has a checklist entry in "
-                    f"checklist/{task.official_stem}_CheckList.json (`mtvbench checklists` writes them)")
+                    f"{checklist_rel(task)} (`mtvbench checklists` writes them)")
     if dialogues and not any(d.scored_turns for d in dialogues):
-        col.add("error", root / "mtqa", f"{len(dialogues)} dialogue(s) but no scored turn in the whole dataset: "
+        col.add("error", mtqa_dir(root), f"{len(dialogues)} dialogue(s) but no scored turn in the whole dataset: "
                 "nothing of it would be evaluated")
 
 
@@ -445,19 +458,16 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
     if not root.is_dir():
         col.add("error", root, "dataset folder does not exist")
         return None, col.problems
-    mtqa_dir, ck_dir = root / "mtqa", root / "checklist"
-    for d in (mtqa_dir,):
-        if not d.is_dir():
-            col.add("error", d, "folder missing (expected the released layout: mtqa/, checklist/, videos/)")
-            return None, col.problems
+    if not mtqa_dir(root).is_dir():
+        col.add("error", mtqa_dir(root), f"folder missing (expected the released layout: {FOLDERS_TEXT})")
+        return None, col.problems
     known = {t.official_stem for t in TASKS}
-    for f in sorted(mtqa_dir.glob("*.json")):
-        if f.stem not in known:
+    for f in sorted(mtqa_dir(root).glob("*.json")):
+        if task_of_mtqa(f.name) is None:
             col.add("error", f, f"unknown task file; expected one of {sorted(known)}")
-    if ck_dir.is_dir():
-        for f in sorted(ck_dir.glob("*.json")):
-            if f.stem.removesuffix("_CheckList") not in known or not f.stem.endswith("_CheckList"):
-                col.add("error", f, "unknown checklist file; expected <task>_CheckList.json")
+    for f in sorted(checklist_dir(root).glob("*.json")):
+        if task_of_checklist(f.name) is None:
+            col.add("error", f, f"unknown checklist file; expected {CHECKLIST_PATTERN}")
 
     links = _add_links(col, root)
     dialogues: list[Dialogue] = []
@@ -465,7 +475,7 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
     missing_videos: set[str] = set()
     seen_ids: set[str] = set()
     for task in tasks:
-        path = mtqa_dir / f"{task.official_stem}.json"
+        path = mtqa_path(root, task)
         if not path.exists():
             col.add("warning", path, "task file missing")
             continue
@@ -515,13 +525,13 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                 for k, ck in per_round.items():
                     rnd = next((r for r in rounds if r.index == k), None)
                     if rnd is None:
-                        col.add("error", root / "checklist" / f"{task.official_stem}_CheckList.json",
+                        col.add("error", checklist_path(root, task),
                                 f"checklist for round {k}, which does not exist (dialogue has {len(rounds)} rounds)",
                                 video=video, event=event, field="round index")
                         continue
                     used_checklists.add((video, event, k))
                     if not rnd.model_turn:
-                        col.add("warning", root / "checklist" / f"{task.official_stem}_CheckList.json",
+                        col.add("warning", checklist_path(root, task),
                                 f"checklist for round {k}, which is not a model turn (Ability={rnd.ability!r}): "
                                 "not judged under --protocol paper; --protocol authors judges it against the "
                                 "placeholder answer, as the authors' eval.py does", video=video, event=event,
@@ -538,14 +548,14 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                 dialogues.append(d)
         for (video, event), per_round in checklists.items():
             if f"{task.value}/{video}/{event}" not in seen_ids and per_round:
-                col.add("error", root / "checklist" / f"{task.official_stem}_CheckList.json",
+                col.add("error", checklist_path(root, task),
                         "checklist for a dialogue that does not exist in mtqa/", video=video, event=event)
     if not dialogues and not any(p.level == "error" for p in col.problems):
-        col.add("error", mtqa_dir, "no dialogues found")
+        col.add("error", mtqa_dir(root), "no dialogues found")
     if require_scored:
         _scored_problems(root, dialogues, col)
     if (why := not_a_benchmark(root)) is not None:
-        col.add("warning", root / "metadata.json", f"NOT a real benchmark: {why}")
+        col.add("warning", metadata_path(root), f"NOT a real benchmark: {why}")
     if check_videos:
         _check_video_files(videos, probe_cache or ProbeCache(), col)
     errors = any(p.level == "error" for p in col.problems)

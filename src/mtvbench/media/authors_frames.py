@@ -52,13 +52,14 @@ import tempfile
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import av
 import numpy as np
 from pydantic import BaseModel
 
 from mtvbench.errors import OutputError
-from mtvbench.media.cache import CACHE_VERSION, FrameCache, fingerprint
+from mtvbench.media.fingerprint import CACHE_VERSION, fingerprint
 from mtvbench.media.frames import (
     SCRIPT_RULES_VERSION,
     DecodedFrames,
@@ -73,6 +74,9 @@ from mtvbench.media.frames import (
     sample_rgb,
 )
 from mtvbench.util.files import atomic_open, describe_os_error
+
+if TYPE_CHECKING:  # the cache builds its script entries with this module
+    from mtvbench.media.cache import FrameCache
 
 #: Bump when an index rule, the size rule or the MP4 encoding changes (part of the cache key).
 RULE_VERSION = SCRIPT_RULES_VERSION

@@ -9,7 +9,7 @@ derived files of a video are entries of the same kind made by :meth:`FrameCache.
 (:func:`~mtvbench.media.authors_frames.script_clip`): their own key, the same folder layout,
 rename and lock.
 Entries are written into a temporary directory beside them and renamed into place, so a
-reader sees a whole entry or none. A per-key ``fcntl.flock`` lock file
+reader sees a whole entry or none. A per-key lock file (:func:`mtvbench.ledger.lock.file_lock`)
 (``<root>/.locks/<key>.lock``) makes a second process (or thread) wait for the first
 decode instead of decoding again. A small in-process LRU keeps recent
 :class:`VideoFrames` objects (with their memoised base64) in memory.
@@ -17,63 +17,23 @@ decode instead of decoding again. A small in-process LRU keeps recent
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-from mtvbench.media.frames import FrameSettings, VideoError, VideoFrames, sample_frames
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no cross-process lock
-    fcntl = None  # type: ignore[assignment]
+from mtvbench.ledger.lock import file_lock
+from mtvbench.media.fingerprint import CACHE_VERSION, fingerprint
+from mtvbench.media.frames import FrameSettings, VideoFrames, sample_frames
 
 #: Bump when sampling, resizing or encoding changes so that old entries are not reused.
-CACHE_VERSION = 1
-_CHUNK = 1 << 20
 _META = "meta.json"
 _CLIP = "clip.mp4"
-#: (resolved path, size, mtime_ns, inode) -> fingerprint, so repeated lookups do not re-read the file
-_FP_MEMO: dict[tuple[str, int, int, int], str] = {}
-
-
-def fingerprint(path: Path) -> str:
-    """Content fingerprint: 32 hex digits of blake2b over the file size and three 1 MiB chunks.
-
-    The chunks are the head, the middle and the tail of the file (the whole file when it is
-    at most 3 MiB). It does not depend on the path or mtime, so copies and renames share
-    cache entries; it is cheap (3 MiB read) even for multi-GB videos.
-    """
-    path = Path(path)
-    try:
-        st = path.stat()
-        memo_key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
-        if memo_key in _FP_MEMO:
-            return _FP_MEMO[memo_key]
-        size = st.st_size
-        h = hashlib.blake2b(digest_size=16)
-        h.update(f"mtvbench-fp1:{size}:".encode())
-        with open(path, "rb") as f:
-            if size <= 3 * _CHUNK:
-                h.update(f.read())
-            else:
-                for offset in (0, size // 2 - _CHUNK // 2, size - _CHUNK):
-                    f.seek(offset)
-                    h.update(f.read(_CHUNK))
-    except OSError as e:
-        raise VideoError(f"{path}: cannot read ({e.strerror or e})") from e
-    if len(_FP_MEMO) > 4096:
-        _FP_MEMO.clear()
-    _FP_MEMO[memo_key] = h.hexdigest()
-    return _FP_MEMO[memo_key]
 
 
 class FrameCache:
@@ -113,7 +73,7 @@ class FrameCache:
             return self._remember(key, _make(path, settings))
         frames = _load(entry, path, settings)
         if frames is None:
-            with _locked(entry.parent.parent / ".locks" / f"{key}.lock"):
+            with file_lock(entry.parent.parent / ".locks" / f"{key}.lock"):
                 frames = _load(entry, path, settings)  # another process may have finished meanwhile
                 if frames is None:
                     self._count("misses", "decodes")
@@ -139,7 +99,7 @@ class FrameCache:
         if (entry / _META).is_file():
             self._count("hits", "disk_hits")
             return entry
-        with _locked(entry.parent.parent / ".locks" / f"{key}.lock"):
+        with file_lock(entry.parent.parent / ".locks" / f"{key}.lock"):
             if (entry / _META).is_file():  # another process made it meanwhile
                 self._count("hits", "disk_hits")
                 return entry
@@ -191,20 +151,6 @@ def _at(frames: VideoFrames, path: Path) -> VideoFrames:
     out = dataclasses.replace(frames, video=path)
     out.__dict__.update({k: v for k, v in frames.__dict__.items() if k in ("_b64", "_images")})
     return out
-
-
-@contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    """Exclusive ``flock`` on ``lock_path`` (per open file, so threads exclude each other too)."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+b") as f:
-        if fcntl is not None:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 def _frame_name(i: int, settings: FrameSettings) -> str:

@@ -29,7 +29,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from mtvbench.util.locks import file_lock
+from mtvbench.ledger.lock import file_lock
 
 Kind = Literal["frames", "scenes"]
 _FRAME_KEY = re.compile(r"^[0-9a-f]{32}-.+-v\d+$")

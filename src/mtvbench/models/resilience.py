@@ -77,8 +77,7 @@ class CallFailure(Exception):
 
     def __init__(self, message: str, *, retry_after: float | None = None, unreachable: bool = False,
                  hint: str | None = None):
-        message = redact_secrets(message) or ""  # a server may echo the key it was sent
-        super().__init__(message)
+        super().__init__(message)  # quoted only by records and CircuitOpenError, which redact (records.py)
         self.message = message
         #: what to do, when the failure knows better than "check its URL, key and model name"
         self.hint = hint
@@ -108,7 +107,7 @@ class CallFailed(Exception):
     """A call that ended without a result, after ``attempts`` attempts (message is final)."""
 
     def __init__(self, message: str, attempts: int):
-        super().__init__(redact_secrets(message))
+        super().__init__(message)  # becomes a GenerationResult's error, redacted there
         self.attempts = attempts
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mtvbench.data.buildmeta import load_metadata
+from mtvbench.data.layout import FOLDERS_TEXT, is_dataset, layout_files, metadata_path
 from mtvbench.data.official import DataError, load_official
 from mtvbench.errors import InputError
 from mtvbench.review.export import write_dataset
@@ -21,15 +22,14 @@ class DatasetSource(ReviewSource):
     """A dataset in the released layout (``mtqa/``, ``checklist/``, ``videos/``)."""
 
     kind = "dataset"
-    describe = "a dataset in the released layout (mtqa/, checklist/, videos/)"
+    describe = f"a dataset in the released layout ({FOLDERS_TEXT})"
 
     @classmethod
     def detect(cls, root: Path) -> bool:
-        return (root / "mtqa").is_dir()
+        return is_dataset(root)
 
     def files(self) -> list[Path]:
-        return sorted((self.root / "mtqa").glob("*.json")) + sorted((self.root / "checklist").glob("*.json")) + [
-            self.root / "metadata.json"]
+        return [*layout_files(self.root), metadata_path(self.root)]
 
     def load(self) -> list[ReviewItem]:
         bench, problems = load_official(self.root)
@@ -51,5 +51,5 @@ def _metadata(root: Path) -> dict:
     try:
         m = load_metadata(root)
     except (ValidationError, ValueError) as e:
-        raise InputError(f"{root / 'metadata.json'}: not a build metadata file ({e})") from None
+        raise InputError(f"{metadata_path(root)}: not a build metadata file ({e})") from None
     return dict(m.dialogues) if m is not None else {}

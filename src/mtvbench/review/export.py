@@ -8,7 +8,8 @@ What is written (``--out DIR``)::
     review.json                                          the audit trail (see :class:`Audit`)
 
 Kept: every dialogue that is not rejected; with ``accepted_only`` only the accepted ones
-(both annotators accepted, or the senior accepted or revised). A build workspace is
+(both annotators accepted, or the senior accepted or revised): :func:`mtvbench.data.layout.kept`, and
+the files are written by the layout's one writer. A build workspace is
 exported by its source (:meth:`ReviewSource.write_export`: the build export, the same files as
 ``mtvbench build export`` with the review applied); a dataset folder is rewritten from its own
 files (:func:`write_dataset`). The export is assembled in a hidden folder beside ``DIR`` and moved into
@@ -18,22 +19,21 @@ new, or an earlier review export (it is replaced).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mtvbench.checklist_gen.generator import entry_from_items
 from mtvbench.data.buildmeta import load_metadata
-from mtvbench.data.schema import TASKS, Task
+from mtvbench.data.layout import LayoutWriter, kept, metadata_path, place_video, videos_dir, write_layout_json
+from mtvbench.data.schema import Task
 from mtvbench.errors import OutputError
 from mtvbench.review.model import Annotation, ReviewItem
 from mtvbench.review.source import ReviewSource, VideoMode
 from mtvbench.review.store import HistoryEvent, ReviewStore, now_iso
-from mtvbench.util.files import atomic_write_text, describe_os_error, ensure_dir, place_file
+from mtvbench.util.files import atomic_write_json, describe_os_error, ensure_dir
 
 AUDIT_NAME = "review.json"
 
@@ -89,49 +89,30 @@ class ReviewExport(BaseModel):
     videos: int = 0
 
 
-def _keep(status: str, accepted_only: bool) -> bool:
-    return status == "accepted" if accepted_only else status != "rejected"
-
-
-def _event_value(event: str) -> int | str:
-    return int(event) if event.isdigit() and str(int(event)) == event else event
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
-
-
 def write_dataset(source: ReviewSource, items: list[ReviewItem], out: Path, accepted_only: bool,
                    video_mode: VideoMode) -> int:
     """The released layout of the kept items of a dataset source; returns the number of videos."""
-    mtqa: dict[Task, dict[str, list[dict]]] = {t: {} for t in TASKS}
-    checklists: dict[Task, dict[str, dict[str, list[dict]]]] = {t: {} for t in TASKS}
+    layout = LayoutWriter()
     used: set[str] = set()
     kept_ids: set[str] = set()
     for it in items:
-        if not _keep(it.status, accepted_only):
+        if not kept(it.status, accepted_only=accepted_only, drop_rejected=True):
             continue
         rounds, ck = it.final_content()
-        mtqa[it.task].setdefault(it.video, []).append(
-            {"event_index": _event_value(it.event), "mtqa": {f"Round {k}": r for k, r in enumerate(rounds, 1)}})
-        entries = [entry_from_items(k, v) for k, v in sorted(ck.items())]
-        if entries:
-            checklists[it.task].setdefault(it.video, {})[it.event] = entries
+        layout.add(it.task, it.video, it.event, rounds, ck)
         used.add(it.video)
         kept_ids.add(f"{it.task.value}/{it.video}/{it.event}")
-    for t in TASKS:
-        _write_json(out / "mtqa" / f"{t.official_stem}.json", mtqa[t])
-        _write_json(out / "checklist" / f"{t.official_stem}_CheckList.json", checklists[t])
+    layout.write(out)
     videos = source.videos()
-    vroot = (source.root / "videos").resolve()
+    vroot = videos_dir(source.root).resolve()
     for name in sorted(used):
         src = videos[name]
-        place_file(src, out / "videos" / src.relative_to(vroot), video_mode)
+        place_video(out, src, src.relative_to(vroot), video_mode)
     meta = load_metadata(source.root)
     if meta is not None:
         meta.dialogues = {k: v for k, v in meta.dialogues.items() if k in kept_ids}
         meta.videos = {k: v for k, v in meta.videos.items() if k in used}
-        _write_json(out / "metadata.json", meta.model_dump(mode="json"))
+        write_layout_json(metadata_path(out), meta.model_dump(mode="json"))
     return len(used)
 
 
@@ -170,13 +151,13 @@ def export_review(source: ReviewSource, store: ReviewStore, out: Path | str, *, 
             audit_items.append(AuditItem(
                 id=it.id, dialogue_id=f"{it.task.value}/{it.video}/{it.event}", task=it.task, video=it.video,
                 event=it.event, content_hash=it.content_hash, status=it.status,
-                exported=_keep(it.status, accepted_only), reviews=it.annotations, adjudication=it.adjudication,
-                changes=_changes(it)))
+                exported=kept(it.status, accepted_only=accepted_only, drop_rejected=True), reviews=it.annotations,
+                adjudication=it.adjudication, changes=_changes(it)))
         audit = Audit(source=str(source.root), source_kind=source.kind, exported_at=now_iso(),
                       accepted_only=accepted_only, counts=counts,
                       complete=not (counts.get("pending", 0) or counts.get("needs_adjudication", 0)),
                       exported=sum(a.exported for a in audit_items), items=audit_items, history=store.history())
-        _write_json(stage / AUDIT_NAME, audit.model_dump(mode="json"))
+        atomic_write_json(stage / AUDIT_NAME, audit.model_dump(mode="json"))
         _swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)

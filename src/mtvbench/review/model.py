@@ -19,8 +19,6 @@ or ``reject`` (with a reason). The outcome (:func:`status_of`):
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import unicodedata
 from typing import Annotated, Any, Literal
@@ -29,6 +27,7 @@ from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field
 
 from mtvbench.data.schema import ChecklistItem, Task
 from mtvbench.errors import InputError
+from mtvbench.ledger.keys import pyjson_digest
 from mtvbench.util.jsonio import yes_no
 
 Decision = Literal["accept", "revise", "reject"]
@@ -136,7 +135,7 @@ def status_of(reviews: list[Annotation], adjudication: Annotation | None) -> Sta
 def content_hash(rounds: list[dict[str, Any]], checklists: dict[int, list[ChecklistItem]]) -> str:
     """Fingerprint of a dialogue's rounds and checklists (what a decision was made on)."""
     obj = {"rounds": rounds, "checklists": {str(k): [i.model_dump() for i in v] for k, v in checklists.items()}}
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return pyjson_digest(obj)
 
 
 class ReviewItem(BaseModel):

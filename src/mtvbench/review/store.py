@@ -1,4 +1,7 @@
-"""The one SQLite file that holds every review decision (WAL; one transaction per decision).
+"""The one SQLite file that holds every review decision (one transaction per decision).
+
+The file has its own tables and uses the one SQLite set-up and version rule of
+:mod:`mtvbench.ledger.sqlite` (WAL, its format in the ``meta`` table, errors naming the file).
 
 Several annotators (web app threads, the ``build review`` command line, other processes)
 write to the same file at once: each decision is one ``BEGIN IMMEDIATE`` transaction that
@@ -19,7 +22,6 @@ token moves it on, so the links already handed out stop working at once).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 import sqlite3
@@ -31,7 +33,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from mtvbench.errors import InputError, OutputError
+from mtvbench.errors import InputError
+from mtvbench.ledger.keys import parts_digest
+from mtvbench.ledger.sqlite import Schema, connect, open_db, transaction
 from mtvbench.review.model import (
     ROLES,
     Annotation,
@@ -46,15 +50,15 @@ from mtvbench.review.model import (
     check_name,
     status_of,
 )
-from mtvbench.util.files import describe_os_error, ensure_dir
 
 SCHEMA_VERSION = 1
 #: an annotator's claim on an item they opened but did not decide frees its slot after this long
 CLAIM_TTL_S = 3600.0
 STORE_NAME = "review.sqlite"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+SCHEMA = Schema(
+    kind="review store", version=SCHEMA_VERSION, records="the decision", unversioned=SCHEMA_VERSION,
+    ddl="""
 CREATE TABLE IF NOT EXISTS items(
   id TEXT PRIMARY KEY, pos INTEGER NOT NULL, task TEXT NOT NULL, video TEXT NOT NULL, event TEXT NOT NULL,
   content_hash TEXT NOT NULL, active INTEGER NOT NULL DEFAULT 1);
@@ -74,7 +78,9 @@ CREATE TABLE IF NOT EXISTS history(
 CREATE TABLE IF NOT EXISTS users(
   name TEXT PRIMARY KEY, role TEXT NOT NULL, token_sha256 TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS signing(name TEXT PRIMARY KEY, epoch INTEGER NOT NULL);
-"""
+""",
+    hint="open it with the mtvbench version that wrote it, or choose another file with --store FILE",
+    write_hint="choose another place with --store FILE (or free some space); no decision was lost before this one")
 
 
 def now_iso() -> str:
@@ -82,7 +88,8 @@ def now_iso() -> str:
 
 
 def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+    """SHA-256 of an access token (what ``users.token_sha256`` holds)."""
+    return parts_digest((token,))
 
 
 class Principal(BaseModel):
@@ -162,55 +169,21 @@ class ReviewStore:
         self.path = Path(path)
         if not create and not self.path.exists():
             raise InputError(f"{self.path}: no review store here (nothing has been reviewed yet)")
-        if create:
-            ensure_dir(self.path.parent)
-        try:
-            with self._connect() as db:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.executescript(_SCHEMA)
-                row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-                if row is None:
-                    db.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
-                elif int(row[0]) > SCHEMA_VERSION:
-                    raise InputError(f"{self.path}: review store of a newer mtvbench (schema {row[0]}); "
-                                     "upgrade mtvbench to open it")
-        except sqlite3.DatabaseError as e:
-            raise self._db_error(e) from None
+        open_db(self.path, SCHEMA, threads=True).close()
 
     # ------------------------------------------------------------------ plumbing
-    def _db_error(self, e: sqlite3.Error) -> InputError | OutputError:
-        msg = str(e)
-        if "not a database" in msg or "malformed" in msg:
-            return InputError(f"{self.path}: not a review store (SQLite says: {msg})")
-        if "unable to open" in msg or "readonly" in msg or "read-only" in msg:
-            return OutputError(f"{self.path}: cannot write the review store ({msg})",
-                               hint="choose another place with --store FILE")
-        return OutputError(f"{self.path}: review store error: {msg}")
-
     def _connect(self) -> sqlite3.Connection:
-        try:
-            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as e:
-            raise self._db_error(e) from None
-        except OSError as e:
-            raise OutputError(describe_os_error(self.path, e, "cannot open the review store")) from None
+        db = connect(self.path, SCHEMA, threads=True)
         db.row_factory = sqlite3.Row
-        db.execute("PRAGMA busy_timeout=30000")
         return db
 
     @contextmanager
     def _tx(self, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction on its own connection (``BEGIN IMMEDIATE`` for a decision: module doc)."""
         db = self._connect()
         try:
-            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
+            with transaction(db, self.path, SCHEMA, write=write):
                 yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-        except sqlite3.Error as e:
-            raise self._db_error(e) from None
         finally:
             db.close()
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mtvbench.config import RunConfig
+from mtvbench.data.layout import checklist_path, mtqa_path
 from mtvbench.data.official import load_benchmark
 from mtvbench.data.schema import Benchmark
 from mtvbench.errors import InputError, OutputError, RunDirError
@@ -50,10 +51,9 @@ def check_tasks(bench: Benchmark, cfg: RunConfig) -> None:
     problems = []
     for t in cfg.selected_tasks:
         dialogues = bench.by_task(t)
-        checklist = bench.root / "checklist" / f"{t.official_stem}_CheckList.json"
+        checklist = checklist_path(bench.root, t)
         if not dialogues:
-            problems.append(f"{t.abbr} ({t.value}): no dialogues ({bench.root / 'mtqa' / t.official_stem}.json "
-                            "is missing or empty)")
+            problems.append(f"{t.abbr} ({t.value}): no dialogues ({mtqa_path(bench.root, t)} is missing or empty)")
         elif not checklist.exists():
             problems.append(f"{t.abbr} ({t.value}): checklist file missing: {checklist}")
         elif not any(d.scored_turns for d in dialogues):

@@ -32,8 +32,6 @@ say *why* a result is no longer valid.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +40,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Dialogue, Round
+from mtvbench.ledger.keys import digest
 from mtvbench.protocol import get_protocol
 from mtvbench.records import GenerationConfig, JudgeVerdict
 from mtvbench.run.plan import build_request, request_text, rounds_to_call
@@ -68,12 +67,6 @@ VERDICT_REASONS: dict[str, str] = {
 }
 #: a later self-context turn whose earlier answer is asked again
 DEPENDS_ON_EARLIER = "an earlier turn of its dialogue is asked again (self context)"
-
-
-def digest(obj: Any) -> str:
-    """A stable 32-hex-digit hash of a JSON-able value."""
-    data = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:32]
 
 
 def response_fingerprint(input_key: str, answers: str | None) -> str:

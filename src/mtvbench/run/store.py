@@ -9,12 +9,13 @@ and its parts; a row whose fingerprint is no longer the expected one is kept (su
 but never scored. ``calls`` is an append-only ledger of every model and judge call (tokens,
 seconds), ``sessions`` one row per ``run`` process: usage and cost come from these.
 
-The ``meta`` table records the store's format (``schema_version``), the mtvbench version
-that created it, the run identity and the dataset it belongs to. A store of another format
-is refused with a message naming the file and both versions, a corrupt file with one line.
-A failed write (disk full, file too large, read-only) becomes one
-:class:`~mtvbench.errors.OutputError` and the transaction is rolled back, so the store
-stays consistent.
+The file is opened with the one SQLite set-up and version rule (:mod:`mtvbench.ledger.sqlite`):
+its ``meta`` table records the format (``schema_version``, shared with ``config.yaml``), the
+mtvbench version that created it, and here also the run identity and the dataset it belongs
+to. A store of another format is refused with a message naming the file and both versions, a
+corrupt file with one line. A failed write (disk full, file too large, read-only) becomes one
+:class:`~mtvbench.ledger.sqlite.DatabaseWriteError` and the transaction is rolled back, so the
+store stays consistent.
 """
 
 from __future__ import annotations
@@ -30,18 +31,31 @@ from typing import Any
 
 from mtvbench._version import __version__
 from mtvbench.config import RUN_SCHEMA_VERSION, identity_differences
-from mtvbench.errors import OutputError, RunDirError
+from mtvbench.errors import RunDirError
+from mtvbench.ledger.sqlite import (
+    DatabaseFormatError,
+    Schema,
+    errors_named,
+    get_meta,
+    open_db,
+    put_meta,
+    transaction,
+)
 from mtvbench.records import GenerationResult, JudgeVerdict
 from mtvbench.run.identity import ResultKey
-from mtvbench.util.secrets import redact_secrets
 
 #: response outcomes that are final (a resumed run does not ask again)
 FINAL_OUTCOMES = ("ok", "blocked", "empty")
 #: judge statuses that are final
 FINAL_JUDGE = ("ok", "unparsed")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+class RunStoreError(DatabaseFormatError, RunDirError):
+    """A store.sqlite that cannot be read as a run store (also a :class:`~mtvbench.errors.RunDirError`)."""
+
+
+SCHEMA = Schema(
+    kind="run store", refusal=RunStoreError, version=RUN_SCHEMA_VERSION, records="results", unversioned=1,
+    ddl="""
 CREATE TABLE IF NOT EXISTS responses (
     turn_id TEXT NOT NULL, fingerprint TEXT NOT NULL, parts TEXT NOT NULL, prompt TEXT NOT NULL,
     text TEXT NOT NULL, raw_text TEXT NOT NULL, reasoning TEXT, outcome TEXT NOT NULL, error TEXT,
@@ -58,20 +72,16 @@ CREATE TABLE IF NOT EXISTS calls (
     latency_s REAL NOT NULL, created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
     id INTEGER PRIMARY KEY, started REAL NOT NULL, ended REAL, pid INTEGER, mtvbench_version TEXT NOT NULL);
-"""
+""",
+    # added within format 2 (absent: not recorded): the judge's reply; what a response's model was fed
+    columns=(("verdicts", "reply", "TEXT"), ("responses", "inputs", "TEXT")),
+    hint="evaluate into a new --out, or use the mtvbench version that wrote this run directory",
+    write_hint="free some space (or choose another --out); everything committed so far is kept in store.sqlite: "
+               "run the same command again to resume")
 
 
 class StoreMismatchError(RunDirError):
     pass
-
-
-class StoreWriteError(OutputError):
-    """A result could not be committed (disk full, file size limit, read-only): the run stops."""
-
-
-def _no_room_hint(path: Path) -> str:
-    return (f"free some space (or choose another --out); everything committed so far is kept in {path.name}: "
-            "run the same command again to resume")
 
 
 class RunStore:
@@ -83,95 +93,24 @@ class RunStore:
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         if fresh and not create:
             raise RunDirError(f"{self.path}: no run store here (is this a run directory?)")
-        if self.path.exists() and not self.path.is_file():
-            raise RunDirError(f"{self.path}: is not a file")
-        try:
-            self.db = sqlite3.connect(self.path, timeout=30.0)
-        except sqlite3.Error as e:
-            raise RunDirError(f"{self.path}: cannot open the run store ({e})") from e
-        try:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            if fresh:
-                self._create()
-            else:
-                self._check_format()
-                self._add_columns()
-        except sqlite3.DatabaseError as e:
-            self.db.close()
-            if fresh:
-                raise StoreWriteError(f"{self.path}: cannot create the run store ({e})",
-                                      hint=_no_room_hint(self.path)) from e
-            raise RunDirError(f"{self.path}: not a readable mtvbench run store ({e})") from e
-        except BaseException:
-            self.db.close()
-            raise
-
-    def _create(self) -> None:
-        """Tables and format record in one transaction: a store has both or neither."""
-        self.db.execute("BEGIN")
-        try:
-            for stmt in SCHEMA.split(";"):
-                if stmt.strip():
-                    self.db.execute(stmt)
-            meta = {"schema_version": RUN_SCHEMA_VERSION, "mtvbench_version": __version__, "created": time.time()}
-            self.db.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
-            self.db.commit()
-        except BaseException:
-            self.db.rollback()
-            raise
-
-    def _check_format(self) -> None:
-        tables = {n for (n,) in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "meta" not in tables:
-            raise RunDirError(f"{self.path}: not an mtvbench run store (no meta table)")
-        found = self.get_meta("schema_version")
-        if found != RUN_SCHEMA_VERSION:
-            made_by = self.get_meta("mtvbench_version") or "an mtvbench before 0.2"
-            raise RunDirError(
-                f"{self.path}: run-store format {found if found is not None else 1} (written by {made_by}); "
-                f"this mtvbench ({__version__}) reads format {RUN_SCHEMA_VERSION}",
-                hint="evaluate into a new --out, or use the mtvbench version that wrote this run directory")
-
-    def _add_columns(self) -> None:
-        """Columns added within this format (their absence means "not recorded"): a store written before
-        them gets them, empty, so it is read and resumed as it was."""
-        for table, column in (("verdicts", "reply"), ("responses", "inputs")):
-            have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
-            if column not in have:
-                with self.db:
-                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+        self.db = open_db(self.path, SCHEMA)
 
     def close(self) -> None:
         self.db.close()
 
     # writing ----------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        """One committed transaction; any SQLite failure -> rollback and one clear error."""
-        try:
-            with self.db:  # commits, or rolls back on an exception
-                yield self.db
-        except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
-            raise  # a bug of mtvbench, not the disk
-        except sqlite3.DatabaseError as e:
-            text = str(e)
-            if "full" in text or "I/O" in text:
-                raise StoreWriteError(f"{self.path}: cannot write results: {text} (the disk may be full, or the "
-                                      "file may not grow any further)", hint=_no_room_hint(self.path)) from e
-            raise StoreWriteError(f"{self.path}: cannot write results: {text}",
-                                  hint="everything committed so far is kept; fix the cause and run the same "
-                                       "command again to resume") from e
+    def _writing(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """One committed transaction; any SQLite failure -> rollback and one clear error (ledger.sqlite)."""
+        return transaction(self.db, self.path, SCHEMA)
 
     def _put_meta(self, values: dict[str, Any]) -> None:
         with self._writing() as db:
-            db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                           [(k, json.dumps(v, sort_keys=True)) for k, v in values.items()])
+            put_meta(db, values)
 
     # meta -------------------------------------------------------------------------------
     def get_meta(self, key: str) -> Any:
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        with errors_named(self.path, SCHEMA, writing=False):
+            return get_meta(self.db, key)
 
     def set_meta(self, key: str, value: Any) -> None:
         self._put_meta({key: value})
@@ -236,7 +175,7 @@ class RunStore:
                 "INSERT OR REPLACE INTO responses (turn_id, fingerprint, parts, prompt, text, raw_text, reasoning, "
                 "outcome, error, usage, latency_s, attempts, created, inputs) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (turn_id, key.fingerprint, json.dumps(key.parts, sort_keys=True), prompt, res.text, res.raw_text,
-                 res.reasoning, res.outcome, redact_secrets(res.error), res.usage.model_dump_json(), res.latency_s,
+                 res.reasoning, res.outcome, res.error, res.usage.model_dump_json(), res.latency_s,
                  res.attempts, now, json.dumps(res.inputs, sort_keys=True) if res.inputs is not None else None))
             self._ledger(db, "model", turn_id, res.outcome, res.attempts, res.usage.prompt_tokens,
                          res.usage.completion_tokens, res.latency_s, now)
@@ -274,7 +213,7 @@ class RunStore:
                 "error, usage, latency_s, created, reply) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (turn_id, v.run, key.fingerprint, json.dumps(key.parts, sort_keys=True), v.status,
                  json.dumps(v.verdicts) if v.verdicts is not None else None, json.dumps(v.raw), v.attempts,
-                 redact_secrets(v.error), v.usage.model_dump_json(), v.latency_s, now,
+                 v.error, v.usage.model_dump_json(), v.latency_s, now,
                  json.dumps(v.reply) if v.reply is not None else None))
             self._ledger(db, "judge", turn_id, v.status, v.attempts, v.usage.prompt_tokens,
                          v.usage.completion_tokens, v.latency_s, now)
@@ -305,10 +244,8 @@ class RunStore:
 
     # reading ----------------------------------------------------------------------------
     def _read(self, sql: str) -> sqlite3.Cursor:
-        try:
+        with errors_named(self.path, SCHEMA, writing=False):
             return self.db.execute(sql)
-        except sqlite3.DatabaseError as e:
-            raise RunDirError(f"{self.path}: cannot read the run store ({e})") from e
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[RunStore]:

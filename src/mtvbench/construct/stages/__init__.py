@@ -21,7 +21,6 @@ on its own), or in code with :func:`register_stage`. Stage names are the keys of
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from mtvbench.errors import MtvbenchError
+from mtvbench.ledger.keys import text_digest
 from mtvbench.registry import Registry
 
 if TYPE_CHECKING:
@@ -184,11 +184,6 @@ def loadable_stages() -> dict[str, Stage]:
 def roles() -> tuple[Role, ...]:
     """The model roles the stages ask, in pipeline order."""
     return tuple(dict.fromkeys(s.role for s in loadable_stages().values() if s.role is not None))
-
-
-def text_digest(*parts: str) -> str:
-    """A short digest of prompt texts (for :attr:`Stage.prompts`)."""
-    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 
 
 __all__ = ["STAGES", "Role", "Stage", "StageContext", "loadable_stages", "register_stage", "roles", "stage_names",

@@ -18,7 +18,9 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+from mtvbench.data.layout import checklist_rel, mtqa_rel, videos_dir
 from mtvbench.data.sample.videos import ALL_SPECS, Element, Scene, VideoSpec, render_frame, write_video
+from mtvbench.data.schema import TASKS
 
 __all__ = [
     "SAMPLE_VIDEOS",
@@ -36,22 +38,15 @@ __all__ = [
 SAMPLE_VIDEOS: dict[str, VideoSpec] = {s.name: s for s in ALL_SPECS}
 
 #: The six official file stems, in the paper's task order.
-STEMS: tuple[str, ...] = (
-    "object_reference",
-    "memory_recall",
-    "summary",
-    "answer_refusal",
-    "topic_shifting",
-    "proactive_interaction",
-)
+STEMS: tuple[str, ...] = tuple(t.official_stem for t in TASKS)
 
 
 def package_json() -> dict[str, bytes]:
     """Relative path (``mtqa/x.json``, ``checklist/x_CheckList.json``) -> bundled bytes."""
     base = resources.files(__name__)
     out: dict[str, bytes] = {}
-    for stem in STEMS:
-        for rel in (f"mtqa/{stem}.json", f"checklist/{stem}_CheckList.json"):
+    for task in TASKS:
+        for rel in (mtqa_rel(task), checklist_rel(task)):
             out[rel] = base.joinpath(rel).read_bytes()
     return out
 
@@ -67,11 +62,11 @@ def _write_if_changed(path: Path, data: bytes, force: bool) -> bool:
 
 
 def spec_file(dest: Path, name: str) -> Path:
-    return Path(dest) / "videos" / f".spec-{name}.sha"
+    return videos_dir(dest) / f".spec-{name}.sha"
 
 
 def video_is_current(dest: Path, spec: VideoSpec) -> bool:
-    mp4 = Path(dest) / "videos" / f"{spec.name}.mp4"
+    mp4 = videos_dir(dest) / f"{spec.name}.mp4"
     sha = spec_file(dest, spec.name)
     return mp4.is_file() and sha.is_file() and sha.read_text().strip() == spec.fingerprint()
 
@@ -84,9 +79,9 @@ def materialize(dest: Path, force: bool = False) -> Path:
     dest = Path(dest)
     for rel, data in package_json().items():
         _write_if_changed(dest / rel, data, force)
-    (dest / "videos").mkdir(parents=True, exist_ok=True)
+    videos_dir(dest).mkdir(parents=True, exist_ok=True)
     for spec in SAMPLE_VIDEOS.values():
         if force or not video_is_current(dest, spec):
-            write_video(spec, dest / "videos" / f"{spec.name}.mp4")
+            write_video(spec, videos_dir(dest) / f"{spec.name}.mp4")
             _write_if_changed(spec_file(dest, spec.name), (spec.fingerprint() + "\n").encode(), force=True)
     return dest

@@ -1,0 +1,174 @@
+"""The released dataset layout (docs/official-format.md): its paths, its one writer, its reader entry.
+
+Every module that reads or writes a dataset asks this one for where things are::
+
+    ROOT/mtqa/<stem>.json                 {video: [{"event_index": e, "mtqa": {"Round k": {...}}}, ...]}
+    ROOT/checklist/<stem>_CheckList.json  {video: {"<event>": [{"round index": k, "Q1": .., "A1": ..}, ...]}}
+    ROOT/videos/<video>.<ext>
+    ROOT/metadata.json                    only in a dataset made by ``mtvbench build`` (:mod:`.buildmeta`)
+
+Rules owned here:
+
+- **event_index as written** (:func:`event_value`): an integer when the event is a canonical non-negative
+  integer (``"0"``, ``"12"``), otherwise the string itself. The loader reads an integer as its decimal
+  string and a string as it is, so a written dataset loads back with the same dialogue ids
+  (``task/video/event``) and the checklist keys (``str(event)``) match.
+- **what an export keeps** (:func:`kept`): with ``accepted_only`` only ``accepted`` dialogues, with
+  ``drop_rejected`` every dialogue but ``rejected`` ones, otherwise all of them.
+- **one writer** (:class:`LayoutWriter`): rounds are numbered ``Round 1..n`` in order, checklist entries
+  come sorted by round, every task gets both files (empty ones too), each file written whole
+  (:func:`write_layout_json`: UTF-8, indent 2, non-ASCII kept) or not at all.
+- **the reader** is :func:`mtvbench.data.official.load_official` (validation that collects every problem),
+  which finds the files through the paths of this module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mtvbench.data.schema import TASKS, ChecklistItem, Task
+from mtvbench.util.files import VideoMode, atomic_write_json, place_file
+
+MTQA_DIR = "mtqa"
+CHECKLIST_DIR = "checklist"
+VIDEOS_DIR = "videos"
+METADATA_FILE = "metadata.json"
+#: the three folders of a dataset root
+FOLDERS = (MTQA_DIR, CHECKLIST_DIR, VIDEOS_DIR)
+_CHECKLIST_SUFFIX = "_CheckList.json"
+#: the layout in a message: "mtqa/, checklist/, videos/"
+FOLDERS_TEXT = ", ".join(f"{d}/" for d in FOLDERS)
+#: a checklist file's name in a message
+CHECKLIST_PATTERN = f"<task>{_CHECKLIST_SUFFIX}"
+_BY_STEM = {t.official_stem: t for t in TASKS}
+
+
+# ----------------------------------------------------------------------------------- paths
+
+def mtqa_name(task: Task) -> str:
+    return f"{task.official_stem}.json"
+
+
+def checklist_name(task: Task) -> str:
+    return f"{task.official_stem}{_CHECKLIST_SUFFIX}"
+
+
+def mtqa_rel(task: Task) -> str:
+    """``mtqa/<stem>.json``: the path inside a dataset root (messages, package data)."""
+    return f"{MTQA_DIR}/{mtqa_name(task)}"
+
+
+def checklist_rel(task: Task) -> str:
+    """``checklist/<stem>_CheckList.json``: the path inside a dataset root."""
+    return f"{CHECKLIST_DIR}/{checklist_name(task)}"
+
+
+def mtqa_dir(root: Path) -> Path:
+    return Path(root) / MTQA_DIR
+
+
+def checklist_dir(root: Path) -> Path:
+    return Path(root) / CHECKLIST_DIR
+
+
+def videos_dir(root: Path) -> Path:
+    return Path(root) / VIDEOS_DIR
+
+
+def metadata_path(root: Path) -> Path:
+    return Path(root) / METADATA_FILE
+
+
+def mtqa_path(root: Path, task: Task) -> Path:
+    return mtqa_dir(root) / mtqa_name(task)
+
+
+def checklist_path(root: Path, task: Task) -> Path:
+    return checklist_dir(root) / checklist_name(task)
+
+
+def is_dataset(root: Path) -> bool:
+    """A folder that holds a released layout (its ``mtqa/`` folder exists)."""
+    return mtqa_dir(root).is_dir()
+
+
+def task_of_mtqa(name: str) -> Task | None:
+    """The task whose dialogue file is called ``name`` (``summary.json``), else None."""
+    return _BY_STEM.get(name.removesuffix(".json")) if name.endswith(".json") else None
+
+
+def task_of_checklist(name: str) -> Task | None:
+    """The task whose checklist file is called ``name`` (``summary_CheckList.json``), else None."""
+    return _BY_STEM.get(name.removesuffix(_CHECKLIST_SUFFIX)) if name.endswith(_CHECKLIST_SUFFIX) else None
+
+
+def layout_files(root: Path) -> list[Path]:
+    """The JSON files of a dataset root as they are (known or not): mtqa, then checklist."""
+    return sorted(mtqa_dir(root).glob("*.json")) + sorted(checklist_dir(root).glob("*.json"))
+
+
+# ----------------------------------------------------------------------------------- records
+
+def event_value(event: str) -> int | str:
+    """``event_index`` as written (see the module doc): ``"3"`` -> 3, ``"03"`` and ``"a"`` stay strings."""
+    return int(event) if event.isascii() and event.isdigit() and str(int(event)) == event else event
+
+
+def checklist_entry(round_index: int, items: list[ChecklistItem]) -> dict[str, Any]:
+    """A checklist entry of the released layout: ``{"round index": k, "Q1": ..., "A1": ...}``."""
+    entry: dict[str, Any] = {"round index": round_index}
+    for i, it in enumerate(items, 1):
+        entry[f"Q{i}"] = it.question
+        entry[f"A{i}"] = it.expected
+    return entry
+
+
+def kept(status: str, *, accepted_only: bool = False, drop_rejected: bool = False) -> bool:
+    """Whether an export writes a dialogue of this review status (see the module doc)."""
+    if accepted_only:
+        return status == "accepted"
+    return not (drop_rejected and status == "rejected")
+
+
+def write_layout_json(path: Path, obj: Any) -> None:
+    """One file of the layout, in the one format, whole or not at all."""
+    atomic_write_json(path, obj)
+
+
+def write_checklist_file(root: Path, task: Task, checklists: dict[str, Any]) -> Path:
+    """``checklist/<stem>_CheckList.json`` of ``root`` (``{video: {event: [entry, ...]}}``); returns its path."""
+    path = checklist_path(root, task)
+    write_layout_json(path, checklists)
+    return path
+
+
+def place_video(out: Path, src: Path, rel: Path | str, mode: VideoMode) -> Path:
+    """Put the video ``src`` at ``out/videos/<rel>`` (a copy or a hard link, never a symbolic link)."""
+    dst = videos_dir(out) / rel
+    place_file(src, dst, mode)
+    return dst
+
+
+class LayoutWriter:
+    """Collects dialogues, then writes the twelve task files of the layout (the one writer)."""
+
+    def __init__(self) -> None:
+        self.mtqa: dict[Task, dict[str, list[dict[str, Any]]]] = {t: {} for t in TASKS}
+        self.checklists: dict[Task, dict[str, dict[str, list[dict[str, Any]]]]] = {t: {} for t in TASKS}
+
+    def add(self, task: Task, video: str, event: str, rounds: list[dict[str, Any]],
+            checklists: dict[int, list[ChecklistItem]]) -> int:
+        """One dialogue (rounds in order, checklists by round index); returns its number of checklist entries."""
+        self.mtqa[task].setdefault(video, []).append(
+            {"event_index": event_value(event), "mtqa": {f"Round {k}": r for k, r in enumerate(rounds, 1)}})
+        entries = [checklist_entry(k, items) for k, items in sorted(checklists.items())]
+        if entries:
+            self.checklists[task].setdefault(video, {})[event] = entries
+        return len(entries)
+
+    def write(self, out: Path) -> None:
+        for t in TASKS:
+            write_layout_json(mtqa_path(out, t), self.mtqa[t])
+            write_checklist_file(out, t, self.checklists[t])
+

@@ -1,0 +1,57 @@
+"""The one digest of mtvbench: what identifies a value (a run setting, a request, an artifact's content).
+
+:func:`digest` is the SHA-256 of the value's canonical JSON (:func:`canonical_json`: keys sorted, no
+spaces, non-ASCII kept, anything JSON lacks written as its ``str``) as hex digits, cut to ``length``
+(32 by default, 128 bits: run fingerprints; build artifacts record 24). New keys use it.
+
+**Compatibility digests.** Some stored keys were computed another way by earlier versions. They are
+kept bit-identical here, each under its own name, because a changed key would make everything stored
+under it look new: results asked again, artifacts rebuilt, review decisions taken again.
+
+- :func:`parts_digest`: SHA-256 of texts joined by NUL. Every part followed by NUL, 64 digits: the
+  request keys of the build's call journal (``WS/calls.sqlite``). NUL between parts, 16 digits
+  (:func:`text_digest`): the prompt digests a build stage records in its artifacts' settings.
+- :func:`pyjson_digest`: SHA-256 of Python's default ``json.dumps`` form (``", "``/``": "``
+  separators, non-ASCII escaped), 16 digits: the content hash of a dialogue under review
+  (``review.sqlite``, ``review_queue.json``), which every decision is tied to.
+- :func:`sha1_digest`: SHA-1 of a text, 16 digits: the file names of the scene-count cache
+  (:mod:`mtvbench.analysis.metadata`), by which cached counts are found again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+
+def canonical_json(obj: Any) -> str:
+    """The one JSON text of a value: keys sorted, no spaces, non-ASCII kept, other values as ``str``."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def digest(obj: Any, length: int = 32) -> str:
+    """SHA-256 of :func:`canonical_json` of ``obj``, the first ``length`` hex digits."""
+    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:length]
+
+
+def parts_digest(parts: Sequence[str], *, terminated: bool = False, length: int = 64) -> str:
+    """Compatibility (module doc): SHA-256 of ``parts`` joined by NUL (and ended by one when ``terminated``)."""
+    text = "\x00".join(parts) + ("\x00" if terminated else "")
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
+
+
+def text_digest(*parts: str) -> str:
+    """A short digest of prompt texts (a stage's ``prompts``): :func:`parts_digest`, 16 digits."""
+    return parts_digest(parts, length=16)
+
+
+def pyjson_digest(obj: Any, length: int = 16) -> str:
+    """Compatibility (module doc): SHA-256 of ``json.dumps(obj, sort_keys=True, default=str)``."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:length]
+
+
+def sha1_digest(text: str, length: int = 16) -> str:
+    """Compatibility (module doc): SHA-1 of ``text``."""
+    return hashlib.sha1(text.encode()).hexdigest()[:length]

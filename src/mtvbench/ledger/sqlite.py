@@ -1,0 +1,253 @@
+"""The one SQLite set-up of mtvbench and its one version rule (run store, call journal, review store).
+
+**Set-up** (:func:`connect`): WAL (readers never block the writer, a killed process loses nothing
+committed), ``synchronous=NORMAL``, a 30 s busy timeout, autocommit mode: every transaction is explicit
+(:func:`transaction`, ``BEGIN IMMEDIATE`` for writes), so several connections, threads and processes
+share a file safely.
+
+**Version rule** (:func:`open_db`): a file records its format in a ``meta`` table (``key``, JSON ``value``):
+``kind``, ``schema_version``, ``mtvbench_version`` (the one that created it) and ``created``.
+
+- a file without tables is new: its tables and meta rows are created in one transaction;
+- a file of a newer format is refused, naming the file and both versions (upgrade mtvbench);
+- a file of an older format is migrated by the schema's listed steps (one per version) in one
+  transaction, or refused when a step is missing;
+- a file without a ``schema_version`` row is of the schema's ``unversioned`` format (files written
+  before their kind recorded one), or is not of this kind at all when none of its tables is the
+  schema's;
+- tables, indexes and columns added within a format (their absence means "not recorded") are added,
+  empty, in one transaction; a file that lacks nothing is opened without a write;
+- a ``kind`` row naming another kind is refused (a review store given as a run store).
+
+**Errors** (:func:`mapped_error`) are one type, :class:`DatabaseError`, naming the file:
+:class:`DatabaseFormatError` (also an ``InputError``: not SQLite, corrupt, another format) or
+:class:`DatabaseWriteError` (also an ``OutputError``: the transaction was rolled back; a full disk or a
+file that may not grow is said so plainly). A constraint violation is a bug of mtvbench and propagates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtvbench._version import __version__
+from mtvbench.errors import InputError, MtvbenchError, OutputError
+from mtvbench.util.files import ensure_dir
+
+META_DDL = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+BUSY_TIMEOUT_S = 30.0
+_NAMED = re.compile(r"CREATE\s+(TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
+#: SQLite's words for "the file cannot grow": a full disk, a quota, a file-size limit (an I/O error)
+_NO_ROOM = ("full", "I/O")
+_NOT_A_DB = ("not a database", "malformed", "file is encrypted")
+
+
+class DatabaseError(MtvbenchError):
+    """A database file of mtvbench that cannot be used as asked; the message names the file."""
+
+
+class DatabaseFormatError(DatabaseError, InputError):
+    """Not SQLite, corrupt, or of another format or kind."""
+
+
+class DatabaseWriteError(DatabaseError, OutputError):
+    """A write failed (disk full, file size limit, read-only); its transaction was rolled back."""
+
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+@dataclass(frozen=True)
+class Schema:
+    """One kind of database file: its tables and its format (see the module doc)."""
+
+    #: what the file is, in messages and in its ``kind`` row: "run store"
+    kind: str
+    version: int
+    #: ``CREATE TABLE|INDEX IF NOT EXISTS`` statements (the meta table is added)
+    ddl: str
+    #: what a failed write could not store: "cannot write results"
+    records: str = "data"
+    #: the format of a file of this kind without a ``schema_version`` row (None: such a file is refused)
+    unversioned: int | None = None
+    #: version v -> the step that makes a file of format v one of format v + 1
+    migrations: Mapping[int, Migration] = field(default_factory=dict)
+    #: (table, column, declaration) added within the current format
+    columns: tuple[tuple[str, str, str], ...] = ()
+    #: what to do about a file that is refused (another format, corrupt)
+    hint: str | None = None
+    #: what to do after a failed write
+    write_hint: str | None = None
+    #: the class of a refusal (a subclass, when callers of this kind catch a narrower error too)
+    refusal: type[DatabaseFormatError] = DatabaseFormatError
+
+    def statements(self) -> list[str]:
+        return [META_DDL] + [s.strip() for s in self.ddl.split(";") if s.strip()]
+
+    def names(self) -> set[str]:
+        """The tables and indexes the schema creates (meta left out)."""
+        return {m.group(2) for m in _NAMED.finditer(self.ddl)}
+
+
+# ----------------------------------------------------------------------------------- errors
+
+def mapped_error(path: Path, schema: Schema, e: sqlite3.Error, *, writing: bool = True) -> DatabaseError:
+    """The one error for a failure of SQLite on ``path`` (see the module doc)."""
+    msg = str(e)
+    if any(s in msg for s in _NOT_A_DB):
+        return schema.refusal(f"{path}: not a {schema.kind} mtvbench can read (SQLite says: {msg})",
+                              hint=schema.hint)
+    if any(s in msg for s in _NO_ROOM):
+        return DatabaseWriteError(f"{path}: cannot write {schema.records}: {msg} (the disk may be full, or the file "
+                                  "may not grow any further)", hint=schema.write_hint)
+    if writing or "unable to open" in msg or "readonly" in msg:
+        return DatabaseWriteError(f"{path}: cannot write {schema.records}: {msg}", hint=schema.write_hint)
+    return schema.refusal(f"{path}: cannot read the {schema.kind} ({msg})", hint=schema.hint)
+
+
+@contextlib.contextmanager
+def errors_named(path: Path, schema: Schema, *, writing: bool = True) -> Iterator[None]:
+    """SQLite failures inside the block become :func:`mapped_error`; a constraint violation is a bug."""
+    try:
+        yield
+    except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
+        raise
+    except sqlite3.Error as e:
+        raise mapped_error(path, schema, e, writing=writing) from e
+
+
+# ----------------------------------------------------------------------------------- set-up
+
+def connect(path: Path, schema: Schema, *, threads: bool = False) -> sqlite3.Connection:
+    """A connection with the set-up of the module doc; ``threads``: usable from any thread."""
+    with errors_named(path, schema):
+        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=not threads)
+    try:
+        with errors_named(path, schema, writing=False):
+            db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            db.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+@contextlib.contextmanager
+def transaction(db: sqlite3.Connection, path: Path, schema: Schema, *, write: bool = True
+                ) -> Iterator[sqlite3.Connection]:
+    """One explicit transaction: committed when the block ends, rolled back on any exception."""
+    with errors_named(path, schema, writing=write):
+        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+
+def get_meta(db: sqlite3.Connection, key: str) -> Any:
+    """A meta value (JSON), or None when the row or the meta table is missing."""
+    if not _has_meta(db):
+        return None
+    row = db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def put_meta(db: sqlite3.Connection, values: Mapping[str, Any]) -> None:
+    """Meta rows (JSON values, keys sorted), inside the caller's transaction."""
+    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                   [(k, json.dumps(v, sort_keys=True)) for k, v in values.items()])
+
+
+def _has_meta(db: sqlite3.Connection) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone() is not None
+
+
+def _names(db: sqlite3.Connection) -> set[str]:
+    return {n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
+
+
+def _missing_columns(db: sqlite3.Connection, schema: Schema) -> list[tuple[str, str, str]]:
+    have: dict[str, set[str]] = {}
+    for table, _, _ in schema.columns:
+        have.setdefault(table, {row[1] for row in db.execute(f"PRAGMA table_info({table})")})
+    return [c for c in schema.columns if c[1] not in have[c[0]]]
+
+
+def _made_by(db: sqlite3.Connection) -> str:
+    return get_meta(db, "mtvbench_version") or "an mtvbench that did not record its version"
+
+
+def _found_version(db: sqlite3.Connection, path: Path, schema: Schema) -> int:
+    """The file's format under the rule of the module doc (refusals raise)."""
+    names = _names(db)
+    kind = get_meta(db, "kind")
+    if kind is not None and kind != schema.kind:
+        raise schema.refusal(f"{path}: not a {schema.kind} (it is a {kind})", hint=schema.hint)
+    found = get_meta(db, "schema_version")
+    if found is None and (schema.unversioned is None or not (names & schema.names())):
+        raise schema.refusal(f"{path}: not a {schema.kind} (no format recorded, and none of its tables)",
+                             hint=schema.hint)
+    found = schema.unversioned if found is None else found
+    if not isinstance(found, int) or found > schema.version or (
+            found < schema.version and any(v not in schema.migrations for v in range(found, schema.version))):
+        newer = isinstance(found, int) and found > schema.version
+        raise schema.refusal(
+            f"{path}: {schema.kind.replace(' ', '-')} format {found} (written by {_made_by(db)}); this mtvbench "
+            f"({__version__}) reads format {schema.version}",
+            hint="upgrade mtvbench to open it" if newer else schema.hint)
+    return found
+
+
+def _needs_work(db: sqlite3.Connection, schema: Schema) -> bool:
+    if get_meta(db, "schema_version") != schema.version:
+        return True
+    return bool(schema.names() - _names(db)) or bool(_missing_columns(db, schema))
+
+
+def _bring_up_to_date(db: sqlite3.Connection, path: Path, schema: Schema) -> None:
+    """Inside a write transaction: create, migrate or complete the file (see the module doc)."""
+    fresh = not _names(db)
+    found = schema.version if fresh else _found_version(db, path, schema)
+    for v in range(found, schema.version):
+        schema.migrations[v](db)
+    for stmt in schema.statements():
+        db.execute(stmt)
+    for table, column, decl in _missing_columns(db, schema):
+        db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+    values: dict[str, Any] = {"kind": schema.kind, "schema_version": schema.version}
+    if fresh:
+        values |= {"mtvbench_version": __version__, "created": time.time()}
+    put_meta(db, values)
+
+
+def open_db(path: Path, schema: Schema, *, threads: bool = False) -> sqlite3.Connection:
+    """A connection to ``path`` set up and of the current format (created, migrated or refused: module doc)."""
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        raise schema.refusal(f"{path}: is not a file", hint=schema.hint)
+    ensure_dir(path.parent)
+    db = connect(path, schema, threads=threads)
+    try:
+        with errors_named(path, schema, writing=False):
+            fresh = not _names(db)
+            if not fresh:
+                _found_version(db, path, schema)  # a refusal writes nothing
+        with errors_named(path, schema, writing=fresh):
+            db.execute("PRAGMA journal_mode=WAL")  # recorded in the file: once set, a no-op
+            work = fresh or _needs_work(db, schema)
+        if work:
+            with transaction(db, path, schema):
+                _bring_up_to_date(db, path, schema)
+    except BaseException:
+        db.close()
+        raise
+    return db

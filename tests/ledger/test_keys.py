@@ -1,0 +1,36 @@
+"""mtvbench.ledger.keys: one digest; the compatibility digests give the keys earlier versions stored, bit for bit.
+
+The expected values were computed by the helpers these replace (commit af4e2a6: run/identity.digest,
+construct/records.content_digest, construct/stages.text_digest, construct/journal.request_key,
+review/model.content_hash, analysis/metadata's scene-cache key).
+"""
+
+from __future__ import annotations
+
+from mtvbench.construct.journal import request_key
+from mtvbench.data.schema import ChecklistItem
+from mtvbench.ledger.keys import canonical_json, digest, parts_digest, pyjson_digest, sha1_digest, text_digest
+from mtvbench.records import GenerationRequest
+from mtvbench.review.model import content_hash
+from mtvbench.review.store import token_digest
+
+
+def test_the_one_digest_is_sha256_of_canonical_json() -> None:
+    assert canonical_json({"b": [1, "é"], "a": None}) == '{"a":null,"b":[1,"é"]}'
+    assert digest({"b": [1, "é"], "a": None}) == "f8f17faab95c024891d173fa43442b0e"  # run fingerprints
+    assert digest({"x": "é", "a": [1, 2]}, length=24) == "325f13193efeaa0fe5122b0b"  # artifact content digests
+    assert digest({"a": 1}) == digest({"a": 1}, length=64)[:32] and len(digest([1], length=64)) == 64
+
+
+def test_the_compatibility_digests_give_the_stored_keys() -> None:
+    assert text_digest("one", "two") == "a0ef70c43442d404"  # stage prompt digests
+    req = GenerationRequest(id="r/1", prompt="Describe ü", system="sys", max_tokens=10, temperature=0.2,
+                            extra={"b": 1, "a": "x"})
+    assert request_key("openai:m", req, "frames-key") == \
+        "db114cd9d09d27f75dac0728184d22e3c79854951a709f073bc6c6360c2404c4"  # call-journal keys
+    ck = {2: [ChecklistItem(key="Q1", question="ü?", expected="Yes")]}
+    assert content_hash([{"User": "é?", "Assistant": "a"}], ck) == "d4b310f57b325721"  # review decisions
+    assert sha1_digest("/v/x.mp4|123|456") == "33642062bced94e1"  # scene-cache file names
+    assert token_digest("tok") == "1a7674eb4ee78df7e1ac439a93c3fa8e3c945784d4dec9fd8e3011738b2f1d62"  # users
+    assert parts_digest(("a", "b"), terminated=True) == parts_digest(("a", "b", ""))
+    assert pyjson_digest({"é": 1}) != digest({"é": 1}, length=16)  # another text form: kept apart on purpose
