@@ -116,6 +116,8 @@ class Usage(BaseModel):
                      total_tokens=self.total_tokens + other.total_tokens)
 
 
+#: a request that sets no generation setting of its own (frozen: one shared instance)
+_NOTHING_SET = GenerationConfig()
 #: the generation settings a request had as fields of its own before it carried ``generation`` (one release)
 _FLAT_REQUEST_FIELDS = (*GenerationConfig.CALL_FIELDS, "system")
 
@@ -148,7 +150,7 @@ class GenerationRequest(BaseModel):
     #: judge the whole reply, ``<think>`` text included (the authors' InternVL script without Think mode)
     keep_thinking: bool = False
     #: the generation settings this call sets itself (None: the options' value)
-    generation: GenerationConfig = Field(default_factory=GenerationConfig)
+    generation: GenerationConfig = _NOTHING_SET
     extra: dict[str, Any] = Field(default_factory=dict)
 
     max_tokens = _moved_to_generation("max_tokens")
