@@ -104,16 +104,24 @@ def _is_set(key: str, value: Any) -> bool:
 
 
 class Usage(BaseModel):
-    """Tokens of one call or of several calls summed (``+``)."""
+    """Tokens of one call or of several calls summed (``+``).
+
+    ``cached_tokens``: the part of ``prompt_tokens`` the provider or engine served from its prefix
+    cache (OpenAI's ``prompt_tokens_details.cached_tokens``, Gemini's ``cached_content_token_count``,
+    vLLM's ``num_cached_tokens``); None: not reported (a server that does not say, a backend without a
+    cache, a call stored before mtvbench recorded it). A sum is None only when no part reported it."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int | None = None
 
     def __add__(self, other: Usage) -> Usage:
+        cached = None if self.cached_tokens is None and other.cached_tokens is None else (
+            (self.cached_tokens or 0) + (other.cached_tokens or 0))
         return Usage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
                      completion_tokens=self.completion_tokens + other.completion_tokens,
-                     total_tokens=self.total_tokens + other.total_tokens)
+                     total_tokens=self.total_tokens + other.total_tokens, cached_tokens=cached)
 
 
 #: a request that sets no generation setting of its own (frozen: one shared instance)

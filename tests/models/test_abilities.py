@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mtvbench import BackendBase as PublicBase
-from mtvbench.models.backend import Abilities, BackendBase, abilities, generate_many
+from mtvbench.models.backend import Abilities, BackendBase, abilities, generate_many, video_done
 from mtvbench.models.baselines import OracleBackend, RefuseBackend
 from mtvbench.models.registry import BACKENDS, create_backend
 from mtvbench.models.settings import BackendOptions
@@ -111,3 +111,23 @@ def test_the_call_gate_batches_exactly_the_backends_that_declare_a_batch_size() 
     assert sorted(batching.batches) == [1, 2, 2]
     assert asyncio.run(ask(Plain(), 2)) == ["p0", "p1"]
     assert CallGate(OldStyle(), 1).batch_size == 3 and CallGate(Bare(), 1).batch_size == 0  # type: ignore[arg-type]
+
+
+def test_a_video_done_reaches_the_backends_that_hold_something_for_it() -> None:
+    class Holding(Plain):
+        def __init__(self) -> None:
+            self.ended: list[str] = []
+
+        async def end_video(self, frames: object) -> None:
+            self.ended.append(str(frames))
+
+    class OldHolding(Bare):
+        ended: list[str] = []
+
+        async def end_video(self, frames: object) -> None:
+            self.ended.append(str(frames))
+
+    held, old = Holding(), OldHolding()
+    for backend in (held, old, Plain(), Bare()):
+        asyncio.run(video_done(backend, "v1"))  # type: ignore[arg-type]
+    assert held.ended == ["v1"] and old.ended == ["v1"]

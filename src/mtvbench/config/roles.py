@@ -38,8 +38,12 @@ _RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
 class Price(BaseModel):
     """Prices per million tokens (in the currency you choose; the cost is reported in it)."""
 
+    model_config = STRICT
+
     input: float = Field(ge=0)
     output: float = Field(ge=0)
+    #: prompt tokens served from the provider's prefix or context cache (None: priced as ``input``)
+    cached_input: float | None = Field(None, ge=0)
 
 
 class RoleSettings(BackendOptions):

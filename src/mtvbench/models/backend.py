@@ -7,11 +7,11 @@ key goes to which URL: :mod:`.endpoints`) live elsewhere and are shared by all b
 backends are found by the prefix of a spec in :mod:`.registry`.
 
 **Abilities are declared, never guessed.** What a backend may do beyond ``generate`` (skip frame
-decoding, read the golden answer, take batches, carry a circuit breaker) is declared on
-:class:`BackendBase`, which every backend of mtvbench derives from, with the defaults of a plain
-backend. Callers read them through :func:`abilities` only: a backend of another package that does
-not derive from :class:`BackendBase` gets what it declares the old way (class attributes of the
-same names), else the defaults, in that one place.
+decoding, read the golden answer, take batches, carry a circuit breaker, free what it held for a video
+when its turns are done) is declared on :class:`BackendBase`, which every backend of mtvbench derives
+from, with the defaults of a plain backend. Callers read them through :func:`abilities` and
+:func:`video_done` only: a backend of another package that does not derive from :class:`BackendBase`
+gets what it declares the old way (attributes of the same names), else the defaults, in that one place.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from mtvbench.media.frames import VideoFrames
 from mtvbench.records import GenerationRequest, GenerationResult
 
 
@@ -59,6 +60,11 @@ class BackendBase:
         """Several requests at once; the default asks them concurrently, one ``generate`` each."""
         return list(await asyncio.gather(*(self.generate(r) for r in requests)))
 
+    async def end_video(self, frames: VideoFrames) -> None:
+        """The turns of the video ``frames`` belongs to are done: free what was held for it (Gemini's context
+        cache). Called through :func:`video_done`; the default holds nothing."""
+        return None
+
     async def aclose(self) -> None:
         return None
 
@@ -87,6 +93,17 @@ def abilities(backend: Any) -> Abilities:
                      reads_golden_answer=bool(getattr(backend, "reads_golden_answer", default.reads_golden_answer)),
                      batch_size=max(0, int(getattr(backend, "batch_size", 0) or 0)) if batches else 0,
                      breaker=getattr(backend, "breaker", None))
+
+
+async def video_done(backend: Any, frames: VideoFrames) -> None:
+    """Tell ``backend`` that a video's turns are done (:meth:`BackendBase.end_video`); a backend of another
+    package that does not derive from :class:`BackendBase` is told when it has an ``end_video``."""
+    if isinstance(backend, BackendBase):
+        await backend.end_video(frames)
+        return
+    done = getattr(backend, "end_video", None)
+    if callable(done):
+        await done(frames)
 
 
 async def generate_many(backend: ModelBackend, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:

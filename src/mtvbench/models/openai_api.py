@@ -120,12 +120,22 @@ def build_messages(request: GenerationRequest, system: str | None = None, video_
     return messages
 
 
+def _count(v: Any) -> int | None:
+    """A server's own number: anything but a whole number >= 0 is not counted (costs never go negative)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
 def _usage(data: Any) -> Usage:
+    """``usage`` of a reply; ``prompt_tokens_details.cached_tokens`` where the server reports it (OpenAI
+    always; vLLM's server with ``--enable-prompt-tokens-details``), else the cached tokens are not recorded."""
     if not isinstance(data, dict):
         return Usage()
-    counts = {k: data.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
-    # a server's own numbers; anything but a whole number >= 0 is not counted (costs never go negative)
-    return Usage(**{k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0})
+    counts = {k: _count(data.get(k)) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    details = data.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    if cached is not None and counts["prompt_tokens"] is not None:
+        cached = min(cached, counts["prompt_tokens"])
+    return Usage(cached_tokens=cached, **{k: v for k, v in counts.items() if v is not None})
 
 
 def _content_text(content: Any) -> str | None:

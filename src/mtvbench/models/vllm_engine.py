@@ -18,7 +18,9 @@ Two input modes (``extra["input"]``):
 Settings (``extra``): ``tensor_parallel_size`` (1), ``dtype`` (``auto``), ``max_model_len``,
 ``gpu_memory_utilization`` (0.9), ``max_num_seqs``, ``trust_remote_code``,
 ``mm_processor_kwargs``, ``chat_template_kwargs``; the generation settings are the options' fields
-(``seed`` also seeds the engine). Think tags are split off the answer.
+(``seed`` also seeds the engine). Think tags are split off the answer. Cached tokens: each output's
+``num_cached_tokens`` (the prompt tokens vLLM's automatic prefix caching did not compute again), where the
+installed vLLM has it; not tested here (it needs a GPU).
 
 The conversion of a request into the engine's input is plain functions
 (:func:`chat_messages`, :func:`video_input`, :func:`sampling_kwargs`), tested without vLLM.
@@ -164,8 +166,10 @@ class VLLMBackend(BackendBase):
             comp = out.outputs[0] if out.outputs else None
             raw = comp.text if comp is not None else ""
             text, reasoning = split_thinking(raw)
+            cached = getattr(out, "num_cached_tokens", None)  # prefix-cache hits (vLLM V1); not tested here
             usage = Usage(prompt_tokens=len(out.prompt_token_ids or []),
-                          completion_tokens=len(comp.token_ids) if comp is not None else 0)
+                          completion_tokens=len(comp.token_ids) if comp is not None else 0,
+                          cached_tokens=cached if isinstance(cached, int) and cached >= 0 else None)
             usage.total_tokens = usage.prompt_tokens + usage.completion_tokens
             finish = getattr(comp, "finish_reason", None)
             results.append(GenerationResult(text=text, raw_text=raw, reasoning=reasoning,

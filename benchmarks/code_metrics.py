@@ -1,0 +1,208 @@
+"""Structure figures of the source tree, before/after a refactor (issue 17's closing note).
+
+    python benchmarks/code_metrics.py                 # src/mtvbench of this checkout
+    python benchmarks/code_metrics.py --src OTHER/src/mtvbench --json out.json
+
+Printed: lines in src/ (all, and code lines), modules, functions over 60 lines, file-level import cycles
+(every import counted, ``if TYPE_CHECKING:`` left out, ``from PKG import NAME`` counting as the module
+``PKG.NAME`` when there is one), pairs of places sharing six or more lines of the same shape, places that
+spell the released layout's paths (a string constant, not a docstring, holding ``mtqa/`` or ``_CheckList``, or a
+path joined with ``/ "mtqa"`` or ``/ "checklist"``) and places that open
+SQLite (a call of ``sqlite3.connect``).
+
+Same shape: each line is reduced to its tokens with every name (keywords kept), string and number replaced
+by one placeholder, comments and blank lines dropped; a window of 6 such lines that occurs at two places (in
+one file or two) is a shared window; overlapping shared windows of the same two places count as one pair.
+Windows made only of closing brackets, ``pass``/``return``/decorator lines or imports are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import json
+import keyword
+import re
+import tokenize
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WINDOW = 6
+
+
+def shape_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, normalised line) of every code line."""
+    out: dict[int, list[str]] = defaultdict(list)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return []
+    for tok in tokens:
+        if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                        tokenize.ENCODING, tokenize.ENDMARKER):
+            continue
+        if tok.type == tokenize.NAME:
+            val = tok.string if keyword.iskeyword(tok.string) else "N"
+        elif tok.type == tokenize.STRING or tok.type == getattr(tokenize, "FSTRING_START", -1):
+            val = "S"
+        elif tok.type == tokenize.NUMBER:
+            val = "0"
+        else:
+            val = tok.string
+        out[tok.start[0]].append(val)
+    return [(n, " ".join(v)) for n, v in sorted(out.items())]
+
+
+_THIN = {")", "]", "}", "pass", "return", "N", "else :", "try :", ") :", "] )", ") )"}
+
+
+def _thin(window: list[str]) -> bool:
+    return all(line in _THIN or line.startswith(("import ", "from ", "@")) or len(line) <= 3 for line in window)
+
+
+def duplicate_pairs(files: dict[str, str]) -> int:
+    where: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for name, text in files.items():
+        lines = shape_lines(text)
+        for i in range(len(lines) - WINDOW + 1):
+            window = [s for _, s in lines[i:i + WINDOW]]
+            if not _thin(window):
+                where["\n".join(window)].append((name, i))
+    pairs: set[tuple[str, int, str, int]] = set()
+    for places in where.values():
+        if len(places) < 2 or len(places) > 8:  # a shape found in many places is a pattern, not a copy
+            continue
+        for a in range(len(places)):
+            for b in range(a + 1, len(places)):
+                (fa, ia), (fb, ib) = sorted((places[a], places[b]))
+                if fa == fb and abs(ia - ib) < WINDOW:
+                    continue
+                pairs.add((fa, ia, fb, ib))
+    # overlapping windows of the same two places (consecutive starts, same offset) are one pair
+    runs = 0
+    for fa, ia, fb, ib in pairs:
+        if (fa, ia - 1, fb, ib - 1) not in pairs:
+            runs += 1
+    return runs
+
+
+def module_name(src: Path, path: Path) -> str:
+    parts = list(path.relative_to(src.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    out: set[str] = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names}
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+#: a string that spells a path of the released layout (docstrings are not counted)
+LAYOUT = re.compile(r"mtqa/|_CheckList")
+
+
+def _strings(tree: ast.AST) -> list[ast.Constant]:
+    """The string constants of ``tree`` that are not docstrings."""
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docs]
+
+
+def metrics(src: Path) -> dict[str, object]:
+    paths = sorted(p for p in src.rglob("*.py"))
+    texts = {str(p.relative_to(src)): p.read_text(encoding="utf-8") for p in paths}
+    trees = {name: ast.parse(text) for name, text in texts.items()}
+    long_functions = sorted(
+        f"{name}:{node.name} ({node.end_lineno - node.lineno + 1})" for name, tree in trees.items()
+        for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno is not None and node.end_lineno - node.lineno + 1 > 60)
+    modules = {module_name(src, p): p for p in paths}
+    graph = {m: {t for t in _imports(trees[str(p.relative_to(src))]) if t in modules and t != m}
+             for m, p in modules.items()}
+    spelled = [(name, node.lineno) for name, tree in trees.items() for node in _strings(tree)
+               if LAYOUT.search(node.value)]
+    spelled += [(name, node.lineno) for name, tree in trees.items() for node in ast.walk(tree)
+                if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
+                and isinstance(node.right, ast.Constant) and node.right.value in ("mtqa", "checklist")]
+    layout = sorted({name for name, _ in spelled})
+    layout_places = len(spelled)
+    sqlite = sorted(f"{name}:{node.lineno}" for name, tree in trees.items() for node in ast.walk(tree)
+                    if isinstance(node, ast.Call) and ast.unparse(node.func) == "sqlite3.connect")
+    return {
+        "lines": sum(t.count("\n") for t in texts.values()),
+        "code_lines": sum(len(shape_lines(t)) for t in texts.values()),
+        "modules": len(paths),
+        "functions_over_60_lines": len(long_functions),
+        "long_functions": long_functions,
+        "file_level_cycles": cycles(graph),
+        "duplicate_pairs": duplicate_pairs(texts),
+        "layout_spellings": layout_places,
+        "layout_modules": layout,
+        "sqlite_connects": sqlite,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--src", type=Path, default=ROOT / "src" / "mtvbench")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    m = metrics(args.src)
+    for key in ("lines", "code_lines", "modules", "functions_over_60_lines", "duplicate_pairs", "layout_spellings"):
+        print(f"{key:<26} {m[key]}")
+    print(f"{'file_level_cycles':<26} {len(m['file_level_cycles'])} {m['file_level_cycles']}")
+    print(f"{'layout_modules':<26} {len(m['layout_modules'])} {m['layout_modules']}")
+    print(f"{'sqlite_connects':<26} {len(m['sqlite_connects'])} {m['sqlite_connects']}")
+    print(f"{'long_functions':<26} {m['long_functions']}")
+    if args.json:
+        args.json.write_text(json.dumps(m, indent=2))
+
+
+if __name__ == "__main__":
+    main()
