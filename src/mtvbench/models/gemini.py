@@ -59,7 +59,7 @@ from typing import Any, TypeVar
 
 from mtvbench.errors import ConfigError, MissingExtraError
 from mtvbench.media.frames import VideoFrames
-from mtvbench.models.backend import split_thinking
+from mtvbench.models.backend import BackendBase, split_thinking
 from mtvbench.models.endpoints import gemini_endpoint, use_vertex
 from mtvbench.models.resilience import (
     RETRYABLE_STATUS,
@@ -202,7 +202,7 @@ def shared(table: dict[Any, asyncio.Task[T]], key: Any, make: Callable[[], Await
     return asyncio.shield(task)
 
 
-class GeminiBackend:
+class GeminiBackend(BackendBase):
     """``gemini:MODEL``: Google Gemini through the google-genai SDK."""
 
     #: True in both modes: upload mode reads the video path from the frames record
@@ -252,7 +252,7 @@ class GeminiBackend:
     # -------------------------------------------------------------------- request building
     def _config(self, request: GenerationRequest) -> Any:
         extra = self.options.extra
-        g = self.options.settings_for(request.generation())
+        g = self.options.settings_for(request.generation)
         cfg: dict[str, Any] = {}
         if g.system:
             cfg["system_instruction"] = g.system

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from mtvbench.errors import ConfigError, MissingExtraError
-from mtvbench.models.backend import split_thinking
+from mtvbench.models.backend import BackendBase, split_thinking
 from mtvbench.models.local import DEFAULT_MAX_NEW_TOKENS, build_messages, system_of, video_metadata
 from mtvbench.models.openai_api import build_messages as build_openai_messages
 from mtvbench.models.settings import BackendOptions
@@ -78,7 +78,7 @@ def video_input(request: GenerationRequest, prompt_text: str, with_metadata: boo
 def sampling_kwargs(request: GenerationRequest, options: BackendOptions) -> dict[str, Any]:
     """``SamplingParams`` keyword arguments of the call's settings (the options with the request's
     values on top); greedy when ``do_sample`` is false or no temperature above 0 is set."""
-    g = options.settings_for(request.generation())
+    g = options.settings_for(request.generation)
     kw: dict[str, Any] = {"max_tokens": g.max_tokens or DEFAULT_MAX_NEW_TOKENS,
                           "temperature": 0.0 if g.greedy else float(g.temperature or 0.0)}
     if not g.greedy:
@@ -114,10 +114,8 @@ def engine_kwargs(checkpoint: str, options: BackendOptions) -> dict[str, Any]:
     return kw
 
 
-class VLLMBackend:
+class VLLMBackend(BackendBase):
     """``vllm:CHECKPOINT``: vLLM's offline engine in this process, every ready turn batched."""
-
-    needs_frames = True
 
     def __init__(self, checkpoint: str, options: BackendOptions):
         if not checkpoint:

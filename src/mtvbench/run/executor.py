@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from mtvbench.data.schema import Dialogue, Round
 from mtvbench.media.frames import VideoError, VideoFrames
-from mtvbench.models.backend import ModelBackend, generate_many
+from mtvbench.models.backend import ModelBackend, abilities, generate_many
 from mtvbench.models.resilience import CircuitOpenError
 from mtvbench.records import GenerationRequest, GenerationResult
 
@@ -91,7 +91,7 @@ class CallGate:
         self.model = model
         self.stopped = stopped
         self.sem = asyncio.Semaphore(concurrency)
-        self.batch_size = int(getattr(model, "batch_size", 0) or 0) if hasattr(model, "generate_batch") else 0
+        self.batch_size = abilities(model).batch_size
         self._queue: list[tuple[GenerationRequest, asyncio.Future[GenerationResult]]] = []
         self._flushing = False
         #: calls (or batches) in flight right now, and the largest number seen
@@ -190,7 +190,7 @@ class LocalExecutor:
             runner.fail(e)
 
     async def _frames(self, runner: Runner, job: VideoJob, pool: ThreadPoolExecutor) -> VideoFrames | None | bool:
-        if not getattr(runner.model, "needs_frames", True):
+        if not abilities(runner.model).needs_frames:
             runner.progress.advance("frames")
             return None
         loop = asyncio.get_running_loop()

@@ -48,7 +48,7 @@ from mtvbench.data.schema import Dialogue, Round
 from mtvbench.errors import MissingExtraError, MtvbenchError
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import FrameSettings, VideoError, VideoFrames
-from mtvbench.models.backend import ModelBackend
+from mtvbench.models.backend import ModelBackend, abilities
 from mtvbench.models.endpoints import gemini_endpoint, openai_endpoint, use_vertex
 from mtvbench.models.registry import create_backend, parse_spec
 from mtvbench.models.resilience import CircuitOpenError, breaker_of
@@ -450,7 +450,7 @@ class RayExecutor:
     async def _frames(self, runner: Runner, job: VideoJob, node: str | None) -> Any:
         """An object ref of the video's frames, decoded in a Ray task (on the replica's node when it
         has room); None when the model reads no frames, False when the video cannot be read."""
-        if not getattr(runner.model, "needs_frames", True):
+        if not abilities(runner.model).needs_frames:
             return None
         settings = self.cfg.frame_settings().model_dump(mode="json")
         opts: dict[str, Any] = {}

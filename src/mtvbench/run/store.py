@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mtvbench._version import __version__
-from mtvbench.config import RUN_SCHEMA_VERSION
+from mtvbench.config import RUN_SCHEMA_VERSION, identity_differences
 from mtvbench.errors import RunDirError
 from mtvbench.ledger.sqlite import (
     DatabaseFormatError,
@@ -118,16 +118,21 @@ class RunStore:
         self._put_meta({key: value})
 
     def check_identity(self, identity: dict[str, Any]) -> None:
-        """A run directory belongs to one model/judge/context/frames/generation/tasks setting."""
+        """A run directory belongs to one model/judge/context/frames/generation/tasks setting
+        (:func:`mtvbench.config.identity_differences`); the rest of the identity (the model's backend
+        options, absent in a run directory made before they were recorded) is stored as it is now."""
         stored = self.get_meta("identity")
+        current = json.loads(json.dumps(identity, sort_keys=True))
         if stored is None:
             self.set_meta("identity", identity)
             return
-        if stored != json.loads(json.dumps(identity, sort_keys=True)):
-            diff = [k for k in sorted(set(stored) | set(identity)) if stored.get(k) != identity.get(k)]
+        diff = identity_differences(stored, current)
+        if diff:
             raise StoreMismatchError(
                 f"{self.path.parent}: this run directory holds results for other settings "
                 f"({', '.join(diff)} differ); use another --out or the original settings")
+        if stored != current:  # recorded, not refused: the fingerprints ask again what it changed
+            self.set_meta("identity", current)
 
     def check_dataset(self, root: Path, dialogue_ids: list[str]) -> str | None:
         """One dataset per run directory. Accepted: the same data root (its dialogues may have been
