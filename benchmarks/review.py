@@ -73,6 +73,7 @@ def main() -> None:
     from starlette.testclient import TestClient
 
     from mtvbench.review.app import create_app
+    from mtvbench.review.model import CRITERIA
     from mtvbench.review.source import open_source
     from mtvbench.review.store import ReviewStore
 
@@ -91,19 +92,28 @@ def main() -> None:
         it = iter(ids)
 
         def decide() -> None:
-            body = {"annotator": "ann1", "decision": "accept"}
+            body = {"annotator": "ann1", "decision": "accept", "active_seconds": 30.0,
+                    "criteria": {k: {"met": True} for k in CRITERIA}}
             r = c.post("/api/items/" + next(it) + "/review", headers=h, json=body)
             assert r.status_code == 200, r.text
 
+        mid = ids[len(ids) // 2]
+        draft = {"content_hash": c.get("/api/items/" + mid, headers=h).json()["content_hash"],
+                 "data": {"mode": "revise", "comment": "x" * 200, "fields": {"1.user": "y" * 300}}}
+        draft_s = timed(lambda: c.put("/api/items/" + mid + "/draft", headers=h, json=draft), args.repeat)
         post_s = timed(decide, args.repeat)
-        prog_s = timed(lambda: c.get("/api/progress", headers=h), max(3, args.repeat // 4))
+        senior = {"X-Review-User": "lead", "X-Review-Role": "senior"}
+        prog_s = timed(lambda: c.get("/api/progress", headers=senior), max(3, args.repeat // 4))
+        own_s = timed(lambda: c.get("/api/progress", headers=h), max(3, args.repeat // 4))
     print(f"{len(ids)} dialogues over {args.videos} videos")
     print(f"open source (load, validate, sync store): {open_s * 1000:8.1f} ms")
     print(f"GET  /api/items (list)                  : {list_s * 1000:8.1f} ms")
     print(f"GET  /api/items/ID (one dialogue)       : {item_s * 1000:8.1f} ms")
     print(f"GET  /api/next                          : {next_s * 1000:8.1f} ms")
+    print(f"PUT  /api/items/ID/draft                : {draft_s * 1000:8.1f} ms")
     print(f"POST /api/items/ID/review               : {post_s * 1000:8.1f} ms  ({post_s / item_s:.1f}x a read)")
-    print(f"GET  /api/progress                      : {prog_s * 1000:8.1f} ms")
+    print(f"GET  /api/progress (senior: agreement)  : {prog_s * 1000:8.1f} ms")
+    print(f"GET  /api/progress (annotator: own)     : {own_s * 1000:8.1f} ms")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ _EXPORTS = {
     # extending
     "BackendOptions": "mtvbench.models.settings",
     "ModelBackend": "mtvbench.models.backend",
+    "BackendBase": "mtvbench.models.backend",
     "Backend": "mtvbench.models.registry",
     "register_backend": "mtvbench.models.registry",
     "create_backend": "mtvbench.models.registry",
@@ -57,8 +58,8 @@ _EXPORTS = {
 __all__ = [
     "__version__", "evaluate", "evaluate_async", "RunConfig", "build_config", "load_benchmark", "Benchmark",
     "Dialogue", "Task", "Scores", "load_scored", "GenerationConfig", "GenerationRequest", "GenerationResult",
-    "JudgeVerdict", "Usage",
-    "BackendOptions", "ModelBackend", "Backend", "register_backend", "create_backend", "create_judge",
+    "JudgeVerdict", "Usage", "BackendOptions", "ModelBackend", "BackendBase", "Backend", "register_backend",
+    "create_backend", "create_judge",
     "register_judge", "register_analysis", "Stage", "register_stage", "Registry", "MtvbenchError",
 ]
 
@@ -72,7 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from mtvbench.errors import MtvbenchError
     from mtvbench.judge.factory import create_judge
     from mtvbench.judge.registry import register_judge
-    from mtvbench.models.backend import ModelBackend
+    from mtvbench.models.backend import BackendBase, ModelBackend
     from mtvbench.models.registry import Backend, create_backend, register_backend
     from mtvbench.models.settings import BackendOptions
     from mtvbench.records import GenerationConfig, GenerationRequest, GenerationResult, JudgeVerdict, Usage

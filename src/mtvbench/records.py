@@ -1,8 +1,10 @@
 """The records that cross between models, the judge, the run store and scoring, in one place.
 
-- :class:`GenerationConfig`: how a model generates (max tokens, sampling, system prompt). Every
-  backend reads one merged record: the backend's options, then the request's own values on top
-  (:meth:`GenerationConfig.merge`; a value that is set wins over one that is not).
+- :class:`GenerationConfig`: how a model generates (max tokens, sampling, system prompt), the one
+  shape of these settings: the backend options are one (they inherit it) and a request carries one
+  (``request.generation``). Every backend reads one merged record: the backend's options, then the
+  request's own values on top (:meth:`GenerationConfig.merge`; a value that is set wins over one that
+  is not).
 - :class:`GenerationRequest` / :class:`GenerationResult` / :class:`Usage`: what one model call asks
   and returns.
 - :class:`JudgeVerdict`: one judge run over one turn's checklist (``ok``, ``unparsed``: no
@@ -21,9 +23,10 @@ them needs another's module for a record.
 
 from __future__ import annotations
 
+import warnings
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mtvbench.media.frames import VideoFrames
 from mtvbench.util.jsonio import YesNo
@@ -40,33 +43,43 @@ RedactedText = Annotated[str | None, AfterValidator(redact_secrets)]
 class GenerationConfig(BaseModel):
     """How a model generates. ``None`` means "not set": the backend's or the checkpoint's default.
 
-    One vocabulary for every backend; each maps it to its own API (the OpenAI backend sends
-    ``top_k``, ``repetition_penalty`` and ``min_p``, which the OpenAI API lacks, in the request
-    body; local backends pass them to ``generate()`` / ``SamplingParams``)."""
+    The one record of generation settings: a role's :class:`~mtvbench.models.settings.BackendOptions`
+    *is* one (its fields, spelled the same in YAML and as flags) and every
+    :class:`GenerationRequest` carries one (``request.generation``: what that call sets itself). One
+    vocabulary for every backend; each maps it to its own API (the OpenAI backend sends ``top_k``,
+    ``repetition_penalty`` and ``min_p``, which the OpenAI API lacks, in the request body; local
+    backends pass them to ``generate()`` / ``SamplingParams``)."""
 
     model_config = ConfigDict(frozen=True)
 
-    #: the settings a request and the backend options both carry as fields of their own
+    #: the settings a request may set for itself (besides ``system``), also fields of the backend options
     CALL_FIELDS: ClassVar[tuple[str, ...]] = ("max_tokens", "temperature", "top_p", "top_k")
-    #: the settings given as backend options (``--model-option KEY=VALUE``, ``extra`` in a config)
+    #: the settings that were backend options before they were fields (``--model-option KEY=VALUE``,
+    #: ``extra`` in a config, still read there): a run's fingerprint reads them with the backend options
     OPTION_FIELDS: ClassVar[tuple[str, ...]] = ("do_sample", "repetition_penalty", "presence_penalty", "min_p",
                                                 "seed")
 
-    max_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    system: str | None = None
+    max_tokens: int | None = Field(None, description="max new tokens")
+    temperature: float | None = Field(None, description="sampling temperature (>= 0)")
+    top_p: float | None = Field(None, description="nucleus sampling top-p, in (0, 1]")
+    top_k: int | None = Field(None, description="top-k sampling (-1 / 0: no limit)")
     #: False: greedy decoding whatever the temperature; None: sample when the temperature is above 0
-    do_sample: bool | None = None
-    repetition_penalty: float | None = None
-    presence_penalty: float | None = None
-    min_p: float | None = None
-    seed: int | None = None
+    do_sample: bool | None = Field(None, description="sample (true) or decode greedily (false)")
+    repetition_penalty: float | None = Field(None, description="repetition penalty (1.0: none)")
+    presence_penalty: float | None = Field(None, description="presence penalty (OpenAI API, vLLM)")
+    min_p: float | None = Field(None, description="min-p sampling, in [0, 1]")
+    seed: int | None = Field(None, description="sampling seed")
+    system: str | None = Field(None, description="system prompt")
 
     def merge(self, other: GenerationConfig) -> GenerationConfig:
-        """These settings with every value that ``other`` sets on top (``other`` wins)."""
-        return self.model_copy(update=other.model_dump(exclude_none=True))
+        """These settings with every value that ``other`` sets on top (``other`` wins). Not set: ``None``,
+        an empty system prompt and ``max_tokens`` 0 (a request that leaves them to the options)."""
+        given = {k: getattr(other, k) for k in GenerationConfig.model_fields}
+        return GenerationConfig(**{**self.settings(), **{k: v for k, v in given.items() if _is_set(k, v)}})
+
+    def settings(self) -> dict[str, Any]:
+        """The generation settings alone, as a mapping (also of a subclass that holds more)."""
+        return {k: getattr(self, k) for k in GenerationConfig.model_fields}
 
     @property
     def greedy(self) -> bool:
@@ -79,28 +92,60 @@ class GenerationConfig(BaseModel):
         given, else a temperature above 0."""
         return bool(self.do_sample) if self.do_sample is not None else bool(self.temperature and self.temperature > 0)
 
+    def __call__(self) -> GenerationConfig:
+        """``request.generation()``: the spelling of the release before ``generation`` was a field (one release)."""
+        warnings.warn("GenerationRequest.generation() is now a field: use request.generation (no call)",
+                      DeprecationWarning, stacklevel=2)
+        return self
+
+
+def _is_set(key: str, value: Any) -> bool:
+    return value is not None and not (key in ("system", "max_tokens") and not value)
+
 
 class Usage(BaseModel):
-    """Tokens of one call or of several calls summed (``+``)."""
+    """Tokens of one call or of several calls summed (``+``).
+
+    ``cached_tokens``: the part of ``prompt_tokens`` the provider or engine served from its prefix
+    cache (OpenAI's ``prompt_tokens_details.cached_tokens``, Gemini's ``cached_content_token_count``,
+    vLLM's ``num_cached_tokens``); None: not reported (a server that does not say, a backend without a
+    cache, a call stored before mtvbench recorded it). A sum is None only when no part reported it."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int | None = None
 
     def __add__(self, other: Usage) -> Usage:
+        cached = None if self.cached_tokens is None and other.cached_tokens is None else (
+            (self.cached_tokens or 0) + (other.cached_tokens or 0))
         return Usage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
                      completion_tokens=self.completion_tokens + other.completion_tokens,
-                     total_tokens=self.total_tokens + other.total_tokens)
+                     total_tokens=self.total_tokens + other.total_tokens, cached_tokens=cached)
+
+
+#: a request that sets no generation setting of its own (frozen: one shared instance)
+_NOTHING_SET = GenerationConfig()
+#: the generation settings a request had as fields of its own before it carried ``generation`` (one release)
+_FLAT_REQUEST_FIELDS = (*GenerationConfig.CALL_FIELDS, "system")
+
+
+def _moved_to_generation(name: str) -> property:
+    def read(self: GenerationRequest) -> Any:
+        warnings.warn(f"GenerationRequest.{name} is now request.generation.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(self.generation, name)
+
+    return property(read, doc=f"``request.generation.{name}`` (the spelling of the release before; one release)")
 
 
 class GenerationRequest(BaseModel):
-    """What one call asks of a model."""
+    """What one call asks of a model: the text, the frames, and the generation settings it sets itself
+    (``generation``; a backend merges them over its options: ``options.settings_for(request.generation)``)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     id: str
     prompt: str
-    system: str | None = None
     frames: VideoFrames | None = None
     #: The dataset's answer for this round. Only the ``oracle`` baseline reads it.
     golden_answer: str | None = None
@@ -112,16 +157,30 @@ class GenerationRequest(BaseModel):
     text_first: bool = False
     #: judge the whole reply, ``<think>`` text included (the authors' InternVL script without Think mode)
     keep_thinking: bool = False
-    max_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
+    #: the generation settings this call sets itself (None: the options' value)
+    generation: GenerationConfig = _NOTHING_SET
     extra: dict[str, Any] = Field(default_factory=dict)
 
-    def generation(self) -> GenerationConfig:
-        """The generation settings this request sets itself (empty values count as not set)."""
-        return GenerationConfig(max_tokens=self.max_tokens or None, temperature=self.temperature, top_p=self.top_p,
-                                top_k=self.top_k, system=self.system or None)
+    max_tokens = _moved_to_generation("max_tokens")
+    temperature = _moved_to_generation("temperature")
+    top_p = _moved_to_generation("top_p")
+    top_k = _moved_to_generation("top_k")
+    system = _moved_to_generation("system")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_settings(cls, data: Any) -> Any:
+        """``GenerationRequest(max_tokens=8)``: the spelling of the release before (one release, with a warning)."""
+        if not isinstance(data, dict) or not any(k in data for k in _FLAT_REQUEST_FIELDS):
+            return data
+        flat = [k for k in _FLAT_REQUEST_FIELDS if k in data]
+        warnings.warn(f"GenerationRequest({', '.join(f'{k}=...' for k in flat)}): give "
+                      f"generation=GenerationConfig({', '.join(f'{k}=...' for k in flat)}) instead",
+                      DeprecationWarning, stacklevel=4)
+        base = data.get("generation")
+        settings = base.settings() if isinstance(base, GenerationConfig) else dict(base or {})
+        rest = {k: v for k, v in data.items() if k not in _FLAT_REQUEST_FIELDS}
+        return {**rest, "generation": {**settings, **{k: data[k] for k in flat}}}
 
 
 class GenerationResult(BaseModel):

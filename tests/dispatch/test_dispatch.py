@@ -14,6 +14,7 @@ import pytest
 from mtvbench.dispatch import DialogueTurns, VideoJob, run_dialogue
 from mtvbench.dispatch.local import CallGate, LocalDispatcher
 from mtvbench.media.frames import VideoError
+from mtvbench.models.backend import BackendBase
 from mtvbench.records import GenerationRequest, GenerationResult
 
 
@@ -63,7 +64,7 @@ class _Writer:
     async def frames(self, video: str, run: Any) -> Any:
         if video in self.unreadable:
             raise VideoError(f"{video}: not a video")
-        return None
+        return f"frames of {video}"
 
     def record(self, dialogue: Any, rnd: int, request: GenerationRequest, result: GenerationResult) -> bool:
         self.recorded.append((dialogue, rnd))
@@ -81,26 +82,29 @@ class _Writer:
         raise e
 
 
-class _Model:
+class _Model(BackendBase):
     name = "echo"
-    needs_frames = True
+
+    def __init__(self) -> None:
+        self.ended: list[Any] = []
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         return GenerationResult(text=request.prompt, raw_text=request.prompt)
 
-    async def aclose(self) -> None:
-        return None
+    async def end_video(self, frames: Any) -> None:
+        self.ended.append(frames)
 
 
 def test_the_pipeline_reports_every_turn_it_does_not_ask() -> None:
     jobs = [VideoJob("v1", Path("v1.mp4"), [DialogueTurns("a", [1, 2, 3], chained=True),  # type: ignore[arg-type]
                                             DialogueTurns("b", [1, 2], chained=False)]),  # type: ignore[arg-type]
             VideoJob("v2", Path("v2.mp4"), [DialogueTurns("c", [1, 2], chained=True)])]  # type: ignore[arg-type]
-    writer = _Writer(unreadable={"v2"}, fail_record={("a", 1)})
-    asyncio.run(LocalDispatcher(concurrency=2, videos_in_flight=1, model=_Model()).run(jobs, writer))  # type: ignore[arg-type]
+    writer, model = _Writer(unreadable={"v2"}, fail_record={("a", 1)}), _Model()
+    asyncio.run(LocalDispatcher(concurrency=2, videos_in_flight=1, model=model).run(jobs, writer))  # type: ignore[arg-type]
     # a's round 1 was not recorded as an answer: rounds 2 and 3 not asked; v2 unreadable: its 2 turns not asked
     assert sorted(writer.recorded) == [("a", 1), ("b", 1), ("b", 2)]
     assert writer.not_asked == 2 + 2 and writer.failed == {"v2": "v2: not a video"} and writer.frames_done == 2
+    assert model.ended == ["frames of v1"]  # the backend was told once v1's turns were done (v2 had no frames)
 
 
 def test_moved_names_still_import_with_a_warning() -> None:
@@ -135,7 +139,7 @@ def test_a_watchdog_error_ends_the_run() -> None:
 
     async def go() -> None:
         writer = _Writer(set(), set())
-        lane = _LocalLane(writer, CallGate(Slow(), 1), None, needs_frames=False)  # type: ignore[arg-type]
+        lane = _LocalLane(writer, CallGate(Slow(), 1), None, Slow())  # type: ignore[arg-type]
         jobs = [VideoJob("v", Path("v.mp4"), [DialogueTurns("a", [1, 2])])]  # type: ignore[list-item]
         await asyncio.wait_for(run_videos(jobs, writer, 1, lambda state: lane, watchdog), 10)  # type: ignore[arg-type]
 

@@ -224,15 +224,23 @@ def test_a_journal_of_an_earlier_mtvbench_gains_its_format_and_keeps_its_replies
     assert meta == {"kind": '"call journal"', "schema_version": "1"}
 
 
-def test_a_review_store_of_an_earlier_mtvbench_opens_as_it_is(tmp_path: Path) -> None:
+def test_a_review_store_of_an_earlier_mtvbench_is_migrated_and_keeps_every_decision(tmp_path: Path) -> None:
     path = Path(shutil.copy(FIXTURES / "review" / "main-af4e2a6-sample" / "review.sqlite", tmp_path / "r.sqlite"))
-    before = path.read_bytes()
-    store = ReviewStore(path, create=False)
+    decisions = "SELECT item_id, annotator, decision, edits, comment, at FROM reviews ORDER BY rowid"
+    with sqlite3.connect(path) as db:
+        before = db.execute(decisions).fetchall()
+        assert get_meta(db, "schema_version") == 1
+    store = ReviewStore(path, create=False)  # format 1 -> 2: the listed step, in one transaction
     assert len(store.history()) == 7
-    assert path.read_bytes() == before  # its format is current: nothing to add
+    with sqlite3.connect(path) as db:
+        assert db.execute(decisions).fetchall() == before
+        assert get_meta(db, "schema_version") == 2 and db.execute("SELECT criteria FROM reviews").fetchone() == (None,)
+    migrated = path.read_bytes()
+    ReviewStore(path)
+    assert path.read_bytes() == migrated  # its format is current now: nothing to add
     db = sqlite3.connect(path)
-    put_meta(db, {"schema_version": 2})
+    put_meta(db, {"schema_version": 3})
     db.commit()
     db.close()
-    with pytest.raises(DatabaseFormatError, match="review-store format 2"):
+    with pytest.raises(DatabaseFormatError, match="review-store format 3"):
         ReviewStore(path)

@@ -60,3 +60,27 @@ def test_every_backend_maps_the_same_merged_settings() -> None:
     gem.options = opts
     cfg = gem._config(request)
     assert (cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_output_tokens) == (0.2, 0.8, 20, 50)
+
+
+def test_one_shape_options_are_a_generation_config_and_requests_carry_one() -> None:
+    opts = BackendOptions(max_tokens=64, temperature=0.5, system="sys")
+    assert isinstance(opts, GenerationConfig)
+    assert set(GenerationConfig.model_fields) < set(BackendOptions.model_fields)
+    request = GenerationRequest(id="r", prompt="p", generation=GenerationConfig(temperature=0.9, system=""))
+    call = opts.settings_for(request.generation)
+    assert (call.temperature, call.max_tokens, call.system) == (0.9, 64, "sys")  # an empty system is not set
+    assert type(call) is GenerationConfig and opts.generation() == GenerationConfig(max_tokens=64, temperature=0.5,
+                                                                                    system="sys")
+
+
+def test_the_spellings_of_the_release_before_still_work_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match=r"generation=GenerationConfig\(max_tokens=\.\.\., system=\.\.\.\)"):
+        old = GenerationRequest(id="r", prompt="p", max_tokens=8, system="S")
+    assert old.generation == GenerationConfig(max_tokens=8, system="S")
+    with pytest.warns(DeprecationWarning, match=r"request\.generation\.max_tokens"):
+        assert old.max_tokens == 8
+    with pytest.warns(DeprecationWarning, match=r"use request\.generation \(no call\)"):
+        assert old.generation() is old.generation
+    with pytest.warns(DeprecationWarning):
+        both = GenerationRequest(id="r", prompt="p", generation=GenerationConfig(top_p=0.5), temperature=0.1)
+    assert (both.generation.top_p, both.generation.temperature) == (0.5, 0.1)

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -67,17 +68,38 @@ def who(name: str, role: str = "annotator") -> dict[str, str]:
     return {"X-Review-User": quote(name), "X-Review-Role": role}
 
 
+def verdict(name: str, decision: str, *, senior: bool = False, unmet: tuple[str, ...] = (), **extra: object
+            ) -> dict[str, object]:
+    """A decision as the pages post it: the three criteria (met unless named in ``unmet``), and the
+    comment a rejection needs."""
+    from mtvbench.review.model import CRITERIA
+
+    body: dict[str, object] = {"senior" if senior else "annotator": name, "decision": decision,
+                               "criteria": {c: {"met": c not in unmet, "note": "see Q2" if c in unmet else ""}
+                                            for c in CRITERIA}}
+    if decision == "reject":
+        body["comment"] = "not grounded"
+    return body | extra
+
+
 def item_url(item_id: str, suffix: str = "") -> str:
     from urllib.parse import quote
 
     return "/api/items/" + "/".join(quote(p, safe="") for p in item_id.split("/")) + suffix
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @contextmanager
-def running_server(path: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen]]:
-    """``mtvbench review serve PATH --port 0`` in a subprocess; yields its URL (stopped at the end)."""
+def running_server(path: Path, *extra: str, port: int = 0) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``mtvbench review serve PATH --port PORT`` in a subprocess; yields its URL (stopped at the end)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen([sys.executable, "-m", "mtvbench", "review", "serve", str(path), "--port", "0", *extra],
+    proc = subprocess.Popen([sys.executable, "-m", "mtvbench", "review", "serve", str(path), "--port", str(port),
+                             *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     url = None
     lines = []

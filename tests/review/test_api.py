@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.review.conftest import item_url, make_client, who
+from mtvbench.review.store import CHANGED_NOTICE, TAKEN_NOTICE
+from tests.review.conftest import item_url, make_client, verdict, who
 
 pytest.importorskip("starlette", reason="the review web app needs mtvbench[review]")
 
@@ -20,64 +22,279 @@ def _first_scored(item: dict) -> tuple[int, dict]:
 def test_flow_two_annotators_and_senior(sample: Path) -> None:
     c = make_client(sample)
     items = c.get("/api/items", headers=who("ann1")).json()["items"]
-    assert len(items) == 13 and {i["status"] for i in items} == {"pending"}
+    assert len(items) == 13 and {i["yours"] for i in items} == {"open"} and {i["status"] for i in items} == {None}
     first = c.get("/api/next", headers=who("ann1")).json()["id"]
     assert first == items[0]["id"]
     d = c.get(item_url(first, "?claim=1"), headers=who("ann1")).json()
     assert d["video_url"].startswith("/media/") and d["ranges"] and d["rounds"][0]["user_segments"]
+    assert d["start_at"] == d["ranges"][0]["start"] and d["checklist_keys"]
     assert any(s["start"] is not None for r in d["rounds"] for s in r["user_segments"])
     k, q = _first_scored(d)
     r = c.post(item_url(first, "/review"), headers=who("ann1"),
-               json={"annotator": "ann1", "decision": "accept", "content_hash": d["content_hash"]})
+               json=verdict("ann1", "accept", content_hash=d["content_hash"], active_seconds=42.0))
     assert r.status_code == 200, r.text
+    assert r.json()["yours"] == "open" and r.json()["undo"] and "status" not in r.json()
     assert c.get("/api/next", headers=who("ann2")).json()["id"] == first
     # blind: ann2 sees no trace of ann1's decision
     d2 = c.get(item_url(first, "?claim=1"), headers=who("ann2")).json()
-    assert d2["reviews"] is None and d2["mine"] is None and d2["diff"] is None
+    assert d2["reviews"] is None and d2["mine"] is None and d2["diff"] is None and d2["status"] is None
     assert "ann1" not in json.dumps(d2)
     edit = {"round": k, "field": "question", "item": q["key"], "value": q["question"] + " (exactly)"}
     r = c.post(item_url(first, "/review"), headers=who("ann2"),
-               json={"annotator": "ann2", "decision": "revise", "edits": [edit], "comment": "too loose"})
-    assert r.status_code == 200 and r.json()["status"] == "pending"  # the disagreement is not shown to them
-    assert c.get(item_url(first), headers=who("ann1")).json()["status"] == "pending"
+               json=verdict("ann2", "revise", unmet=("grounded",), edits=[edit], comment="too loose"))
+    assert r.status_code == 200 and r.json()["yours"] == "closed" and r.json()["notice"] is None
+    assert r.json()["mine"]["checklist"][f"{k}.{q['key']}"] == "revise"  # the edited item is marked revise
+    assert c.get(item_url(first), headers=who("ann1")).json()["yours"] == "closed"
     # the senior sees both, with the diff
     s = c.get(item_url(first), headers=who("lead", "senior")).json()
-    assert s["status"] == "needs_adjudication"
+    assert s["status"] == "needs_adjudication" and s["decisions"] == 2
     assert [x["annotator"] for x in s["reviews"]] == ["ann1", "ann2"]
-    assert s["diff"][0]["b"] == edit["value"] and s["diff"][0]["a"] == q["question"]
+    assert s["reviews"][1]["criteria"]["grounded"] == {"met": False, "note": "see Q2"}
+    assert s["diff"][0]["values"] == [q["question"], edit["value"]] and s["diff"][0]["changed"] == [False, True]
     todo = c.get("/api/items?status=needs_adjudication", headers=who("lead", "senior")).json()["items"]
     assert [t["id"] for t in todo] == [first]
-    # an annotator cannot adjudicate; the senior can
-    r = c.post(item_url(first, "/adjudicate"), headers=who("ann1"), json={"senior": "ann1", "decision": "accept"})
+    assert c.get("/api/items?status=needs_adjudication", headers=who("ann1")).json()["items"] == []
+    # an annotator cannot adjudicate; the senior can, editing any field (not only those the annotators changed)
+    r = c.post(item_url(first, "/adjudicate"), headers=who("ann1"), json=verdict("ann1", "accept", senior=True))
     assert r.status_code == 403
+    other = {"round": 1, "field": "user", "value": d["rounds"][0]["user"] + " Answer briefly."}
     r = c.post(item_url(first, "/adjudicate"), headers=who("lead", "senior"),
-               json={"senior": "lead", "decision": "revise", "edits": [edit], "comment": "take B"})
+               json=verdict("lead", "revise", senior=True, edits=[edit, other], comment="take B, and round 1"))
     assert r.status_code == 200 and r.json()["status"] == "accepted"
+    assert {e["field"] for e in r.json()["adjudication"]["edits"]} == {"question", "user"}
     p = c.get("/api/progress", headers=who("lead", "senior")).json()
-    assert p["counts"]["accepted"] == 1 and p["overall"]["revised"] == 1
+    assert p["scope"] == "all" and p["counts"]["accepted"] == 1 and p["overall"]["revised"] == 1
     people = {a["name"]: a for a in p["annotators"]}
     assert people["ann1"]["done"] == 1 and people["ann2"]["decisions"] == {"revise": 1}
-    assert people["ann1"]["timed"] == 1 and people["ann1"]["seconds_mean"] >= 0
+    assert people["ann1"]["timed"] == 1 and 0 <= people["ann1"]["seconds_mean"] <= 42.0
+    assert people["ann2"]["timed"] == 0  # no active time sent: none recorded
     assert people["lead"]["adjudicated"] == 1
     task = next(t for t in p["tasks"] if t["task"] == items[0]["task"])
-    assert task["agreement"]["items"] == 1 and task["agreement"]["agreement"] == 0.0
+    assert task["agreement"]["items"] == 1 and task["agreement"]["pairs"][0]["same"] == 0.0
     assert people["ann1"]["open"] == 12
 
 
-def test_kappa_between_the_two_annotators(sample: Path) -> None:
+def _views(c, name: str, iid: str) -> dict[str, object]:  # noqa: ANN001
+    """Everything ``name`` can ask the API, with the fields that differ by time alone taken out."""
+    volatile = {"video_url", "at", "undo", "seconds", "updated_at", "seconds_mean", "seconds_median"}
+
+    def clean(x: object) -> object:
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items() if k not in volatile}
+        if isinstance(x, list):
+            return [clean(v) for v in x]
+        return x
+
+    h = who(name)
+    return {path: clean(c.get(path, headers=h).json()) for path in (
+        "/api/session", "/api/items", item_url(iid), item_url(iid, "?claim=1"), "/api/next", "/api/progress",
+        "/api/items?status=needs_adjudication", "/api/items?status=accepted")} | {
+        page: c.get(page).text for page in ("/annotate", "/progress")}
+
+
+@pytest.mark.parametrize("second", ["reject", "revise"])
+def test_an_annotator_cannot_learn_the_other_decision(sample_master: Path, tmp_path: Path, second: str) -> None:
+    """Whatever the other annotator decided (the same, or not), everything ann1 can ask is the same,
+    before and after they change their mind: the blind rule of the double annotation."""
+    seen = []
+    for other in ("accept", second):
+        root = shutil.copytree(sample_master, tmp_path / other / "sample")
+        c = make_client(root)
+        iid = c.get("/api/next", headers=who("ann1")).json()["id"]
+        c.get(item_url(iid, "?claim=1"), headers=who("ann1"))
+        assert c.post(item_url(iid, "/review"), headers=who("ann1"), json=verdict("ann1", "accept")).status_code == 200
+        d = c.get(item_url(iid, "?claim=1"), headers=who("ann2")).json()
+        edits = [{"round": 1, "field": "user", "value": d["rounds"][0]["user"] + "?"}] if other == "revise" else []
+        assert c.post(item_url(iid, "/review"), headers=who("ann2"),
+                      json=verdict("ann2", other, edits=edits)).status_code == 200
+        views = _views(c, "ann1", iid)
+        change = c.post(item_url(iid, "/review"), headers=who("ann1"), json=verdict("ann1", "reject"))
+        assert change.status_code == 200 and change.json()["notice"] == CHANGED_NOTICE
+        views["change"] = {k: v for k, v in change.json().items() if k not in ("undo", "mine", "my_referral")}
+        views |= {f"after {k}": v for k, v in _views(c, "ann1", iid).items()}
+        seen.append(views)
+        # the senior sees the difference, and the change as a new disagreement with its notice
+        s = c.get(item_url(iid), headers=who("lead", "senior")).json()
+        assert s["status"] == "needs_adjudication" and s["notices"] == [
+            "ann1 changed their decision after both had decided: accept -> reject"]
+    assert seen[0] == seen[1]
+
+
+def test_a_refused_decision_goes_to_the_senior_with_its_text(sample: Path) -> None:
     c = make_client(sample)
-    ids = [i["id"] for i in c.get("/api/items", headers=who("a")).json()["items"]]
-    # four items: three pairs agree, one does not
-    plan = [("accept", "accept"), ("reject", "reject"), ("accept", "reject"), ("reject", "reject")]
-    for iid, (x, y) in zip(ids, plan):
-        for name, dec in (("a", x), ("b", y)):
-            body = {"annotator": name, "decision": dec, "comment": "why" if dec == "reject" else ""}
-            assert c.post(item_url(iid, "/review"), headers=who(name), json=body).status_code == 200
-    p = c.get("/api/progress", headers=who("a")).json()
-    # pairs: (acc,acc) (rej,rej) (acc,rej) (rej,rej): po = 3/4, pe = (2*1 + 2*3)/16 = 0.5 -> kappa 0.5
-    assert p["overall"]["agreement"]["items"] == 4
-    assert p["overall"]["agreement"]["kappa"] == pytest.approx(0.5)
-    assert p["overall"]["agreement"]["agreement"] == pytest.approx(0.75)
+    iid = c.get("/api/items", headers=who("ann1")).json()["items"][0]["id"]
+    for name in ("ann1", "ann2"):
+        assert c.post(item_url(iid, "/review"), headers=who(name), json=verdict(name, "accept")).status_code == 200
+    d = c.get(item_url(iid, "?claim=1"), headers=who("ann3")).json()
+    assert d["yours"] == "taken" and d["claimed"] is False
+    edit = {"round": 1, "field": "assistant", "value": "<b>A finished revision</b> & more"}
+    r = c.post(item_url(iid, "/review"), headers=who("ann3"),
+               json=verdict("ann3", "revise", edits=[edit], comment="long comment <script>x</script>"))
+    assert r.status_code == 200, r.text
+    assert r.json()["notice"] == TAKEN_NOTICE and r.json()["yours"] == "referred"
+    assert r.json()["my_referral"]["edits"][0]["value"] == edit["value"]  # nothing typed is lost
+    s = c.get(item_url(iid), headers=who("lead", "senior")).json()
+    assert s["status"] == "needs_adjudication" and [x["annotator"] for x in s["sides"]] == ["ann1", "ann2", "ann3"]
+    assert s["diff"][0]["values"][2] == edit["value"] and s["sides"][2]["comment"] == "long comment <script>x</script>"
+    r = c.post(item_url(iid, "/adjudicate"), headers=who("lead", "senior"),
+               json=verdict("lead", "revise", senior=True, edits=[edit]))
+    assert r.status_code == 200 and r.json()["status"] == "accepted"
+    assert c.get(item_url(iid), headers=who("lead", "senior")).json()["notices"] == []
+
+
+def test_a_second_senior_confirms_before_overwriting(sample: Path) -> None:
+    c = make_client(sample)
+    iid = c.get("/api/items", headers=who("ann1")).json()["items"][0]["id"]
+    c.post(item_url(iid, "/review"), headers=who("ann1"), json=verdict("ann1", "accept"))
+    c.post(item_url(iid, "/review"), headers=who("ann2"), json=verdict("ann2", "reject"))
+    assert c.post(item_url(iid, "/adjudicate"), headers=who("lead", "senior"),
+                  json=verdict("lead", "accept", senior=True)).status_code == 200
+    r = c.post(item_url(iid, "/adjudicate"), headers=who("lead2", "senior"),
+               json=verdict("lead2", "reject", senior=True))
+    assert r.status_code == 409 and r.json()["confirm"] is True and "lead's final decision" in r.json()["error"]
+    assert c.get(item_url(iid), headers=who("lead2", "senior")).json()["status"] == "accepted"
+    r = c.post(item_url(iid, "/adjudicate"), headers=who("lead2", "senior"),
+               json=verdict("lead2", "reject", senior=True, confirm=True))
+    assert r.status_code == 200 and r.json()["status"] == "rejected"
+    assert c.post(item_url(iid, "/adjudicate"), headers=who("lead2", "senior"),
+                  json=verdict("lead2", "reject", senior=True, comment="again")).status_code == 200  # their own
+
+
+def test_the_criteria_are_required_and_ruled(sample: Path) -> None:
+    c = make_client(sample)
+    iid = c.get("/api/items", headers=who("a")).json()["items"][0]["id"]
+    url = item_url(iid, "/review")
+    cases = [
+        ({"annotator": "a", "decision": "accept"}, "mark each criterion met or not met"),
+        (verdict("a", "accept", unmet=("capability",)), "accept needs every criterion met (capability not met)"),
+        (verdict("a", "accept", checklist={"99.Q1": "keep"}), "no checklist item 99.Q1"),
+        (verdict("a", "accept", criteria={"capability": {"met": True}}), "missing grounded, coherent"),
+        (verdict("a", "accept", criteria={"capability": {"met": True, "x": 1}}), "Extra inputs"),
+    ]
+    for body, msg in cases:
+        r = c.post(url, headers=who("a"), json=body)
+        assert r.status_code == 422 and msg in r.json()["error"], (body, r.text)
+    key = c.get(item_url(iid), headers=who("a")).json()["checklist_keys"][0]
+    r = c.post(url, headers=who("a"), json=verdict("a", "accept", checklist={key: "revise"}))
+    assert r.status_code == 422 and "accept keeps every checklist item" in r.json()["error"]
+    r = c.post(url, headers=who("a"), json=verdict("a", "reject", unmet=("grounded", "coherent"),
+                                                   checklist={key: "revise"}))
+    assert r.status_code == 200 and r.json()["mine"]["checklist"][key] == "revise"
+    assert [k for k, v in r.json()["mine"]["criteria"].items() if not v["met"]] == ["grounded", "coherent"]
+
+
+def test_drafts_are_kept_per_person_and_item(sample: Path) -> None:
+    c = make_client(sample)
+    iid = c.get("/api/items", headers=who("a")).json()["items"][0]["id"]
+    d = c.get(item_url(iid, "?claim=1"), headers=who("a")).json()
+    assert d["drafts"] == {}
+    data = {"mode": "revise", "comment": "<img src=x onerror=alert(1)>", "fields": {"1.user": "half typed"}}
+    r = c.put(item_url(iid, "/draft"), headers=who("a"), json={"content_hash": d["content_hash"], "data": data})
+    assert r.status_code == 200, r.text
+    assert c.get(item_url(iid), headers=who("a")).json()["drafts"]["review"]["data"] == data
+    assert c.get(item_url(iid), headers=who("b")).json()["drafts"] == {}  # per person
+    assert c.get(item_url(iid, "/draft?scope=review"), headers=who("a")).json()["draft"]["data"] == data
+    r = c.put(item_url(iid, "/draft"), headers=who("a"), json={"scope": "adjudicate", "content_hash": "x", "data": {}})
+    assert r.status_code == 403  # an annotator keeps no senior drafts
+    r = c.put(item_url(iid, "/draft"), headers=who("lead", "senior"),
+              json={"scope": "adjudicate", "content_hash": d["content_hash"], "data": {"comment": "merge A and B"}})
+    assert r.status_code == 200
+    assert c.get(item_url(iid), headers=who("lead", "senior")).json()["drafts"]["adjudicate"]["data"] == {
+        "comment": "merge A and B"}
+    big = {"content_hash": d["content_hash"], "data": {"comment": "x" * 300_000}}
+    r = c.put(item_url(iid, "/draft"), headers=who("a"), json=big)
+    assert r.status_code == 422 and "larger than 256 KiB" in r.json()["error"]
+    # a refused save keeps the draft; a recorded decision ends it
+    r = c.post(item_url(iid, "/review"), headers=who("a"), json=verdict("a", "accept", content_hash="0" * 16))
+    assert r.status_code == 409 and c.get(item_url(iid), headers=who("a")).json()["drafts"]["review"]["data"] == data
+    assert c.post(item_url(iid, "/review"), headers=who("a"), json=verdict("a", "accept")).status_code == 200
+    assert c.get(item_url(iid), headers=who("a")).json()["drafts"] == {}
+    assert c.delete(item_url(iid, "/draft?scope=review"), headers=who("a")).json() == {"draft": None}
+
+
+def test_undo_a_one_key_decision(sample: Path) -> None:
+    c = make_client(sample)
+    iid = c.get("/api/next", headers=who("a")).json()["id"]
+    r = c.post(item_url(iid, "/review"), headers=who("a"), json=verdict("a", "accept"))
+    seq = r.json()["undo"]
+    assert c.post(item_url(iid, "/undo"), headers=who("b"), json={"seq": seq}).status_code == 409  # not b's
+    r = c.post(item_url(iid, "/undo"), headers=who("a"), json={"seq": seq})
+    assert r.status_code == 200 and r.json()["mine"] is None and r.json()["yours"] == "open"
+    assert c.get("/api/next", headers=who("a")).json()["id"] == iid  # back in the queue, first
+    assert c.post(item_url(iid, "/undo"), headers=who("a"), json={"seq": seq}).status_code == 409
+
+
+def test_video_links_survive_a_restart_and_can_be_signed_again(sample: Path) -> None:
+    c = make_client(sample)
+    iid = c.get("/api/next", headers=who("a")).json()["id"]
+    url = c.get(item_url(iid), headers=who("a")).json()["video_url"]
+    restarted = make_client(sample)  # a new process: the same store, so the same signing key
+    assert restarted.get(url, headers={"Range": "bytes=0-9"}).status_code == 206
+    fresh = restarted.get(item_url(iid, "/video"), headers=who("a")).json()["video_url"]
+    assert fresh.startswith("/media/") and restarted.get(fresh, headers={"Range": "bytes=0-9"}).status_code == 206
+
+
+def test_kappa_per_annotator_pair_whoever_decided_first(sample: Path) -> None:
+    """Six dialogues decided by ann1 and ann2 in alternating order. Per pair (ann1 as rater A):
+    ann1 = [acc, acc, acc, acc, rej, rej], ann2 = [acc, acc, rej, acc, rej, acc]: po = 4/6;
+    ann1 has 4 acc / 2 rej, ann2 4 acc / 2 rej: pe = (4*4 + 2*2) / 36 = 20/36; kappa = (24 - 20) / (36 - 20) = 0.25.
+    "First vs second" would pair (acc,acc) (acc,acc) (rej,acc) (acc,acc) (rej,rej) (rej,acc) instead:
+    first = 3 acc / 3 rej, second = 5 acc / 1 rej: pe = (15 + 3) / 36, kappa = (24 - 18) / (36 - 18) = 1/3."""
+    c = make_client(sample)
+    ids = [i["id"] for i in c.get("/api/items", headers=who("a")).json()["items"]][:6]
+    plan = [("accept", "accept", "ann1"), ("accept", "accept", "ann2"), ("accept", "reject", "ann2"),
+            ("accept", "accept", "ann1"), ("reject", "reject", "ann1"), ("reject", "accept", "ann2")]
+    for iid, (x, y, first) in zip(ids, plan):
+        order = [("ann1", x), ("ann2", y)] if first == "ann1" else [("ann2", y), ("ann1", x)]
+        for name, dec in order:
+            assert c.post(item_url(iid, "/review"), headers=who(name), json=verdict(name, dec)).status_code == 200
+    p = c.get("/api/progress", headers=who("lead", "senior")).json()
+    (pair,) = p["overall"]["agreement"]["pairs"]
+    assert (pair["a"], pair["b"], pair["items"]) == ("ann1", "ann2", 6)
+    assert pair["kappa"]["decision"] == pytest.approx(0.25)
+    assert p["overall"]["agreement"]["kappa"] == pytest.approx(0.25)
+    assert pair["same"] == pytest.approx(4 / 6) and p["overall"]["agreement"]["alpha"] is None  # two people only
+    assert pair["kappa"]["capability"] is None  # everyone said "met": undefined, not 1
+    # an annotator sees only their own work, no agreement and nobody else
+    own = c.get("/api/progress", headers=who("ann1")).json()
+    assert own["scope"] == "own" and own["me"]["done"] == 6 and "annotators" not in own and "overall" not in own
+
+
+def test_krippendorff_alpha_when_more_than_two_people_decided(sample: Path) -> None:
+    """Three annotators on four dialogues, two per dialogue. Units (decision labels):
+    (acc, acc) (acc, rej) (rej, rej) (acc, acc): o_aa = 4, o_ar = o_ra = 1, o_rr = 2; n_a = 5, n_r = 3, n = 8;
+    alpha = 1 - 7 * 2 / (5*3 + 3*5) = 1 - 14/30 = 8/15."""
+    c = make_client(sample)
+    ids = [i["id"] for i in c.get("/api/items", headers=who("a")).json()["items"]][:4]
+    plan = [("ann1", "accept", "ann2", "accept"), ("ann2", "accept", "ann3", "reject"),
+            ("ann1", "reject", "ann3", "reject"), ("ann1", "accept", "ann3", "accept")]
+    for iid, (p1, d1, p2, d2) in zip(ids, plan):
+        for name, dec in ((p1, d1), (p2, d2)):
+            assert c.post(item_url(iid, "/review"), headers=who(name), json=verdict(name, dec)).status_code == 200
+    agreement = c.get("/api/progress", headers=who("lead", "senior")).json()["overall"]["agreement"]
+    assert agreement["people"] == 3 and agreement["alpha"]["decision"] == pytest.approx(8 / 15)
+    assert [(x["a"], x["b"], x["items"]) for x in agreement["pairs"]] == [
+        ("ann1", "ann2", 1), ("ann1", "ann3", 2), ("ann2", "ann3", 1)]
+    assert agreement["kappa"] is None  # several pairs: no single headline kappa
+
+
+def test_guidelines_markdown_is_rendered_escaped(sample: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from mtvbench.review.app import LOOPBACK_NAMES, create_app
+    from mtvbench.review.source import open_source
+    from mtvbench.review.store import ReviewStore
+
+    md = "# Our rules\n\nCheck **twice**. <script>alert(1)</script> [x](javascript:alert(1)) ![i](http://e.x/i.png)"
+    source = open_source(sample)
+    c = TestClient(create_app(source, ReviewStore(source.default_store), guidelines=md,
+                              trusted_hosts=LOOPBACK_NAMES | {"testserver"}))
+    page = c.get("/annotate").text
+    assert "<h1>Our rules</h1>" in page and "<strong>twice</strong>" in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert" not in page
+    assert 'href="javascript' not in page and "e.x/i.png\"" not in page and "<img" not in page
+    assert "<h1>Our rules</h1>" in c.get("/senior").text
+    assert "Capability" in make_client(sample).get("/annotate").text  # the built-in guidelines otherwise
 
 
 def test_validation_errors_are_clear(sample: Path) -> None:
@@ -126,14 +343,12 @@ def test_tokens(sample: Path) -> None:
     iid = c.get("/api/items", headers=bearer(t1)).json()["items"][0]["id"]
     r = c.post(item_url(iid, "/review"), headers=bearer(t1), json={"annotator": "ann2", "decision": "accept"})
     assert r.status_code == 403  # an annotator can only act as themselves
-    assert c.post(item_url(iid, "/review"), headers=bearer(t1),
-                  json={"annotator": "ann1", "decision": "accept"}).status_code == 200
-    assert c.post(item_url(iid, "/review"), headers=bearer(t2),
-                  json={"annotator": "ann2", "decision": "reject", "comment": "no"}).status_code == 200
+    assert c.post(item_url(iid, "/review"), headers=bearer(t1), json=verdict("ann1", "accept")).status_code == 200
+    assert c.post(item_url(iid, "/review"), headers=bearer(t2), json=verdict("ann2", "reject")).status_code == 200
     assert c.post(item_url(iid, "/adjudicate"), headers=bearer(t2),
-                  json={"senior": "ann2", "decision": "accept"}).status_code == 403
+                  json=verdict("ann2", "accept", senior=True)).status_code == 403
     assert c.post(item_url(iid, "/adjudicate"), headers=bearer(tl),
-                  json={"senior": "lead", "decision": "accept"}).status_code == 200
+                  json=verdict("lead", "accept", senior=True)).status_code == 200
 
 
 def test_removing_a_user_revokes_their_signed_video_links_at_once(sample: Path) -> None:

@@ -10,28 +10,16 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
 from mtvbench.data.official import load_official
 from mtvbench.review.store import ReviewStore
 from tests.review.conftest import running_server
-from tests.support.browser import chromium
+from tests.support.browser import FLAGS, playwright_or_skip
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
 SAVED = "v => document.body.dataset.lastSaved === v"
 PAYLOAD = '<img src=x onerror="document.body.dataset.pwned=1">'
-
-
-def _browser():  # noqa: ANN202
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python not installed")
-    pytest.importorskip("uvicorn", reason="the review web app needs mtvbench[review]")
-    exe = chromium()
-    if exe is None:
-        pytest.skip("Chromium not installed (apt-get install -y chromium)")
-    return sync_api, exe
 
 
 def _inject_markup(sample: Path) -> None:
@@ -46,7 +34,7 @@ def _inject_markup(sample: Path) -> None:
 
 def run_flow(path: Path, shots: Path, tag: str) -> tuple[str, str]:
     """Returns (the reviewed item's id, the revised checklist question)."""
-    sync_api, exe = _browser()
+    sync_api, exe = playwright_or_skip()
     store = ReviewStore(path / "review.sqlite")
     tokens = {n: store.add_user(n, r) for n, r in (("ann1", "annotator"), ("ann2", "annotator"), ("lead", "senior"))}
     problems: list[str] = []
@@ -90,6 +78,7 @@ def run_flow(path: Path, shots: Path, tag: str) -> tuple[str, str]:
                 assert a1.evaluate("document.body.dataset.pwned") is None
             a1.keyboard.press("j")
             assert a1.locator("#round-2.current").count() == 1
+            a1.keyboard.press("2")  # grounded: met (`a` marks the rest met)
             a1.keyboard.press("?")
             assert a1.locator("#help").is_visible()
             a1.keyboard.press("Escape")
@@ -103,6 +92,8 @@ def run_flow(path: Path, shots: Path, tag: str) -> tuple[str, str]:
             a2 = login("ann2", "/annotate", "#rounds .round.scored")
             assert a2.locator("#meta .item-id").inner_text() == item_id
             assert "ann1" not in a2.locator("body").inner_text()
+            for key in "123":  # the three criteria: met
+                a2.keyboard.press(key)
             a2.keyboard.press("r")
             q = a2.locator("#rounds .round.scored .q-edit").first
             revised = q.input_value() + " (checked against the video)"

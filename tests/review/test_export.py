@@ -161,3 +161,39 @@ def test_not_a_review_source(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "neither a build workspace" in r.output
     r = runner.invoke(app, ["review", "export", str(tmp_path / "missing"), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2 and "not a folder" in r.output
+
+
+def test_guidelines_file_errors_are_clear(sample: Path, tmp_path: Path) -> None:
+    for name, content, msg in (("missing.md", None, "cannot read it"), ("latin.md", b"caf\xe9", "not UTF-8 text"),
+                               ("big.md", b"x" * (300 * 1024), "larger than 256 KiB")):
+        path = tmp_path / name
+        if content is not None:
+            path.write_bytes(content)
+        r = runner.invoke(app, ["review", "serve", str(sample), "--guidelines", str(path), "--port", "0"])
+        assert r.exit_code == 2 and f"--guidelines {path}: {msg}" in r.output and "Traceback" not in r.output, r.output
+
+
+def test_the_audit_trail_keeps_criteria_marks_and_referrals(sample: Path, tmp_path: Path) -> None:
+    from mtvbench.review.model import CRITERIA, Criterion
+
+    source = open_source(sample)
+    items = source.load()
+    st = ReviewStore(source.default_store)
+    st.sync(items)
+    it = items[0]
+    key = it.checklist_keys()[0]
+    unmet = {c: Criterion(met=c != "grounded", note="<script>x</script>" if c == "grounded" else "") for c in CRITERIA}
+    st.record(it, "ann1", "reject", [], "not grounded", criteria=unmet, checklist={key: "revise"}, strict=True)
+    st.record(it, "ann2", "accept", criteria={c: Criterion(met=True) for c in CRITERIA}, strict=True)
+    st.record(it, "ann3", "accept", criteria={c: Criterion(met=True) for c in CRITERIA}, strict=True, refer=True)
+    out = tmp_path / "exp"
+    assert runner.invoke(app, ["review", "export", str(sample), "--out", str(out)]).exit_code == 3
+    audit = json.loads((out / "review.json").read_text())
+    assert audit["version"] == 2 and list(audit["criteria"]) == list(CRITERIA)
+    (item,) = [i for i in audit["items"] if i["id"] == it.id]
+    assert item["reviews"][0]["criteria"]["grounded"] == {"met": False, "note": "<script>x</script>"}
+    assert item["reviews"][0]["checklist"][key] == "revise" and item["status"] == "needs_adjudication"
+    assert [(r["annotator"], r["reason"]) for r in item["referrals"]] == [("ann3", "taken")]
+    assert [(h["who"], h["action"]) for h in audit["history"]] == [("ann1", "review"), ("ann2", "review"),
+                                                                   ("ann3", "refer")]
+    assert audit["history"][0]["criteria"]["grounded"]["met"] is False

@@ -109,10 +109,10 @@ def test_side_by_side_diff() -> None:
     ea = check_decision(it, "revise", [Edit(round=1, field="assistant", value="A red car stops quickly.")], "")
     eb = check_decision(it, "revise", [Edit(round=2, field="expected", item="Q2", value="Yes"),
                                        Edit(round=1, field="assistant", value="A blue car stops.")], "")
-    d = compare(it, Annotation(annotator="a", decision="revise", edits=ea),
-                Annotation(annotator="b", decision="revise", edits=eb))
-    assert [(x.round, x.field, x.item, x.a_changed, x.b_changed) for x in d] == [
-        (1, "assistant", None, True, True), (2, "expected", "Q2", False, True)]
-    assert [(p.op, p.text) for p in d[0].diff_b if p.op != "equal"] == [("delete", "red"), ("insert", "blue")]
-    assert d[1].a == "No" and d[1].b == "Yes"
+    d = compare(it, [Annotation(annotator="a", decision="revise", edits=ea),
+                     Annotation(annotator="b", decision="revise", edits=eb)])
+    assert [(x.round, x.field, x.item, x.changed) for x in d] == [
+        (1, "assistant", None, [True, True]), (2, "expected", "Q2", [False, True])]
+    assert [(p.op, p.text) for p in d[0].diffs[1] if p.op != "equal"] == [("delete", "red"), ("insert", "blue")]
+    assert d[1].values == ["No", "Yes"]
     assert "".join(p.text for p in word_diff("a b", "a c") if p.op != "delete") == "a c"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
+from mtvbench.review.model import CRITERIA, Criterion
 from mtvbench.review.source import open_source
 from mtvbench.review.store import ReviewStore
 
@@ -53,6 +54,12 @@ def test_an_old_review_store_opens_with_its_decisions_and_users(sample: Path, tm
     assert len(store.history()) == history == 7
     assert [(u.name, u.role) for u in store.users()] == [("ann1", "annotator"), ("lead", "senior")]
     assert store.signing_epoch("ann9") == 1  # the removed user's links stay revoked
+    # migrated to format 2: the old decisions have no criteria ("not recorded"), new ones record them
+    assert all(r.criteria is None and r.checklist is None for s in store.states().values() for r in s.reviews)
+    pending = next(it for it in open_source(sample).load() if it.id == "memory_recall/rocket_countdown/0")
+    st = store.record(pending, "ann1", "accept", criteria={c: Criterion(met=True) for c in CRITERIA}, strict=True)
+    assert st.review_of("ann1").criteria is not None and len(store.history()) == history + 1
+    store.undo(pending, "ann1", st.seq)
     res = runner.invoke(app, ["review", "export", str(sample), "--store", str(store_path), "--out",
                               str(tmp_path / "exp")])
     assert res.exit_code == 3, res.output  # INCOMPLETE: 10 dialogues without a final decision

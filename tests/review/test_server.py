@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.review.conftest import item_url, running_server, who
+from tests.review.conftest import item_url, running_server, verdict, who
 
 pytest.importorskip("uvicorn", reason="the review web app needs mtvbench[review]")
 
@@ -27,8 +27,7 @@ def test_concurrent_annotators_and_a_killed_server_lose_nothing(sample: Path) ->
             with httpx.Client(base_url=url, timeout=10) as c:
                 for iid in ids:
                     try:
-                        r = c.post(item_url(iid, "/review"), headers=who(name),
-                                   json={"annotator": name, "decision": "accept"})
+                        r = c.post(item_url(iid, "/review"), headers=who(name), json=verdict(name, "accept"))
                     except httpx.TransportError:
                         return  # the server is gone: this decision was never acknowledged
                     if r.status_code != 200:
@@ -57,8 +56,8 @@ def test_concurrent_annotators_and_a_killed_server_lose_nothing(sample: Path) ->
         for name in ("ann1", "ann2"):
             while (nxt := c.get("/api/next", headers=who(name)).json()["id"]) is not None:
                 assert c.post(item_url(nxt, "/review"), headers=who(name),
-                              json={"annotator": name, "decision": "accept"}).status_code == 200
-        p = c.get("/api/progress", headers=who("ann1")).json()
+                              json=verdict(name, "accept")).status_code == 200
+        p = c.get("/api/progress", headers=who("lead", "senior")).json()
     assert p["counts"]["accepted"] == len(ids)
     assert {a["name"]: a["done"] for a in p["annotators"]} == {"ann1": len(ids), "ann2": len(ids)}
 

@@ -14,7 +14,7 @@ from mtvbench.cli import app
 from mtvbench.construct.review_queue import load_queue, queue_path
 from mtvbench.construct.workspace import Workspace
 from mtvbench.data.official import load_official
-from tests.review.conftest import item_url, make_client, who
+from tests.review.conftest import item_url, make_client, verdict, who
 
 runner = CliRunner()
 
@@ -47,11 +47,11 @@ def test_web_and_cli_share_the_store_and_exports_apply_the_revision(ws: Path, tm
     fixed = "Does the model say the square is red?"
     edit = {"round": r_scored["index"], "field": "question", "item": q["key"], "value": fixed}
     assert c.post(item_url(cross["id"], "/review"), headers=who("ann1"),
-                  json={"annotator": "ann1", "decision": "accept"}).status_code == 200
+                  json=verdict("ann1", "accept")).status_code == 200
     assert c.post(item_url(cross["id"], "/review"), headers=who("ann2"),
-                  json={"annotator": "ann2", "decision": "revise", "edits": [edit]}).status_code == 200
+                  json=verdict("ann2", "revise", edits=[edit])).status_code == 200
     assert c.post(item_url(cross["id"], "/adjudicate"), headers=who("lead", "senior"),
-                  json={"senior": "lead", "decision": "revise", "edits": [edit]}).status_code == 200
+                  json=verdict("lead", "revise", senior=True, edits=[edit])).status_code == 200
     # the command line records into the same store, and sees the web decisions
     other = next(i["id"] for i in items if i["id"] != cross["id"])
     _cli("build", "review", "record", "-w", str(ws), "--id", other, "--annotator", "ann1", "--decision", "accept")
@@ -118,3 +118,27 @@ def test_decisions_of_earlier_queue_files_move_into_the_store(ws: Path) -> None:
     it = load_queue(Workspace(ws)).items[first]
     assert [a.annotator for a in it.annotations] == ["old1", "old2"] and it.status == "accepted"
     assert it.adjudication is not None and it.adjudication.annotator == "oldlead"
+
+
+def test_criteria_changes_and_overwrites_on_the_command_line(ws: Path) -> None:
+    from mtvbench.review.store import ReviewStore
+
+    iid = next(iter(load_queue(Workspace(ws)).items))
+    base = ["build", "review", "record", "-w", str(ws), "--id", iid]
+    r = runner.invoke(app, [*base, "--annotator", "ann1", "--decision", "accept", "--not-met", "grounded"])
+    assert r.exit_code == 2 and "accept needs every criterion met (grounded not met)" in r.output
+    r = runner.invoke(app, [*base, "--annotator", "ann1", "--decision", "reject", "--not-met", "nonsense"])
+    assert r.exit_code == 2 and "--not-met nonsense: the criteria are capability, grounded, coherent" in r.output
+    _cli(*base, "--annotator", "ann1", "--decision", "reject", "--note", "blurry", "--not-met", "grounded")
+    assert "needs_adjudication" in _cli(*base, "--annotator", "ann2", "--decision", "accept")
+    changed = _cli(*base, "--annotator", "ann1", "--decision", "accept")
+    assert "goes to the senior annotator as a new disagreement" in changed
+    adj = ["build", "review", "adjudicate", "-w", str(ws), "--id", iid, "--decision", "accept"]
+    _cli(*adj, "--senior", "lead")
+    r = runner.invoke(app, [*adj, "--senior", "lead2"])
+    assert r.exit_code == 2 and "overwrites lead's final decision" in r.output and "--overwrite" in r.output
+    _cli(*adj, "--senior", "lead2", "--overwrite")
+    st = ReviewStore(ws / "review.sqlite").states()[iid]
+    assert st.adjudication.annotator == "lead2" and st.referrals[0].previous.criteria["grounded"].met is False
+    ann2 = st.review_of("ann2")  # accept on the command line: every criterion met, every checklist item kept
+    assert ann2.criteria["capability"].met and set(ann2.checklist.values()) == {"keep"}

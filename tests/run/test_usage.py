@@ -58,3 +58,64 @@ def test_usage_adds_up_across_resumes_and_has_no_cost_without_prices(dataset: Pa
     assert u["model"]["calls"] == 3 and u["sessions"] == 2  # 2 turns, then the edited one again: all paid
     assert u["model"]["cost"] is None and u["cost"] is None and u["judge"]["cost"] == 0.0  # offline: no tokens
     assert "no price in the config" in res.output
+
+
+def test_cached_tokens_are_stored_per_call_shown_and_priced(dataset: Path, tmp_path: Path) -> None:
+    """A server that simulates a prefix cache reports cached tokens: they reach the calls ledger per call,
+    scores.json, the terminal summary and report.html, and the cost prices them at ``cached_input``."""
+    from tests.support.openai_server import ServerState
+
+    prices = {"model": {"input": 2.0, "output": 10.0, "cached_input": 0.5}, "judge": {"input": 1.0, "output": 2.0}}
+    state = ServerState(prefix_cache=True)
+    with LoopbackServer(state) as srv:  # self context: round 5 of a dialogue is sent after round 3 was answered
+        res = cli_run(settings(dataset, tmp_path / "run", srv.url, tmp_path / "cache", prices=prices,
+                               context="self"))
+    assert res.exit_code == 0, res.output
+    reported = sum(c for judge, c in state.cached if not judge)
+    assert reported >= 6 * 5 * 4  # at least each dialogue's second round found its frames cached
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "run" / "store.sqlite") as db:
+        rows = db.execute("SELECT role, cached_tokens FROM calls").fetchall()
+    assert sum(c for role, c in rows if role == "model") == reported
+    assert {c for role, c in rows if role == "judge"} == {0} and None not in {c for _, c in rows}
+    m = scores_of(tmp_path / "run")["usage"]["model"]
+    assert (m["cached_tokens"], m["cached_not_recorded"]) == (reported, 0)
+    prompt, n = m["prompt_tokens"], m["calls"]
+    assert prompt == n * MODEL_PROMPT and n >= 12
+    assert m["cost"] == pytest.approx(((prompt - reported) * 2.0 + reported * 0.5 + n * COMPLETION * 10.0) / 1e6)
+    out = " ".join(res.output.split())
+    assert f"({reported:,} of them cached)" in out
+    from mtvbench.analysis.report import build_report
+
+    build_report([tmp_path / "run"], tmp_path / "rep", scene_cache_dir=tmp_path / "scenes", thumbs=0, bootstrap=0)
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert f"<td>{reported:,} of them cached</td>" in html[html.index("Usage and cost"):]
+
+
+def test_calls_without_cached_counts_say_not_recorded_and_the_cost_is_an_upper_bound(dataset: Path,
+                                                                                    tmp_path: Path) -> None:
+    prices = {"model": {"input": 2.0, "output": 10.0, "cached_input": 0.5}, "judge": {"input": 1.0, "output": 2.0}}
+    with LoopbackServer() as srv:  # a server that does not report cached tokens
+        res = cli_run(settings(dataset, tmp_path / "run", srv.url, tmp_path / "cache", prices=prices, limit=1,
+                               tasks=["OR"]))
+    assert res.exit_code == 0, res.output
+    m = scores_of(tmp_path / "run")["usage"]["model"]
+    assert (m["cached_tokens"], m["cached_not_recorded"]) == (0, m["calls"]) and m["calls"] == 2
+    assert m["cost"] == pytest.approx((2 * MODEL_PROMPT * 2.0 + 2 * COMPLETION * 10.0) / 1e6)
+    out = " ".join(res.output.split())
+    assert "cached tokens not recorded" in out and "an upper bound" in out
+
+
+def test_a_run_directory_made_before_shows_cached_tokens_not_recorded(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.support.run_helpers import cli
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "rundirs" / "main-e5b7f5c-oracle"
+    run = shutil.copytree(fixture, tmp_path / "run", ignore=shutil.ignore_patterns("data"))
+    res = cli("score", run)
+    assert res.exit_code == 0, res.output
+    m = scores_of(run)["usage"]["model"]
+    assert m["calls"] > 0 and m["cached_not_recorded"] == m["calls"] and m["cached_tokens"] == 0
+    assert "cached tokens not recorded" in " ".join(res.output.split())

@@ -6,7 +6,16 @@ google-genai SDK uses:
   then ``POST`` of the bytes to that URL (``upload, finalize``) -> ``X-Goog-Upload-Status: final``
   and ``{"file": ...}``,
 - ``GET /{v}/files/{id}`` (``PROCESSING`` for the first ``processing_polls`` polls, then ``ACTIVE``),
-- ``DELETE /{v}/files/{id}``.
+- ``DELETE /{v}/files/{id}``,
+- the caches API (context caching): ``POST /{v}/cachedContents`` (``model``, ``contents``,
+  ``systemInstruction``, ``ttl`` "Ns", ``displayName``) -> the ``CachedContent`` (``name``
+  ``cachedContents/{id}``, ``expireTime``, ``usageMetadata.totalTokenCount``; 400 INVALID_ARGUMENT when it
+  holds fewer than ``min_cache_tokens``), ``GET``/``DELETE /{v}/cachedContents/{id}``; a generateContent
+  with ``cachedContent`` reads the cache's contents before its own (403 PERMISSION_DENIED for a cache that
+  is deleted, expired or made for another model; 400 when the request sets a system instruction too) and
+  reports ``cachedContentTokenCount``.
+
+Token counts: 258 per image (the documented count of an image of at most 384 px) and 10 for the text.
 
 Replies: ``"Answer to: <question> [frames=<n inline images>] [files=<n file parts>]"`` or what
 ``model_reply`` returns. ``block(question, attempt)`` can make a reply safety-blocked (``"prompt"``:
@@ -23,6 +32,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -48,7 +58,14 @@ class GeminiState:
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     attempts: Counter = field(default_factory=Counter)
     api_keys: list[str] = field(default_factory=list)
+    #: cache id -> {"model", "images", "system", "expires" (time.time()), "deleted", "display"}
+    caches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the smallest cache the server makes (tokens), as the API's per-model minimum
+    min_cache_tokens: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def live_caches(self) -> list[str]:
+        return [k for k, c in self.caches.items() if not c["deleted"] and c["expires"] > time.time()]
 
     def uploads_of(self, display_name: str) -> int:
         return sum(1 for f in self.files.values() if f.get("displayName") == display_name)
@@ -113,10 +130,18 @@ class _Handler(BaseHTTPRequestHandler):
         m = re.fullmatch(r"/[^/]+/models/([^/:]+):generateContent", path)
         if m:
             return self._generate(m.group(1), raw)
+        if re.fullmatch(r"/[^/]+/cachedContents", path):
+            return self._create_cache(json.loads(raw))
         self._send(404, {"error": {"code": 404, "message": f"no route {path}", "status": "NOT_FOUND"}})
 
     def do_GET(self) -> None:  # noqa: N802
         st = self.state
+        m = re.fullmatch(r"/[^/]+/cachedContents/([0-9a-f]+)", self.path.split("?", 1)[0])
+        if m:
+            with st.lock:
+                obj = self._cache_json(m.group(1)) if m.group(1) in st.live_caches() else None
+            self._send(200, obj) if obj else self._send(404, _not_found("no such cached content"))
+            return
         m = re.fullmatch(r"/[^/]+/files/([0-9a-f]+)", self.path.split("?", 1)[0])
         with st.lock:
             if not m or m.group(1) not in st.files or st.files[m.group(1)]["deleted"]:
@@ -129,6 +154,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:  # noqa: N802
         st = self.state
+        m = re.fullmatch(r"/[^/]+/cachedContents/([0-9a-f]+)", self.path.split("?", 1)[0])
+        if m:
+            with st.lock:
+                found = m.group(1) in st.live_caches()
+                if found:
+                    st.caches[m.group(1)]["deleted"] = True
+                    st.counters["cache_deletes"] += 1
+            self._send(200, {}) if found else self._send(404, _not_found("no such cached content"))
+            return
         m = re.fullmatch(r"/[^/]+/files/([0-9a-f]+)", self.path.split("?", 1)[0])
         with st.lock:
             if not m or m.group(1) not in st.files:
@@ -176,12 +210,61 @@ class _Handler(BaseHTTPRequestHandler):
             obj = {"file": self._file_json(fid)}
         self._send(200, obj, {"X-Goog-Upload-Status": "final"})
 
+    # ------------------------------------------------------------------ caches API
+    def _cache_json(self, cid: str) -> dict[str, Any]:
+        c = self.state.caches[cid]
+        expire = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(c["expires"]))
+        return {"name": f"cachedContents/{cid}", "model": c["model"], "displayName": c["display"],
+                "expireTime": expire, "usageMetadata": {"totalTokenCount": c["tokens"]}}
+
+    def _create_cache(self, body: dict[str, Any]) -> None:
+        st = self.state
+        images = sum(1 for content in body.get("contents", []) for part in content.get("parts", [])
+                     if _get(part, "inlineData", "inline_data"))
+        system = body.get("systemInstruction")
+        tokens = 258 * images + (10 if system else 0)
+        ttl = re.fullmatch(r"([0-9.]+)s", str(body.get("ttl", "3600s")))
+        if ttl is None or not str(body.get("model", "")).startswith("models/"):
+            self._send(400, {"error": {"code": 400, "message": "bad ttl or model", "status": "INVALID_ARGUMENT"}})
+            return
+        if tokens < st.min_cache_tokens:
+            self._send(400, {"error": {"code": 400, "message": f"Cached content is too small. total_token_count="
+                                       f"{tokens}, min_total_token_count={st.min_cache_tokens}",
+                                       "status": "INVALID_ARGUMENT"}})
+            return
+        cid = uuid.uuid4().hex[:12]
+        with st.lock:
+            st.caches[cid] = {"model": body["model"], "images": images, "system": system, "tokens": tokens,
+                              "expires": time.time() + float(ttl.group(1)), "deleted": False,
+                              "display": body.get("displayName", "")}
+            st.counters["cache_creates"] += 1
+            obj = self._cache_json(cid)
+        self._send(200, obj)
+
     # ------------------------------------------------------------------ generateContent
     def _generate(self, model: str, raw: bytes) -> None:
         st = self.state
         body = json.loads(raw)
         key = hashlib.sha1(raw).hexdigest()
         text, n_inline, file_uris = "", 0, []
+        cached_images = 0
+        cache_name = body.get("cachedContent")
+        if cache_name:
+            cid = str(cache_name).rsplit("/", 1)[-1]
+            with st.lock:
+                cache = st.caches.get(cid) if cid in st.live_caches() else None
+            if cache is None or cache["model"] != f"models/{model}":
+                self._send(403, {"error": {"code": 403, "message": "CachedContent not found (or permission denied)",
+                                           "status": "PERMISSION_DENIED"}})
+                return
+            if body.get("systemInstruction"):
+                self._send(400, {"error": {"code": 400, "message": "CachedContent can not be used with "
+                                           "GenerateContent request setting system_instruction",
+                                           "status": "INVALID_ARGUMENT"}})
+                return
+            cached_images = cache["images"]
+            with st.lock:
+                st.counters["cached_generate"] += 1
         for content in body.get("contents", []):
             for part in content.get("parts", []):
                 if "text" in part:
@@ -200,6 +283,7 @@ class _Handler(BaseHTTPRequestHandler):
             ordinal = len(st.attempts)
             st.counters["generate"] += 1
             st.requests.append({"model": model, "text": text, "inline": n_inline, "files": file_uris,
+                                "cached_content": cache_name, "cached_images": cached_images,
                                 "system": body.get("systemInstruction"), "config": body.get("generationConfig", {}),
                                 "safety": body.get("safetySettings"), "attempt": attempt})
             missing = [u for u in file_uris if self._file_missing(u)]
@@ -215,8 +299,11 @@ class _Handler(BaseHTTPRequestHandler):
                                        "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
                                                     "retryDelay": st.retry_delay}]}})
             return
-        usage = {"promptTokenCount": 10 + 258 * n_inline, "candidatesTokenCount": 7,
-                 "totalTokenCount": 17 + 258 * n_inline}
+        images = n_inline + cached_images
+        usage = {"promptTokenCount": 10 + 258 * images, "candidatesTokenCount": 7,
+                 "totalTokenCount": 17 + 258 * images}
+        if cached_images:
+            usage["cachedContentTokenCount"] = 258 * cached_images
         block = st.block(_question(text), attempt) if st.block else None
         if block == "html":
             page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
@@ -243,9 +330,9 @@ class _Handler(BaseHTTPRequestHandler):
                              "usageMetadata": usage})
             return
         if st.model_reply is not None:
-            reply = st.model_reply(text, n_inline, len(file_uris))
+            reply = st.model_reply(text, images, len(file_uris))
         else:
-            reply = f"Answer to: {_question(text)} [frames={n_inline}] [files={len(file_uris)}]"
+            reply = f"Answer to: {_question(text)} [frames={images}] [files={len(file_uris)}]"
         parts = [{"text": reply}]
         thinking = _get(body.get("generationConfig", {}), "thinkingConfig", "thinking_config") or {}
         if _get(thinking, "includeThoughts", "include_thoughts"):
@@ -258,6 +345,10 @@ class _Handler(BaseHTTPRequestHandler):
         fid = uri.rstrip("/").rsplit("/", 1)[-1]
         f = self.state.files.get(fid)
         return f is None or f["deleted"]
+
+
+def _not_found(message: str) -> dict[str, Any]:
+    return {"error": {"code": 404, "message": message, "status": "NOT_FOUND"}}
 
 
 class GeminiServer:

@@ -16,6 +16,11 @@
 - Servers that are not vLLM, as ``transformers serve`` answers: ``unexpected_fields`` (request fields
   it refuses with 422 ``{"detail": "Unexpected fields in the request: {...}"}``) and
   ``video_parts_fail`` (a ``video_url`` part gets a plain-text 500 "Internal Server Error").
+- ``prefix_cache``: a provider's prefix cache. Every reply then reports
+  ``usage.prompt_tokens_details.cached_tokens``: a model request's frame prefix (its system message and
+  image parts) counts as cached (5 tokens per image) when an earlier request with the same prefix was
+  answered before this one arrived; requests in flight together do not share it. ``cached`` lists what
+  each reply reported.
 """
 
 from __future__ import annotations
@@ -126,6 +131,11 @@ class ServerState:
     served_ok: Counter = field(default_factory=Counter)
     faults_sent: Counter = field(default_factory=Counter)
     auth_headers: list[str] = field(default_factory=list)
+    #: simulate a prefix cache and report cached tokens (see the module doc)
+    prefix_cache: bool = False
+    #: frame prefixes answered so far, and the cached tokens each reply reported: (judge, cached)
+    prefixes: set[str] = field(default_factory=set)
+    cached: list[tuple[bool, int]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -174,6 +184,15 @@ def judge_reply(prompt: str) -> str:
     return "Here is my evaluation:\n```json\n" + json.dumps(obj) + "\n```"
 
 
+def frame_prefix(body: dict[str, Any]) -> str:
+    """A digest of a request's system message and image parts (what a prefix cache could reuse)."""
+    parts = [m for m in body.get("messages", []) if m.get("role") == "system"]
+    for m in body.get("messages", []):
+        if isinstance(m.get("content"), list):
+            parts += [p for p in m["content"] if p.get("type") in ("image_url", "video_url")]
+    return hashlib.sha1(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
 def _question(prompt: str) -> str:
     return re.split(r"Current question:[ \n]", prompt)[-1]
 
@@ -189,6 +208,8 @@ def _huge_reply(model: str, n: int, compressed: bool = False) -> bytes:
 
 class _Handler(BaseHTTPRequestHandler):
     state: ServerState
+    #: the frame prefix of the request being answered (:func:`frame_prefix`)
+    _prefix = ""
 
     def log_message(self, *args: Any) -> None:  # quiet
         return
@@ -225,12 +246,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _completion(self, body: dict[str, Any], content: str | None, finish: str = "stop", n_img: int = 0
                     ) -> dict[str, Any]:
+        usage: dict[str, Any] = {"prompt_tokens": 10 + 5 * n_img, "completion_tokens": 7,
+                                 "total_tokens": 17 + 5 * n_img}
+        if self.state.prefix_cache:
+            with self.state.lock:
+                hit = n_img > 0 and self._prefix in self.state.prefixes
+                usage["prompt_tokens_details"] = {"cached_tokens": 5 * n_img if hit else 0}
+                self.state.cached.append((n_img == 0, usage["prompt_tokens_details"]["cached_tokens"]))
         return {
             "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", "test"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                          "finish_reason": finish}],
-            "usage": {"prompt_tokens": 10 + 5 * n_img, "completion_tokens": 7, "total_tokens": 17 + 5 * n_img},
+            "usage": usage,
         }
 
     def _fault(self, fault: str, body: dict[str, Any], answer: str, n_img: int) -> None:
@@ -293,6 +321,7 @@ class _Handler(BaseHTTPRequestHandler):
         key = hashlib.sha1(raw).hexdigest()
         text, n_img = _text_and_images(body)
         is_judge = is_judge_prompt(text)
+        self._prefix = frame_prefix(body)
         with st.lock:
             st.attempts[key] += 1
             attempt = st.attempts[key]
@@ -304,6 +333,9 @@ class _Handler(BaseHTTPRequestHandler):
         if st.faults.die_after is not None and n_requests == st.faults.die_after:
             self._die()
         self._answer(body, key, text, n_img, is_judge, attempt, ordinal)
+        if st.prefix_cache and n_img:  # answered: later requests with this prefix find it cached
+            with st.lock:
+                st.prefixes.add(self._prefix)
 
     def _answer(self, body: dict[str, Any], key: str, text: str, n_img: int, is_judge: bool, attempt: int,
                 ordinal: int) -> None:

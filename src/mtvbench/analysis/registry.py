@@ -26,7 +26,7 @@ def _as_command(obj: object) -> Command:
 
 
 ANALYSES: Registry[Command] = Registry("analysis", group="mtvbench.analyses", coerce=_as_command)
-for _name in ("report", "compare", "agreement", "stats", "scenes", "sweep"):
+for _name in ("report", "compare", "agreement", "stats", "scenes", "sweep", "estimate"):
     ANALYSES.add(_name, f"mtvbench.analysis.{_name}:command")
 
 

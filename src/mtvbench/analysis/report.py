@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from mtvbench.analysis.breakdowns import Breakdown, all_breakdowns, breakdown_csv_rows, breakdown_markdown
+from mtvbench.analysis.estimate import estimate_vs_actual, read_estimate
 from mtvbench.analysis.metadata import DialogueMeta, SceneCache, resolve_metadata
 from mtvbench.analysis.rundata import RunData, load_run, unique_names
 from mtvbench.data.schema import TASKS, Dialogue
@@ -44,6 +45,7 @@ from mtvbench.render.leaderboard import (
     row_values,
 )
 from mtvbench.scoring.aggregate import Scores, fmt
+from mtvbench.scoring.usage import cached_words, upper_bound
 from mtvbench.util.escape import csv_cell, markdown
 from mtvbench.util.files import atomic_write_bytes, atomic_write_text, ensure_dir
 from mtvbench.util.paths import cache_dir as user_cache_dir
@@ -147,15 +149,18 @@ def _leaderboard_html(rows: Sequence[tuple[str, Scores]]) -> str:
                      str(c.scored_turns), str(c.unscored_judge_runs), str(c.missing_responses), s.status,
                      "; ".join(s.incomplete_reasons) or "–"])
     usage = [[name, role, str(r.calls), str(r.failed_calls), str(r.requests), f"{r.prompt_tokens:,}",
-              f"{r.completion_tokens:,}", f"{r.wall_seconds:.1f}", "–" if r.cost is None else f"{r.cost:.4f}"]
+              cached_words(r), f"{r.completion_tokens:,}", f"{r.wall_seconds:.1f}",
+              "–" if r.cost is None else f"{r.cost:.4f}" + (" (upper bound)" if upper_bound(r) else "")]
              for name, s in rows if s.usage is not None for role, r in (("model", s.usage.model),
                                                                         ("judge", s.usage.judge))]
     usage_html = "" if not usage else (
         "<h3>Usage and cost</h3>"
-        + html_table(["Model", "Role", "Calls", "Failed", "Requests", "Prompt tokens", "Completion tokens",
-                      "Wall s", "Cost"], usage)
+        + html_table(["Model", "Role", "Calls", "Failed", "Requests", "Prompt tokens", "Cached (of prompt)",
+                      "Completion tokens", "Wall s", "Cost"], usage)
         + "<p>Every call made into the run directory (resumes, failed and superseded calls included); cost from "
-          "the prices per million tokens in the run's config (– without a price).</p>")
+          "the prices per million tokens in the run's config (– without a price), cached prompt tokens at its "
+          "<code>cached_input</code> price; where a call did not record its cached tokens its prompt is priced "
+          "as uncached (an upper bound).</p>")
     return (html_table(["Model", *COLUMNS, "Status"], body, raw=True, cls="lb")
             + "<p>Best in <b>bold</b>, second <u>underlined</u>; 95% bootstrap CI over dialogues below each value. "
             + esc(RANK_RULE) + "</p>"
@@ -279,6 +284,22 @@ def _report_metadata(res: ReportResult, runs: Sequence[RunData], metadata_file: 
     return meta
 
 
+def _estimate_section(runs: Sequence[RunData], names: Sequence[str]) -> Section | None:
+    """What ``mtvbench estimate --out RUN_DIR`` said before each run, beside what the run used (None: no run
+    directory holds an estimate)."""
+    rows = []
+    for run, name in zip(runs, names):
+        est = read_estimate(run.run_dir)
+        if est is not None and run.scores.usage is not None:
+            rows += [[name, *row] for row in estimate_vs_actual(est, run.scores.usage)]
+    if not rows:
+        return None
+    return Section("estimate", "Estimate vs actual", html_table(
+        ["Run", "Role", "", "Requests", "Prompt tokens", "Cached tokens", "Completion tokens", "Cost"], rows)
+        + "<p>The estimate (<code>mtvbench estimate</code>, written before the run; cached tokens under the order "
+          "the run used) against every call stored in the run directory.</p>")
+
+
 def _leaderboard_section(res: ReportResult) -> Section:
     rows = res.rows
     plot_names = {n: n if s.complete else f"{n} (INCOMPLETE)" for n, s in rows}
@@ -337,6 +358,9 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
                              f"{r.config.judge} x{r.config.judge_runs}", r.config.context,
                              r.config.frame_settings().key()] for n, r in zip(names, runs)])
     sections.insert(0, Section("runs", "Runs", runs_info))
+    estimated = _estimate_section(runs, names)
+    if estimated is not None:
+        sections.insert(2, estimated)
     rep = HtmlReport(title=title, sections=sections, notes=res.notes,
                      explorer=_explorer(runs, names, meta, thumbnails(_union(runs)[1], thumbs, runs=runs)))
     res.write("report.html", render_html(rep))

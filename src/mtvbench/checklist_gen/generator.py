@@ -33,7 +33,7 @@ from mtvbench.errors import MtvbenchError
 from mtvbench.models.ask import Check, ReaskPolicy, Rejected, append_problems, ask
 from mtvbench.models.backend import ModelBackend
 from mtvbench.prompts.generation import render_checklist_prompt
-from mtvbench.records import GenerationRequest
+from mtvbench.records import GenerationConfig, GenerationRequest
 from mtvbench.util.jsonio import json_values, yes_no
 
 #: how a rejected checklist is asked for again (the problems are listed after it)
@@ -181,7 +181,7 @@ def checklist_check(n: int = 5, exact_split: bool = True) -> Check[list[Checklis
 def checklist_request(question: str, answer: str, n: int = 5, request_id: str = "checklist",
                       temperature: float | None = None) -> GenerationRequest:
     return GenerationRequest(id=request_id, prompt=render_checklist_prompt(question, answer, n),
-                             temperature=temperature)
+                             generation=GenerationConfig(temperature=temperature))
 
 
 async def checklist_outcome(

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -262,28 +263,39 @@ def build_all_cmd(given: dict[str, Any], workspace: WS, videos: Videos = None, v
          export={"out": out, "accepted_only": accepted_only, "video_mode": "copy"})
 
 
+NotMet = Annotated[list[str] | None, typer.Option(
+    "--not-met", help="A criterion of paper §3.2 the dialogue does not meet: capability, grounded or coherent "
+                      "(repeatable; the others count as met; accept needs all met).")]
+
+
 @review_app.command("record", help="Record one annotator's decision on a dialogue.")
 def review_record(workspace: WS, item: Annotated[str, typer.Option("--id", help="video/unit/task")],
                   annotator: Annotated[str, typer.Option()],
                   decision: Annotated[str, typer.Option(help="accept|reject")],
-                  note: Annotated[str, typer.Option()] = "") -> None:
-    _review_action(record_review, workspace, item, annotator, decision, note)
+                  note: Annotated[str, typer.Option()] = "", not_met: NotMet = None) -> None:
+    _review_action(partial(record_review, not_met=not_met or []), workspace, item, annotator, decision, note)
 
 
 def _review_action(action: Any, workspace: Path, item: str, who: str, decision: str, note: str) -> None:
     """Record one annotator's or the senior's decision; bad input is one clear error."""
     if decision not in ("accept", "reject"):
         fail(f"--decision must be accept or reject, got {decision!r} (a revision with edited text is made in "
-             "the web app: mtvbench review serve WS)")
-    status = action(Workspace(workspace), item, who, decision, note)
-    say(f"{item}: {status}")
+             "the web app: `mtvbench review serve WS`)")
+    st = action(Workspace(workspace), item, who, decision, note)
+    say(f"{item}: {st.status}")
+    if st.notice:
+        warn(st.notice)
 
 
 @review_app.command("adjudicate", help="A senior annotator's decision on a disagreement.")
 def review_adjudicate(workspace: WS, item: Annotated[str, typer.Option("--id")],
                       senior: Annotated[str, typer.Option()], decision: Annotated[str, typer.Option()],
-                      note: Annotated[str, typer.Option()] = "") -> None:
-    _review_action(adjudicate, workspace, item, senior, decision, note)
+                      note: Annotated[str, typer.Option()] = "", not_met: NotMet = None,
+                      overwrite: Annotated[bool, typer.Option(help="Overwrite a final decision another senior "
+                                                                   "made (or the two annotators' agreement).")] = False
+                      ) -> None:
+    _review_action(partial(adjudicate, not_met=not_met or [], overwrite=overwrite), workspace, item, senior,
+                   decision, note)
 
 
 def review_table(q: ReviewQueue) -> TextTable:

@@ -44,9 +44,14 @@ def serve_command(path: PathArg,
                   host: Annotated[str, typer.Option(help="Address to listen on; anything but loopback "
                                                          "requires users with tokens (add-user).")] = "127.0.0.1",
                   port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free port).")] = 8765,
-                  store: StoreOpt = None) -> None:
+                  store: StoreOpt = None,
+                  guidelines: Annotated[Path | None, typer.Option(
+                      help="A Markdown file that replaces the built-in guidelines beside the decision (its HTML "
+                           "is shown as text).")] = None) -> None:
+    from mtvbench.review.guidelines import load_guidelines
     from mtvbench.review.server import serve
 
+    text = load_guidelines(guidelines) if guidelines is not None else None
     source, st = _open(path, store)
 
     def ready(url: str) -> None:
@@ -59,7 +64,7 @@ def serve_command(path: PathArg,
             say(f"serving at {url} — open mode: no users, anyone on this machine can act as any annotator")
         say("press Ctrl-C to stop; every decision is saved as it is made")
 
-    serve(source, st, host, port, on_ready=ready)
+    serve(source, st, host, port, on_ready=ready, guidelines=text)
 
 
 @review_app.command("add-user", help="Register an annotator or senior and print their login link (shown once).")

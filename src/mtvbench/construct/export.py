@@ -128,7 +128,7 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
             item = ReviewItem(id=item_id, task=d.task, video=v.name, event=str(event), unit=d.unit, kind=unit.kind,
                               ranges=unit.ranges, rounds=[dict(r) for r in rounds], checklists=ck, content_hash=h)
             if old is not None and old.content_hash == h:
-                item.annotations, item.adjudication = old.annotations, old.adjudication
+                item.annotations, item.adjudication, item.referrals = old.annotations, old.adjudication, old.referrals
             queue.items[item_id] = item
             if not kept(item.status, accepted_only=accepted_only, drop_rejected=drop_rejected):
                 continue

@@ -55,9 +55,9 @@ class StoredReply(BaseModel):
 def request_key(model: str, request: GenerationRequest, frames_key: str | None) -> str:
     """What identifies a request: model, id (with the attempt), prompt, frame source, generation settings
     (:func:`mtvbench.ledger.keys.parts_digest`, the key every stored reply was saved under)."""
-    settings = repr((request.max_tokens, request.temperature, request.top_p, request.top_k,
-                     sorted(request.extra.items())))
-    return parts_digest((model, request.id, request.system or "", request.prompt, frames_key or "", settings),
+    g = request.generation
+    settings = repr((g.max_tokens, g.temperature, g.top_p, g.top_k, sorted(request.extra.items())))
+    return parts_digest((model, request.id, g.system or "", request.prompt, frames_key or "", settings),
                         terminated=True)
 
 

@@ -28,7 +28,7 @@ from mtvbench.construct.journal import CallJournal, request_key
 from mtvbench.construct.records import Failure
 from mtvbench.media.frames import FrameSettings, VideoFrames
 from mtvbench.models.ask import AskOutcome, Rejected
-from mtvbench.models.backend import ModelBackend
+from mtvbench.models.backend import BackendBase, ModelBackend
 from mtvbench.records import GenerationRequest, GenerationResult
 
 T = TypeVar("T")
@@ -84,7 +84,7 @@ class StageModel:
         await self.backend.aclose()
 
 
-class ItemCaller:
+class ItemCaller(BackendBase):
     """A :class:`ModelBackend` for one item: journal first, then the real backend (see module doc)."""
 
     def __init__(self, model: StageModel, video: str, stage: str, item: str, frames: LazyFrames | None):
@@ -93,10 +93,12 @@ class ItemCaller:
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         m = self.model
+        g = request.generation
         request = request.model_copy(update={
             "id": f"{self.stage}/{self.video}/{request.id}",
-            "max_tokens": request.max_tokens if request.max_tokens is not None else m.max_tokens,
-            "temperature": request.temperature if request.temperature is not None else m.temperature})
+            "generation": g.model_copy(update={
+                "max_tokens": g.max_tokens if g.max_tokens is not None else m.max_tokens,
+                "temperature": g.temperature if g.temperature is not None else m.temperature})})
         key = request_key(m.name, request, self.frames.key if self.frames else None)
         if m.journal is not None:
             stored = m.journal.get(self.video, self.stage, key)

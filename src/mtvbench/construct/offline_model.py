@@ -34,6 +34,7 @@ import numpy as np
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.judge.offline import content_words
 from mtvbench.media.frames import VideoFrames
+from mtvbench.models.backend import BackendBase
 from mtvbench.models.registry import parse_spec
 from mtvbench.models.settings import BackendOptions
 from mtvbench.prompts.generation import (
@@ -252,7 +253,7 @@ _KINDS: list[tuple[str, Callable[[str, VideoFrames | None], str]]] = [
 ]
 
 
-class OfflineBuildModel:
+class OfflineBuildModel(BackendBase):
     """Scripted replies to the build prompts (see the module docstring)."""
 
     name = PREFIX
@@ -264,9 +265,6 @@ class OfflineBuildModel:
                 return GenerationResult(text=text, raw_text=text)
         return GenerationResult(outcome="error", error="the offline model only answers the prompts of "
                                 "`mtvbench build` (for `run`, try the oracle or refuse baselines)")
-
-    async def aclose(self) -> None:
-        return None
 
 
 def offline_model(name: str, options: BackendOptions) -> OfflineBuildModel:

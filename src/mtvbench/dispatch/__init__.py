@@ -151,6 +151,11 @@ class Lane(Protocol):
         """One model call; :class:`NotSent` or :class:`NotAsked` when it was not made."""
         ...
 
+    async def video_done(self, frames: Any) -> None:
+        """The video's turns are done (or will not be asked this run): the backend frees what it held for
+        it (:func:`~mtvbench.models.backend.video_done`)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -273,8 +278,11 @@ async def _video_held(state: VideoState, writer: TurnWriter, lane: Lane) -> None
         writer.progress.advance("frames")
         return
     writer.progress.advance("frames")
-    await asyncio.gather(*(run_dialogue(t, partial(_turn, state, writer, lane, t.dialogue, frames=frames),
-                                        partial(_not_asked, state, writer)) for t in job.dialogues))
+    try:
+        await asyncio.gather(*(run_dialogue(t, partial(_turn, state, writer, lane, t.dialogue, frames=frames),
+                                            partial(_not_asked, state, writer)) for t in job.dialogues))
+    finally:
+        await lane.video_done(frames)
 
 
 def _not_asked(state: VideoState, writer: TurnWriter, n: int) -> None:

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from mtvbench.dispatch import NotSent, TurnWriter, VideoJob, VideoState, run_videos
-from mtvbench.models.backend import generate_many
+from mtvbench.models.backend import abilities, generate_many, video_done
 from mtvbench.models.registry import create_backend
 
 if TYPE_CHECKING:
@@ -57,11 +57,6 @@ def default_decode_workers() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-def batch_size_of(model: Any) -> int:
-    """How many ready calls a backend takes at once (0: it does not batch)."""
-    return int(getattr(model, "batch_size", 0) or 0) if hasattr(model, "generate_batch") else 0
-
-
 class CallGate(Generic[C]):
     """The one way to the model: ``concurrency`` calls (or batches) in flight; a backend with
     ``generate_batch`` and ``batch_size`` gets the ready requests in batches, across videos.
@@ -71,7 +66,7 @@ class CallGate(Generic[C]):
         self.model = model
         self.stopped = stopped
         self.sem = asyncio.Semaphore(concurrency)
-        self.batch_size = batch_size_of(model)
+        self.batch_size = abilities(model).batch_size
         self._queue: list[tuple[C, asyncio.Future[GenerationResult]]] = []
         self._flushing = False
         #: calls (or batches) in flight right now, and the largest number seen
@@ -147,11 +142,11 @@ class _LocalLane:
     """Every video of a local run: frames from the writer, decoded in the pool; calls through the gate."""
 
     def __init__(self, writer: TurnWriter, gate: CallGate[GenerationRequest], pool: ThreadPoolExecutor,
-                 needs_frames: bool):
-        self.writer, self.gate, self.pool, self.needs_frames = writer, gate, pool, needs_frames
+                 model: ModelBackend):
+        self.writer, self.gate, self.pool, self.model = writer, gate, pool, model
 
     async def frames(self, job: VideoJob) -> VideoFrames | None:
-        if not self.needs_frames:
+        if not abilities(self.model).needs_frames:
             return None
         loop = asyncio.get_running_loop()
         return await self.writer.frames(job.video, lambda f, *a: loop.run_in_executor(self.pool, f, *a))
@@ -161,6 +156,10 @@ class _LocalLane:
 
     async def call(self, request: GenerationRequest, frames: VideoFrames | None) -> GenerationResult:
         return await self.gate.call(request)
+
+    async def video_done(self, frames: VideoFrames | None) -> None:
+        if frames is not None:
+            await video_done(self.model, frames)
 
     def close(self) -> None:
         return None
@@ -193,7 +192,7 @@ class LocalDispatcher:
             raise RuntimeError("LocalDispatcher.run needs the model: call driver_model() first")
         gate = self.gate = CallGate(self.model, self.concurrency, lambda: writer.stopped)
         with ThreadPoolExecutor(self.decode_workers, thread_name_prefix="mtvbench-frames") as pool:
-            lane = _LocalLane(writer, gate, pool, getattr(self.model, "needs_frames", True))
+            lane = _LocalLane(writer, gate, pool, self.model)
 
             def open_lane(state: VideoState) -> _LocalLane:
                 return lane
@@ -210,4 +209,4 @@ class LocalDispatcher:
         return None
 
 
-__all__ = ["CallGate", "CallTarget", "LocalDispatcher", "batch_size_of", "default_decode_workers"]
+__all__ = ["CallGate", "CallTarget", "LocalDispatcher", "default_decode_workers"]

@@ -54,11 +54,11 @@ from mtvbench.dispatch import (
     frame_cache_warning,
     run_videos,
 )
-from mtvbench.dispatch.local import CallGate, batch_size_of
+from mtvbench.dispatch.local import CallGate
 from mtvbench.errors import MissingExtraError, MtvbenchError
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import FrameSettings, VideoError, VideoFrames
-from mtvbench.models.backend import generate_many
+from mtvbench.models.backend import BackendBase, abilities, generate_many, video_done
 from mtvbench.models.endpoints import gemini_endpoint, openai_endpoint, use_vertex
 from mtvbench.models.registry import create_backend, parse_spec
 from mtvbench.models.settings import BackendOptions
@@ -199,19 +199,14 @@ def replica_options(spec: str, options: BackendOptions) -> tuple[BackendOptions,
     return moved, ({ep.key_env: ep.key} if ep.key_env else {})
 
 
-class RemoteEngine:
+class RemoteEngine(BackendBase):
     """What the driver holds for an ``hf:``/``vllm:`` model that only the replicas load."""
-
-    needs_frames = True
 
     def __init__(self, spec: str):
         self.name = spec
 
     async def generate(self, request: Any) -> GenerationResult:  # pragma: no cover - never called
         raise RuntimeError(f"{self.name} runs on the Ray replicas, not in the driver")
-
-    async def aclose(self) -> None:
-        return None
 
 
 def driver_model(spec: str, options: BackendOptions) -> ModelBackend:
@@ -253,13 +248,20 @@ class Replica:
         import ray
 
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "version": __version__,
-                "name": self.model.name, "batch_size": batch_size_of(self.model)}
+                "name": self.model.name, "batch_size": abilities(self.model).batch_size}
 
     async def generate(self, call: RemoteCall) -> GenerationResult:
         return await self.model.generate(await self._request(call))
 
     async def generate_batch(self, calls: list[RemoteCall]) -> list[GenerationResult]:
         return await generate_many(self.model, [await self._request(c) for c in calls])
+
+    async def end_video(self, frames: list[Any]) -> None:
+        """The video of the frames ref ``frames[0]`` is done here: the backend frees what it held for it, and
+        its frames are let go."""
+        ref = frames[0]
+        await video_done(self.model, await self._resolve(ref))
+        self._frames.pop(ref.hex(), None)
 
     async def _request(self, call: RemoteCall) -> GenerationRequest:
         if call.frames is not None:
@@ -307,9 +309,7 @@ class ReplicaLost(Exception):
 
 
 class ReplicaModel:
-    """What a slot's call gate sends to: the slot's current replica."""
-
-    needs_frames = True
+    """What a slot's call gate sends to: the slot's current replica (its ``batch_size`` that replica's)."""
 
     def __init__(self, pool: ReplicaPool, slot: int, batch_size: int):
         self.pool, self.slot, self.batch_size = pool, slot, batch_size
@@ -395,13 +395,12 @@ class ReplicaPool:
             self.ray.kill(a, no_restart=True)
 
 
-class RemoteBackend:
+class RemoteBackend(BackendBase):
     """A :class:`~mtvbench.models.backend.ModelBackend` whose calls run on a pool's replicas (least busy
     first; construction's model roles); a call whose replica died is asked again on its replacement."""
 
     def __init__(self, pool: ReplicaPool, name: str, max_retries: int):
         self.pool, self.name, self.max_retries = pool, name, max_retries
-        self.needs_frames = True
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         died = 0
@@ -437,7 +436,7 @@ class _RayLane:
     async def frames(self, job: VideoJob) -> Any:
         """An object ref of the video's frames, decoded in a Ray task (on the replica's node when it
         has room); None when the model reads no frames."""
-        if not getattr(self.d.model, "needs_frames", True):
+        if not abilities(self.d.model).needs_frames:
             return None
         opts: dict[str, Any] = {}
         node = self.pool.nodes.get(self.slot)
@@ -473,6 +472,18 @@ class _RayLane:
                 if self.writer.stopped:
                     raise NotSent from None
                 self._lost(e.actor)
+
+    async def video_done(self, frames: Any) -> None:
+        """Its replica frees what it held for the video (a replica that died held nothing any more)."""
+        if frames is None:
+            return
+        actor = self.pool.slots[self.slot]
+        try:
+            await actor.end_video.remote([frames])
+        except self.pool.lost:
+            return
+        except self.pool.ray.exceptions.RayTaskError as e:
+            raise task_error(self.pool.ray, e) from None
 
     def _lost(self, actor: Any) -> None:
         """The video's replica died: a new one in its slot, unless the video ran out of tries."""

@@ -13,7 +13,7 @@ from mtvbench.data.schema import Round
 from mtvbench.models.ask import ReaskPolicy, ask
 from mtvbench.models.backend import ModelBackend
 from mtvbench.protocol import EvalProtocol, JudgeReading, get_protocol
-from mtvbench.records import GenerationRequest, JudgeVerdict
+from mtvbench.records import GenerationConfig, GenerationRequest, JudgeVerdict
 
 
 class LLMJudge:
@@ -29,7 +29,8 @@ class LLMJudge:
 
     async def judge(self, answer: str, rnd: Round, run: int) -> JudgeVerdict:
         request = GenerationRequest(id=f"judge-run{run}", prompt=self.protocol.judge_prompt(answer, rnd),
-                                    temperature=self.temperature, text_first=self.protocol.name == "authors")
+                                    generation=GenerationConfig(temperature=self.temperature),
+                                    text_first=self.protocol.name == "authors")
         out = await ask(self.backend, request, self.protocol.judge_check(rnd), ReaskPolicy(self.max_attempts))
         spent = {"raw": out.raw, "attempts": out.attempts, "usage": out.usage, "latency_s": out.latency_s}
         if out.status == "ok":

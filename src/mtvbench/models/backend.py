@@ -5,6 +5,13 @@ a :class:`~mtvbench.records.GenerationResult`. Prompt building, frame sampling a
 of every remote backend (retries, deadline, size cap, circuit breaker: :mod:`.resilience`; which
 key goes to which URL: :mod:`.endpoints`) live elsewhere and are shared by all backends;
 backends are found by the prefix of a spec in :mod:`.registry`.
+
+**Abilities are declared, never guessed.** What a backend may do beyond ``generate`` (skip frame
+decoding, read the golden answer, take batches, carry a circuit breaker, free what it held for a video
+when its turns are done) is declared on :class:`BackendBase`, which every backend of mtvbench derives
+from, with the defaults of a plain backend. Callers read them through :func:`abilities` and
+:func:`video_done` only: a backend of another package that does not derive from :class:`BackendBase`
+gets what it declares the old way (attributes of the same names), else the defaults, in that one place.
 """
 
 from __future__ import annotations
@@ -12,18 +19,16 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
+from mtvbench.media.frames import VideoFrames
 from mtvbench.records import GenerationRequest, GenerationResult
 
 
 @runtime_checkable
 class ModelBackend(Protocol):
-    """The interface every backend implements.
-
-    Optional attributes the runner reads: ``needs_frames`` (False: no frames are decoded for it),
-    ``reads_golden_answer`` (True: the golden answer is part of a result's fingerprint), ``breaker``
-    (a remote backend's :class:`~mtvbench.models.resilience.CircuitBreaker`)."""
+    """The interface every backend implements (its optional abilities: :class:`BackendBase`)."""
 
     name: str
 
@@ -32,19 +37,79 @@ class ModelBackend(Protocol):
     async def aclose(self) -> None: ...
 
 
-class BatchingBackend(ModelBackend, Protocol):
-    """Backends that run several ready requests in one forward pass (hf, vllm)."""
+class BackendBase:
+    """The base class of a backend: the optional abilities with the defaults of a plain backend.
 
-    batch_size: int
+    A backend sets the ones it has as class (or instance) attributes and overrides ``generate`` and,
+    when it batches, ``generate_batch``; nothing else reads its attributes with ``getattr``."""
 
-    async def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]: ...
+    name: str = ""
+    #: False: no frames are decoded for it (the baselines, a stand-in whose frames are decoded elsewhere)
+    needs_frames: bool = True
+    #: True: the round's golden answer is part of what a reply means (a result's fingerprint has it)
+    reads_golden_answer: bool = False
+    #: more than 0: ``generate_batch`` takes up to this many ready requests in one go (hf, vllm)
+    batch_size: int = 0
+    #: the :class:`~mtvbench.models.resilience.CircuitBreaker` of a backend that calls a server
+    breaker: Any = None
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        raise NotImplementedError
+
+    async def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """Several requests at once; the default asks them concurrently, one ``generate`` each."""
+        return list(await asyncio.gather(*(self.generate(r) for r in requests)))
+
+    async def end_video(self, frames: VideoFrames) -> None:
+        """The turns of the video ``frames`` belongs to are done: free what was held for it (Gemini's context
+        cache). Called through :func:`video_done`; the default holds nothing."""
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class Abilities:
+    """What a backend declares beyond ``generate`` (:class:`BackendBase`)."""
+
+    needs_frames: bool = True
+    reads_golden_answer: bool = False
+    #: 0: it does not batch
+    batch_size: int = 0
+    breaker: Any = None
+
+
+def abilities(backend: Any) -> Abilities:
+    """The abilities of ``backend``: those a :class:`BackendBase` declares; for a backend of another package
+    that does not derive from it, the attributes of the same names it sets (the spelling before
+    :class:`BackendBase` existed), else the defaults. The one place that reads them."""
+    if isinstance(backend, BackendBase):
+        return Abilities(needs_frames=bool(backend.needs_frames), reads_golden_answer=bool(backend.reads_golden_answer),
+                         batch_size=max(0, int(backend.batch_size or 0)), breaker=backend.breaker)
+    default = Abilities()
+    batches = callable(getattr(backend, "generate_batch", None))
+    return Abilities(needs_frames=bool(getattr(backend, "needs_frames", default.needs_frames)),
+                     reads_golden_answer=bool(getattr(backend, "reads_golden_answer", default.reads_golden_answer)),
+                     batch_size=max(0, int(getattr(backend, "batch_size", 0) or 0)) if batches else 0,
+                     breaker=getattr(backend, "breaker", None))
+
+
+async def video_done(backend: Any, frames: VideoFrames) -> None:
+    """Tell ``backend`` that a video's turns are done (:meth:`BackendBase.end_video`); a backend of another
+    package that does not derive from :class:`BackendBase` is told when it has an ``end_video``."""
+    if isinstance(backend, BackendBase):
+        await backend.end_video(frames)
+        return
+    done = getattr(backend, "end_video", None)
+    if callable(done):
+        await done(frames)
 
 
 async def generate_many(backend: ModelBackend, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
     """Run requests through ``generate_batch`` when the backend batches, else concurrently."""
-    batch = getattr(backend, "generate_batch", None)
-    if batch is not None:
-        return await batch(list(requests))
+    if abilities(backend).batch_size:
+        return list(await backend.generate_batch(list(requests)))  # type: ignore[attr-defined]
     return list(await asyncio.gather(*(backend.generate(r) for r in requests)))
 
 

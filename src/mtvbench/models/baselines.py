@@ -3,13 +3,14 @@ and ``refuse`` (always declines; shows how much each task rewards refusing)."""
 
 from __future__ import annotations
 
+from mtvbench.models.backend import BackendBase
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult
 
 REFUSAL_TEXT = "I'm sorry, but I can't help with that based on this video."
 
 
-class OracleBackend:
+class OracleBackend(BackendBase):
     name = "oracle"
     needs_frames = False
     #: its answer is the round's golden answer, so that answer is part of what a stored reply means
@@ -20,19 +21,13 @@ class OracleBackend:
             return GenerationResult(outcome="error", error="oracle needs the golden answer")
         return GenerationResult(text=request.golden_answer, raw_text=request.golden_answer)
 
-    async def aclose(self) -> None:
-        return None
 
-
-class RefuseBackend:
+class RefuseBackend(BackendBase):
     name = "refuse"
     needs_frames = False
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         return GenerationResult(text=REFUSAL_TEXT, raw_text=REFUSAL_TEXT)
-
-    async def aclose(self) -> None:
-        return None
 
 
 def oracle(name: str, options: BackendOptions) -> OracleBackend:

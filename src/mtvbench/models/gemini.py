@@ -16,6 +16,20 @@ Two input modes (``options.extra["input"]``):
   after 48 hours). Gemini then samples the video itself (``video_fps`` sets its rate). The
   Developer API only: Vertex AI has no Files API.
 
+**Context caching** (``extra["context_cache"]: true``, with ``input: frames``): the frames of a video (and
+the system prompt) go once into an explicit cache (the caches API: ``cachedContents``, ``ttl`` from
+``context_cache_ttl_s``, 1800 s by default) made by the first turn that needs it and shared by every
+turn of that video; each turn then sends only its text with ``cached_content`` naming the cache (the frames
+and the text become two user turns: a different message shape from inline frames). The cache is deleted
+when the video ends (:meth:`GeminiBackend.end_video`, which the dispatcher calls when a video's last
+turn is recorded) and, for any left, in :meth:`GeminiBackend.aclose`; the TTL ends one that a killed run
+leaves behind. A cache the API refuses to make (400: e.g. fewer tokens than the model's minimum for
+explicit caching) sends that video's frames inline; a cache gone before its video ended (expired, 403/404)
+is made again. The tokens of making a cache count as uncached prompt tokens of the turn that made it;
+``cached_content_token_count`` of each reply is its cached tokens (:class:`~mtvbench.records.Usage`).
+The hours of cache storage the API bills are not counted. Requests whose text goes before the frames
+(``text_first``) are sent inline.
+
 Other ``extra`` settings: ``thinking_budget`` (tokens; 0 turns thinking off where the model
 allows it, -1 dynamic), ``include_thoughts`` (bool), ``media_resolution`` (``low`` / ``medium`` /
 ``high``), ``safety`` (``default`` or ``off``: BLOCK_NONE for the adjustable categories),
@@ -38,11 +52,14 @@ import json
 import mimetypes
 import re
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mtvbench.errors import ConfigError, MissingExtraError
-from mtvbench.models.backend import split_thinking
+from mtvbench.media.frames import VideoFrames
+from mtvbench.models.backend import BackendBase, split_thinking
 from mtvbench.models.endpoints import gemini_endpoint, use_vertex
 from mtvbench.models.resilience import (
     RETRYABLE_STATUS,
@@ -59,6 +76,8 @@ from mtvbench.models.resilience import (
 )
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult, Usage
+
+T = TypeVar("T")
 
 try:
     import httpx
@@ -127,8 +146,10 @@ def result_from_response(resp: Any, url: str = "the Gemini API") -> GenerationRe
     if um is not None:
         prompt = um.prompt_token_count or 0
         completion = (um.candidates_token_count or 0) + (um.thoughts_token_count or 0)
+        # cached_content_token_count: part of the prompt count; JSON omits a zero count, so absent is 0
         usage = Usage(prompt_tokens=prompt, completion_tokens=completion,
-                      total_tokens=um.total_token_count or prompt + completion)
+                      total_tokens=um.total_token_count or prompt + completion,
+                      cached_tokens=min(max(um.cached_content_token_count or 0, 0), prompt))
     feedback = getattr(resp, "prompt_feedback", None)
     if feedback is not None and feedback.block_reason:
         reason = _enum_name(feedback.block_reason)
@@ -161,7 +182,27 @@ def _enum_name(value: Any) -> str:
     return str(getattr(value, "value", value))
 
 
-class GeminiBackend:
+@dataclass
+class FrameCache:
+    """One explicit context cache of a video's frames (``cachedContents/...``)."""
+
+    name: str
+    #: the tokens the API counted when it made the cache (charged once, to the first turn that uses it)
+    tokens: int
+    charged: bool = False
+
+
+def shared(table: dict[Any, asyncio.Task[T]], key: Any, make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+    """The one task that makes ``key``'s value (started by the first caller, awaited by every caller); a task
+    that failed or was cancelled is started again by the next caller."""
+    task = table.get(key)
+    if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
+        task = asyncio.ensure_future(make())
+        table[key] = task
+    return asyncio.shield(task)
+
+
+class GeminiBackend(BackendBase):
     """``gemini:MODEL``: Google Gemini through the google-genai SDK."""
 
     #: True in both modes: upload mode reads the video path from the frames record
@@ -178,6 +219,12 @@ class GeminiBackend:
         self.input_mode = str(extra.get("input", "frames"))
         if self.input_mode not in ("frames", "upload"):
             raise ConfigError(f"gemini: input must be 'frames' or 'upload', got {self.input_mode!r}")
+        self.context_cache = bool(extra.get("context_cache", False))
+        if self.context_cache and self.input_mode != "frames":
+            raise ConfigError("gemini: context_cache caches the frames sent inline: it needs input=frames")
+        self.cache_ttl_s = float(extra.get("context_cache_ttl_s", 1800.0))
+        if not self.cache_ttl_s > 0:
+            raise ConfigError(f"gemini: context_cache_ttl_s must be > 0 seconds, got {self.cache_ttl_s:g}")
         self.poll_s = float(extra.get("upload_poll_s", 2.0))
         self.upload_timeout_s = float(extra.get("upload_timeout_s", 600.0))
         self.http = capped_http_client(httpx.AsyncClient, options)
@@ -197,13 +244,15 @@ class GeminiBackend:
         self.calls = Resilient(self.name, self.url, options, lambda e: classify_error(e, self.url))
         self.breaker = self.calls.breaker
         self._uploads: dict[Path, asyncio.Task[Any]] = {}
+        #: (video, frame settings, system prompt) -> the task that made its cache (None: frames go inline)
+        self._caches: dict[tuple[str, str, str], asyncio.Task[FrameCache | None]] = {}
         #: names of the files this backend uploaded (deleted in aclose)
         self.uploaded: list[str] = []
 
     # -------------------------------------------------------------------- request building
     def _config(self, request: GenerationRequest) -> Any:
         extra = self.options.extra
-        g = self.options.settings_for(request.generation())
+        g = self.options.settings_for(request.generation)
         cfg: dict[str, Any] = {}
         if g.system:
             cfg["system_instruction"] = g.system
@@ -239,11 +288,7 @@ class GeminiBackend:
     async def file_for(self, path: Path) -> Any:
         """The uploaded, ACTIVE file of ``path``; uploaded once per backend, shared by all turns."""
         key = path.resolve()
-        task = self._uploads.get(key)
-        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
-            task = asyncio.ensure_future(self._upload(key))
-            self._uploads[key] = task
-        return await asyncio.shield(task)
+        return await shared(self._uploads, key, lambda: self._upload(key))
 
     async def _upload(self, path: Path) -> Any:
         """Upload through the one call path (its own deadline: ``upload_timeout_s``), then poll
@@ -267,6 +312,81 @@ class GeminiBackend:
                              f"{quote_server_text(err)}", 1)
         return f
 
+    # -------------------------------------------------------------------- context caching
+    @staticmethod
+    def _cache_key(frames: VideoFrames, system: str | None) -> tuple[str, str, str]:
+        return str(frames.video), frames.settings.key(), str(system or "")
+
+    async def _make_cache(self, request: GenerationRequest, system: str | None) -> FrameCache | None:
+        """One explicit cache of the request's frames and the system prompt; None when the API refuses it
+        (400: the video's frames then go inline). Other SDK errors reach the turn's retry loop."""
+        assert request.frames is not None
+        content = types.Content(role="user", parts=[types.Part.from_bytes(data=j, mime_type="image/jpeg")
+                                                     for j in request.frames.jpegs])
+        config = types.CreateCachedContentConfig(contents=[content], system_instruction=system or None,
+                                                 ttl=f"{self.cache_ttl_s:g}s",
+                                                 display_name=f"mtvbench-{request.frames.video.name}"[:128])
+        try:
+            made = await self.client.aio.caches.create(model=self.model, config=config)
+        except genai_errors.APIError as e:
+            if int(e.code or 0) == 400:
+                return None
+            raise
+        um = getattr(made, "usage_metadata", None)
+        return FrameCache(name=str(made.name), tokens=int(getattr(um, "total_token_count", None) or 0))
+
+    async def end_video(self, frames: VideoFrames) -> None:
+        """The video's turns are done: delete its caches now (an error leaves them to their TTL)."""
+        key = (str(frames.video), frames.settings.key())
+        for k in [k for k in self._caches if k[:2] == key]:
+            await self._drop_cache(k)
+
+    async def _drop_cache(self, key: tuple[str, str, str]) -> None:
+        task = self._caches.pop(key, None)
+        if task is None:
+            return
+        if not task.done():
+            task.cancel()
+            return
+        made = None if task.cancelled() or task.exception() is not None else task.result()
+        if made is not None:
+            try:
+                await self.client.aio.caches.delete(name=made.name)
+            except Exception:  # noqa: BLE001 - the TTL ends it anyway
+                return
+
+    async def _cached_call(self, request: GenerationRequest, config: Any) -> GenerationResult:
+        """One attempt with the video's frames from its cache (made by the first turn that needs it)."""
+        system = config.system_instruction
+        key = self._cache_key(request.frames, system)  # type: ignore[arg-type]
+        made = await shared(self._caches, key, lambda: self._make_cache(request, system))
+        if made is None:  # the API would not cache this video's frames: inline
+            return await self._inline_call(request, config)
+        cfg = config.model_copy(update={"cached_content": made.name, "system_instruction": None})
+        contents = [types.Content(role="user", parts=[types.Part.from_text(text=request.prompt)])]
+        try:
+            resp = await self.client.aio.models.generate_content(model=self.model, contents=contents, config=cfg)
+        except genai_errors.APIError as e:
+            if int(e.code or 0) in (403, 404) and self._caches.get(key) is not None:
+                self._caches.pop(key, None)  # expired or deleted before its video ended: made again
+                raise RetryableError(f"cached content {made.name} at {self.url} is gone ({e.code}): "
+                                     "making it again") from e
+            raise
+        res = result_from_response(resp, self.url)
+        if not made.charged:  # the turn that made the cache pays for its tokens, once
+            made.charged = True
+            usage = res.usage.model_copy(update={"prompt_tokens": res.usage.prompt_tokens + made.tokens,
+                                                 "total_tokens": res.usage.total_tokens + made.tokens})
+            res = res.model_copy(update={"usage": usage})
+        return res
+
+    async def _inline_call(self, request: GenerationRequest, config: Any, video: Path | None = None
+                           ) -> GenerationResult:
+        parts = await self._parts(request, video)
+        contents = [types.Content(role="user", parts=parts)]
+        resp = await self.client.aio.models.generate_content(model=self.model, contents=contents, config=config)
+        return result_from_response(resp, self.url)
+
     # -------------------------------------------------------------------- calls
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         video: Path | None = None
@@ -276,23 +396,21 @@ class GeminiBackend:
                 return GenerationResult(outcome="error", attempts=0, error=(
                     "gemini: input=upload needs the video path (frames record or request.extra['video'])"))
             video = Path(path)
-        try:
-            parts = await self._parts(request, video)
-        except CallFailed as e:  # the shared upload failed; this turn is asked again on the next run
-            return GenerationResult(outcome="error", error=str(e), attempts=e.attempts)
+            try:
+                await self.file_for(video)
+            except CallFailed as e:  # the shared upload failed; this turn is asked again on the next run
+                return GenerationResult(outcome="error", error=str(e), attempts=e.attempts)
         config = self._config(request)
-        contents = [types.Content(role="user", parts=parts)]
-
-        async def once() -> GenerationResult:
-            resp = await self.client.aio.models.generate_content(model=self.model, contents=contents, config=config)
-            return result_from_response(resp, self.url)
-
-        return await self.calls.generate(once)
+        if self.context_cache and request.frames is not None and len(request.frames) and not request.text_first:
+            return await self.calls.generate(lambda: self._cached_call(request, config))
+        return await self.calls.generate(lambda: self._inline_call(request, config, video))
 
     async def aclose(self) -> None:
         for task in self._uploads.values():
             if not task.done():
                 task.cancel()
+        for key in list(self._caches):
+            await self._drop_cache(key)
         for name in list(self.uploaded):
             try:
                 await self.client.aio.files.delete(name=name)

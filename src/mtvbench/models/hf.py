@@ -50,7 +50,7 @@ from typing import Any
 from mtvbench.errors import ConfigError
 from mtvbench.media.authors_frames import VIDEO_ITEM_PIXELS
 from mtvbench.media.frames import VideoFrames
-from mtvbench.models.backend import split_thinking
+from mtvbench.models.backend import BackendBase, split_thinking
 from mtvbench.models.hf_families import detect_family, load_family
 from mtvbench.models.local import (
     Engine,
@@ -272,10 +272,8 @@ def make_engine(checkpoint: str, options: BackendOptions) -> Engine:
 # ---------------------------------------------------------------------------- backend
 
 
-class HFBackend:
+class HFBackend(BackendBase):
     """``hf:CHECKPOINT``: a local transformers model (the generic path or a family adapter)."""
-
-    needs_frames = True
 
     def __init__(self, checkpoint: str, options: BackendOptions, engine: Engine | None = None):
         if not checkpoint:

@@ -60,7 +60,7 @@ class GenParams(BaseModel):
     @classmethod
     def of(cls, request: GenerationRequest, options: BackendOptions) -> GenParams:
         """The decoding settings of ``request`` (the options with the request's values on top)."""
-        return cls.from_settings(options.settings_for(request.generation()),
+        return cls.from_settings(options.settings_for(request.generation),
                                  options.extra.get("generation_defaults") == CHECKPOINT_DEFAULTS)
 
     def hf_kwargs(self) -> dict[str, Any]:
@@ -127,7 +127,7 @@ def model_device(model: Any) -> Any:
 
 def system_of(request: GenerationRequest, options: BackendOptions) -> str | None:
     """The system prompt of a call (the request's, else the options')."""
-    return options.settings_for(request.generation()).system
+    return options.settings_for(request.generation).system
 
 
 def build_messages(request: GenerationRequest, system: str | None, mode: str) -> list[dict[str, Any]]:

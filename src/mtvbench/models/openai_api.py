@@ -28,7 +28,7 @@ import openai._base_client as _sdk
 
 from mtvbench.errors import ConfigError
 from mtvbench.media.frames import VideoFrames
-from mtvbench.models.backend import split_thinking
+from mtvbench.models.backend import BackendBase, split_thinking
 from mtvbench.models.endpoints import openai_endpoint
 from mtvbench.models.resilience import (
     RETRYABLE_STATUS,
@@ -97,7 +97,7 @@ def build_messages(request: GenerationRequest, system: str | None = None, video_
     comma-joined base64 JPEG frames as ``data:video/jpeg``, a form only vLLM's OpenAI server reads
     as one video; recent vLLM versions keep at most ``--media-io-kwargs '{"video": {"num_frames": N}}'``
     frames of it, 32 by default, so start the server with ``num_frames`` -1), then the prompt;
-    ``request.system`` or ``system`` first. With ``placeholder`` the frames are one placeholder
+    ``request.generation.system`` or ``system`` first. With ``placeholder`` the frames are one placeholder
     string that :func:`request_body` replaces with their JSON. ``request.text_first``: the text part
     first, content always a list (the authors' message shape); ``request.chat_history``: earlier turns as
     user/assistant messages before the last one."""
@@ -110,7 +110,7 @@ def build_messages(request: GenerationRequest, system: str | None = None, video_
     else:
         content.append(text)
     messages: list[dict[str, Any]] = []
-    system = request.system or system
+    system = request.generation.system or system
     if system:
         messages.append({"role": "system", "content": system})
     for user, assistant in request.chat_history or []:
@@ -120,12 +120,22 @@ def build_messages(request: GenerationRequest, system: str | None = None, video_
     return messages
 
 
+def _count(v: Any) -> int | None:
+    """A server's own number: anything but a whole number >= 0 is not counted (costs never go negative)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
 def _usage(data: Any) -> Usage:
+    """``usage`` of a reply; ``prompt_tokens_details.cached_tokens`` where the server reports it (OpenAI
+    always; vLLM's server with ``--enable-prompt-tokens-details``), else the cached tokens are not recorded."""
     if not isinstance(data, dict):
         return Usage()
-    counts = {k: data.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
-    # a server's own numbers; anything but a whole number >= 0 is not counted (costs never go negative)
-    return Usage(**{k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0})
+    counts = {k: _count(data.get(k)) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    details = data.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    if cached is not None and counts["prompt_tokens"] is not None:
+        cached = min(cached, counts["prompt_tokens"])
+    return Usage(cached_tokens=cached, **{k: v for k, v in counts.items() if v is not None})
 
 
 def _content_text(content: Any) -> str | None:
@@ -198,7 +208,7 @@ def sent_fields(params: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-class OpenAIBackend:
+class OpenAIBackend(BackendBase):
     """``openai:MODEL``: any OpenAI-compatible chat-completions server."""
 
     def __init__(self, model: str, options: BackendOptions):
@@ -229,7 +239,7 @@ class OpenAIBackend:
         ``repetition_penalty`` and ``min_p`` are not, so they go in ``extra_body`` (vLLM and SGLang
         servers read them from the request body); ``do_sample: false`` means greedy (temperature 0).
         An ``extra_body`` option is sent as given, over the mapped values."""
-        g = self.options.settings_for(request.generation())
+        g = self.options.settings_for(request.generation)
         messages = build_messages(request, g.system, video_part=self.video_part, placeholder=True)
         return {"model": self.model, "messages": messages, **openai_generation_params(g, self.options.extra)}
 

@@ -53,6 +53,7 @@ import httpx
 import tenacity
 
 from mtvbench.errors import MtvbenchError
+from mtvbench.models.backend import abilities
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationResult
 from mtvbench.util.secrets import redact_secrets
@@ -395,7 +396,7 @@ class CircuitBreaker:
 
 def breaker_of(backend: Any) -> CircuitBreaker | None:
     """The breaker of a backend that calls a server (None for local backends)."""
-    breaker = getattr(backend, "breaker", None)
+    breaker = abilities(backend).breaker
     return breaker if isinstance(breaker, CircuitBreaker) else None
 
 

@@ -1,12 +1,17 @@
 """What a backend is configured with: :class:`BackendOptions` (connection, call path, generation).
 
-Every generation setting (:data:`GENERATION_SETTINGS`) is a field of its own, spelled the same in
-YAML (``model_settings: {top_k: 20}``) and on the command line (``--top-k 20``, :func:`setting_flag`);
-``null`` / ``none`` means "not set", which drops a preset's value. The old spelling as a backend
-option (``--model-option repetition_penalty=1.05``, ``extra: {do_sample: false}``) is still read and
-moved to the field. The generation settings are read through :meth:`BackendOptions.generation` and
-merged with a request's own values in one place (:meth:`mtvbench.records.GenerationConfig.merge`);
-no backend merges them itself. The call-path settings (``timeout_s`` .. ``breaker_threshold``) are
+:class:`BackendOptions` *is* a :class:`~mtvbench.records.GenerationConfig` (the one record of
+generation settings) with the connection (:class:`ConnectionSettings`) and the backend's own options
+(``extra``). Every generation setting (:data:`GENERATION_SETTINGS`) is a field of its own, spelled the
+same in YAML (``model_settings: {top_k: 20}``) and on the command line (``--top-k 20``,
+:func:`setting_flag`); ``null`` / ``none`` means "not set", which drops a preset's value. The old
+spelling as a backend option (``--model-option repetition_penalty=1.05``, ``extra: {do_sample: false}``)
+is still read and moved to the field. Two merges, each in one place: a preset's options with the
+user's settings on top (:meth:`BackendOptions.merge`: a value given wins, ``null`` included), and a
+call's settings, the options with the request's own values on top (:meth:`BackendOptions.settings_for`,
+:meth:`mtvbench.records.GenerationConfig.merge`); no backend merges them itself. What of the options
+can change an answer, for a run's identity and its fingerprints, is said once:
+:meth:`BackendOptions.answer_settings`. The call-path settings (``timeout_s`` .. ``breaker_threshold``) are
 read by :mod:`mtvbench.models.resilience` for every remote backend; local backends ignore them.
 
 :class:`SettingsOrigin` (never stored, never part of a run's identity) says which role the options
@@ -88,8 +93,9 @@ class SettingsOrigin(BaseModel):
         return f"{self.role}_settings"
 
 
-class BackendOptions(BaseModel):
-    """Settings a backend may read; unknown keys go to ``extra``."""
+class ConnectionSettings(BaseModel):
+    """Where a backend is called and how: its URL, its key variable and the call path
+    (:mod:`mtvbench.models.resilience`). Never part of what an answer means."""
 
     base_url: str | None = Field(None, description="OpenAI-compatible URL")
     #: a key named here goes to ``base_url``
@@ -106,23 +112,22 @@ class BackendOptions(BaseModel):
     max_response_bytes: int = Field(8 << 20, gt=0)
     #: this many failed calls in a row to one endpoint stop the run (circuit breaker)
     breaker_threshold: int = Field(8, ge=1)
-    max_tokens: int | None = Field(None, description="max new tokens")
-    temperature: float | None = Field(None, description="sampling temperature (>= 0)")
-    top_p: float | None = Field(None, description="nucleus sampling top-p, in (0, 1]")
-    top_k: int | None = Field(None, description="top-k sampling (-1 / 0: no limit)")
-    do_sample: bool | None = Field(None, description="sample (true) or decode greedily (false)")
-    repetition_penalty: float | None = Field(None, description="repetition penalty (1.0: none)")
-    presence_penalty: float | None = Field(None, description="presence penalty (OpenAI API, vLLM)")
-    min_p: float | None = Field(None, description="min-p sampling, in [0, 1]")
-    seed: int | None = Field(None, description="sampling seed")
-    system: str | None = Field(None, description="system prompt")
-    extra: dict[str, Any] = Field(default_factory=dict)
-    _origin: SettingsOrigin = PrivateAttr(default_factory=SettingsOrigin)
 
     @field_validator("base_url")
     @classmethod
     def _base_url(cls, v: str | None) -> str | None:
         return None if v is None else check_base_url(v)
+
+
+class BackendOptions(GenerationConfig, ConnectionSettings):
+    """Settings a backend may read: the connection (:class:`ConnectionSettings`), the generation settings
+    (it *is* a :class:`~mtvbench.records.GenerationConfig`, with the same fields), and ``extra``: the
+    backend's own options (``--model-option KEY=VALUE``)."""
+
+    model_config = ConfigDict(frozen=False)
+
+    extra: dict[str, Any] = Field(default_factory=dict)
+    _origin: SettingsOrigin = PrivateAttr(default_factory=SettingsOrigin)
 
     @model_validator(mode="before")
     @classmethod
@@ -152,11 +157,28 @@ class BackendOptions(BaseModel):
         return out
 
     def answer_options(self) -> dict[str, Any]:
-        """The backend options and the generation settings a request does not carry (``do_sample``,
-        ``repetition_penalty``, ...), in one mapping, as run fingerprints have always read them
-        (they were backend options before they were fields)."""
+        """The backend options that can change an answer and the generation settings a request does not
+        carry (``do_sample``, ``repetition_penalty``, ...), in one mapping sorted by key, as run fingerprints
+        have always read them (they were backend options before they were fields): every option but the
+        operational ones (:data:`OPERATIONAL_OPTIONS`)."""
         given = {k: getattr(self, k) for k in GenerationConfig.OPTION_FIELDS if getattr(self, k) is not None}
-        return {**self.extra, **given}
+        return {k: v for k, v in sorted({**self.extra, **given}.items()) if k not in OPERATIONAL_OPTIONS}
+
+    def answer_settings(self) -> dict[str, Any]:
+        """Everything of these options that can change an answer: ``generation`` (``max_tokens``,
+        ``temperature``, ``top_p``, ``top_k`` and ``system``) and ``options`` (:meth:`answer_options`). What
+        a run's identity records and its fingerprints hash (:meth:`mtvbench.config.RunConfig.identity`)."""
+        return {"generation": {k: getattr(self, k) for k in (*GenerationConfig.CALL_FIELDS, "system")},
+                "options": self.answer_options()}
+
+    def merge(self, other: GenerationConfig) -> BackendOptions:
+        """These options (a preset's) with the settings ``other`` (the user's) was given on top: every field
+        given wins, ``null`` included (it drops the preset's value); backend options are added, a given
+        ``extra_body`` key by key. Unlike :meth:`GenerationConfig.merge` (a request over options), a field
+        counts as given when it was given, whatever its value."""
+        given = {k: getattr(other, k) for k in other.model_fields_set if k != "extra"}
+        extra = merge_extra(self.extra, other.extra) if isinstance(other, BackendOptions) else dict(self.extra)
+        return self.model_copy(update={**given, "extra": extra})
 
     def sent_value(self, key: str, value: Any) -> str:
         """``top_k=20``, with ``(preset qwen2.5-vl-7b)`` when the value is the preset's."""
@@ -194,11 +216,18 @@ class BackendOptions(BaseModel):
                 f"build --config: backend: {yaml_value})")
 
     def generation(self) -> GenerationConfig:
-        """The generation settings of these options (every field of :data:`GENERATION_SETTINGS`)."""
-        return GenerationConfig(**{k: getattr(self, k) for k in GenerationConfig.CALL_FIELDS},
-                                **{k: getattr(self, k) for k in GenerationConfig.OPTION_FIELDS},
-                                system=self.system or None)
+        """The generation settings of these options alone (an empty system prompt: not set)."""
+        return GenerationConfig(**{**self.settings(), "system": self.system or None})
 
     def settings_for(self, request: GenerationConfig) -> GenerationConfig:
-        """The settings of one call: these options, with what the request sets on top."""
+        """The settings of one call: these options, with what the request sets on top
+        (``options.settings_for(request.generation)``)."""
         return self.generation().merge(request)
+
+
+def merge_extra(preset: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """Backend options: given ones win; a given ``extra_body`` adds to the preset's instead of replacing it."""
+    merged = {**preset, **given}
+    if isinstance(preset.get("extra_body"), dict) and isinstance(given.get("extra_body"), dict):
+        merged["extra_body"] = {**preset["extra_body"], **given["extra_body"]}
+    return merged

@@ -18,7 +18,9 @@ Two input modes (``extra["input"]``):
 Settings (``extra``): ``tensor_parallel_size`` (1), ``dtype`` (``auto``), ``max_model_len``,
 ``gpu_memory_utilization`` (0.9), ``max_num_seqs``, ``trust_remote_code``,
 ``mm_processor_kwargs``, ``chat_template_kwargs``; the generation settings are the options' fields
-(``seed`` also seeds the engine). Think tags are split off the answer.
+(``seed`` also seeds the engine). Think tags are split off the answer. Cached tokens: each output's
+``num_cached_tokens`` (the prompt tokens vLLM's automatic prefix caching did not compute again), where the
+installed vLLM has it; not tested here (it needs a GPU).
 
 The conversion of a request into the engine's input is plain functions
 (:func:`chat_messages`, :func:`video_input`, :func:`sampling_kwargs`), tested without vLLM.
@@ -35,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from mtvbench.errors import ConfigError, MissingExtraError
-from mtvbench.models.backend import split_thinking
+from mtvbench.models.backend import BackendBase, split_thinking
 from mtvbench.models.local import DEFAULT_MAX_NEW_TOKENS, build_messages, system_of, video_metadata
 from mtvbench.models.openai_api import build_messages as build_openai_messages
 from mtvbench.models.settings import BackendOptions
@@ -76,7 +78,7 @@ def video_input(request: GenerationRequest, prompt_text: str, with_metadata: boo
 def sampling_kwargs(request: GenerationRequest, options: BackendOptions) -> dict[str, Any]:
     """``SamplingParams`` keyword arguments of the call's settings (the options with the request's
     values on top); greedy when ``do_sample`` is false or no temperature above 0 is set."""
-    g = options.settings_for(request.generation())
+    g = options.settings_for(request.generation)
     kw: dict[str, Any] = {"max_tokens": g.max_tokens or DEFAULT_MAX_NEW_TOKENS,
                           "temperature": 0.0 if g.greedy else float(g.temperature or 0.0)}
     if not g.greedy:
@@ -112,10 +114,8 @@ def engine_kwargs(checkpoint: str, options: BackendOptions) -> dict[str, Any]:
     return kw
 
 
-class VLLMBackend:
+class VLLMBackend(BackendBase):
     """``vllm:CHECKPOINT``: vLLM's offline engine in this process, every ready turn batched."""
-
-    needs_frames = True
 
     def __init__(self, checkpoint: str, options: BackendOptions):
         if not checkpoint:
@@ -166,8 +166,10 @@ class VLLMBackend:
             comp = out.outputs[0] if out.outputs else None
             raw = comp.text if comp is not None else ""
             text, reasoning = split_thinking(raw)
+            cached = getattr(out, "num_cached_tokens", None)  # prefix-cache hits (vLLM V1); not tested here
             usage = Usage(prompt_tokens=len(out.prompt_token_ids or []),
-                          completion_tokens=len(comp.token_ids) if comp is not None else 0)
+                          completion_tokens=len(comp.token_ids) if comp is not None else 0,
+                          cached_tokens=cached if isinstance(cached, int) and cached >= 0 else None)
             usage.total_tokens = usage.prompt_tokens + usage.completion_tokens
             finish = getattr(comp, "finish_reason", None)
             results.append(GenerationResult(text=text, raw_text=raw, reasoning=reasoning,

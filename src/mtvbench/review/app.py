@@ -2,16 +2,26 @@
 
 JSON API (every answer is JSON; errors are ``{"error": "..."}`` with an HTTP status)::
 
-    GET  /api/session                 who you are ({name, role}), the mode, the source
-    GET  /api/items[?task=&status=]   [{id, video, task, event, status, mine, decisions}]
-    GET  /api/items/{id}[?claim=1]    one dialogue: rounds, checklists, video URL, time ranges, your decision;
-                                      claim=1 hands it to you (starts your clock) when a slot is free
-    POST /api/items/{id}/review       {annotator, decision, edits, comment, content_hash}
-    POST /api/items/{id}/adjudicate   {senior, decision, edits, comment, content_hash}
-    GET  /api/next[?after=ID]         {id}: the next dialogue for you (claimed for you); null when none is left
-    GET  /api/progress                done / open per annotator and task, Cohen's kappa per task, time per item
-    GET  /media/{video}?u=&exp=&sig=  the video file with range requests (URLs come signed from /api/items/{id},
-                                      valid 12 hours; removing the user or replacing their token revokes them)
+    GET    /api/session                  who you are ({name, role}), the mode, the source, the criteria
+    GET    /api/items[?task=&status=]    [{id, video, task, event, mine, yours, status, decisions}]
+    GET    /api/items/{id}[?claim=1]     one dialogue: rounds, checklists, video URL and start, time ranges,
+                                         your decision and drafts; claim=1 hands it to you when a slot is free
+    POST   /api/items/{id}/review        {annotator, decision, edits, comment, criteria, checklist,
+                                          content_hash, active_seconds} -> {mine, yours, notice, undo}
+    POST   /api/items/{id}/adjudicate    {senior, decision, edits, comment, criteria, checklist, content_hash,
+                                          confirm}
+    POST   /api/items/{id}/undo          {seq}: take back your last decision (nothing happened on the item since)
+    PUT    /api/items/{id}/draft         {scope, content_hash, data}: keep what you typed (GET, DELETE ?scope=)
+    GET    /api/items/{id}/video         {video_url}: a freshly signed video URL (when the old one stopped working)
+    GET    /api/next[?after=ID]          {id}: the next dialogue for you (claimed for you); null when none is left
+    GET    /api/progress                 seniors: everything (agreement per annotator pair, Krippendorff's
+                                         alpha, active time); annotators: the task sizes and their own work
+    GET    /media/{video}?u=&exp=&sig=   the video file with range requests (URLs come signed from the API,
+                                         valid 12 hours; removing the user or replacing their token revokes them)
+
+What an annotator may see of an item is decided by :mod:`mtvbench.review.views` (blind double
+annotation); a decision that cannot count as one of the two is handed to the senior with its text
+(:meth:`ReviewStore.record` with ``refer=True``), never discarded.
 
 Who is asking: with users registered (``mtvbench review add-user``), or whenever the app
 listens on a non-loopback address, every API call carries ``Authorization: Bearer TOKEN``
@@ -20,8 +30,8 @@ pages send the name the person typed (``X-Review-User``, URL-encoded, and ``X-Re
 A decision's ``annotator``/``senior`` must be the caller; only seniors adjudicate. No cookie
 is used, so another site cannot post for a signed-in annotator (and a JSON body or a custom
 header forces a CORS preflight that this app never grants); in open mode the Host header
-must be a loopback name (DNS rebinding). An annotator never sees the other annotator's
-decision: only a senior who is not one of the item's annotators sees both.
+must be a loopback name (DNS rebinding). Video URLs are signed with a key kept in the store, so
+they survive a restart of the server.
 """
 
 from __future__ import annotations
@@ -29,13 +39,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import mimetypes
-import secrets
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote, unquote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -48,13 +57,16 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mtvbench.data.schema import is_model_turn
 from mtvbench.errors import InputError, MtvbenchError
-from mtvbench.review.diffs import compare
+from mtvbench.review.guidelines import render_guidelines
 from mtvbench.review.model import (
+    CRITERIA,
     EDITS_MAX,
     ROLES,
     TEXT_MAX,
+    ChecklistMark,
+    Criterion,
+    CriterionKey,
     Decision,
     Edit,
     PersonName,
@@ -64,11 +76,11 @@ from mtvbench.review.model import (
     UnknownItemError,
     check_name,
 )
-from mtvbench.review.progress import compute_progress
+from mtvbench.review.progress import compute_progress, own_progress
 from mtvbench.review.source import ReviewSource
-from mtvbench.review.store import ItemState, Principal, ReviewStore
+from mtvbench.review.store import ConfirmRequiredError, ItemState, Principal, ReviewStore
+from mtvbench.review.views import detail, dump, summary, yours
 from mtvbench.util.jsonio import loads_strict
-from mtvbench.util.timecodes import hms, ranges_in, segments
 
 #: largest request body (a decision with edits of a long dialogue fits many times)
 MAX_BODY = 512 * 1024
@@ -76,6 +88,8 @@ MAX_BODY = 512 * 1024
 MEDIA_TTL_S = 12 * 3600
 #: page -> its title; each page's <main> is in static/<page>.html, wrapped in static/layout.html
 PAGES = {"index": "Start", "annotate": "Annotate", "senior": "Senior", "progress": "Progress"}
+#: draft scope -> the roles that keep drafts in it (the page that writes it)
+DRAFT_SCOPES: dict[str, tuple[str, ...]] = {"review": ROLES, "adjudicate": ("senior",)}
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 _CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; "
         "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -90,15 +104,35 @@ class DecisionBody(BaseModel):
     decision: Decision
     edits: list[Edit] = Field(default_factory=list, max_length=EDITS_MAX)
     comment: str = Field(default="", max_length=TEXT_MAX)
+    criteria: dict[CriterionKey, Criterion] | None = None
+    checklist: dict[str, ChecklistMark] | None = Field(default=None, max_length=EDITS_MAX)
     content_hash: str | None = Field(default=None, max_length=64)
 
 
 class ReviewBody(DecisionBody):
     annotator: PersonName
+    #: the page's active time on the item (see :mod:`mtvbench.review.progress`)
+    active_seconds: float | None = Field(default=None, ge=0, le=7 * 86400)
 
 
 class AdjudicateBody(DecisionBody):
     senior: PersonName
+    #: overwrite a final decision someone else made
+    confirm: bool = False
+
+
+class UndoBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = Field(ge=1)
+
+
+class DraftBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    scope: Literal["review", "adjudicate"] = "review"
+    content_hash: str = Field(max_length=64)
+    data: dict[str, Any]
 
 
 class ApiError(Exception):
@@ -152,7 +186,7 @@ class ReviewApp:
         self.source = source
         self.store = store
         self.require_tokens = require_tokens
-        self.secret = secrets.token_bytes(32)
+        self.secret = store.signing_key()
         self.items: dict[str, ReviewItem] = {}
         self.videos: dict[str, Path] = {}
         self.source_error: str | None = None
@@ -187,6 +221,9 @@ class ReviewApp:
             raise UnknownItemError(f"no dialogue {item_id!r} under review")
         return it
 
+    def state(self, it: ReviewItem) -> ItemState:
+        return self.store.state(it.id, it.content_hash)
+
     # ------------------------------------------------------------------ who
     def token_mode(self) -> bool:
         return self.require_tokens or self.store.has_users()
@@ -212,16 +249,7 @@ class ReviewApp:
         except ReviewError as e:
             raise ApiError(401, e.message) from None
 
-    # ------------------------------------------------------------------ views
-    @staticmethod
-    def sees_others(st: ItemState, me: Principal) -> bool:
-        """Only a senior who neither decided nor opened the item as an annotator sees both decisions."""
-        return me.role == "senior" and me.name not in st.claims and st.review_of(me.name) is None
-
-    def visible_status(self, st: ItemState, me: Principal) -> str:
-        s = st.status
-        return s if self.sees_others(st, me) or s != "needs_adjudication" else "pending"
-
+    # ------------------------------------------------------------------ video links
     def media_url(self, video: str, me: Principal) -> str | None:
         path = self.videos.get(video)
         if path is None or not path.is_file():
@@ -240,46 +268,16 @@ class ReviewApp:
             return False
         return hmac.compare_digest(self._sign(video, who, int(exp)), sig)
 
-    def summary(self, it: ReviewItem, st: ItemState, me: Principal) -> dict[str, Any]:
-        mine = st.review_of(me.name)
-        return {"id": it.id, "video": it.video, "task": it.task.value, "task_label": it.task.label, "event": it.event,
-                "kind": it.kind, "status": self.visible_status(st, me), "mine": mine.decision if mine else None,
-                "decisions": len(st.reviews)}
-
-    def detail(self, it: ReviewItem, st: ItemState, me: Principal) -> dict[str, Any]:
-        rounds = []
-        texts: list[str] = []
-        for k, r in enumerate(it.rounds, 1):
-            user, assistant, ability = r.get("User") or "", r.get("Assistant") or "", r.get("Ability")
-            model_turn = is_model_turn(it.task, ability)
-            checklist = it.checklists.get(k, [])
-            texts += [user, assistant]
-            rounds.append({"index": k, "ability": ability, "model_turn": model_turn,
-                           "scored": model_turn and bool(checklist), "user": user, "assistant": assistant,
-                           "user_segments": [s.model_dump() for s in segments(user)],
-                           "assistant_segments": [s.model_dump() for s in segments(assistant)],
-                           "ranges": [list(x) for x in ranges_in(user) + ranges_in(assistant)],
-                           "checklist": [c.model_dump() for c in checklist]})
-        ranges: list[tuple[float, float]] = []
-        for a, b in list(it.ranges) + [x for t in texts for x in ranges_in(t)]:
-            if (a, b) not in ranges:
-                ranges.append((a, b))
-        ranges.sort()
-        out = self.summary(it, st, me) | {
-            "unit": it.unit, "content_hash": it.content_hash, "video_url": self.media_url(it.video, me),
-            "ranges": [{"start": a, "end": b, "label": f"{hms(a)}–{hms(b)}"} for a, b in ranges],
-            "rounds": rounds, "mine": _ann(st.review_of(me.name)), "reviews": None, "diff": None,
-            "adjudication": None, "claimed": me.name in st.claims}
-        if self.sees_others(st, me):
-            out["reviews"] = [_ann(r) for r in st.reviews]
-            out["adjudication"] = _ann(st.adjudication)
-            if len(st.reviews) >= 2:
-                out["diff"] = [d.model_dump() for d in compare(it, st.reviews[0], st.reviews[1])]
+    # ------------------------------------------------------------------ views
+    def drafts(self, it: ReviewItem, me: Principal) -> dict[str, Any]:
+        out = {}
+        for scope, roles in DRAFT_SCOPES.items():
+            if me.role in roles and (d := self.store.draft(scope, it.id, me.name)) is not None:
+                out[scope] = d.model_dump(mode="json")
         return out
 
-
-def _ann(a: Any) -> dict[str, Any] | None:
-    return a.model_dump(mode="json") if a is not None else None
+    def detail(self, it: ReviewItem, st: ItemState, me: Principal) -> dict[str, Any]:
+        return detail(it, st, me, video_url=self.media_url(it.video, me), drafts=self.drafts(it, me))
 
 
 async def _read_json(request: Request, model: type[BaseModel]) -> Any:
@@ -317,122 +315,179 @@ def _endpoint(handler: Callable[[Request, Any], dict[str, Any]], body: type[Base
 
     async def endpoint(request: Request) -> Response:
         try:
-            parsed = await _read_json(request, body) if body is not None else None
+            parsed = await _read_json(request, body) if body is not None and request.method in ("POST", "PUT") \
+                else None
             return JSONResponse(await run_in_threadpool(handler, request, parsed))
         except ApiError as e:
             return JSONResponse({"error": e.message}, status_code=e.status)
         except ReviewError as e:
             code = next((c for t, c in _STATUS.items() if isinstance(e, t)), 422)
-            return JSONResponse({"error": str(e)}, status_code=code)
+            extra = {"confirm": True} if isinstance(e, ConfirmRequiredError) else {}
+            return JSONResponse({"error": str(e)} | extra, status_code=code)
         except MtvbenchError as e:
             return JSONResponse({"error": str(e)}, status_code=503)
 
     return endpoint
 
 
-def create_app(source: ReviewSource, store: ReviewStore, *, require_tokens: bool = False,
-               trusted_hosts: frozenset[str] | set[str] | None = None) -> Starlette:
-    """The ASGI app. ``require_tokens``: refuse callers without a token even when no user is
-    registered (set when listening beyond loopback). ``trusted_hosts``: Host names served
-    (None: any; the command line passes the loopback names in open mode)."""
-    state = ReviewApp(source, store, require_tokens=require_tokens)
+def _pages(guidelines_html: str) -> dict[str, str]:
     static = resources.files("mtvbench.review").joinpath("static")
     layout = static.joinpath("layout.html").read_text("utf-8")
-    pages = {name: layout.replace("@TITLE@", title).replace("@PAGE@", name).replace(
-        "@BODY@", static.joinpath(f"{name}.html").read_text("utf-8")) for name, title in PAGES.items()}
+    return {name: layout.replace("@TITLE@", title).replace("@PAGE@", name).replace(
+        "@BODY@", static.joinpath(f"{name}.html").read_text("utf-8")).replace("@GUIDELINES@", guidelines_html)
+        for name, title in PAGES.items()}
 
-    def caller(request: Request) -> Principal:
-        state.reload()
-        return state.who(request)
 
-    def session(request: Request, _: None) -> dict[str, Any]:
+class ReviewApi:
+    """The JSON API's handlers (see the module docstring): each takes the request and its parsed body and
+    answers a JSON object; :func:`_endpoint` runs them in a worker thread and maps errors."""
+
+    def __init__(self, state: ReviewApp):
+        self.state = state
+        self.store = state.store
+
+    def caller(self, request: Request) -> Principal:
+        self.state.reload()
+        return self.state.who(request)
+
+    def own(self, request: Request) -> tuple[Principal, ReviewItem]:
+        me = self.caller(request)
+        return me, self.state.item(request.path_params["id"])
+
+    def session(self, request: Request, _: None) -> dict[str, Any]:
         """Who the caller is; ``name`` is null (with ``error`` saying why) when they are not signed in."""
-        out: dict[str, Any] = {"name": None, "role": None, "mode": "token" if state.token_mode() else "open",
-                               "source": {"kind": source.kind, "name": source.root.name}, "items": len(state.items),
-                               "source_error": state.source_error}
+        st = self.state
+        out: dict[str, Any] = {"name": None, "role": None, "mode": "token" if st.token_mode() else "open",
+                               "source": {"kind": st.source.kind, "name": st.source.root.name},
+                               "items": len(st.items), "source_error": st.source_error, "criteria": CRITERIA}
         try:
-            me = caller(request)
+            me = self.caller(request)
         except ApiError as e:
             return out | {"error": e.message}
         return out | {"name": me.name, "role": me.role}
 
-    def list_items(request: Request, _: None) -> dict[str, Any]:
-        me = caller(request)
-        states = store.states({i: it.content_hash for i, it in state.items.items()})
+    def list_items(self, request: Request, _: None) -> dict[str, Any]:
+        me = self.caller(request)
+        items = self.state.items
+        states = self.store.states({i: it.content_hash for i, it in items.items()})
         task, status = request.query_params.get("task"), request.query_params.get("status")
-        rows = [state.summary(it, states[i], me) for i, it in state.items.items()]
-        rows = [r for r in rows if (not task or r["task"] == task) and (not status or r["status"] == status)]
-        return {"items": rows}
+        rows = [summary(it, states[i], me) for i, it in items.items()]
+        return {"items": [r for r in rows if (not task or r["task"] == task) and (not status or r["status"] == status)]}
 
-    def get_item(request: Request, _: None) -> dict[str, Any]:
-        me = caller(request)
-        it = state.item(request.path_params["id"])
+    def get_item(self, request: Request, _: None) -> dict[str, Any]:
+        me, it = self.own(request)
         if request.query_params.get("claim") == "1":
-            store.claim(it.id, me.name)
-        return state.detail(it, store.state(it.id, it.content_hash), me)
+            self.store.claim(it.id, me.name)
+        return self.state.detail(it, self.state.state(it), me)
 
-    def review(request: Request, body: ReviewBody) -> dict[str, Any]:
-        me = caller(request)
+    @staticmethod
+    def decided(it: ReviewItem, st: ItemState, me: Principal) -> dict[str, Any]:
+        """What a person is told after their decision (nothing about anyone else's)."""
+        return {"id": it.id, "mine": dump(st.review_of(me.name)), "yours": yours(st, me),
+                "my_referral": dump(st.referral_of(me.name)), "notice": st.notice, "undo": st.seq}
+
+    def review(self, request: Request, body: ReviewBody) -> dict[str, Any]:
+        me, it = self.own(request)
         if body.annotator != me.name:
             raise ApiError(403, f"you are signed in as {me.name}; you cannot record a decision for {body.annotator}")
-        it = state.item(request.path_params["id"])
-        st = store.record(it, me.name, body.decision, body.edits, body.comment, expected_hash=body.content_hash,
-                          require_reason=True)
-        return {"id": it.id, "status": state.visible_status(st, me), "mine": _ann(st.review_of(me.name))}
+        st = self.store.record(it, me.name, body.decision, body.edits, body.comment, criteria=body.criteria,
+                               checklist=body.checklist, expected_hash=body.content_hash, strict=True,
+                               active_seconds=body.active_seconds, refer=True)
+        return self.decided(it, st, me)
 
-    def adjudicate(request: Request, body: AdjudicateBody) -> dict[str, Any]:
-        me = caller(request)
+    def undo(self, request: Request, body: UndoBody) -> dict[str, Any]:
+        me, it = self.own(request)
+        return self.decided(it, self.store.undo(it, me.name, body.seq), me)
+
+    def adjudicate(self, request: Request, body: AdjudicateBody) -> dict[str, Any]:
+        me, it = self.own(request)
         if me.role != "senior":
             raise ApiError(403, f"{me.name} is an annotator; only a senior annotator adjudicates")
         if body.senior != me.name:
             raise ApiError(403, f"you are signed in as {me.name}; you cannot adjudicate as {body.senior}")
-        it = state.item(request.path_params["id"])
-        st = store.adjudicate(it, me.name, body.decision, body.edits, body.comment, expected_hash=body.content_hash,
-                              require_reason=True)
-        return {"id": it.id, "status": st.status, "adjudication": _ann(st.adjudication)}
+        st = self.store.adjudicate(it, me.name, body.decision, body.edits, body.comment, criteria=body.criteria,
+                                   checklist=body.checklist, expected_hash=body.content_hash, strict=True,
+                                   confirm=body.confirm)
+        return {"id": it.id, "status": st.status, "adjudication": dump(st.adjudication)}
 
-    def next_item(request: Request, _: None) -> dict[str, Any]:
-        me = caller(request)
-        return {"id": store.next_for(me.name, request.query_params.get("after"))}
+    def draft(self, request: Request, body: DraftBody | None) -> dict[str, Any]:
+        me, it = self.own(request)
+        scope = body.scope if body is not None else request.query_params.get("scope", "review")
+        if me.role not in DRAFT_SCOPES.get(scope, ()):
+            raise ApiError(403 if scope in DRAFT_SCOPES else 422, f"no drafts of scope {scope!r} for a {me.role}")
+        if body is not None:
+            return {"draft": self.store.save_draft(scope, it.id, me.name, body.content_hash, body.data).model_dump()}
+        if request.method == "DELETE":
+            self.store.drop_draft(scope, it.id, me.name)
+            return {"draft": None}
+        d = self.store.draft(scope, it.id, me.name)
+        return {"draft": d.model_dump() if d is not None else None}
 
-    def progress(request: Request, _: None) -> dict[str, Any]:
-        caller(request)
-        return compute_progress(store.rows(), store.states(), store.users()).model_dump(mode="json")
+    def video(self, request: Request, _: None) -> dict[str, Any]:
+        me, it = self.own(request)
+        return {"video_url": self.state.media_url(it.video, me)}
 
-    async def media(request: Request) -> Response:
+    def next_item(self, request: Request, _: None) -> dict[str, Any]:
+        me = self.caller(request)
+        return {"id": self.store.next_for(me.name, request.query_params.get("after"))}
+
+    def progress(self, request: Request, _: None) -> dict[str, Any]:
+        me = self.caller(request)
+        rows, states = self.store.rows(), self.store.states()
+        if me.role == "senior":
+            return compute_progress(rows, states, self.store.users()).model_dump(mode="json")
+        return own_progress(rows, states, me.name).model_dump(mode="json")
+
+    async def media(self, request: Request) -> Response:
         name = request.path_params["name"]
         q = request.query_params
-        path = state.videos.get(name)
-        if path is None or not await run_in_threadpool(state.media_allowed, name, q.get("u", ""), q.get("exp", ""),
-                                                       q.get("sig", "")):
+        path = self.state.videos.get(name)
+        if path is None or not await run_in_threadpool(self.state.media_allowed, name, q.get("u", ""),
+                                                       q.get("exp", ""), q.get("sig", "")):
             return PlainTextResponse("not found", 404)
         if not path.is_file():
             return PlainTextResponse("video file missing", 404)
         ctype = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         return FileResponse(path, media_type=ctype, headers={"cache-control": "private, max-age=3600"})
 
-    def page(name: str) -> Callable[[Request], Awaitable[Response]]:
-        async def endpoint(request: Request) -> Response:
-            return HTMLResponse(pages[name], headers={"cache-control": "no-cache"})
 
-        return endpoint
+def _page(html: str) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        return HTMLResponse(html, headers={"cache-control": "no-cache"})
 
+    return endpoint
+
+
+def create_app(source: ReviewSource, store: ReviewStore, *, require_tokens: bool = False,
+               trusted_hosts: frozenset[str] | set[str] | None = None, guidelines: str | None = None) -> Starlette:
+    """The ASGI app. ``require_tokens``: refuse callers without a token even when no user is
+    registered (set when listening beyond loopback). ``trusted_hosts``: Host names served
+    (None: any; the command line passes the loopback names in open mode). ``guidelines``: Markdown
+    that replaces the built-in guidelines (rendered with its HTML escaped)."""
+    state = ReviewApp(source, store, require_tokens=require_tokens)
+    api = ReviewApi(state)
+    pages = _pages(render_guidelines(guidelines))
+    item = "/api/items/{id:path}"
     routes = [
-        Route("/", page("index")),
-        Route("/annotate", page("annotate")),
-        Route("/senior", page("senior")),
-        Route("/progress", page("progress")),
-        Route("/api/session", _endpoint(session)),
-        Route("/api/items", _endpoint(list_items)),
-        Route("/api/items/{id:path}/review", _endpoint(review, ReviewBody), methods=["POST"]),
-        Route("/api/items/{id:path}/adjudicate", _endpoint(adjudicate, AdjudicateBody), methods=["POST"]),
-        Route("/api/items/{id:path}", _endpoint(get_item)),
-        Route("/api/next", _endpoint(next_item)),
-        Route("/api/progress", _endpoint(progress)),
-        Route("/media/{name:path}", media),
+        Route("/", _page(pages["index"])),
+        *[Route(f"/{name}", _page(html)) for name, html in pages.items() if name != "index"],
+        Route("/api/session", _endpoint(api.session)),
+        Route("/api/items", _endpoint(api.list_items)),
+        Route(f"{item}/review", _endpoint(api.review, ReviewBody), methods=["POST"]),
+        Route(f"{item}/adjudicate", _endpoint(api.adjudicate, AdjudicateBody), methods=["POST"]),
+        Route(f"{item}/undo", _endpoint(api.undo, UndoBody), methods=["POST"]),
+        Route(f"{item}/draft", _endpoint(api.draft, DraftBody), methods=["GET", "PUT", "DELETE"]),
+        Route(f"{item}/video", _endpoint(api.video)),
+        Route(item, _endpoint(api.get_item)),
+        Route("/api/next", _endpoint(api.next_item)),
+        Route("/api/progress", _endpoint(api.progress)),
+        Route("/media/{name:path}", api.media),
         Mount("/static", app=StaticFiles(packages=[("mtvbench.review", "static")]), name="static"),
     ]
     app = Starlette(routes=routes)
     app.state.review = state
     app.add_middleware(_Guard, trusted_hosts=frozenset(trusted_hosts) if trusted_hosts is not None else None)
     return app
+
+
+__all__ = ["create_app", "ReviewApp", "ReviewApi", "LOOPBACK_NAMES", "MEDIA_TTL_S"]

@@ -43,7 +43,7 @@ class DatasetSource(ReviewSource):
                      video_mode: VideoMode) -> tuple[list[ReviewItem], int]:
         states = store.states({it.id: it.content_hash for it in items})
         for it in items:
-            it.annotations, it.adjudication = states[it.id].reviews, states[it.id].adjudication
+            states[it.id].apply_to(it)
         return items, write_dataset(self, items, out, accepted_only, video_mode)
 
 

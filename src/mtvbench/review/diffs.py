@@ -1,4 +1,5 @@
-"""What the senior annotator sees: the two annotators' edits of each field, side by side.
+"""What the senior annotator sees: the annotators' edits of each field, side by side (the two
+annotators', and those of decisions handed to the senior).
 
 Word-level diffs come from :mod:`difflib` (whitespace and punctuation are their own
 tokens, so a changed word shows as one deletion and one insertion).
@@ -24,18 +25,16 @@ class Piece(BaseModel):
 
 
 class FieldDiff(BaseModel):
-    """One field that either annotator edited: the original, each side's value and diff."""
+    """One field that some side edited: the original, and each side's value, whether it changed it,
+    and its diff from the original (``values[i]`` is side ``i``'s)."""
 
     round: int
     field: str
     item: str | None
     original: str
-    a: str
-    b: str
-    a_changed: bool
-    b_changed: bool
-    diff_a: list[Piece]
-    diff_b: list[Piece]
+    values: list[str]
+    changed: list[bool]
+    diffs: list[list[Piece]]
 
 
 def word_diff(before: str, after: str) -> list[Piece]:
@@ -53,16 +52,14 @@ def word_diff(before: str, after: str) -> list[Piece]:
     return out
 
 
-def compare(item: ReviewItem, a: Annotation, b: Annotation) -> list[FieldDiff]:
-    """Every field edited by ``a`` or ``b``, in dialogue order."""
-    ea = {e.path: e.value for e in a.edits}
-    eb = {e.path: e.value for e in b.edits}
-    paths = sorted(set(ea) | set(eb), key=lambda p: (p[0], int(p[2][1:]) if p[2] else 0, _FIELD_ORDER[p[1]]))
+def compare(item: ReviewItem, sides: list[Annotation]) -> list[FieldDiff]:
+    """Every field edited by any of ``sides``, in dialogue order."""
+    edits = [{e.path: e.value for e in a.edits} for a in sides]
+    paths = sorted(set().union(*edits), key=lambda p: (p[0], int(p[2][1:]) if p[2] else 0, _FIELD_ORDER[p[1]]))
     out = []
     for path in paths:
         original = item.original(*path) or ""
-        va, vb = ea.get(path, original), eb.get(path, original)
-        out.append(FieldDiff(round=path[0], field=path[1], item=path[2], original=original, a=va, b=vb,
-                             a_changed=path in ea, b_changed=path in eb, diff_a=word_diff(original, va),
-                             diff_b=word_diff(original, vb)))
+        values = [e.get(path, original) for e in edits]
+        out.append(FieldDiff(round=path[0], field=path[1], item=path[2], original=original, values=values,
+                             changed=[path in e for e in edits], diffs=[word_diff(original, v) for v in values]))
     return out

@@ -5,7 +5,9 @@ What is written (``--out DIR``)::
     mtqa/<task>.json, checklist/<task>_CheckList.json   every kept dialogue, the final revision applied
     videos/<video>.<ext>                                 the videos of kept dialogues (hard links by default)
     metadata.json                                        the kept dialogues' entries (when the source has one)
-    review.json                                          the audit trail (see :class:`Audit`)
+    review.json                                          the audit trail (see :class:`Audit`): every decision
+                                                         with its criteria and checklist marks, the decisions
+                                                         handed to the senior, before/after of each change
 
 Kept: every dialogue that is not rejected; with ``accepted_only`` only the accepted ones
 (both annotators accepted, or the senior accepted or revised): :func:`mtvbench.data.layout.kept`, and
@@ -30,7 +32,7 @@ from mtvbench.data.buildmeta import load_metadata
 from mtvbench.data.layout import LayoutWriter, kept, metadata_path, place_video, videos_dir, write_layout_json
 from mtvbench.data.schema import Task
 from mtvbench.errors import OutputError
-from mtvbench.review.model import Annotation, ReviewItem
+from mtvbench.review.model import CRITERIA, Annotation, Referral, ReviewItem
 from mtvbench.review.source import ReviewSource, VideoMode
 from mtvbench.review.store import HistoryEvent, ReviewStore, now_iso
 from mtvbench.util.files import atomic_write_json, describe_os_error, ensure_dir
@@ -58,6 +60,8 @@ class AuditItem(BaseModel):
     exported: bool
     reviews: list[Annotation]
     adjudication: Annotation | None
+    #: decisions handed to the senior (a change after both decided; a decision on a dialogue two others held)
+    referrals: list[Referral] = Field(default_factory=list)
     #: the final revision: every field that differs from the dialogue as it was reviewed
     changes: list[Change]
 
@@ -66,7 +70,10 @@ class Audit(BaseModel):
     """``review.json``: who decided what and when, and what changed (before/after)."""
 
     format: Literal["mtvbench-review-audit"] = "mtvbench-review-audit"
-    version: int = 1
+    #: 2: criteria, checklist marks and referrals recorded (None in a decision: not recorded)
+    version: int = 2
+    #: the criteria the decisions record (key -> what it checks)
+    criteria: dict[str, str] = Field(default_factory=lambda: dict(CRITERIA))
     source: str
     source_kind: str
     exported_at: str
@@ -152,7 +159,7 @@ def export_review(source: ReviewSource, store: ReviewStore, out: Path | str, *, 
                 id=it.id, dialogue_id=f"{it.task.value}/{it.video}/{it.event}", task=it.task, video=it.video,
                 event=it.event, content_hash=it.content_hash, status=it.status,
                 exported=kept(it.status, accepted_only=accepted_only, drop_rejected=True), reviews=it.annotations,
-                adjudication=it.adjudication, changes=_changes(it)))
+                adjudication=it.adjudication, referrals=it.referrals, changes=_changes(it)))
         audit = Audit(source=str(source.root), source_kind=source.kind, exported_at=now_iso(),
                       accepted_only=accepted_only, counts=counts,
                       complete=not (counts.get("pending", 0) or counts.get("needs_adjudication", 0)),

@@ -8,12 +8,21 @@ changes and earlier decisions no longer count (they stay in the audit trail).
 
 Two annotators decide each dialogue independently (:class:`Annotation`): ``accept``,
 ``revise`` (with :class:`Edit` records: the changed text of a round or of a checklist item)
-or ``reject`` (with a reason). The outcome (:func:`status_of`):
+or ``reject`` (with a reason). With the decision they record the paper's three criteria
+(:data:`CRITERIA`: the dialogue fits its capability; each question-answer pair is grounded and
+unambiguous; each turn follows from the history), each met / not met with an optional note,
+and for each checklist item keep / revise (:func:`check_verdict`): accept needs every criterion
+met and every checklist item kept; a criterion not met requires revise or reject.
+
+The outcome (:func:`status_of`):
 
 - both accept -> ``accepted``; both reject -> ``rejected``;
 - different decisions, or both revised -> ``needs_adjudication``: a senior annotator picks
   or merges, and the senior's decision is final (``revise`` counts as accepted, with the
   senior's edits applied on export);
+- a decision handed to the senior (:class:`Referral`: an annotator changed their mind after both
+  had decided, or decided a dialogue two others hold) that no senior has settled yet ->
+  ``needs_adjudication`` once the dialogue has two decisions or a senior's;
 - fewer than two decisions -> ``pending``.
 """
 
@@ -37,6 +46,17 @@ STATUSES: tuple[str, ...] = ("pending", "accepted", "rejected", "needs_adjudicat
 Role = Literal["annotator", "senior"]
 ROLES: tuple[str, ...] = ("annotator", "senior")
 EditField = Literal["user", "assistant", "question", "expected"]
+CriterionKey = Literal["capability", "grounded", "coherent"]
+#: the paper's three checks (§3.2 Human Verification), in the order the pages show them
+CRITERIA: dict[str, str] = {
+    "capability": "The dialogue fits its capability (e.g. answer refusal asks about an absent event; "
+                  "object reference needs pronoun resolution)",
+    "grounded": "Each question-answer pair is grounded in the video and unambiguous",
+    "coherent": "Each turn follows from the history",
+}
+ChecklistMark = Literal["keep", "revise"]
+#: why a decision went to the senior instead of counting as one of the two
+ReferralReason = Literal["changed", "taken"]
 
 #: longest name of an annotator or senior
 NAME_MAX = 64
@@ -104,8 +124,18 @@ class Edit(BaseModel):
         return f"round {self.round} {self.field}" + (f" of {self.item}" if self.item else "")
 
 
+class Criterion(BaseModel):
+    """One of :data:`CRITERIA` as a person judged it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    met: bool
+    note: str = Field(default="", max_length=TEXT_MAX)
+
+
 class Annotation(BaseModel):
-    """One person's decision on one dialogue (an annotator's, or the senior's adjudication)."""
+    """One person's decision on one dialogue (an annotator's, or the senior's adjudication).
+    ``criteria`` and ``checklist`` are None for decisions recorded without them (earlier versions)."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -114,12 +144,34 @@ class Annotation(BaseModel):
     comment: str = Field(default="", validation_alias=AliasChoices("comment", "note"))
     at: str = ""
     edits: list[Edit] = Field(default_factory=list)
-    #: seconds from opening the item to the first decision (None when decided outside the web app)
+    #: active seconds on the dialogue before the first decision: the page visible and input (or the video
+    #: playing) within the last minute (None when decided outside the web app or by earlier versions)
     seconds: float | None = None
+    #: criterion key -> met / not met with a note
+    criteria: dict[str, Criterion] | None = None
+    #: checklist item (``"3.Q1"``: round 3, item Q1) -> keep / revise
+    checklist: dict[str, ChecklistMark] | None = None
 
 
-def status_of(reviews: list[Annotation], adjudication: Annotation | None) -> Status:
-    """The outcome of an item from its (first two) annotators' decisions and the senior's."""
+class Referral(Annotation):
+    """A decision handed to the senior annotator instead of counting as one of the two: the
+    annotator changed it after both had decided (``changed``; their decision is replaced and
+    ``previous`` holds the one before), or two others already held the dialogue or a senior had
+    decided it (``taken``; the decision is kept here with its text)."""
+
+    seq: int
+    reason: ReferralReason
+    previous: Annotation | None = None
+    #: when a senior's decision settled it (None: still open)
+    settled_at: str | None = None
+
+
+def status_of(reviews: list[Annotation], adjudication: Annotation | None,
+              referrals: list[Referral] | None = None) -> Status:
+    """The outcome of an item from its (first two) annotators' decisions, the senior's, and the
+    decisions handed to the senior that no senior has settled yet."""
+    if any(r.settled_at is None for r in referrals or []) and (adjudication is not None or len(reviews) >= 2):
+        return "needs_adjudication"
     if adjudication is not None:
         return "rejected" if adjudication.decision == "reject" else "accepted"
     if len(reviews) < 2:
@@ -153,10 +205,16 @@ class ReviewItem(BaseModel):
     content_hash: str
     annotations: list[Annotation] = Field(default_factory=list)
     adjudication: Annotation | None = None
+    #: decisions handed to the senior (from the store; never written to a queue file)
+    referrals: list[Referral] = Field(default_factory=list)
 
     @property
     def status(self) -> Status:
-        return status_of(self.annotations, self.adjudication)
+        return status_of(self.annotations, self.adjudication, self.referrals)
+
+    def checklist_keys(self) -> list[str]:
+        """Every checklist item as ``"<round>.<key>"`` (what :attr:`Annotation.checklist` is keyed by)."""
+        return [f"{k}.{c.key}" for k in sorted(self.checklists) for c in self.checklists[k]]
 
     @property
     def final_edits(self) -> list[Edit]:
@@ -248,6 +306,46 @@ def check_decision(item: ReviewItem, decision: object, edits: list[Edit], commen
     if require_reason and decision == "reject" and not comment.strip():
         raise ReviewError(f"{item.id}: a rejection needs a reason (comment)")
     return clean
+
+
+def check_verdict(item: ReviewItem, decision: str, edits: list[Edit], criteria: dict[str, Criterion] | None,
+                  checklist: dict[str, str] | None, required: bool = False
+                  ) -> tuple[dict[str, Criterion] | None, dict[str, ChecklistMark] | None]:
+    """The criteria and checklist marks of a valid decision (``edits`` already checked), or one
+    :class:`ReviewError`. Every checklist item gets a mark: the ones given, ``revise`` for an edited
+    item, else ``keep``. ``required``: the three criteria must be given (the web app asks for them);
+    without criteria and marks nothing is recorded (None, None)."""
+    if criteria is None:
+        if required:
+            raise ReviewError(f"{item.id}: mark each criterion met or not met ({', '.join(CRITERIA)})")
+        if checklist is None:
+            return None, None
+    else:
+        missing, extra = [c for c in CRITERIA if c not in criteria], [c for c in criteria if c not in CRITERIA]
+        if missing or extra:
+            what = f"missing {', '.join(missing)}" if missing else f"unknown {', '.join(sorted(extra))}"
+            raise ReviewError(f"{item.id}: criteria must be exactly {', '.join(CRITERIA)} ({what})")
+        criteria = {c: criteria[c] for c in CRITERIA}
+        unmet = [c for c, v in criteria.items() if not v.met]
+        if decision == "accept" and unmet:
+            raise ReviewError(f"{item.id}: accept needs every criterion met ({', '.join(unmet)} not met): "
+                              "choose revise or reject")
+    keys = item.checklist_keys()
+    unknown = sorted(set(checklist or {}) - set(keys))
+    if unknown:
+        raise ReviewError(f"{item.id}: no checklist item {unknown[0]} (items are named round.key, e.g. "
+                          f"{keys[0] if keys else '3.Q1'})")
+    bad = sorted(k for k, v in (checklist or {}).items() if v not in ("keep", "revise"))
+    if bad:
+        raise ReviewError(f"{item.id}: checklist item {bad[0]} must be keep or revise")
+    edited = {f"{e.round}.{e.item}" for e in edits if e.item is not None}
+    marks: dict[str, ChecklistMark] = {k: "revise" if k in edited else (checklist or {}).get(k, "keep")  # type: ignore[misc]
+                                       for k in keys}
+    revised = [k for k, v in marks.items() if v == "revise"]
+    if decision == "accept" and revised:
+        raise ReviewError(f"{item.id}: accept keeps every checklist item ({revised[0]} is marked revise): "
+                          "choose revise or reject")
+    return criteria, marks
 
 
 class ReviewQueue(BaseModel):

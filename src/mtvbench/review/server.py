@@ -49,8 +49,9 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve(source: ReviewSource, store: ReviewStore, host: str = "127.0.0.1", port: int = 8765,
-          on_ready: Callable[[str], None] | None = None) -> None:
-    """Serve the app until Ctrl-C. A non-loopback ``host`` needs registered users (tokens)."""
+          on_ready: Callable[[str], None] | None = None, guidelines: str | None = None) -> None:
+    """Serve the app until Ctrl-C. A non-loopback ``host`` needs registered users (tokens).
+    ``guidelines``: Markdown replacing the built-in guidelines."""
     require("starlette", "review", "the review web app")
     uvicorn = require("uvicorn", "review", "the review web app")
     from mtvbench.review.app import LOOPBACK_NAMES, create_app
@@ -62,7 +63,7 @@ def serve(source: ReviewSource, store: ReviewStore, host: str = "127.0.0.1", por
                           hint=f"add users first (mtvbench review add-user {source.root} NAME --role annotator), "
                                "or serve on 127.0.0.1")
     trusted = (LOOPBACK_NAMES | {host.strip("[]").lower()}) if loopback else None
-    app = create_app(source, store, require_tokens=not loopback, trusted_hosts=trusted)
+    app = create_app(source, store, require_tokens=not loopback, trusted_hosts=trusted, guidelines=guidelines)
     sock = bind(host, port)
     actual = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=3)

@@ -2,22 +2,35 @@
 
 The file has its own tables and uses the one SQLite set-up and version rule of
 :mod:`mtvbench.ledger.sqlite` (WAL, its format in the ``meta`` table, errors naming the file).
+Format 2 added the criteria and checklist marks of each decision, decisions handed to the senior,
+drafts and the stored signing key; a format-1 file is migrated in one transaction and keeps every
+decision (its decisions have no criteria: "not recorded").
 
 Several annotators (web app threads, the ``build review`` command line, other processes)
 write to the same file at once: each decision is one ``BEGIN IMMEDIATE`` transaction that
 checks the item's state and records the decision, so two annotators posting at once are
 serialised and a third cannot take a slot the first two already hold. Nothing is kept only
-in memory: a restart (or a killed process) loses no acknowledged decision.
+in memory: a restart (or a killed process) loses no acknowledged decision and no saved draft.
+
+The rules of a decision (:meth:`ReviewStore.record`): the first two annotators' decisions count;
+a later decision by one of them replaces theirs, but once both have decided (or a senior has) the
+change also goes to the senior as a new disagreement (a ``changed`` referral, never silently); a
+decision by anyone else on a dialogue two others decided is refused, or with ``refer=True`` (the
+web app) handed to the senior with its text (a ``taken`` referral). A senior's decision settles the
+open referrals; overwriting a final decision another made needs ``confirm=True``.
 
 Tables: ``items`` (the dialogues under review: id, order, task, video, current content
 hash, active), ``reviews`` (one row per item, content hash and annotator; a later decision
 replaces the earlier one), ``adjudications`` (the senior's decision per item and content
-hash), ``claims`` (which annotator opened which item when: the queue hands an item to at
-most two annotators, and the time to decide is measured from the claim), ``history`` (every
-decision ever made, append-only: the audit trail), ``users`` (names, roles and the
-SHA-256 of their access tokens; tokens themselves are never stored) and ``signing`` (a
-per-name signing epoch, part of every signed video URL: removing a user or replacing their
-token moves it on, so the links already handed out stop working at once).
+hash), ``referrals`` (decisions handed to the senior, open until a senior decides), ``claims``
+(which annotator opened which item when: the queue hands an item to at most two annotators),
+``history`` (every decision ever made, append-only: the audit trail; ``replaced`` keeps what a
+decision replaced, so that the last one can be undone), ``drafts`` (what a person typed on an item
+and has not submitted yet, per scope, item and person), ``users`` (names, roles and the SHA-256 of
+their access tokens; tokens themselves are never stored), ``signing`` (a per-name signing epoch,
+part of every signed video URL: removing a user or replacing their token moves it on, so the links
+already handed out stop working at once) and ``settings`` (the key video URLs are signed with, so
+that links survive a restart of the server).
 """
 
 from __future__ import annotations
@@ -30,6 +43,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -39,7 +53,9 @@ from mtvbench.ledger.sqlite import Schema, connect, open_db, transaction
 from mtvbench.review.model import (
     ROLES,
     Annotation,
+    Criterion,
     Edit,
+    Referral,
     ReviewConflictError,
     ReviewError,
     ReviewItem,
@@ -48,16 +64,41 @@ from mtvbench.review.model import (
     UnknownItemError,
     check_decision,
     check_name,
+    check_verdict,
     status_of,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: an annotator's claim on an item they opened but did not decide frees its slot after this long
 CLAIM_TTL_S = 3600.0
 STORE_NAME = "review.sqlite"
+#: largest draft (JSON text) a person may keep per item
+DRAFT_MAX = 256 * 1024
+#: the notices a person gets when their decision went to the senior (they say nothing of the others' decisions)
+CHANGED_NOTICE = ("both annotators had decided this dialogue: your change is recorded and goes to the senior "
+                  "annotator as a new disagreement")
+TAKEN_NOTICE = ("two other annotators decided this dialogue: your decision, with its edits and comment, went to "
+                "the senior annotator")
+ADJUDICATE_HINT = ("a senior annotator decides on the senior page of `mtvbench review serve` or with "
+                   "`mtvbench build review adjudicate`")
+
+_V2_COLUMNS = (("reviews", "criteria"), ("reviews", "checklist"), ("adjudications", "criteria"),
+               ("adjudications", "checklist"), ("history", "criteria"), ("history", "checklist"),
+               ("history", "replaced"))
+
+
+def _v1_to_v2(db: sqlite3.Connection) -> None:
+    """Format 1 -> 2: the criteria and checklist marks of each decision and what a decision replaced
+    (NULL: not recorded); the new tables are created by the schema's statements afterwards."""
+    for table, column in _V2_COLUMNS:
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        if have and column not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+
 
 SCHEMA = Schema(
-    kind="review store", version=SCHEMA_VERSION, records="the decision", unversioned=SCHEMA_VERSION,
+    kind="review store", version=SCHEMA_VERSION, records="the decision", unversioned=1,
+    migrations={1: _v1_to_v2},
     ddl="""
 CREATE TABLE IF NOT EXISTS items(
   id TEXT PRIMARY KEY, pos INTEGER NOT NULL, task TEXT NOT NULL, video TEXT NOT NULL, event TEXT NOT NULL,
@@ -65,19 +106,30 @@ CREATE TABLE IF NOT EXISTS items(
 CREATE TABLE IF NOT EXISTS reviews(
   item_id TEXT NOT NULL, content_hash TEXT NOT NULL, annotator TEXT NOT NULL, decision TEXT NOT NULL,
   edits TEXT NOT NULL, comment TEXT NOT NULL, first_at TEXT NOT NULL, at TEXT NOT NULL, seconds REAL,
-  PRIMARY KEY(item_id, content_hash, annotator));
+  criteria TEXT, checklist TEXT, PRIMARY KEY(item_id, content_hash, annotator));
 CREATE TABLE IF NOT EXISTS adjudications(
   item_id TEXT NOT NULL, content_hash TEXT NOT NULL, senior TEXT NOT NULL, decision TEXT NOT NULL,
-  edits TEXT NOT NULL, comment TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY(item_id, content_hash));
+  edits TEXT NOT NULL, comment TEXT NOT NULL, at TEXT NOT NULL, criteria TEXT, checklist TEXT,
+  PRIMARY KEY(item_id, content_hash));
+CREATE TABLE IF NOT EXISTS referrals(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, item_id TEXT NOT NULL, content_hash TEXT NOT NULL, who TEXT NOT NULL,
+  reason TEXT NOT NULL, decision TEXT NOT NULL, edits TEXT NOT NULL, comment TEXT NOT NULL, criteria TEXT,
+  checklist TEXT, seconds REAL, previous TEXT, history_seq INTEGER NOT NULL, at TEXT NOT NULL, settled_at TEXT,
+  settled_by TEXT);
 CREATE TABLE IF NOT EXISTS claims(
   item_id TEXT NOT NULL, content_hash TEXT NOT NULL, annotator TEXT NOT NULL, opened_at REAL NOT NULL,
   PRIMARY KEY(item_id, content_hash, annotator));
 CREATE TABLE IF NOT EXISTS history(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, item_id TEXT NOT NULL, content_hash TEXT NOT NULL,
-  who TEXT NOT NULL, action TEXT NOT NULL, decision TEXT NOT NULL, edits TEXT NOT NULL, comment TEXT NOT NULL);
+  who TEXT NOT NULL, action TEXT NOT NULL, decision TEXT NOT NULL, edits TEXT NOT NULL, comment TEXT NOT NULL,
+  criteria TEXT, checklist TEXT, replaced TEXT);
+CREATE TABLE IF NOT EXISTS drafts(
+  scope TEXT NOT NULL, item_id TEXT NOT NULL, who TEXT NOT NULL, content_hash TEXT NOT NULL, data TEXT NOT NULL,
+  updated_at TEXT NOT NULL, PRIMARY KEY(scope, item_id, who));
 CREATE TABLE IF NOT EXISTS users(
   name TEXT PRIMARY KEY, role TEXT NOT NULL, token_sha256 TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS signing(name TEXT PRIMARY KEY, epoch INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """,
     hint="open it with the mtvbench version that wrote it, or choose another file with --store FILE",
     write_hint="choose another place with --store FILE (or free some space); no decision was lost before this one")
@@ -90,6 +142,10 @@ def now_iso() -> str:
 def token_digest(token: str) -> str:
     """SHA-256 of an access token (what ``users.token_sha256`` holds)."""
     return parts_digest((token,))
+
+
+class ConfirmRequiredError(ReviewConflictError):
+    """A senior's decision would overwrite a final decision someone else made: ask again with confirm."""
 
 
 class Principal(BaseModel):
@@ -106,26 +162,49 @@ class UserInfo(BaseModel):
 
 
 class ItemState(BaseModel):
-    """The decisions that count for an item: those made on its current content."""
+    """The decisions that count for an item: those made on its current content. ``seq`` and ``notice``
+    describe the action that produced this state (the history entry to undo; what the person is told)."""
 
     id: str
     content_hash: str
     reviews: list[Annotation] = Field(default_factory=list)
     adjudication: Annotation | None = None
+    #: decisions handed to the senior, open and settled, in order
+    referrals: list[Referral] = Field(default_factory=list)
     #: annotator -> when they opened the item (epoch seconds)
     claims: dict[str, float] = Field(default_factory=dict)
+    seq: int | None = None
+    notice: str | None = None
 
     @property
     def status(self) -> Status:
-        return status_of(self.reviews, self.adjudication)
+        return status_of(self.reviews, self.adjudication, self.referrals)
+
+    @property
+    def open_referrals(self) -> list[Referral]:
+        return [r for r in self.referrals if r.settled_at is None]
+
+    @property
+    def closed(self) -> bool:
+        """Both annotators decided, or a senior did: a further decision goes to the senior."""
+        return self.adjudication is not None or len(self.reviews) >= 2
 
     def review_of(self, who: str) -> Annotation | None:
         return next((r for r in self.reviews if r.annotator == who), None)
+
+    def referral_of(self, who: str) -> Referral | None:
+        """``who``'s latest decision handed to the senior."""
+        return next((r for r in reversed(self.referrals) if r.annotator == who), None)
 
     def holders(self, now: float, ttl: float = CLAIM_TTL_S) -> set[str]:
         """Annotators who decided the item or hold a live claim on it."""
         live = {a for a, t in self.claims.items() if now - t < ttl}
         return {r.annotator for r in self.reviews} | live
+
+    def apply_to(self, item: ReviewItem) -> ReviewItem:
+        """``item`` with these decisions (what the exports and the queue listing read)."""
+        item.annotations, item.adjudication, item.referrals = self.reviews, self.adjudication, self.referrals
+        return item
 
 
 class ItemRow(BaseModel):
@@ -146,20 +225,63 @@ class HistoryEvent(BaseModel):
     item_id: str
     content_hash: str
     who: str
-    action: str  # "review" | "adjudicate"
+    #: "review" | "adjudicate" | "refer" (handed to the senior) | "undo"
+    action: str
     decision: str
     comment: str
     edits: list[Edit]
+    criteria: dict[str, Criterion] | None = None
+    checklist: dict[str, str] | None = None
+
+
+class Draft(BaseModel):
+    """What a person typed on an item and has not submitted (the page's own JSON object)."""
+
+    scope: str
+    item_id: str
+    content_hash: str
+    data: dict[str, Any]
+    updated_at: str
+
+
+def _json_or_none(text: str | None) -> Any:
+    return json.loads(text) if text else None
 
 
 def _ann(row: sqlite3.Row, who_col: str = "annotator") -> Annotation:
+    keys = row.keys()
     return Annotation(annotator=row[who_col], decision=row["decision"], comment=row["comment"], at=row["at"],
                       edits=[Edit.model_validate(e) for e in json.loads(row["edits"])],
-                      seconds=row["seconds"] if who_col == "annotator" else None)
+                      seconds=row["seconds"] if "seconds" in keys else None,
+                      criteria=_json_or_none(row["criteria"]), checklist=_json_or_none(row["checklist"]))
+
+
+def _referral(row: sqlite3.Row) -> Referral:
+    a = _ann(row, "who")
+    prev = _json_or_none(row["previous"])
+    return Referral(**a.model_dump(), seq=row["seq"], reason=row["reason"], settled_at=row["settled_at"],
+                    previous=Annotation.model_validate(prev) if prev else None)
 
 
 def _edits_json(edits: list[Edit]) -> str:
     return json.dumps([e.model_dump() for e in edits], ensure_ascii=False)
+
+
+def _dump(obj: Any) -> str | None:
+    if obj is None:
+        return None
+    if isinstance(obj, BaseModel):
+        obj = obj.model_dump(mode="json")
+    elif isinstance(obj, dict):
+        obj = {k: v.model_dump(mode="json") if isinstance(v, BaseModel) else v for k, v in obj.items()}
+    return json.dumps(obj, ensure_ascii=False)  # in the order given: criteria and checklist items as shown
+
+
+def _same(a: Annotation, b: Annotation) -> bool:
+    """The same decision, edits, comment, criteria and marks (a re-submission that changes nothing)."""
+    fields = {"decision", "comment", "criteria", "checklist"}
+    return a.model_dump(include=fields) == b.model_dump(include=fields) and \
+        [e.path + (e.value,) for e in a.edits] == [e.path + (e.value,) for e in b.edits]
 
 
 class ReviewStore:
@@ -215,18 +337,16 @@ class ReviewStore:
 
     def _import_legacy(self, db: sqlite3.Connection, it: ReviewItem) -> None:
         for a in it.annotations:
-            cur = db.execute("INSERT OR IGNORE INTO reviews VALUES(?,?,?,?,?,?,?,?,NULL)",
-                             (it.id, it.content_hash, a.annotator, a.decision, _edits_json(a.edits), a.comment,
-                              a.at or now_iso(), a.at or now_iso()))
-            if cur.rowcount:
-                self._log(db, it.id, it.content_hash, a.annotator, "review", a, at=a.at)
+            if self._put_review(db, it, a, insert_only=True):
+                self._log(db, it.id, it.content_hash, "review", a)
         a = it.adjudication
         if a is not None:
-            cur = db.execute("INSERT OR IGNORE INTO adjudications VALUES(?,?,?,?,?,?,?)",
+            cur = db.execute("INSERT OR IGNORE INTO adjudications(item_id, content_hash, senior, decision, edits, "
+                             "comment, at, criteria, checklist) VALUES(?,?,?,?,?,?,?,?,?)",
                              (it.id, it.content_hash, a.annotator, a.decision, _edits_json(a.edits), a.comment,
-                              a.at or now_iso()))
+                              a.at or now_iso(), _dump(a.criteria), _dump(a.checklist)))
             if cur.rowcount:
-                self._log(db, it.id, it.content_hash, a.annotator, "adjudicate", a, at=a.at)
+                self._log(db, it.id, it.content_hash, "adjudicate", a)
 
     def rows(self, active_only: bool = True) -> list[ItemRow]:
         with self._tx(write=False) as db:
@@ -236,18 +356,21 @@ class ReviewStore:
     # ------------------------------------------------------------------ state
     def _states(self, db: sqlite3.Connection, current: dict[str, str]) -> dict[str, ItemState]:
         out = {i: ItemState(id=i, content_hash=h) for i, h in current.items()}
-        for r in db.execute("SELECT * FROM reviews ORDER BY rowid"):
-            st = out.get(r["item_id"])
-            if st is not None and st.content_hash == r["content_hash"]:
-                st.reviews.append(_ann(r))
-        for r in db.execute("SELECT * FROM adjudications"):
-            st = out.get(r["item_id"])
-            if st is not None and st.content_hash == r["content_hash"]:
-                st.adjudication = _ann(r, "senior")
-        for r in db.execute("SELECT * FROM claims"):
-            st = out.get(r["item_id"])
-            if st is not None and st.content_hash == r["content_hash"]:
-                st.claims[r["annotator"]] = r["opened_at"]
+
+        def rows(sql: str) -> Iterator[tuple[ItemState, sqlite3.Row]]:
+            for r in db.execute(sql):
+                st = out.get(r["item_id"])
+                if st is not None and st.content_hash == r["content_hash"]:
+                    yield st, r
+
+        for st, r in rows("SELECT * FROM reviews ORDER BY rowid"):
+            st.reviews.append(_ann(r))
+        for st, r in rows("SELECT * FROM adjudications"):
+            st.adjudication = _ann(r, "senior")
+        for st, r in rows("SELECT * FROM referrals ORDER BY seq"):
+            st.referrals.append(_referral(r))
+        for st, r in rows("SELECT * FROM claims"):
+            st.claims[r["annotator"]] = r["opened_at"]
         return out
 
     def states(self, current: dict[str, str] | None = None) -> dict[str, ItemState]:
@@ -273,61 +396,194 @@ class ReviewStore:
 
     # ------------------------------------------------------------------ decisions
     def record(self, item: ReviewItem, annotator: str, decision: str, edits: list[Edit] | None = None,
-               comment: str = "", *, expected_hash: str | None = None, require_reason: bool = False) -> ItemState:
-        """One annotator's decision (a later decision by the same annotator replaces theirs)."""
+               comment: str = "", *, criteria: dict[str, Criterion] | None = None,
+               checklist: dict[str, str] | None = None, expected_hash: str | None = None, strict: bool = False,
+               active_seconds: float | None = None, refer: bool = False) -> ItemState:
+        """One annotator's decision, under the rules of the module docstring. ``strict``: the web app's
+        rules (a rejection says why; the three criteria are given). ``active_seconds``: the page's
+        active time on the item (kept for the first decision). ``refer``: hand a decision that cannot
+        count to the senior instead of refusing it. The state's ``seq`` is the history entry (None
+        when the decision repeats the one recorded) and ``notice`` what the person is told."""
         who = check_name(annotator)
-        clean = check_decision(item, decision, list(edits or []), comment, require_reason)
+        clean = check_decision(item, decision, list(edits or []), comment, strict)
+        crit, marks = check_verdict(item, decision, clean, criteria, checklist, required=strict)
+        new = Annotation(annotator=who, decision=decision, comment=comment, at=now_iso(), edits=clean,  # type: ignore[arg-type]
+                         criteria=crit, checklist=marks)
         with self._tx() as db:
             st = self._current(db, item, expected_hash)
-            if st.adjudication is not None:
-                raise ReviewConflictError(f"{item.id} was already decided by the senior annotator "
-                                          f"{st.adjudication.annotator}")
             mine = st.review_of(who)
-            if mine is None and len(st.reviews) >= 2:
-                raise ReviewConflictError(f"{item.id} already has two annotators "
-                                          f"({', '.join(r.annotator for r in st.reviews)}); a senior annotator "
-                                          "decides disagreements with `review adjudicate`")
-            at = now_iso()
-            opened = st.claims.get(who)
-            seconds = max(0.0, time.time() - opened) if opened is not None and mine is None else None
-            db.execute("INSERT INTO reviews VALUES(?,?,?,?,?,?,?,?,?) "
-                       "ON CONFLICT(item_id, content_hash, annotator) DO UPDATE SET decision=excluded.decision, "
-                       "edits=excluded.edits, comment=excluded.comment, at=excluded.at",
-                       (item.id, item.content_hash, who, decision, _edits_json(clean), comment, at, at, seconds))
-            new = Annotation(annotator=who, decision=decision, comment=comment, at=at, edits=clean)  # type: ignore[arg-type]
-            self._log(db, item.id, item.content_hash, who, "review", new, at=at)
-            return self._states(db, {item.id: item.content_hash})[item.id]
+            if mine is not None and _same(mine, new):
+                self._drop_draft(db, "review", item.id, who)
+                return st
+            notice = None
+            if mine is None and st.closed:
+                if not refer:
+                    who_has = (f"already has two annotators ({', '.join(r.annotator for r in st.reviews)})"
+                               if len(st.reviews) >= 2 else f"was already decided by the senior annotator "
+                                                                f"{st.adjudication.annotator}")  # type: ignore[union-attr]
+                    raise ReviewConflictError(f"{item.id} {who_has}; {ADJUDICATE_HINT}")
+                new.seconds = active_seconds
+                seq = self._log(db, item.id, item.content_hash, "refer", new)
+                self._refer(db, item, new, "taken", seq)
+                notice = TAKEN_NOTICE
+            else:
+                if mine is None:
+                    new.seconds = self._active(st, who, active_seconds)
+                else:
+                    new.seconds = mine.seconds
+                self._put_review(db, item, new)
+                seq = self._log(db, item.id, item.content_hash, "review", new, replaced=mine)
+                if mine is not None and st.closed:
+                    self._refer(db, item, new, "changed", seq, previous=mine)
+                    notice = CHANGED_NOTICE
+            self._drop_draft(db, "review", item.id, who)
+            out = self._states(db, {item.id: item.content_hash})[item.id]
+            out.seq, out.notice = seq, notice
+            return out
+
+    @staticmethod
+    def _active(st: ItemState, who: str, active_seconds: float | None) -> float | None:
+        """The active time of a first decision: what the page measured, never more than the time since
+        the item was handed to ``who`` (when it was)."""
+        if active_seconds is None:
+            return None
+        opened = st.claims.get(who)
+        bound = max(0.0, time.time() - opened) if opened is not None else None
+        return max(0.0, min(active_seconds, bound) if bound is not None else active_seconds)
+
+    def _put_review(self, db: sqlite3.Connection, item: ReviewItem, a: Annotation, insert_only: bool = False) -> bool:
+        at = a.at or now_iso()
+        sql = ("INSERT INTO reviews(item_id, content_hash, annotator, decision, edits, comment, first_at, at, seconds, "
+               "criteria, checklist) VALUES(?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(item_id, content_hash, annotator) DO ")
+        sql += "NOTHING" if insert_only else ("UPDATE SET decision=excluded.decision, edits=excluded.edits, "
+                                              "comment=excluded.comment, at=excluded.at, seconds=excluded.seconds, "
+                                              "criteria=excluded.criteria, checklist=excluded.checklist")
+        cur = db.execute(sql, (item.id, item.content_hash, a.annotator, a.decision, _edits_json(a.edits), a.comment,
+                               at, at, a.seconds, _dump(a.criteria), _dump(a.checklist)))
+        return cur.rowcount > 0
+
+    def _refer(self, db: sqlite3.Connection, item: ReviewItem, a: Annotation, reason: str, seq: int,
+               previous: Annotation | None = None) -> None:
+        db.execute("INSERT INTO referrals(item_id, content_hash, who, reason, decision, edits, comment, criteria, "
+                   "checklist, seconds, previous, history_seq, at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                   (item.id, item.content_hash, a.annotator, reason, a.decision, _edits_json(a.edits), a.comment,
+                    _dump(a.criteria), _dump(a.checklist), a.seconds, _dump(previous), seq, a.at))
 
     def adjudicate(self, item: ReviewItem, senior: str, decision: str, edits: list[Edit] | None = None,
-                   comment: str = "", *, expected_hash: str | None = None, require_reason: bool = False) -> ItemState:
-        """The senior annotator's final decision on an item the two annotators disagree on."""
+                   comment: str = "", *, criteria: dict[str, Criterion] | None = None,
+                   checklist: dict[str, str] | None = None, expected_hash: str | None = None, strict: bool = False,
+                   confirm: bool = False) -> ItemState:
+        """The senior annotator's final decision: on a disagreement, a decision handed to the senior, or
+        (with ``confirm``) over a final decision someone else made. It settles the open referrals."""
         who = check_name(senior, "senior annotator")
-        clean = check_decision(item, decision, list(edits or []), comment, require_reason)
+        clean = check_decision(item, decision, list(edits or []), comment, strict)
+        crit, marks = check_verdict(item, decision, clean, criteria, checklist, required=strict)
         with self._tx() as db:
             st = self._current(db, item, expected_hash)
-            if st.status != "needs_adjudication" and st.adjudication is None:
-                raise ReviewConflictError(f"{item.id} is {st.status}: adjudication is only for disagreements")
+            if len(st.reviews) < 2 and st.adjudication is None and not st.open_referrals:
+                raise ReviewConflictError(f"{item.id} is {st.status}: a senior decides once both annotators have "
+                                          "decided or a decision was handed to the senior")
             if who in {r.annotator for r in st.reviews}:
                 raise ReviewError(f"{who} annotated {item.id}; the senior annotator must be someone else")
-            at = now_iso()
-            db.execute("INSERT OR REPLACE INTO adjudications VALUES(?,?,?,?,?,?,?)",
-                       (item.id, item.content_hash, who, decision, _edits_json(clean), comment, at))
-            new = Annotation(annotator=who, decision=decision, comment=comment, at=at, edits=clean)  # type: ignore[arg-type]
-            self._log(db, item.id, item.content_hash, who, "adjudicate", new, at=at)
-            return self._states(db, {item.id: item.content_hash})[item.id]
+            prior = st.adjudication
+            if not confirm and ((prior is not None and prior.annotator != who) or
+                                (prior is None and st.status in ("accepted", "rejected"))):
+                by = f"{prior.annotator}'s final decision ({prior.decision}, {prior.at})" if prior is not None \
+                    else f"the two annotators' agreement ({st.status})"
+                raise ConfirmRequiredError(f"{item.id}: this overwrites {by}; confirm to overwrite it (the senior "
+                                          "page asks; `mtvbench build review adjudicate` takes --overwrite)")
+            new = Annotation(annotator=who, decision=decision, comment=comment, at=now_iso(), edits=clean,  # type: ignore[arg-type]
+                             criteria=crit, checklist=marks)
+            db.execute("INSERT OR REPLACE INTO adjudications(item_id, content_hash, senior, decision, edits, comment, "
+                       "at, criteria, checklist) VALUES(?,?,?,?,?,?,?,?,?)",
+                       (item.id, item.content_hash, who, decision, _edits_json(clean), comment, new.at, _dump(crit),
+                        _dump(marks)))
+            seq = self._log(db, item.id, item.content_hash, "adjudicate", new, replaced=prior)
+            db.execute("UPDATE referrals SET settled_at=?, settled_by=? WHERE item_id=? AND content_hash=? AND "
+                       "settled_at IS NULL", (new.at, who, item.id, item.content_hash))
+            self._drop_draft(db, "adjudicate", item.id, who)
+            out = self._states(db, {item.id: item.content_hash})[item.id]
+            out.seq = seq
+            return out
 
-    def _log(self, db: sqlite3.Connection, item_id: str, h: str, who: str, action: str, a: Annotation,
-             at: str = "") -> None:
-        db.execute("INSERT INTO history(at, item_id, content_hash, who, action, decision, edits, comment) "
-                   "VALUES(?,?,?,?,?,?,?,?)",
-                   (at or now_iso(), item_id, h, who, action, a.decision, _edits_json(a.edits), a.comment))
+    def undo(self, item: ReviewItem, who: str, seq: int) -> ItemState:
+        """Take back ``who``'s decision ``seq`` (a review or a decision handed to the senior) when nothing
+        happened on the item since: what it replaced comes back, a referral it made goes."""
+        with self._tx() as db:
+            self._current(db, item, None)
+            last = db.execute("SELECT * FROM history WHERE item_id=? AND content_hash=? ORDER BY seq DESC LIMIT 1",
+                              (item.id, item.content_hash)).fetchone()
+            if last is None or last["seq"] != seq or last["who"] != who or last["action"] not in ("review", "refer"):
+                raise ReviewConflictError(f"{item.id}: that decision can no longer be undone (it was not your last "
+                                          "action on this dialogue, or something happened on it since)")
+            if last["action"] == "review":
+                prev = _json_or_none(last["replaced"])
+                if prev is None:
+                    db.execute("DELETE FROM reviews WHERE item_id=? AND content_hash=? AND annotator=?",
+                               (item.id, item.content_hash, who))
+                else:
+                    self._put_review(db, item, Annotation.model_validate(prev))
+            db.execute("DELETE FROM referrals WHERE history_seq=?", (seq,))
+            undone = Annotation(annotator=who, decision=last["decision"], comment=last["comment"], at=now_iso(),
+                                edits=[Edit.model_validate(e) for e in json.loads(last["edits"])])
+            out_seq = self._log(db, item.id, item.content_hash, "undo", undone)
+            out = self._states(db, {item.id: item.content_hash})[item.id]
+            out.seq = out_seq
+            return out
+
+    def _log(self, db: sqlite3.Connection, item_id: str, h: str, action: str, a: Annotation,
+             replaced: Annotation | None = None) -> int:
+        cur = db.execute("INSERT INTO history(at, item_id, content_hash, who, action, decision, edits, comment, "
+                         "criteria, checklist, replaced) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+                         (a.at or now_iso(), item_id, h, a.annotator, action, a.decision, _edits_json(a.edits),
+                          a.comment, _dump(a.criteria), _dump(a.checklist), _dump(replaced)))
+        return int(cur.lastrowid or 0)
 
     def history(self) -> list[HistoryEvent]:
         with self._tx(write=False) as db:
             return [HistoryEvent(seq=r["seq"], at=r["at"], item_id=r["item_id"], content_hash=r["content_hash"],
                                  who=r["who"], action=r["action"], decision=r["decision"], comment=r["comment"],
-                                 edits=[Edit.model_validate(e) for e in json.loads(r["edits"])])
+                                 edits=[Edit.model_validate(e) for e in json.loads(r["edits"])],
+                                 criteria=_json_or_none(r["criteria"]), checklist=_json_or_none(r["checklist"]))
                     for r in db.execute("SELECT * FROM history ORDER BY seq")]
+
+    # ------------------------------------------------------------------ drafts
+    def save_draft(self, scope: str, item_id: str, who: str, content_hash: str, data: dict[str, Any]) -> Draft:
+        """Keep what ``who`` typed on ``item_id`` (replacing their earlier draft there)."""
+        text = json.dumps(data, ensure_ascii=False, sort_keys=True)
+        if len(text) > DRAFT_MAX:
+            raise ReviewError(f"{item_id}: the draft is larger than {DRAFT_MAX // 1024} KiB")
+        at = now_iso()
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM items WHERE id=? AND active=1", (item_id,)).fetchone() is None:
+                raise UnknownItemError(f"no dialogue {item_id!r} in the review queue")
+            db.execute("INSERT OR REPLACE INTO drafts VALUES(?,?,?,?,?,?)",
+                       (scope, item_id, who, content_hash, text, at))
+        return Draft(scope=scope, item_id=item_id, content_hash=content_hash, data=data, updated_at=at)
+
+    def draft(self, scope: str, item_id: str, who: str) -> Draft | None:
+        with self._tx(write=False) as db:
+            r = db.execute("SELECT * FROM drafts WHERE scope=? AND item_id=? AND who=?",
+                           (scope, item_id, who)).fetchone()
+        if r is None:
+            return None
+        return Draft(scope=scope, item_id=item_id, content_hash=r["content_hash"], data=json.loads(r["data"]),
+                     updated_at=r["updated_at"])
+
+    def drop_draft(self, scope: str, item_id: str, who: str) -> None:
+        with self._tx() as db:
+            self._drop_draft(db, scope, item_id, who)
+
+    @staticmethod
+    def _drop_draft(db: sqlite3.Connection, scope: str, item_id: str, who: str) -> None:
+        db.execute("DELETE FROM drafts WHERE scope=? AND item_id=? AND who=?", (scope, item_id, who))
+
+    # ------------------------------------------------------------------ signing key
+    def signing_key(self) -> bytes:
+        """The key video URLs are signed with, made once and kept in the store (links survive a restart)."""
+        with self._tx() as db:
+            db.execute("INSERT OR IGNORE INTO settings VALUES('signing_key', ?)", (secrets.token_hex(32),))
+            return bytes.fromhex(db.execute("SELECT value FROM settings WHERE key='signing_key'").fetchone()[0])
 
     # ------------------------------------------------------------------ queue
     def claim(self, item_id: str, who: str) -> bool:
@@ -342,7 +598,7 @@ class ReviewStore:
     def _take(self, db: sqlite3.Connection, st: ItemState, who: str, now: float) -> bool:
         if who in st.claims or st.review_of(who) is not None:
             return True
-        if st.adjudication is not None or len(st.holders(now) - {who}) >= 2:
+        if st.closed or len(st.holders(now) - {who}) >= 2:
             return False
         db.execute("INSERT OR REPLACE INTO claims VALUES(?,?,?,?)", (st.id, st.content_hash, who, now))
         st.claims[who] = now
@@ -366,7 +622,7 @@ class ReviewStore:
             best: tuple[int, str] | None = None
             for i in ids:
                 st = states[i]
-                if st.adjudication is not None or st.review_of(who) is not None:
+                if st.closed or st.review_of(who) is not None or st.referral_of(who) is not None:
                     continue
                 others = st.holders(now) - {who}
                 if len(others) >= 2:

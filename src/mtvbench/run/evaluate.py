@@ -27,7 +27,7 @@ from mtvbench.judge.factory import create_judge
 from mtvbench.judge.protocol import Judge
 from mtvbench.media.cache import FrameCache, fingerprint
 from mtvbench.media.frames import VideoError
-from mtvbench.models.backend import ModelBackend
+from mtvbench.models.backend import ModelBackend, abilities
 from mtvbench.models.resilience import CircuitOpenError
 from mtvbench.protocol import get_protocol
 from mtvbench.run.identity import RunKeys
@@ -153,7 +153,7 @@ async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
         model = dispatcher.driver_model(cfg.backend_spec, cfg.model_settings.backend_options())
         judge = create_judge(cfg.judge, cfg.judge_settings.backend_options(), cfg.judge_max_attempts,
                              cfg.judge_settings.temperature, protocol)
-        keys = RunKeys(cfg, video_keys, reads_golden=bool(getattr(model, "reads_golden_answer", False)))
+        keys = RunKeys(cfg, video_keys, reads_golden=abilities(model).reads_golden_answer)
         await dispatcher.start(len(bench.videos))  # model replicas up before the run directory exists
         created = not run_dir.exists()
         ensure_dir(run_dir)

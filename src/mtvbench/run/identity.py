@@ -11,7 +11,8 @@ A stored model response is valid only for the exact input that produced it. Its
   nothing); ``answers`` (self context only: the model's own earlier answers); ``system``,
   ``generation`` (``GenerationConfig.CALL_FIELDS``: max_tokens, temperature, top_p, top_k,
   and the backend options that can change an answer), ``backend`` (the backend spec),
-  ``frames`` (frame settings), ``video`` (the video's content key,
+  ``frames`` (frame settings): these four are the run identity's own values
+  (:meth:`mtvbench.config.RunConfig.identity`, the one identity function), hashed; ``video`` (the video's content key,
   :func:`mtvbench.media.cache.fingerprint`) and, for a backend that reads it (the ``oracle``
   baseline), ``golden`` (this round's golden answer).
 
@@ -40,7 +41,6 @@ from pydantic import BaseModel, ConfigDict
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Dialogue, Round
 from mtvbench.ledger.keys import digest
-from mtvbench.models.settings import OPERATIONAL_OPTIONS
 from mtvbench.protocol import get_protocol
 from mtvbench.records import GenerationConfig, JudgeVerdict
 from mtvbench.run.plan import build_request, request_text, rounds_to_call
@@ -81,15 +81,6 @@ def answers_digest(answers: Sequence[str]) -> str:
     return digest(list(answers))
 
 
-
-
-def output_options(extra: Mapping[str, Any]) -> dict[str, Any]:
-    """The backend options (``--model-option``) that can change an answer: everything but the
-    operational ones (sampling extras like ``repetition_penalty``/``extra_body``, ``video_part``,
-    ``input``, ``served_name``, ``thinking_budget``, ...)."""
-    return {k: v for k, v in sorted(extra.items()) if k not in OPERATIONAL_OPTIONS}
-
-
 class ResultKey(BaseModel):
     """The fingerprint of one result and the parts it was computed from."""
 
@@ -116,19 +107,18 @@ class RunKeys:
         self.protocol = get_protocol(cfg.protocol_name)
         self.video_keys = dict(video_keys)
         self.reads_golden = reads_golden
-        ms = cfg.model_settings
+        # the settings parts: the run identity's values (RunConfig.identity, the one identity function)
+        identity = cfg.identity()
+        generation = identity["model_generation"]
         self.common = {
-            "backend": cfg.backend_spec,
-            "generation": digest([ms.model_dump(include=set(GenerationConfig.CALL_FIELDS)),
-                                  output_options(ms.answer_options())]),
-            "system": digest(ms.system),
-            "frames": cfg.frame_settings().key(),
+            "backend": identity["model"],
+            "generation": digest([{k: generation[k] for k in GenerationConfig.CALL_FIELDS},
+                                  identity["model_options"]]),
+            "system": digest(generation["system"]),
+            "frames": identity["frames"],
         }
-        js = cfg.judge_settings
-        self.judge_common = {
-            "judge": digest([cfg.judge, js.model_dump(include={*GenerationConfig.CALL_FIELDS, "system"}),
-                             output_options(js.answer_options())]),
-        }
+        judge = cfg.judge_settings.answer_settings()
+        self.judge_common = {"judge": digest([cfg.judge, judge["generation"], judge["options"]])}
 
     # responses --------------------------------------------------------------------------
     def input_parts(self, d: Dialogue, r: Round) -> dict[str, str]:

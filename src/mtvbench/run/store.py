@@ -6,8 +6,9 @@ command asks only for what is missing.
 
 Each result row carries the fingerprint of what produced it (:mod:`mtvbench.run.identity`)
 and its parts; a row whose fingerprint is no longer the expected one is kept (superseded)
-but never scored. ``calls`` is an append-only ledger of every model and judge call (tokens,
-seconds), ``sessions`` one row per ``run`` process: usage and cost come from these.
+but never scored. ``calls`` is an append-only ledger of every model and judge call (tokens, the
+prompt tokens served from the provider's cache where it reported them (NULL: not recorded), seconds),
+``sessions`` one row per ``run`` process: usage and cost come from these.
 
 The file is opened with the one SQLite set-up and version rule (:mod:`mtvbench.ledger.sqlite`):
 its ``meta`` table records the format (``schema_version``, shared with ``config.yaml``), the
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mtvbench._version import __version__
-from mtvbench.config import RUN_SCHEMA_VERSION
+from mtvbench.config import RUN_SCHEMA_VERSION, identity_differences
 from mtvbench.errors import RunDirError
 from mtvbench.ledger.sqlite import (
     DatabaseFormatError,
@@ -41,7 +42,7 @@ from mtvbench.ledger.sqlite import (
     put_meta,
     transaction,
 )
-from mtvbench.records import GenerationResult, JudgeVerdict
+from mtvbench.records import GenerationResult, JudgeVerdict, Usage
 from mtvbench.run.identity import ResultKey
 
 #: response outcomes that are final (a resumed run does not ask again)
@@ -73,8 +74,9 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE TABLE IF NOT EXISTS sessions (
     id INTEGER PRIMARY KEY, started REAL NOT NULL, ended REAL, pid INTEGER, mtvbench_version TEXT NOT NULL);
 """,
-    # added within format 2 (absent: not recorded): the judge's reply; what a response's model was fed
-    columns=(("verdicts", "reply", "TEXT"), ("responses", "inputs", "TEXT")),
+    # added within format 2 (absent: not recorded): the judge's reply; what a response's model was fed; the
+    # prompt tokens a call got from the provider's prefix cache (NULL: not reported, or a call made before)
+    columns=(("verdicts", "reply", "TEXT"), ("responses", "inputs", "TEXT"), ("calls", "cached_tokens", "INTEGER")),
     hint="evaluate into a new --out, or use the mtvbench version that wrote this run directory",
     write_hint="free some space (or choose another --out); everything committed so far is kept in store.sqlite: "
                "run the same command again to resume")
@@ -116,16 +118,21 @@ class RunStore:
         self._put_meta({key: value})
 
     def check_identity(self, identity: dict[str, Any]) -> None:
-        """A run directory belongs to one model/judge/context/frames/generation/tasks setting."""
+        """A run directory belongs to one model/judge/context/frames/generation/tasks setting
+        (:func:`mtvbench.config.identity_differences`); the rest of the identity (the model's backend
+        options, absent in a run directory made before they were recorded) is stored as it is now."""
         stored = self.get_meta("identity")
+        current = json.loads(json.dumps(identity, sort_keys=True))
         if stored is None:
             self.set_meta("identity", identity)
             return
-        if stored != json.loads(json.dumps(identity, sort_keys=True)):
-            diff = [k for k in sorted(set(stored) | set(identity)) if stored.get(k) != identity.get(k)]
+        diff = identity_differences(stored, current)
+        if diff:
             raise StoreMismatchError(
                 f"{self.path.parent}: this run directory holds results for other settings "
                 f"({', '.join(diff)} differ); use another --out or the original settings")
+        if stored != current:  # recorded, not refused: the fingerprints ask again what it changed
+            self.set_meta("identity", current)
 
     def check_dataset(self, root: Path, dialogue_ids: list[str]) -> str | None:
         """One dataset per run directory. Accepted: the same data root (its dialogues may have been
@@ -172,15 +179,14 @@ class RunStore:
                 (turn_id, key.fingerprint, json.dumps(key.parts, sort_keys=True), prompt, res.text, res.raw_text,
                  res.reasoning, res.outcome, res.error, res.usage.model_dump_json(), res.latency_s,
                  res.attempts, now, json.dumps(res.inputs, sort_keys=True) if res.inputs is not None else None))
-            self._ledger(db, "model", turn_id, res.outcome, res.attempts, res.usage.prompt_tokens,
-                         res.usage.completion_tokens, res.latency_s, now)
+            self._ledger(db, "model", turn_id, res.outcome, res.attempts, res.usage, res.latency_s, now)
 
-    def _ledger(self, db: sqlite3.Connection, role: str, turn_id: str, outcome: str, requests: int,
-                prompt_tokens: int, completion_tokens: int, latency_s: float, now: float) -> None:
+    def _ledger(self, db: sqlite3.Connection, role: str, turn_id: str, outcome: str, requests: int, usage: Usage,
+                latency_s: float, now: float) -> None:
         db.execute("INSERT INTO calls (session, role, turn_id, outcome, requests, prompt_tokens, completion_tokens,"
-                   " latency_s, created) VALUES (?,?,?,?,?,?,?,?,?)",
-                   (self.session, role, turn_id, outcome, requests, prompt_tokens, completion_tokens,
-                    latency_s or 0.0, now))
+                   " latency_s, created, cached_tokens) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                   (self.session, role, turn_id, outcome, requests, usage.prompt_tokens, usage.completion_tokens,
+                    latency_s or 0.0, now, usage.cached_tokens))
 
     @staticmethod
     def _response_row(rec: dict[str, Any]) -> dict[str, Any]:
@@ -210,8 +216,7 @@ class RunStore:
                  json.dumps(v.verdicts) if v.verdicts is not None else None, json.dumps(v.raw), v.attempts,
                  v.error, v.usage.model_dump_json(), v.latency_s, now,
                  json.dumps(v.reply) if v.reply is not None else None))
-            self._ledger(db, "judge", turn_id, v.status, v.attempts, v.usage.prompt_tokens,
-                         v.usage.completion_tokens, v.latency_s, now)
+            self._ledger(db, "judge", turn_id, v.status, v.attempts, v.usage, v.latency_s, now)
 
     def verdict_rows(self) -> list[dict[str, Any]]:
         """Every stored verdict row; ``verdict`` holds the :class:`JudgeVerdict`."""
@@ -229,7 +234,7 @@ class RunStore:
     # usage ------------------------------------------------------------------------------
     def call_rows(self) -> list[dict[str, Any]]:
         cur = self._read("SELECT role, outcome, requests, prompt_tokens, completion_tokens, latency_s, created, "
-                         "session FROM calls ORDER BY id")
+                         "session, cached_tokens FROM calls ORDER BY id")
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, row)) for row in cur.fetchall()]
 

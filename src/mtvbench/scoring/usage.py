@@ -4,6 +4,12 @@ Computed from the store's append-only ledger of calls (every call ever made into
 directory, across resumes, including failed and superseded ones: they were paid for) and
 its run sessions. Cost needs prices per million tokens in the run config (``prices``, by
 role or backend spec); without a price for a role that used tokens its cost is ``None``.
+
+Cached tokens (the prompt tokens a provider served from its prefix or context cache) are part of
+the prompt tokens and priced at ``cached_input`` (``input`` when the price has none). A call whose
+cached count was not recorded (the server did not report it, or the run directory was made before
+mtvbench stored it) is counted as "not recorded" and its prompt tokens at the full input price, so
+its cost is an upper bound, and every line that shows it says so.
 """
 
 from __future__ import annotations
@@ -26,6 +32,10 @@ class RoleUsage(BaseModel):
     requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: the part of ``prompt_tokens`` served from the provider's cache, over the calls that recorded it
+    cached_tokens: int = 0
+    #: calls whose cached tokens were not recorded (their prompt tokens are priced as uncached)
+    cached_not_recorded: int = 0
     #: sum of the calls' durations (larger than the wall time when calls overlap)
     call_seconds: float = 0.0
     #: time during which at least one call of this role was in flight
@@ -68,13 +78,39 @@ def role_usage(rows: Sequence[Mapping[str, Any]], price: Price | None, failed: S
         u.requests += int(r["requests"] or 0)
         u.prompt_tokens += int(r["prompt_tokens"] or 0)
         u.completion_tokens += int(r["completion_tokens"] or 0)
+        cached = r.get("cached_tokens")
+        if cached is None:
+            u.cached_not_recorded += 1
+        else:
+            u.cached_tokens += int(cached)
         u.call_seconds += float(r["latency_s"] or 0.0)
     u.wall_seconds = _union_seconds((r["created"] - (r["latency_s"] or 0.0), r["created"]) for r in rows)
     if price is not None:
-        u.cost = (u.prompt_tokens * price.input + u.completion_tokens * price.output) / 1e6
+        u.cost = cost_of(price, u.prompt_tokens, u.cached_tokens, u.completion_tokens)
     elif u.prompt_tokens + u.completion_tokens == 0:
         u.cost = 0.0
     return u
+
+
+def cost_of(price: Price, prompt_tokens: float, cached_tokens: float, completion_tokens: float) -> float:
+    """The cost of these tokens at ``price`` (per million; cached prompt tokens at ``cached_input``)."""
+    cached_price = price.input if price.cached_input is None else price.cached_input
+    return ((prompt_tokens - cached_tokens) * price.input + cached_tokens * cached_price
+            + completion_tokens * price.output) / 1e6
+
+
+def cached_words(r: RoleUsage) -> str:
+    """The cached prompt tokens of a role in words (how many; for how many calls they were not recorded)."""
+    if r.cached_not_recorded == r.calls:
+        return "cached tokens not recorded"
+    missing = f", not recorded for {r.cached_not_recorded} calls" if r.cached_not_recorded else ""
+    return f"{r.cached_tokens:,} of them cached{missing}"
+
+
+def upper_bound(r: RoleUsage) -> bool:
+    """The role's cost may be too high: some calls did not record cached tokens, which cost less."""
+    p = r.price
+    return bool(r.cached_not_recorded and r.cost and p and p.cached_input is not None and p.cached_input < p.input)
 
 
 def usage_report(calls: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]],
@@ -99,8 +135,10 @@ def usage_lines(u: UsageReport) -> list[str]:
         r = u.role(name)
         cost = "no price in the config" if r.cost is None else f"cost {r.cost:.4f}"
         failed = f" ({r.failed_calls} failed)" if r.failed_calls else ""
+        if upper_bound(r):
+            cost += " (an upper bound: cached tokens not recorded for some calls)"
         lines.append(f"{name}: {r.calls} calls{failed}, {r.requests} requests, {r.prompt_tokens:,} prompt + "
-                     f"{r.completion_tokens:,} completion tokens, {r.wall_seconds:.1f} s wall "
+                     f"{r.completion_tokens:,} completion tokens ({cached_words(r)}), {r.wall_seconds:.1f} s wall "
                      f"({r.call_seconds:.1f} s in calls), {cost}")
     total = "–" if u.cost is None else f"{u.cost:.4f}"
     lines.append(f"total: {u.sessions} run session(s), {u.wall_seconds:.1f} s wall, cost {total}")

@@ -1,30 +1,41 @@
-// Annotator page: watch, check each round and checklist, decide accept / revise / reject.
+// Annotator page: watch, check the three criteria, each round and checklist item, decide accept /
+// revise / reject. What is typed is kept as a server-side draft as it is typed; after a decision the
+// focus goes back to the page, so that the one-key shortcuts work on the next dialogue.
 "use strict";
 
 (() => {
-  const { api, el, itemPath, toast, videoPanel, renderRounds, collectEdits, requireSession, isTyping } = MTV;
+  const { api, el, itemPath, toast, toastAction, videoPanel, renderRounds, collectEdits, editorValues, setEditorValues,
+    editsAsValues, collectMarks, setMarks, criteriaPanel, activeClock, draftKeeper, focusPage, requireSession,
+    isTyping } = MTV;
   const $ = (id) => document.getElementById(id);
   let me = null;
   let item = null;
   let mode = "read"; // read | revise | reject
   let current = 0; // index into item.rounds
   let seek = () => {};
+  let crit = null;
+  let clock = null;
+  let drafts = null;
 
-  function setMode(m) {
+  function setMode(m, quiet) {
     mode = m;
     document.body.dataset.mode = m;
     $("rounds").classList.toggle("editing", m === "revise");
+    $("rounds").classList.toggle("marking", m !== "read");
     $("reject-box").hidden = m !== "reject";
     $("submit").hidden = m === "read";
     $("cancel").hidden = m === "read";
     $("submit").textContent = m === "revise" ? "Submit revision (Ctrl+Enter)" : "Submit rejection (Ctrl+Enter)";
     for (const b of document.querySelectorAll(".decide .choice")) b.classList.toggle("active", b.dataset.decision === m);
-    if (m === "revise") {
-      const r = item && item.rounds[current];
-      const first = document.querySelector("#round-" + (r ? r.index : 1) + " .editor") || document.querySelector("#rounds .editor");
-      if (first) first.focus();
+    if (!quiet) {
+      if (m === "revise") {
+        const r = item && item.rounds[current];
+        const first = document.querySelector("#round-" + (r ? r.index : 1) + " .editor") || document.querySelector("#rounds .editor");
+        if (first) first.focus();
+      }
+      if (m === "reject") $("reason").focus();
+      if (drafts) drafts.changed();
     }
-    if (m === "reject") $("reason").focus();
   }
 
   function focusRound(i) {
@@ -38,32 +49,68 @@
     }
   }
 
-  function renderMeta() {
+  // What this person may know about the item: their own decision and whether it is still open to them.
+  function standing() {
     const mine = item.mine;
+    if (item.yours === "referred" && item.my_referral) {
+      return el("div", { class: "mine", id: "my-decision", text: "Your decision (" + item.my_referral.decision + ") went to the senior annotator." });
+    }
+    if (item.yours === "taken") {
+      return el("div", { class: "warn", id: "my-decision", text: "Two other annotators decided this dialogue: a decision from you goes to the senior annotator, with everything you typed." });
+    }
+    if (!mine) {
+      return item.claimed ? null : el("div", { class: "warn", text: "Two other annotators have this dialogue open; if both decide first, yours goes to the senior annotator." });
+    }
+    const after = item.yours === "closed"
+      ? " Both annotators have decided: a change goes to the senior annotator as a new disagreement."
+      : " (you can change it below)";
+    return el("div", { class: "mine decision-" + mine.decision, id: "my-decision",
+      text: "Your decision: " + mine.decision + (mine.comment ? " — " + mine.comment : "") + "." + after });
+  }
+
+  function renderMeta() {
     const parts = [
       el("div", { class: "item-id", text: item.id }),
       el("div", {}, el("span", { class: "task-label", text: item.task_label }),
-        item.kind ? el("span", { class: "badge", text: item.kind === "cross" ? "cross-scene" : "single scene" }) : null,
-        el("span", { class: "badge status-" + item.status, text: item.status.replace("_", " ") })),
+        item.kind ? el("span", { class: "badge", text: item.kind === "cross" ? "cross-scene" : "single scene" }) : null),
       el("div", { class: "muted", text: "video " + item.video + (item.unit ? " · unit " + item.unit : "") + " · event " + item.event }),
-      mine ? el("div", { class: "mine decision-" + mine.decision, id: "my-decision",
-        text: "Your decision: " + mine.decision + (mine.comment ? " — " + mine.comment : "") + " (change it below)" }) : null,
-      !mine && !item.claimed ? el("div", { class: "warn", text: "Two other annotators hold this dialogue; you can read it but your decision may be refused." }) : null];
+      standing()];
     $("meta").replaceChildren(...parts.filter(Boolean));
   }
 
+  function draftData() {
+    return { mode, comment: $("comment").value, reason: $("reason").value, criteria: crit.raw(),
+      marks: collectMarks($("rounds")), fields: editorValues($("rounds")), active_seconds: clock.seconds() };
+  }
+
+  function restore(d) {
+    setEditorValues($("rounds"), d.fields || {});
+    setMarks($("rounds"), d.marks);
+    crit.set(d.criteria);
+    $("comment").value = d.comment || "";
+    $("reason").value = d.reason || "";
+    clock.reset(d.active_seconds || 0);
+    setMode(["revise", "reject"].includes(d.mode) ? d.mode : "read", true);
+  }
+
   async function load(id) {
+    if (drafts.dirty()) await drafts.flush();
     item = await api("GET", "/api/items/" + itemPath(id) + "?claim=1");
     const url = "/annotate?id=" + encodeURIComponent(item.id);
     if (location.pathname + location.search !== url) history.replaceState(null, "", url);
     seek = videoPanel($("player"), $("chips"), item);
     renderRounds($("rounds"), item, seek, true);
+    const mine = item.mine || item.my_referral;
+    const draft = item.drafts.review;
+    restore(draft ? draft.data : { mode: "read", comment: mine ? mine.comment : "", criteria: mine && mine.criteria,
+      marks: mine && mine.checklist, fields: mine ? editsAsValues(mine.edits) : {} });
+    if (draft && draft.content_hash !== item.content_hash) {
+      toast("This dialogue changed since your draft: check the edits restored from it.", "warn");
+    }
+    drafts.open(item, draft);
     renderMeta();
-    $("comment").value = item.mine ? item.mine.comment : "";
-    $("reason").value = "";
     $("done").hidden = true;
     $("workspace").hidden = false;
-    setMode("read");
     current = 0;
     focusRound(0);
     document.title = item.id + " · annotate";
@@ -72,7 +119,9 @@
   async function next(after) {
     const r = await api("GET", "/api/next" + (after ? "?after=" + encodeURIComponent(after) : ""));
     if (!r.id) {
+      if (drafts.dirty()) await drafts.flush();
       item = null;
+      drafts.open(null, null);
       $("workspace").hidden = true;
       $("done").hidden = false;
       history.replaceState(null, "", "/annotate");
@@ -81,24 +130,68 @@
     await load(r.id);
   }
 
-  async function submit(decision) {
-    if (!item) return;
-    const body = { annotator: me.name, decision, edits: [], comment: $("comment").value.trim(),
-      content_hash: item.content_hash };
+  // The body of a decision, or null (with a message) when something is missing.
+  function decisionBody(decision) {
+    const marks = collectMarks($("rounds"));
+    if (decision === "accept") {
+      if (crit.unmet().length) { toast("Accept needs every criterion met (" + crit.unmet().join(", ") + " is not): revise or reject.", "error"); return null; }
+      if (Object.values(marks).includes("revise")) { toast("Accept keeps every checklist item: set the marks back to keep, or revise.", "error"); return null; }
+      crit.markAllMet();
+    }
+    const criteria = crit.get();
+    if (!criteria) {
+      toast("Mark each criterion met or not met (keys 1, 2, 3): " + crit.unmarked().join(", ") + ".", "error");
+      crit.focusFirstUnmarked();
+      return null;
+    }
+    const body = { annotator: me.name, decision, edits: [], comment: $("comment").value.trim(), criteria,
+      checklist: marks, content_hash: item.content_hash, active_seconds: clock.seconds() };
     if (decision === "revise") {
       body.edits = collectEdits($("rounds"));
-      if (!body.edits.length) { toast("Nothing was changed: edit a text or checklist item, or accept.", "error"); return; }
+      if (!body.edits.length && !Object.values(marks).includes("revise")) {
+        toast("Nothing was changed: edit a text or checklist item, or accept.", "error");
+        return null;
+      }
+      if (!body.edits.length) { toast("A revision changes a text: edit the checklist items you marked revise.", "error"); return null; }
     }
     if (decision === "reject") {
       const reason = $("reason").value;
-      if (!reason && !body.comment) { toast("Say why the dialogue is rejected.", "error"); $("reason").focus(); return; }
+      if (!reason && !body.comment) { toast("Say why the dialogue is rejected.", "error"); $("reason").focus(); return null; }
       body.comment = [reason, body.comment].filter(Boolean).join(": ");
     }
+    return body;
+  }
+
+  async function submit(decision) {
+    if (!item) return;
+    const body = decisionBody(decision);
+    if (!body) return;
+    await drafts.flush(); // what was typed is on the server whatever happens next
+    const id = item.id;
+    let r;
     try {
-      const r = await api("POST", "/api/items/" + itemPath(item.id) + "/review", body);
-      toast("Saved: " + decision + " — " + item.id, "ok");
-      document.body.dataset.lastSaved = item.id + ":" + r.mine.decision;
-      await next();
+      r = await api("POST", "/api/items/" + itemPath(id) + "/review", body);
+    } catch (e) {
+      toast(e.message, "error");
+      if (e.status === 409) await load(id).catch(() => {}); // the dialogue changed: reload it, the draft comes back
+      return;
+    }
+    drafts.done();
+    const saved = r.mine || r.my_referral;
+    document.body.dataset.lastSaved = id + ":" + saved.decision;
+    const undo = decision === "accept" && r.undo ? { label: "Undo (u)", run: () => undoDecision(id, r.undo) } : null;
+    toast(r.notice ? r.notice : "Saved: " + decision + " — " + id, r.notice ? "warn" : "ok", undo);
+    await next();
+    focusPage($("workspace"));
+  }
+
+  async function undoDecision(id, seq) {
+    try {
+      await api("POST", "/api/items/" + itemPath(id) + "/undo", { seq });
+      await load(id);
+      document.body.dataset.lastSaved = id + ":undone";
+      toast("Undone: " + id + " is back as it was.", "ok");
+      focusPage($("workspace"));
     } catch (e) {
       toast(e.message, "error");
     }
@@ -107,7 +200,7 @@
   function onKey(ev) {
     if (ev.key === "Escape") {
       if (!$("help").hidden) { $("help").hidden = true; return; }
-      if (mode !== "read") { setMode("read"); document.activeElement.blur(); }
+      if (mode !== "read") { setMode("read"); focusPage($("workspace")); }
       return;
     }
     if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && mode !== "read") {
@@ -120,6 +213,10 @@
       a: () => submit("accept"),
       r: () => setMode("revise"),
       x: () => setMode("reject"),
+      u: () => toastAction(),
+      1: () => crit.cycle(0),
+      2: () => crit.cycle(1),
+      3: () => crit.cycle(2),
       j: () => focusRound(current + 1),
       k: () => focusRound(current - 1),
       n: () => next(item ? item.id : undefined),
@@ -132,7 +229,7 @@
       "?": () => { $("help").hidden = !$("help").hidden; },
     };
     const act = actions[ev.key];
-    if (act && (item !== null || ev.key === "?")) {
+    if (act && (item !== null || ev.key === "?" || ev.key === "u")) {
       ev.preventDefault();
       act();
     }
@@ -141,14 +238,22 @@
   async function main() {
     me = await requireSession();
     if (!me) { location.href = "/"; return; }
+    const s = await api("GET", "/api/session");
+    clock = activeClock($("player"));
+    drafts = draftKeeper("review", draftData, $("draft-state"));
+    crit = criteriaPanel($("criteria"), s.criteria, () => drafts.changed());
     for (const b of document.querySelectorAll(".decide .choice")) {
       b.addEventListener("click", () => {
         const d = b.dataset.decision;
         if (d === "accept") submit("accept"); else setMode(d);
       });
     }
+    $("rounds").addEventListener("input", () => drafts.changed());
+    $("rounds").addEventListener("change", () => drafts.changed());
+    $("comment").addEventListener("input", () => drafts.changed());
+    $("reason").addEventListener("change", () => drafts.changed());
     $("submit").addEventListener("click", () => submit(mode));
-    $("cancel").addEventListener("click", () => setMode("read"));
+    $("cancel").addEventListener("click", () => { setMode("read"); focusPage($("workspace")); });
     $("skip").addEventListener("click", () => next(item ? item.id : undefined));
     $("help-button").addEventListener("click", () => { $("help").hidden = !$("help").hidden; });
     $("help").addEventListener("click", (ev) => { if (ev.target === $("help")) $("help").hidden = true; });

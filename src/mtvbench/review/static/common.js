@@ -1,6 +1,7 @@
 // mtvbench review: helpers shared by every page. No framework, nothing fetched from elsewhere.
-// Every piece of dialogue text goes into the page as text (textContent / text nodes / .value),
-// never as HTML.
+// Every piece of dialogue text, comment or note goes into the page as text (textContent / text
+// nodes / .value), never as HTML. The guidelines are the only HTML from outside the app, rendered
+// (escaped) by the server into the page itself.
 "use strict";
 
 const MTV = (() => {
@@ -32,15 +33,17 @@ const MTV = (() => {
     return h;
   }
 
-  async function api(method, path, body) {
-    const opts = { method, headers: authHeaders(body === undefined ? {} : { "Content-Type": "application/json" }) };
-    if (body !== undefined) opts.body = JSON.stringify(body);
-    const r = await fetch(path, opts);
+  // The JSON API; a failed call throws an Error with .status and .data (the error body).
+  async function api(method, path, body, opts) {
+    const init = Object.assign({ method, headers: authHeaders(body === undefined ? {} : { "Content-Type": "application/json" }) }, opts || {});
+    if (body !== undefined) init.body = JSON.stringify(body);
+    const r = await fetch(path, init);
     let data;
     try { data = await r.json(); } catch (e) { data = { error: "HTTP " + r.status }; }
     if (!r.ok) {
       const err = new Error((data && data.error) || "HTTP " + r.status);
       err.status = r.status;
+      err.data = data;
       throw err;
     }
     return data;
@@ -80,14 +83,27 @@ const MTV = (() => {
     return (s / 60).toFixed(1) + " min";
   }
 
+  // A message at the bottom; with an action ({label, run}) it shows a button and stays longer
+  // (toastAction() runs it from the keyboard while it is shown).
   let toastTimer = null;
-  function toast(message, kind) {
+  let toastRun = null;
+  function toast(message, kind, action) {
     const t = document.getElementById("toast");
     if (!t) return;
-    t.textContent = message;
-    t.className = "show " + (kind || "");
+    toastRun = null;
+    t.replaceChildren(el("span", { text: message }));
+    if (action) {
+      toastRun = () => { toastRun = null; t.className = ""; action.run(); };
+      t.append(el("button", { type: "button", class: "toast-action", text: action.label, onclick: () => toastRun && toastRun() }));
+    }
+    t.className = "show " + (kind || "") + (action ? " with-action" : "");
     clearTimeout(toastTimer);
-    toastTimer = setTimeout(() => { t.className = ""; }, kind === "error" ? 6000 : 2500);
+    toastTimer = setTimeout(() => { t.className = ""; toastRun = null; }, action ? 10000 : kind === "error" || kind === "warn" ? 8000 : 2500);
+  }
+  function toastAction() {
+    if (!toastRun) return false;
+    toastRun();
+    return true;
   }
 
   // Text with its time references as chips that seek the video.
@@ -100,14 +116,51 @@ const MTV = (() => {
     }
   }
 
-  // The video player, its time-range chips and a seek(start, end) that plays the range.
+  // The video player, its time-range chips and a seek(start, end) that plays the range. The player
+  // opens at item.start_at; when the video stops loading (a link signed before the user was revoked,
+  // or expired), a fresh link is asked for once, and the player says so when that fails too.
   function videoPanel(video, chips, item) {
     let stopAt = null;
+    let retried = false;
+    let note = video.parentNode.querySelector(".video-error");
+    if (!note) {
+      note = el("p", { class: "video-error warn", role: "alert", hidden: true });
+      video.after(note);
+    }
+    note.hidden = true;
+    note.textContent = "";
     video.ontimeupdate = () => {
       if (stopAt !== null && video.currentTime >= stopAt) { video.pause(); stopAt = null; }
     };
+    video.onloadedmetadata = () => {
+      const at = Number(video.dataset.resumeAt || item.start_at || 0);
+      delete video.dataset.resumeAt;
+      if (at > 0 && Math.abs(video.currentTime - at) > 0.5) video.currentTime = at;
+    };
+    video.onerror = async () => {
+      if (!item.video_url) return;
+      if (retried) {
+        note.textContent = "The video cannot be played (" + (video.error ? "error " + video.error.code : "no answer") +
+          "). Reload the page; if it persists, tell the annotation lead.";
+        note.hidden = false;
+        return;
+      }
+      retried = true;
+      try {
+        const fresh = await api("GET", "/api/items/" + itemPath(item.id) + "/video");
+        if (!fresh.video_url) throw new Error("the video file is gone");
+        video.dataset.resumeAt = String(video.currentTime || item.start_at || 0);
+        video.src = fresh.video_url;
+        video.dataset.src = fresh.video_url;
+        video.dataset.resigned = "1";
+      } catch (e) {
+        note.textContent = "The video cannot be played: " + e.message;
+        note.hidden = false;
+      }
+    };
     if (item.video_url) {
       if (video.dataset.src !== item.video_url) { video.src = item.video_url; video.dataset.src = item.video_url; }
+      else if (video.readyState >= 1) video.onloadedmetadata();
     } else {
       video.removeAttribute("src");
       video.dataset.src = "";
@@ -130,8 +183,11 @@ const MTV = (() => {
 
   const FIELD_LABEL = { user: "User", assistant: "Golden answer", question: "Checklist question", expected: "Expected" };
 
+  function fieldKey(round, field, item) { return round + "." + field + (item ? "." + item : ""); }
+
   // The dialogue, round by round. With editable=true every text has an editor (shown in edit
-  // mode, see app.css): data-round/-field/-item/-original let collectEdits() find what changed.
+  // mode, see app.css) and every checklist item a keep / revise mark: data-round/-field/-item/
+  // -original let collectEdits() find what changed; an edited checklist item is marked revise.
   function renderRounds(container, item, seek, editable) {
     container.replaceChildren();
     for (const r of item.rounds) {
@@ -149,26 +205,31 @@ const MTV = (() => {
         if (editable) {
           turn.append(el("textarea", { class: "editor", rows: Math.min(8, 2 + Math.ceil(r[fld].length / 70)),
             value: r[fld], "aria-label": "Round " + r.index + " " + FIELD_LABEL[fld],
-            data: { round: r.index, field: fld, original: r[fld] } }));
+            data: { round: r.index, field: fld, original: r[fld], key: fieldKey(r.index, fld) } }));
         }
         sec.append(turn);
       }
       if (r.checklist.length) {
         const ol = el("ol", { class: "checklist" });
         for (const c of r.checklist) {
-          const li = el("li", { data: { key: c.key } },
+          const key = r.index + "." + c.key;
+          const li = el("li", { data: { key: c.key, mark: key } },
             el("span", { class: "key", text: c.key }),
             el("span", { class: "q text", text: c.question }),
             el("span", { class: "exp text " + c.expected.toLowerCase(), text: c.expected }));
           if (editable) {
             li.append(el("input", { class: "editor q-edit", type: "text", value: c.question,
               "aria-label": "Round " + r.index + " " + c.key + " question",
-              data: { round: r.index, field: "question", item: c.key, original: c.question } }));
+              data: { round: r.index, field: "question", item: c.key, original: c.question, key: fieldKey(r.index, "question", c.key) } }));
             const sel = el("select", { class: "editor exp-edit", "aria-label": "Round " + r.index + " " + c.key + " expected",
-              data: { round: r.index, field: "expected", item: c.key, original: c.expected } },
+              data: { round: r.index, field: "expected", item: c.key, original: c.expected, key: fieldKey(r.index, "expected", c.key) } },
             el("option", { value: "Yes", text: "Yes" }), el("option", { value: "No", text: "No" }));
             sel.value = c.expected;
             li.append(sel);
+            const mark = el("select", { class: "mark", "aria-label": "Round " + r.index + " " + c.key + ": keep or revise",
+              title: "keep this checklist item, or mark it for revision", data: { mark: key } },
+            el("option", { value: "keep", text: "keep" }), el("option", { value: "revise", text: "revise" }));
+            li.append(mark);
           }
           ol.append(li);
         }
@@ -176,10 +237,16 @@ const MTV = (() => {
       }
       container.append(sec);
     }
-    if (editable) {
+    if (editable && !container.dataset.watching) {
+      container.dataset.watching = "1";
       container.addEventListener("input", (ev) => {
         const t = ev.target;
-        if (t.classList && t.classList.contains("editor")) t.classList.toggle("changed", t.value !== t.dataset.original);
+        if (!t.classList || !t.classList.contains("editor")) return;
+        t.classList.toggle("changed", t.value !== t.dataset.original);
+        if (t.dataset.item) {
+          const mark = container.querySelector('select.mark[data-mark="' + t.dataset.round + "." + t.dataset.item + '"]');
+          if (mark && t.value !== t.dataset.original) mark.value = "revise";
+        }
       });
     }
   }
@@ -195,7 +262,168 @@ const MTV = (() => {
     return edits;
   }
 
-  // {name, role, mode, ...}; name is null when this browser is not signed in
+  // The editors' values as {fieldKey: value} (changed ones only), and back.
+  function editorValues(container) {
+    const out = {};
+    for (const e of container.querySelectorAll(".editor")) if (e.value !== e.dataset.original) out[e.dataset.key] = e.value;
+    return out;
+  }
+  function setEditorValues(container, values) {
+    for (const e of container.querySelectorAll(".editor")) {
+      e.value = values && Object.prototype.hasOwnProperty.call(values, e.dataset.key) ? values[e.dataset.key] : e.dataset.original;
+      e.classList.toggle("changed", e.value !== e.dataset.original);
+    }
+  }
+  function editsAsValues(edits) {
+    const out = {};
+    for (const e of edits || []) out[fieldKey(e.round, e.field, e.item)] = e.value;
+    return out;
+  }
+
+  function collectMarks(container) {
+    const out = {};
+    for (const m of container.querySelectorAll("select.mark")) out[m.dataset.mark] = m.value;
+    return out;
+  }
+  function setMarks(container, marks) {
+    for (const m of container.querySelectorAll("select.mark")) m.value = (marks && marks[m.dataset.mark]) || "keep";
+  }
+
+  // The paper's three criteria as the checklist of the decision: met / not met and a note each.
+  function criteriaPanel(box, defs, onChange) {
+    box.replaceChildren(el("legend", { text: "Criteria (paper §3.2): each met or not met" }));
+    const rows = {};
+    let n = 0;
+    for (const [key, label] of Object.entries(defs)) {
+      n += 1;
+      const name = box.id + "-" + key;
+      const met = el("input", { type: "radio", name, value: "met", id: name + "-met" });
+      const not = el("input", { type: "radio", name, value: "not", id: name + "-not" });
+      const note = el("input", { type: "text", class: "criterion-note", maxlength: "20000", placeholder: "note (optional)",
+        "aria-label": key + " note" });
+      const row = el("div", { class: "criterion", data: { key } },
+        el("div", { class: "criterion-label" }, el("kbd", { text: String(n) }), " ", el("span", { text: label })),
+        el("div", { class: "criterion-choice" },
+          met, el("label", { for: met.id, text: "met" }), not, el("label", { for: not.id, text: "not met" }), note));
+      box.append(row);
+      rows[key] = { met, not, note, row };
+    }
+    box.addEventListener("change", () => { paint(); if (onChange) onChange(); });
+    box.addEventListener("input", () => { if (onChange) onChange(); });
+    function paint() {
+      for (const r of Object.values(rows)) {
+        r.row.classList.toggle("is-met", r.met.checked);
+        r.row.classList.toggle("is-not", r.not.checked);
+      }
+    }
+    const keys = Object.keys(rows);
+    return {
+      // {key: {met, note}}, or null while some criterion is not marked
+      get() {
+        const out = {};
+        for (const k of keys) {
+          const r = rows[k];
+          if (!r.met.checked && !r.not.checked) return null;
+          out[k] = { met: r.met.checked, note: r.note.value.trim() };
+        }
+        return out;
+      },
+      // {key: {met: true|false|null, note}} as typed (for drafts)
+      raw() {
+        const out = {};
+        for (const k of keys) out[k] = { met: rows[k].met.checked ? true : rows[k].not.checked ? false : null, note: rows[k].note.value };
+        return out;
+      },
+      set(values) {
+        for (const k of keys) {
+          const v = (values || {})[k] || {};
+          rows[k].met.checked = v.met === true;
+          rows[k].not.checked = v.met === false;
+          rows[k].note.value = v.note || "";
+        }
+        paint();
+      },
+      unmarked() { return keys.filter((k) => !rows[k].met.checked && !rows[k].not.checked); },
+      unmet() { return keys.filter((k) => rows[k].not.checked); },
+      markAllMet() { for (const k of keys) if (!rows[k].not.checked) rows[k].met.checked = true; paint(); },
+      cycle(i) {
+        const r = rows[keys[i]];
+        if (!r) return;
+        if (r.met.checked) r.not.checked = true; else r.met.checked = true;
+        paint();
+        if (onChange) onChange();
+      },
+      focusFirstUnmarked() { const k = this.unmarked()[0]; if (k) rows[k].met.focus(); },
+    };
+  }
+
+  // Active time on a page: seconds while the page is visible and there was input (or the video
+  // played) within the last minute.
+  function activeClock(video) {
+    let seconds = 0;
+    let last = Date.now();
+    const touch = () => { last = Date.now(); };
+    for (const ev of ["keydown", "pointerdown", "pointermove", "wheel", "input", "scroll", "focus"]) {
+      window.addEventListener(ev, touch, { passive: true, capture: true });
+    }
+    setInterval(() => {
+      const playing = video && !video.paused && !video.ended;
+      if (document.visibilityState === "visible" && (playing || Date.now() - last < 60000)) seconds += 1;
+    }, 1000);
+    return { seconds: () => seconds, reset: (s) => { seconds = Math.max(0, Number(s) || 0); touch(); } };
+  }
+
+  // What a person types on an item is kept on the server as they type (PUT .../draft, debounced);
+  // leaving the page with edits not yet saved asks first, and a last save is sent as the page goes.
+  function draftKeeper(scope, collect, stateEl) {
+    let item = null;
+    let dirty = false;
+    let timer = null;
+    let saving = null;
+    const say = (text, cls) => { if (stateEl) { stateEl.textContent = text; stateEl.className = "draft-state " + (cls || ""); } };
+    const url = () => "/api/items/" + itemPath(item.id) + "/draft";
+    async function save() {
+      clearTimeout(timer);
+      if (!item || !dirty) return;
+      const it = item;
+      dirty = false;
+      say("saving draft…");
+      saving = api("PUT", url(), { scope, content_hash: it.content_hash, data: collect() })
+        .then((r) => { if (it === item) { say("draft saved " + new Date().toLocaleTimeString(), "ok"); document.body.dataset.draftSaved = it.id; } return r; })
+        .catch((e) => { if (it === item) { dirty = true; say("draft not saved: " + e.message, "error"); } });
+      return saving;
+    }
+    window.addEventListener("beforeunload", (ev) => {
+      if (dirty) { ev.preventDefault(); ev.returnValue = ""; }
+    });
+    window.addEventListener("pagehide", () => {
+      if (dirty && item) {
+        fetch(url(), { method: "PUT", keepalive: true, headers: authHeaders({ "Content-Type": "application/json" }),
+          body: JSON.stringify({ scope, content_hash: item.content_hash, data: collect() }) }).catch(() => {});
+      }
+    });
+    return {
+      open(it, draft) {
+        item = it; dirty = false; clearTimeout(timer);
+        delete document.body.dataset.draftSaved;
+        say(draft ? "draft restored (saved " + draft.updated_at + ")" : "", draft ? "ok" : "");
+      },
+      changed() { if (!item) return; dirty = true; say("unsaved edits"); clearTimeout(timer); timer = setTimeout(save, 600); },
+      flush: save,
+      // the decision was recorded (the server dropped the draft): nothing is pending any more
+      done() { dirty = false; clearTimeout(timer); say(""); },
+      async discard() { dirty = false; clearTimeout(timer); if (item) await api("DELETE", url() + "?scope=" + scope).catch(() => {}); say(""); },
+      dirty: () => dirty,
+    };
+  }
+
+  // Focus back on the page (not a text box), so that one-key shortcuts work after a submit.
+  function focusPage(main) {
+    if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
+    if (main) main.focus({ preventScroll: true });
+  }
+
+  // {name, role, mode, criteria, ...}; name is null when this browser is not signed in
   async function session() { return api("GET", "/api/session"); }
 
   function signIn(name, role) {
@@ -228,11 +456,15 @@ const MTV = (() => {
     return me;
   }
 
+  // Whether a key goes into a text box (radio buttons and checkboxes leave the shortcuts working).
   function isTyping(ev) {
     const t = ev.target;
-    return t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
+    if (!t) return false;
+    if (t.tagName === "INPUT") return !["radio", "checkbox", "button", "submit"].includes(t.type);
+    return t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable;
   }
 
-  return { api, el, itemPath, hms, duration, toast, segmentsInto, videoPanel, renderRounds, collectEdits,
-    session, signIn, signOut, requireSession, takeTokenFromUrl, isTyping, FIELD_LABEL };
+  return { api, el, itemPath, hms, duration, toast, toastAction, segmentsInto, videoPanel, renderRounds, collectEdits,
+    editorValues, setEditorValues, editsAsValues, collectMarks, setMarks, criteriaPanel, activeClock, draftKeeper,
+    focusPage, fieldKey, session, signIn, signOut, requireSession, takeTokenFromUrl, isTyping, FIELD_LABEL };
 })();

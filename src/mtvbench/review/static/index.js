@@ -19,15 +19,18 @@
     const { items } = await api("GET", "/api/items" + (q.toString() ? "?" + q : ""));
     const tb = $("items");
     tb.replaceChildren();
+    // an annotator's rows carry no status and no count of decisions (the blind rule); a senior's do
     for (const r of items) {
       const href = (me.role === "senior" && r.status === "needs_adjudication" ? "/senior?id=" : "/annotate?id=") + encodeURIComponent(r.id);
+      const status = r.status === null ? "–" : r.status.replace("_", " ") + (r.referred ? " · " + r.referred + " handed over" : "");
       tb.append(el("tr", {},
         el("td", {}, el("a", { href, text: r.id })),
         el("td", { text: r.task_label }),
         el("td", { text: r.video }),
-        el("td", {}, el("span", { class: "badge status-" + r.status, text: r.status.replace("_", " ") })),
-        el("td", { text: r.decisions + "/2" }),
-        el("td", { class: r.mine ? "decision-" + r.mine : "muted", text: r.mine || "–" })));
+        el("td", { class: "senior-only" }, el("span", { class: "badge status-" + r.status, text: status })),
+        el("td", { class: "senior-only", text: r.decisions === null ? "–" : r.decisions + "/2" }),
+        el("td", { class: r.mine ? "decision-" + r.mine : "muted", text: r.mine || "–" }),
+        el("td", { class: "yours-" + r.yours, text: r.yours })));
     }
     $("count").textContent = items.length + " shown";
   }
@@ -39,7 +42,7 @@
       $("home").hidden = true;
       if (document.body.dataset.mode === "token") {
         $("signin-form").hidden = true;
-        $("signin-help").textContent = "This server gives every annotator a login link (mtvbench review add-user); open yours.";
+        $("signin-help").textContent = "This server gives every annotator a login link (`mtvbench review add-user`); open yours.";
         return;
       }
       $("signin-form").addEventListener("submit", async (ev) => {

@@ -1,4 +1,5 @@
-// Progress page: per task and per annotator, agreement (Cohen's kappa), time per item.
+// Progress page. Seniors: per task, agreement per annotator pair (Cohen's kappa) and Krippendorff's
+// alpha, per annotator with active time. Annotators: their own work only.
 "use strict";
 
 (() => {
@@ -6,6 +7,7 @@
   const $ = (id) => document.getElementById(id);
   const pct = (x) => (x === null || x === undefined ? "n/a" : (100 * x).toFixed(0) + "%");
   const num = (x, d) => (x === null || x === undefined ? "n/a" : x.toFixed(d));
+  const ASPECTS = ["decision", "capability", "grounded", "coherent", "checklist"];
 
   function row(cells, cls) {
     return el("tr", { class: cls || "" }, ...cells.map((c) => (c instanceof Node ? el("td", {}, c) : el("td", { text: String(c) }))));
@@ -13,13 +15,67 @@
 
   function taskRow(t, cls) {
     const c = t.counts;
+    const a = t.agreement;
     const bar = el("div", { class: "bar", title: "accepted / rejected / to adjudicate / one decision / none" },
       ...[["accepted", c.accepted], ["rejected", c.rejected], ["needs_adjudication", c.needs_adjudication],
         ["one", t.one_decision], ["none", c.pending - t.one_decision]].map(([k, n]) =>
         el("span", { class: "seg " + k, style: { flexGrow: String(n) } })));
-    return row([t.label, t.items, c.pending - t.one_decision, t.one_decision, c.needs_adjudication,
-      c.accepted + (t.revised ? " (" + t.revised + " revised)" : ""), c.rejected,
-      num(t.agreement.kappa, 2), pct(t.agreement.agreement), t.agreement.items, bar], cls);
+    const kappa = a.pairs.length > 1 ? "per pair" : num(a.kappa, 2);
+    return row([t.label, t.items, c.pending - t.one_decision, t.one_decision,
+      c.needs_adjudication + (t.referred ? " (" + t.referred + " handed over)" : ""),
+      c.accepted + (t.revised ? " (" + t.revised + " revised)" : ""), c.rejected, kappa,
+      a.alpha ? num(a.alpha.decision, 2) : "n/a", a.items, bar], cls);
+  }
+
+  function showSenior(p) {
+    $("senior-view").hidden = false;
+    const tb = $("tasks");
+    tb.replaceChildren();
+    const withItems = p.tasks.filter((t) => t.items);
+    for (const t of withItems) tb.append(taskRow(t));
+    tb.append(taskRow(p.overall, "total"));
+    const pairs = $("pairs");
+    pairs.replaceChildren();
+    const alphas = $("alphas");
+    alphas.replaceChildren();
+    for (const t of [...withItems, p.overall]) {
+      for (const x of t.agreement.pairs) {
+        pairs.append(row([t.label, x.a + " – " + x.b, x.items, pct(x.same),
+          ...ASPECTS.map((k) => num(x.kappa[k], 2) + (k === "checklist" ? " (" + x.units.checklist + " items)" : ""))],
+        t === p.overall ? "total" : ""));
+      }
+      if (t.agreement.alpha) {
+        $("alpha-box").hidden = false;
+        alphas.append(row([t.label, t.agreement.people, ...ASPECTS.map((k) => num(t.agreement.alpha[k], 2))],
+          t === p.overall ? "total" : ""));
+      }
+    }
+    if (!pairs.children.length) pairs.append(row(["no dialogue has two decisions yet"]));
+    const ab = $("annotators");
+    ab.replaceChildren();
+    $("annotator-head").replaceChildren(...["name", "role", "done", "open", "accept / revise / reject", "handed to senior",
+      "adjudicated", "mean active time", "median active time"].map((h) => el("th", { text: h })),
+    ...withItems.map((t) => el("th", { text: t.label, title: "done / open" })));
+    for (const a of p.annotators) {
+      const d = a.decisions;
+      ab.append(row([a.name, a.role || "–", a.done, a.open, (d.accept || 0) + " / " + (d.revise || 0) + " / " + (d.reject || 0),
+        a.referred, a.adjudicated, duration(a.seconds_mean), duration(a.seconds_median),
+        ...withItems.map((t) => { const x = a.by_task[t.task]; return x ? x.done + " / " + x.open : "0 / 0"; })]));
+    }
+    if (!p.annotators.length) ab.append(row(["nobody has decided anything yet"]));
+    $("summary").textContent = p.items + " dialogues · " + p.counts.accepted + " accepted · " + p.counts.rejected +
+      " rejected · " + p.counts.needs_adjudication + " to adjudicate · " + p.counts.pending + " pending";
+  }
+
+  function showOwn(p) {
+    $("own-view").hidden = false;
+    const tb = $("own");
+    tb.replaceChildren();
+    for (const t of p.tasks) if (t.items) tb.append(row([t.label, t.items, t.done, t.open]));
+    tb.append(row(["All tasks", p.items, p.me.done, p.me.open], "total"));
+    $("summary").textContent = p.items + " dialogues · you decided " + p.me.done + " · " + p.me.open + " open to you" +
+      (p.me.referred ? " · " + p.me.referred + " handed to the senior" : "") +
+      (p.me.seconds_median !== null ? " · median active time " + duration(p.me.seconds_median) : "");
   }
 
   async function main() {
@@ -27,25 +83,7 @@
     if (!me) { location.href = "/"; return; }
     let p;
     try { p = await api("GET", "/api/progress"); } catch (e) { toast(e.message, "error"); return; }
-    const tb = $("tasks");
-    tb.replaceChildren();
-    for (const t of p.tasks) if (t.items) tb.append(taskRow(t));
-    tb.append(taskRow(p.overall, "total"));
-    const ab = $("annotators");
-    ab.replaceChildren();
-    const taskNames = p.tasks.filter((t) => t.items).map((t) => t.task);
-    $("annotator-head").replaceChildren(...["name", "role", "done", "open", "accept / revise / reject", "adjudicated",
-      "mean time", "median time"].map((h) => el("th", { text: h })),
-    ...p.tasks.filter((t) => t.items).map((t) => el("th", { text: t.label, title: "done / open" })));
-    for (const a of p.annotators) {
-      const d = a.decisions;
-      ab.append(row([a.name, a.role || "–", a.done, a.open, (d.accept || 0) + " / " + (d.revise || 0) + " / " + (d.reject || 0),
-        a.adjudicated, duration(a.seconds_mean), duration(a.seconds_median),
-        ...taskNames.map((t) => { const x = a.by_task[t]; return x ? x.done + " / " + x.open : "0 / 0"; })]));
-    }
-    if (!p.annotators.length) ab.append(row(["nobody has decided anything yet"]));
-    $("summary").textContent = p.items + " dialogues · " + p.counts.accepted + " accepted · " + p.counts.rejected +
-      " rejected · " + p.counts.needs_adjudication + " to adjudicate · " + p.counts.pending + " pending";
+    if (p.scope === "all") showSenior(p); else showOwn(p);
   }
 
   main();

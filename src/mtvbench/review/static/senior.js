@@ -1,12 +1,20 @@
-// Senior page: the dialogues the two annotators disagree on (or both revised), side by side,
-// with a word diff of each edited field; the senior picks a side or merges, and that is final.
+// Senior page: the dialogues the annotators disagree on (or both revised, or a decision was handed to
+// the senior), every side with a word diff of each edited field; the senior edits any field of the
+// dialogue, records the three criteria and decides, and that is final. Overwriting a final decision
+// someone else made asks for a confirmation.
 "use strict";
 
 (() => {
-  const { api, el, itemPath, toast, videoPanel, renderRounds, collectEdits, requireSession, duration, FIELD_LABEL } = MTV;
+  const { api, el, itemPath, toast, videoPanel, renderRounds, collectEdits, editorValues, setEditorValues,
+    editsAsValues, collectMarks, setMarks, criteriaPanel, draftKeeper, focusPage, requireSession, duration,
+    FIELD_LABEL } = MTV;
   const $ = (id) => document.getElementById(id);
+  const LETTERS = "ABCDEFGH";
   let me = null;
   let item = null;
+  let crit = null;
+  let drafts = null;
+  let pending = null; // a decision waiting for the overwrite confirmation
 
   function diffInto(parent, pieces) {
     for (const p of pieces) {
@@ -19,122 +27,180 @@
     return "Round " + d.round + " · " + (d.item ? d.item + " " : "") + FIELD_LABEL[d.field].toLowerCase();
   }
 
-  function reviewCard(r, side) {
+  function sideCard(r, side) {
+    const unmet = r.criteria ? Object.entries(r.criteria).filter(([, v]) => !v.met) : null;
+    const crits = r.criteria === null || r.criteria === undefined ? "criteria not recorded"
+      : unmet.length ? "not met: " + unmet.map(([k, v]) => k + (v.note ? " (" + v.note + ")" : "")).join("; ") : "all criteria met";
+    const revised = r.checklist ? Object.entries(r.checklist).filter(([, v]) => v === "revise").map(([k]) => k) : [];
     return el("div", { class: "card review-card decision-" + r.decision, data: { side } },
       el("div", { class: "card-head" }, el("span", { class: "side", text: side }),
-        el("strong", { text: r.annotator }), el("span", { class: "badge decision", text: r.decision })),
+        el("strong", { text: r.annotator }), el("span", { class: "badge decision", text: r.decision }),
+        r.reason ? el("span", { class: "badge", text: "handed to you" }) : null),
       r.comment ? el("p", { class: "comment", text: r.comment }) : el("p", { class: "muted", text: "no comment" }),
-      el("div", { class: "muted", text: r.edits.length + " edit(s) · " + r.at + (r.seconds !== null ? " · " + duration(r.seconds) : "") }));
+      el("p", { class: "criteria-line", text: crits }),
+      revised.length ? el("p", { class: "muted", text: "checklist items to revise: " + revised.join(", ") }) : null,
+      el("div", { class: "muted", text: r.edits.length + " edit(s) · " + r.at + (r.seconds !== null && r.seconds !== undefined ? " · " + duration(r.seconds) + " active" : "") }));
   }
 
-  function editorFor(d) {
-    if (d.field === "expected") {
-      const s = el("select", { class: "editor", data: { round: d.round, field: d.field, item: d.item, original: d.original } },
-        el("option", { value: "Yes", text: "Yes" }), el("option", { value: "No", text: "No" }));
-      return s;
-    }
-    return el("textarea", { class: "editor", rows: Math.min(8, 2 + Math.ceil(d.original.length / 60)),
-      data: { round: d.round, field: d.field, item: d.item || "", original: d.original } });
+  // The final value of a field is the dialogue's editor for it; "use …" writes into it.
+  function editorOf(d) {
+    return $("context").querySelector('.editor[data-key="' + MTV.fieldKey(d.round, d.field, d.item) + '"]');
   }
 
-  function renderDiff(reviews, diff) {
+  function renderDiff(sides, diff) {
     const box = $("diff");
     box.replaceChildren();
     if (!diff.length) {
-      box.append(el("p", { class: "muted", text: "Neither annotator edited the text: choose a decision." }));
+      box.append(el("p", { class: "muted", text: "Nobody edited the text: choose a decision (or edit any field below)." }));
       return;
     }
-    const [a, b] = reviews;
     for (const d of diff) {
-      const row = el("div", { class: "diff-row" });
-      const cols = el("div", { class: "diff-cols" });
-      const orig = el("div", { class: "diff-cell original" }, el("div", { class: "who", text: "original" }),
-        el("div", { class: "text", text: d.original }));
-      const ca = el("div", { class: "diff-cell" + (d.a_changed ? " changed" : "") },
-        el("div", { class: "who", text: "A · " + a.annotator + (d.a_changed ? "" : " (unchanged)") }));
-      const ta = el("div", { class: "text" });
-      diffInto(ta, d.diff_a);
-      ca.append(ta);
-      const cb = el("div", { class: "diff-cell" + (d.b_changed ? " changed" : "") },
-        el("div", { class: "who", text: "B · " + b.annotator + (d.b_changed ? "" : " (unchanged)") }));
-      const tb = el("div", { class: "text" });
-      diffInto(tb, d.diff_b);
-      cb.append(tb);
-      cols.append(orig, ca, cb);
-      const ed = editorFor(d);
-      ed.value = d.a_changed ? d.a : d.b;
-      ed.classList.toggle("changed", ed.value !== d.original);
-      ed.addEventListener("input", () => ed.classList.toggle("changed", ed.value !== d.original));
-      const use = (v) => () => { ed.value = v; ed.classList.toggle("changed", ed.value !== d.original); };
-      const final = el("div", { class: "final" }, el("div", { class: "who", text: "final" }), ed,
-        el("div", { class: "pick" },
-          el("button", { type: "button", class: "link", text: "use original", onclick: use(d.original) }),
-          el("button", { type: "button", class: "link", text: "use A", onclick: use(d.a) }),
-          el("button", { type: "button", class: "link", text: "use B", onclick: use(d.b) })));
-      row.append(el("h4", { text: fieldLabel(d) }), cols, final);
-      box.append(row);
+      const cols = el("div", { class: "diff-cols", style: { gridTemplateColumns: "repeat(" + (sides.length + 1) + ", 1fr)" } },
+        el("div", { class: "diff-cell original" }, el("div", { class: "who", text: "original" }), el("div", { class: "text", text: d.original })));
+      const pick = el("div", { class: "pick" });
+      const use = (v) => () => {
+        const ed = editorOf(d);
+        if (!ed) return;
+        ed.value = v;
+        ed.dispatchEvent(new Event("input", { bubbles: true }));
+      };
+      pick.append(el("button", { type: "button", class: "link", text: "use original", onclick: use(d.original) }));
+      sides.forEach((s, i) => {
+        const cell = el("div", { class: "diff-cell" + (d.changed[i] ? " changed" : "") },
+          el("div", { class: "who", text: LETTERS[i] + " · " + s.annotator + (d.changed[i] ? "" : " (unchanged)") }));
+        const t = el("div", { class: "text" });
+        diffInto(t, d.diffs[i]);
+        cell.append(t);
+        cols.append(cell);
+        pick.append(el("button", { type: "button", class: "link", text: "use " + LETTERS[i], onclick: use(d.values[i]) }));
+      });
+      box.append(el("div", { class: "diff-row" }, el("h4", { text: fieldLabel(d) }), cols, pick));
     }
   }
 
-  async function decide(decision, edits, comment) {
+  function draftData() {
+    return { comment: $("senior-comment").value, criteria: crit.raw(), marks: collectMarks($("context")),
+      fields: editorValues($("context")) };
+  }
+
+  function fill(side) {
+    setEditorValues($("context"), editsAsValues(side.edits));
+    setMarks($("context"), side.checklist);
+    if (side.criteria) crit.set(side.criteria);
+    $("senior-comment").value = $("senior-comment").value.trim() || ("as decided by " + side.annotator + (side.comment ? ": " + side.comment : ""));
+    drafts.changed();
+  }
+
+  async function decide(decision, confirm) {
+    const comment = $("senior-comment").value.trim();
     if (decision === "reject" && !comment) { toast("Say why the dialogue is rejected.", "error"); $("senior-comment").focus(); return; }
+    const marks = collectMarks($("context"));
+    if (decision === "accept") {
+      if (crit.unmet().length) { toast("Accept needs every criterion met (" + crit.unmet().join(", ") + " is not).", "error"); return; }
+      crit.markAllMet();
+      for (const k of Object.keys(marks)) marks[k] = "keep";
+    }
+    const criteria = crit.get();
+    if (!criteria) { toast("Mark each criterion met or not met: " + crit.unmarked().join(", ") + ".", "error"); return; }
+    const edits = decision === "revise" ? collectEdits($("context")) : [];
+    const body = { senior: me.name, decision, edits, comment, criteria, checklist: marks, content_hash: item.content_hash, confirm: !!confirm };
+    await drafts.flush();
     try {
-      const r = await api("POST", "/api/items/" + itemPath(item.id) + "/adjudicate",
-        { senior: me.name, decision, edits, comment, content_hash: item.content_hash });
+      const r = await api("POST", "/api/items/" + itemPath(item.id) + "/adjudicate", body);
+      drafts.done();
+      $("confirm-bar").hidden = true;
+      pending = null;
       toast("Final: " + r.status + " — " + item.id, "ok");
       document.body.dataset.lastSaved = item.id + ":" + r.adjudication.decision;
       await refreshList(true);
+      focusPage($("senior-main"));
     } catch (e) {
+      if (e.status === 409 && e.data && e.data.confirm) {
+        pending = decision;
+        $("confirm-text").textContent = e.message;
+        $("confirm-bar").hidden = false;
+        $("confirm-yes").focus();
+        return;
+      }
       toast(e.message, "error");
     }
   }
 
-  function take(r) {
-    const comment = $("senior-comment").value.trim() || ("as decided by " + r.annotator + (r.comment ? ": " + r.comment : ""));
-    const edits = r.decision === "revise" ? r.edits.map((e) => ({ round: e.round, field: e.field, item: e.item, value: e.value })) : [];
-    return decide(r.decision, edits, comment);
+  // The senior's decision from the boxes as they are: revise when any field differs, else accept.
+  function decideAsEdited() {
+    const edits = collectEdits($("context"));
+    return decide(edits.length ? "revise" : "accept");
+  }
+
+  function take(side) {
+    fill(side);
+    if (side.decision === "revise" && !collectEdits($("context")).length) { toast("Nothing to take: the side's edits match the text.", "error"); return; }
+    return decide(side.decision);
   }
 
   async function open(id) {
+    if (drafts.dirty()) await drafts.flush();
     item = await api("GET", "/api/items/" + itemPath(id));
     $("empty").hidden = true;
     $("case").hidden = false;
+    $("confirm-bar").hidden = true;
     for (const li of document.querySelectorAll("#queue li")) li.classList.toggle("active", li.dataset.id === id);
     const seek = videoPanel($("player"), $("chips"), item);
     $("case-head").replaceChildren(el("div", { class: "item-id", text: item.id }),
       el("div", {}, el("span", { class: "task-label", text: item.task_label }),
-        el("span", { class: "badge status-" + item.status, text: item.status.replace("_", " ") })));
-    const reviews = item.reviews || [];
-    $("reviews").replaceChildren(...reviews.slice(0, 2).map((r, i) => reviewCard(r, i ? "B" : "A")));
-    renderDiff(reviews, item.diff || []);
-    renderRounds($("context"), item, seek, false);
-    $("senior-comment").value = item.adjudication ? item.adjudication.comment : "";
-    $("adjudicated").textContent = item.adjudication
-      ? "Decided: " + item.adjudication.decision + " by " + item.adjudication.annotator + " (" + item.adjudication.at + "); deciding again replaces it."
+        item.status ? el("span", { class: "badge status-" + item.status, text: item.status.replace("_", " ") }) : null));
+    if (item.reviews === null) {
+      $("reviews").replaceChildren(el("p", { class: "warn", text: "You annotated this dialogue: another senior decides it." }));
+      $("diff").replaceChildren();
+      $("notices").replaceChildren();
+      renderRounds($("context"), item, seek, true);
+      for (const b of document.querySelectorAll("#senior-actions button")) b.disabled = true;
+      return;
+    }
+    const sides = item.sides || [];
+    $("notices").replaceChildren(...(item.notices || []).map((n) => el("li", { class: "notice", text: n })));
+    $("reviews").replaceChildren(...sides.map((r, i) => sideCard(r, LETTERS[i])));
+    renderRounds($("context"), item, seek, true);
+    renderDiff(sides, item.diff || []);
+    const adj = item.adjudication;
+    const draft = item.drafts.adjudicate;
+    const base = draft ? draft.data : { comment: adj ? adj.comment : "", criteria: adj && adj.criteria, marks: adj && adj.checklist,
+      fields: adj ? editsAsValues(adj.edits) : {} };
+    setEditorValues($("context"), base.fields || {});
+    setMarks($("context"), base.marks);
+    crit.set(base.criteria);
+    $("senior-comment").value = base.comment || "";
+    drafts.open(item, draft);
+    $("adjudicated").textContent = adj
+      ? "Decided: " + adj.decision + " by " + adj.annotator + " (" + adj.at + "); deciding again replaces it" + (adj.annotator === me.name ? "." : " (after a confirmation).")
       : "";
-    const canDecide = reviews.length >= 2;
-    for (const b of document.querySelectorAll("#senior-actions button")) b.disabled = !canDecide;
-    $("take-a").textContent = reviews[0] ? "Take A (" + reviews[0].decision + ")" : "Take A";
-    $("take-b").textContent = reviews[1] ? "Take B (" + reviews[1].decision + ")" : "Take B";
+    const actions = $("senior-actions");
+    actions.replaceChildren(...sides.map((s, i) => el("button", { type: "button", class: "choice", id: "take-" + LETTERS[i].toLowerCase(),
+      text: "Take " + LETTERS[i] + " (" + s.decision + ")", onclick: () => take(s) })),
+    el("button", { type: "button", id: "merge", class: "choice accept", title: "the final text is what the boxes below hold", text: "Decide as edited", onclick: decideAsEdited }),
+    el("button", { type: "button", id: "reject", class: "choice reject", text: "Reject", onclick: () => decide("reject") }));
+    const canDecide = (item.decisions || 0) >= 2 || (item.referred || 0) > 0 || !!adj;
+    for (const b of actions.querySelectorAll("button")) b.disabled = !canDecide;
     history.replaceState(null, "", "/senior?id=" + encodeURIComponent(id));
   }
 
   async function refreshList(openNext) {
-    const todo = (await api("GET", "/api/items?status=needs_adjudication")).items;
-    const all = (await api("GET", "/api/items")).items;
-    const decided = all.filter((r) => r.status !== "needs_adjudication" && r.decisions >= 2);
+    // dialogues this senior annotated carry no status for them (another senior decides those)
+    const all = (await api("GET", "/api/items")).items.filter((r) => r.status !== null);
+    const todo = all.filter((r) => r.status === "needs_adjudication");
+    const decided = all.filter((r) => r.status !== "needs_adjudication" && (r.decisions >= 2 || r.status !== "pending"));
     const list = $("queue");
     list.replaceChildren();
     const add = (r, cls) => list.append(el("li", { class: cls, data: { id: r.id } },
       el("button", { type: "button", class: "link", text: r.id, onclick: () => open(r.id).catch((e) => toast(e.message, "error")) }),
-      el("span", { class: "badge status-" + r.status, text: r.status.replace("_", " ") })));
+      el("span", { class: "badge status-" + r.status, text: r.status.replace("_", " ") + (r.referred ? " · " + r.referred + " handed to you" : "") })));
     list.append(el("li", { class: "group", text: todo.length + " to decide" }));
     todo.forEach((r) => add(r, "todo"));
     if (decided.length) list.append(el("li", { class: "group", text: "decided by two annotators or a senior" }));
     decided.forEach((r) => add(r, "done"));
     if (openNext) {
       if (todo.length) await open(todo[0].id);
-      else { $("case").hidden = true; $("empty").hidden = false; }
+      else { $("case").hidden = true; $("empty").hidden = false; item = null; drafts.open(null, null); }
     }
   }
 
@@ -147,13 +213,14 @@
         el("p", { text: "You are signed in as an annotator (" + me.name + ")." }));
       return;
     }
-    $("take-a").addEventListener("click", () => item && item.reviews && take(item.reviews[0]));
-    $("take-b").addEventListener("click", () => item && item.reviews && take(item.reviews[1]));
-    $("merge").addEventListener("click", () => {
-      const edits = collectEdits($("diff"));
-      decide(edits.length ? "revise" : "accept", edits, $("senior-comment").value.trim());
-    });
-    $("reject").addEventListener("click", () => decide("reject", [], $("senior-comment").value.trim()));
+    const s = await api("GET", "/api/session");
+    drafts = draftKeeper("adjudicate", draftData, $("senior-draft-state"));
+    crit = criteriaPanel($("senior-criteria"), s.criteria, () => drafts.changed());
+    $("context").addEventListener("input", () => drafts.changed());
+    $("context").addEventListener("change", () => drafts.changed());
+    $("senior-comment").addEventListener("input", () => drafts.changed());
+    $("confirm-yes").addEventListener("click", () => pending && decide(pending, true));
+    $("confirm-no").addEventListener("click", () => { pending = null; $("confirm-bar").hidden = true; });
     const id = new URLSearchParams(location.search).get("id");
     try {
       await refreshList(!id);

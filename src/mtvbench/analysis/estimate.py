@@ -1,0 +1,439 @@
+"""``mtvbench estimate``: what a run will ask, and what it will cost, before anything is asked.
+
+It takes ``run``'s settings flags and ``--config`` (dataset, model or preset, judge, protocol, context,
+frames, ...) and, **calling nothing and decoding no video** (a video's size, frame count and duration come
+from its container header), counts:
+
+- **requests**: the model turns the run plans (:func:`mtvbench.run.plan.rounds_to_call`) and the judge
+  runs of every judged turn (``--judge-runs``; re-asks from ``--from-run`` where given);
+- **prompt tokens**: each model request's frames by its provider's documented rule
+  (:mod:`mtvbench.scoring.tokens`: an unknown model says "rule unknown" and nothing is added up for it),
+  plus its text (the request the run would build; in self context the dataset's answers stand in for
+  the model's own); each judge request's text (the dataset's answer stands in for the model's);
+- **cached tokens**: the frame prefix (system prompt and frames) a provider's prefix cache serves, under
+  today's order (a video's turns sent together: only a turn sent after another of its video was answered
+  finds the prefix cached) and under the cache-aware order (a video's first turn first, the others once it
+  is answered), both simulated over the run's concurrency and videos in flight with equal latencies;
+  ``hf:`` has no prefix cache; Gemini with ``context_cache`` caches every turn's frames (making a cache
+  costs its tokens once per video);
+- **completion tokens**: the mean per call of a stored run of the model (``--from-run RUN_DIR``), else
+  ``max_tokens`` (an upper bound), else unknown;
+- **cost**: from ``prices`` of the config (cached tokens at ``cached_input``);
+- **time**: the latency bound ``max(model calls x latency / concurrency, judge calls x latency / judge
+  concurrency) + one latency``, with the mean latency of ``--from-run`` or ``--latency S``.
+
+With ``--out RUN_DIR`` the estimate is also written to ``RUN_DIR/estimate.json``, and ``mtvbench report``
+then shows it beside what the run used.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel
+
+from mtvbench.config import RunConfig, build_config, load_yaml
+from mtvbench.data.official import find_video, load_benchmark
+from mtvbench.data.schema import Benchmark, Dialogue
+from mtvbench.errors import ConfigError, InputError
+from mtvbench.media.frames import VideoError, probe
+from mtvbench.media.probe import PROBE_WORKERS
+from mtvbench.protocol import get_protocol
+from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, note, print_tables
+from mtvbench.render.tables import Col, TextTable
+from mtvbench.run.flags import require_settings, run_flags, settings_from_flags, with_flags
+from mtvbench.run.plan import build_request, rounds_to_call
+from mtvbench.scoring.tokens import MESSAGE_OVERHEAD, frame_rule, text_tokens
+from mtvbench.scoring.usage import cost_of
+from mtvbench.util.files import atomic_write_text
+
+FILENAME = "estimate.json"
+ORDERS = ("today", "cache_aware")
+#: prefix caches that bill in steps: OpenAI caches prompts of 1024 tokens or more, in steps of 128
+OPENAI_CACHE_MIN, OPENAI_CACHE_STEP = 1024, 128
+
+
+class RoleEstimate(BaseModel):
+    requests: int = 0
+    #: None: a rule is unknown for some request (then no total is given)
+    prompt_tokens: int | None = 0
+    #: cached prompt tokens by order (``today``, ``cache_aware``); None: unknown
+    cached_tokens: dict[str, int | None] = {}
+    completion_tokens: int | None = None
+    #: where the completion tokens come from: ``from-run``, ``max_tokens`` (an upper bound), ``unknown``
+    completion_source: str = "unknown"
+    #: cost by order; None without a price or a count
+    cost: dict[str, float | None] = {}
+    latency_s: float | None = None
+
+
+class Estimate(BaseModel):
+    model: str
+    judge: str
+    context: str
+    frames: str
+    dialogues: int
+    videos: int
+    frame_rule: str
+    frame_rule_source: str | None = None
+    #: frame prefix tokens per video (system prompt + frames), summed over the videos
+    prefix_tokens: int | None = None
+    #: every video's prefix computed once: the most a cache can serve
+    ideal_cached: int | None = None
+    model_role: RoleEstimate
+    judge_role: RoleEstimate
+    #: seconds by the latency bound; None without a latency
+    seconds: float | None = None
+    notes: list[str] = []
+
+
+# ------------------------------------------------------------------------------ videos
+@dataclass
+class VideoShape:
+    frames: int
+    width: int
+    height: int
+    duration_s: float
+
+
+def video_shape(path: Path, cfg: RunConfig) -> VideoShape:
+    """The frames a run sends of ``path`` and their size, from the container header (nothing decoded)."""
+    info = probe(path, exact=False)
+    total = max(1, info.total_frames or info.reported_frames)
+    w, h = cfg.frame_settings().output_size(info.width, info.height)
+    return VideoShape(min(cfg.frames, total), w, h, info.duration_s)
+
+
+# ------------------------------------------------------------------------------ order simulation
+def simulate_hits(chains: Sequence[Sequence[int]], concurrency: int, held: int, cache_aware: bool) -> list[int]:
+    """Per video, the turns that find their video's prefix cached: a turn hits when, as it is sent, a turn
+    of its video was answered before. ``chains``: per video, the lengths of its dialogue chains (a chain's
+    turns in order; golden/none context: chains of one). Every call takes the same time; ``concurrency`` calls in flight
+    (first come, first served), ``held`` videos at once; the cache-aware order sends a video's first turn
+    alone and the others once it is answered."""
+    waiting = deque(range(len(chains)))
+    queue: deque[tuple[int, int, int]] = deque()  # (video, chain, step)
+    running: list[tuple[float, int, int, int, int]] = []
+    answered, left = [False] * len(chains), [sum(c) for c in chains]
+    held_now, free, now, seq = 0, concurrency, 0.0, 0
+    hits = [0] * len(chains)
+
+    def admit() -> None:
+        nonlocal held_now
+        while waiting and held_now < held:
+            v = waiting.popleft()
+            if not left[v]:
+                continue
+            held_now += 1
+            firsts = [(v, c, 0) for c, n in enumerate(chains[v]) if n]
+            queue.extend(firsts[:1] if cache_aware else firsts)
+
+    admit()
+    while queue or running:
+        while queue and free:
+            v, c, step = queue.popleft()
+            hits[v] += answered[v]
+            free -= 1
+            seq += 1
+            heapq.heappush(running, (now + 1.0, seq, v, c, step))
+        now = running[0][0]
+        while running and running[0][0] == now:  # calls that end together are all answered before the next go
+            _, _, v, c, step = heapq.heappop(running)
+            free += 1
+            first = not answered[v]
+            answered[v] = True
+            left[v] -= 1
+            if step + 1 < chains[v][c]:
+                queue.append((v, c, step + 1))
+            if cache_aware and first:
+                queue.extend((v, k, 0) for k, n in enumerate(chains[v]) if n and k != c)
+            if not left[v]:
+                held_now -= 1
+                admit()
+    return hits
+
+
+def cacheable(prefix: int, spec: str) -> int:
+    """The tokens of a ``prefix`` a provider's cache serves (OpenAI: from 1024 tokens, in steps of 128)."""
+    if spec.startswith("openai:") and not spec.lower().startswith("openai:gemini"):
+        return 0 if prefix < OPENAI_CACHE_MIN else prefix // OPENAI_CACHE_STEP * OPENAI_CACHE_STEP
+    return prefix
+
+
+# ------------------------------------------------------------------------------ the estimate
+@dataclass
+class FromRun:
+    """Means per call of a stored run, per role."""
+
+    completion: dict[str, float]
+    latency: dict[str, float]
+    requests_per_call: dict[str, float]
+
+
+def from_run(run_dir: Path) -> FromRun:
+    """The stored calls of ``run_dir`` (its store only; nothing is asked)."""
+    from mtvbench.run.rundir import run_dir_path
+    from mtvbench.run.store import RunStore
+
+    store = RunStore(run_dir_path(run_dir), create=False)
+    try:
+        rows = store.call_rows()
+    finally:
+        store.close()
+    out = FromRun({}, {}, {})
+    for role in ("model", "judge"):
+        ok = [r for r in rows if r["role"] == role and r["outcome"] in ("ok", "blocked", "empty", "unparsed")]
+        if ok:
+            out.completion[role] = sum(int(r["completion_tokens"] or 0) for r in ok) / len(ok)
+            out.latency[role] = sum(float(r["latency_s"] or 0.0) for r in ok) / len(ok)
+            out.requests_per_call[role] = sum(int(r["requests"] or 1) for r in ok) / len(ok)
+    if not out.completion:
+        raise InputError(f"{run_dir}: --from-run: the run has no answered calls to take means from")
+    return out
+
+
+def _text_of(request: Any) -> str:
+    history = "".join(u + a for u, a in request.chat_history or [])
+    return request.prompt + history
+
+
+def _model_requests(d: Dialogue, cfg: RunConfig) -> list[Any]:
+    golden = {r.index: r.assistant for r in d.rounds}  # self context: the dataset's answers stand in
+    return [build_request(d, r, cfg.context, None, golden if cfg.context == "self" else None, cfg.inference,
+                          cfg.frames) for r in rounds_to_call(d, cfg.context)]
+
+
+def estimate(cfg: RunConfig, bench: Benchmark, shapes: dict[str, VideoShape], measured: FromRun | None = None,
+             latency_s: float | None = None) -> Estimate:
+    """The estimate of running ``cfg`` over ``bench`` (module doc); ``shapes``: per video, what is sent."""
+    protocol = get_protocol(cfg.protocol_name)
+    spec = cfg.backend_spec
+    rule = frame_rule(spec, cfg.model_settings.extra)
+    system = cfg.model_settings.system or ""
+    notes: list[str] = []
+    m, j = RoleEstimate(), RoleEstimate()
+    prompt: int | None = 0
+    prefix_of: dict[str, int | None] = {}
+    chains: list[list[int]] = []
+    for video in sorted({d.video for d in bench.dialogues}):
+        shape = shapes.get(video)
+        frames = None if rule is None or shape is None else rule.tokens(shape.frames, shape.width, shape.height,
+                                                                         shape.duration_s)
+        prefix_of[video] = None if frames is None else frames + text_tokens(system) + MESSAGE_OVERHEAD
+        chains.append([])
+    order = {v: i for i, v in enumerate(prefix_of)}
+    for d in bench.dialogues:
+        requests = _model_requests(d, cfg)
+        if not requests:
+            continue
+        m.requests += len(requests)
+        prefix = prefix_of[d.video]
+        text = sum(text_tokens(_text_of(r)) + MESSAGE_OVERHEAD for r in requests)
+        prompt = None if prompt is None or prefix is None else prompt + text + prefix * len(requests)
+        chains[order[d.video]] += [len(requests)] if cfg.context == "self" else [1] * len(requests)
+        for r in d.scored_turns:
+            answered = next((x for x in d.rounds if x.index == r.answer_index), r)
+            j.requests += cfg.judge_runs
+            j.prompt_tokens = (j.prompt_tokens or 0) + cfg.judge_runs * (
+                text_tokens(protocol.judge_prompt(answered.assistant, r)) + MESSAGE_OVERHEAD)
+    m.prompt_tokens = prompt
+    prefixes = [p for p in prefix_of.values()]
+    known = None if any(p is None for p in prefixes) else [p or 0 for p in prefixes]
+    est = Estimate(model=cfg.model, judge=cfg.judge, context=cfg.context, frames=cfg.frame_settings().key(),
+                   dialogues=len(bench.dialogues), videos=len(prefix_of),
+                   frame_rule=rule.name if rule else "rule unknown", frame_rule_source=rule.source if rule else None,
+                   model_role=m, judge_role=j)
+    if rule is None:
+        notes.append(f"frame tokens of {spec}: rule unknown (no documented rule for this model): no prompt tokens, "
+                     "cached tokens or cost are given for it")
+    if known is not None:
+        est.prefix_tokens = sum(known)
+        est.ideal_cached = sum(cacheable(p, spec) * (sum(c) - 1) for p, c in zip(known, chains) if sum(c))
+        m.cached_tokens = _cached(cfg, spec, known, chains, notes)
+    else:
+        m.cached_tokens = dict.fromkeys(ORDERS)
+    j.cached_tokens = dict.fromkeys(ORDERS, 0)
+    _completion(cfg, m, j, measured)
+    _cost_and_time(cfg, est, measured, latency_s)
+    if cfg.context == "self":
+        notes.append("self context: the dataset's answers stand in for the model's own in every history")
+    notes.append("text tokens by the 4-characters rule of thumb; the judge's prompts hold the dataset's answers in "
+                 "place of the model's")
+    est.notes = notes
+    return est
+
+
+def _cached(cfg: RunConfig, spec: str, prefixes: list[int], chains: list[list[int]], notes: list[str]
+            ) -> dict[str, int | None]:
+    prefix = spec.partition(":")[0].strip().lower()
+    if prefix == "hf":
+        notes.append("hf: runs without a prefix cache: no cached tokens")
+        return dict.fromkeys(ORDERS, 0)
+    if prefix == "gemini" and cfg.model_settings.extra.get("context_cache"):
+        notes.append("gemini context_cache: every turn reads its video's frames from the cache, whatever the order; "
+                     "making each video's cache costs its tokens once (in the prompt tokens)")
+        every = sum(p * sum(c) for p, c in zip(prefixes, chains))
+        return dict.fromkeys(ORDERS, every)
+    out: dict[str, int | None] = {}
+    for name in ORDERS:
+        hits = simulate_hits(chains, cfg.concurrency, cfg.videos_in_flight, name == "cache_aware")
+        out[name] = sum(cacheable(p, spec) * h for p, h in zip(prefixes, hits))
+    return out
+
+
+def _completion(cfg: RunConfig, m: RoleEstimate, j: RoleEstimate, measured: FromRun | None) -> None:
+    for role, r, settings in (("model", m, cfg.model_settings), ("judge", j, cfg.judge_settings)):
+        if measured is not None and role in measured.completion:
+            r.completion_tokens = round(measured.completion[role] * r.requests)
+            r.completion_source = "from-run"
+            r.requests = round(r.requests * measured.requests_per_call.get(role, 1.0))
+        elif settings.max_tokens:
+            r.completion_tokens = settings.max_tokens * r.requests
+            r.completion_source = "max_tokens (an upper bound)"
+
+
+def _cost_and_time(cfg: RunConfig, est: Estimate, measured: FromRun | None, latency_s: float | None) -> None:
+    for role, r in (("model", est.model_role), ("judge", est.judge_role)):
+        price = cfg.price(role)
+        for order in ORDERS:
+            cached = r.cached_tokens.get(order)
+            known = None not in (price, r.prompt_tokens, r.completion_tokens, cached)
+            r.cost[order] = cost_of(price, r.prompt_tokens, cached, r.completion_tokens) if known else None  # type: ignore[arg-type]
+        r.latency_s = measured.latency.get(role) if measured is not None else latency_s
+    m, j = est.model_role, est.judge_role
+    if m.latency_s is None and j.latency_s is None:
+        return
+    jc = cfg.judge_concurrency or cfg.concurrency
+    lm, lj = m.latency_s or 0.0, j.latency_s or 0.0
+    est.seconds = max(m.requests * lm / cfg.concurrency, j.requests * lj / jc) + max(lm, lj)
+
+
+# ------------------------------------------------------------------------------ the command's pieces
+def shapes_of(bench: Benchmark, cfg: RunConfig) -> tuple[dict[str, VideoShape], list[str]]:
+    """What is sent of every video, from its header; videos that cannot be opened are named."""
+    shapes, problems = {}, []
+    paths = {name: bench.videos.get(name) or find_video(Path(bench.root), name)
+             for name in sorted({d.video for d in bench.dialogues})}
+    problems += [f"{name}: no video file under videos/" for name, p in paths.items() if p is None]
+
+    def shape(item: tuple[str, Path]) -> tuple[str, VideoShape | str]:
+        try:
+            return item[0], video_shape(item[1], cfg)
+        except (VideoError, OSError) as e:
+            return item[0], str(e)
+
+    with ThreadPoolExecutor(PROBE_WORKERS) as pool:  # PyAV reads headers without the GIL
+        for name, got in pool.map(shape, [(n, p) for n, p in paths.items() if p is not None]):
+            if isinstance(got, str):
+                problems.append(f"{name}: {got}")
+            else:
+                shapes[name] = got
+    return shapes, problems
+
+
+def estimate_config(cfg: RunConfig, run_dir: Path | None = None, latency_s: float | None = None) -> Estimate:
+    """Load the dataset of ``cfg`` (videos not checked or decoded) and estimate it."""
+    protocol = get_protocol(cfg.protocol_name)
+    bench = protocol.apply_all(load_benchmark(cfg.data, check_videos=False, tasks=cfg.selected_tasks))
+    bench = bench.limit(cfg.limit)
+    shapes, problems = shapes_of(bench, cfg)
+    est = estimate(cfg, bench, shapes, from_run(run_dir) if run_dir is not None else None, latency_s)
+    est.notes += [f"video not read, its frames not counted: {p}" for p in problems]
+    return est
+
+
+def _num(v: int | float | None, digits: int = 0) -> str:
+    if v is None:
+        return "unknown"
+    return f"{v:,.{digits}f}"
+
+
+def estimate_table(est: Estimate) -> TextTable:
+    rows: list[list[Any]] = []
+    for name, r in (("model", est.model_role), ("judge", est.judge_role)):
+        rows.append([name, r.requests, r.prompt_tokens, r.cached_tokens.get("today"),
+                     r.cached_tokens.get("cache_aware"), r.completion_tokens, r.cost.get("today"),
+                     r.cost.get("cache_aware")])
+    cols = [Col("Role", "id"), Col("Requests", "num"), Col("Prompt tokens", "num"),
+            Col("Cached (today's order)", "num", key="cached_today"),
+            Col("Cached (cache-aware)", "num", key="cached_cache_aware"),
+            Col("Completion tokens", "num"), Col("Cost (today)", "num", 4, key="cost_today"),
+            Col("Cost (cache-aware)", "num", 4, key="cost_cache_aware")]
+    intro = [f"{est.dialogues} dialogues over {est.videos} videos; model {est.model}, judge {est.judge}, context "
+             f"{est.context}, frames {est.frames}; frame tokens: {est.frame_rule}"
+             + (f" ({est.frame_rule_source})" if est.frame_rule_source else ""),
+             f"completion tokens: model {est.model_role.completion_source}, judge {est.judge_role.completion_source}; "
+             f"time: {_num(est.seconds, 1)} s"
+             + ("" if est.seconds is not None else " (give --latency S or --from-run)")]
+    if est.ideal_cached is not None:
+        intro.append(f"frame prefixes: {est.prefix_tokens:,} tokens over the videos; each computed once at most "
+                     f"{est.ideal_cached:,} cached tokens")
+    return TextTable(cols, rows, title="Estimate (nothing was called)", intro=intro, notes=list(est.notes))
+
+
+def write_estimate(est: Estimate, run_dir: Path) -> Path:
+    path = Path(run_dir) / FILENAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, est.model_dump_json(indent=2))
+    return path
+
+
+def read_estimate(run_dir: Path) -> Estimate | None:
+    """The estimate written into a run directory, or None (none, or not readable)."""
+    try:
+        return Estimate.model_validate_json((Path(run_dir) / FILENAME).read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+ESTIMATE_FLAGS = run_flags()
+
+
+@with_flags(ESTIMATE_FLAGS)
+def command(
+    given: dict[str, Any],
+    from_run_dir: Annotated[Path | None, typer.Option("--from-run", help="a stored run of the model: completion "
+                                                      "tokens, latency and re-asks per call from it")] = None,
+    latency: Annotated[float | None, typer.Option(help="seconds per call, for the time (without --from-run)")] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML file with run's settings (flags override it)")] = None,
+    output_format: FormatOption = OutputFormat.auto,
+) -> None:
+    """Requests, prompt and cached tokens, cost and time of a run, before it runs: nothing is called, no
+    video decoded. Takes run's settings flags and --config; with --out the estimate is kept in the run
+    directory for `report` (estimate vs actual)."""
+    if latency is not None and not (math.isfinite(latency) and latency > 0):
+        raise ConfigError(f"--latency: must be a number of seconds > 0, got {latency}")
+    values, origins = settings_from_flags(load_yaml(config) if config else {}, given, ESTIMATE_FLAGS)
+    require_settings(values, ("data", "model", "judge"))
+    out = values.get("out")
+    values.setdefault("out", Path(".mtvbench-estimate"))
+    cfg = build_config(values, str(config) if config else "command line", flags=origins)
+    cfg = cfg.model_copy(update={"data": dataset_path(cfg.data)})
+    est = estimate_config(cfg, from_run_dir, latency)
+    print_tables([estimate_table(est)], output_format, json_obj=est.model_dump(mode="json"))
+    if out is not None:
+        note("wrote", str(write_estimate(est, Path(out))), style="green")
+
+
+def estimate_vs_actual(est: Estimate, usage: Any) -> list[list[Any]]:
+    """Rows of the report: what the estimate said and what the run used, per role."""
+    rows = []
+    for name, e, a in (("model", est.model_role, usage.model), ("judge", est.judge_role, usage.judge)):
+        rows.append([name, "estimate", str(e.requests), _num(e.prompt_tokens), _num(e.cached_tokens.get("today")),
+                     _num(e.completion_tokens), _num(e.cost.get("today"), 4)])
+        rows.append([name, "actual", str(a.requests), _num(a.prompt_tokens),
+                     "not recorded" if a.cached_not_recorded == a.calls else _num(a.cached_tokens),
+                     _num(a.completion_tokens), _num(a.cost, 4)])
+    return rows
+
+
+__all__ = ["Estimate", "FILENAME", "RoleEstimate", "command", "estimate", "estimate_config", "estimate_table",
+           "estimate_vs_actual", "read_estimate", "simulate_hits", "write_estimate"]

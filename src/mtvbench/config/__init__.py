@@ -1,0 +1,45 @@
+"""The settings of a run (and what a build shares with it), split by job:
+
+- :mod:`.runconfig`: :class:`RunConfig` (every setting of one evaluation), :func:`build_config` (one
+  from plain values, presets resolved, checked strictly) and the one identity function
+  (:meth:`RunConfig.identity`);
+- :mod:`.roles`: a role's settings (:class:`RoleSettings`), Ray resources, prices;
+- :mod:`.loading`: settings files read strictly (UTF-8 YAML/JSON, keys given once);
+- :mod:`.validation`: strict validation of any settings model, every problem at once;
+- :mod:`.resolve`: preset resolution (:func:`apply_preset`, :func:`preset_overrides`);
+- :mod:`.stored`: what a run directory stores of its settings and how older ones are read.
+
+Every name is importable from here (``from mtvbench.config import RunConfig, build_config``).
+"""
+
+from __future__ import annotations
+
+from mtvbench.config.loading import MAX_CONFIG_BYTES, load_settings_file, load_yaml, loads_yaml_strict
+from mtvbench.config.resolve import apply_preset, preset_overrides
+from mtvbench.config.roles import ExecutorName, Price, RaySettings, RoleSettings
+from mtvbench.config.runconfig import (
+    AUTHORS_SCRIPTS,
+    IN_PROCESS_BACKENDS,
+    NOT_REPRODUCED,
+    REMOVED_SETTINGS,
+    ContextMode,
+    RunConfig,
+    build_config,
+    parse_tasks,
+)
+from mtvbench.config.stored import (
+    DEFAULT_PROTOCOL,
+    RECORD_KEYS,
+    RECORDED_IDENTITY_KEYS,
+    RUN_SCHEMA_VERSION,
+    identity_differences,
+    stored_protocol,
+)
+from mtvbench.config.validation import validate_settings
+from mtvbench.errors import ConfigError
+
+__all__ = ["AUTHORS_SCRIPTS", "DEFAULT_PROTOCOL", "IN_PROCESS_BACKENDS", "MAX_CONFIG_BYTES", "NOT_REPRODUCED",
+           "RECORDED_IDENTITY_KEYS", "RECORD_KEYS", "REMOVED_SETTINGS", "RUN_SCHEMA_VERSION", "ConfigError",
+           "ContextMode", "ExecutorName", "Price", "RaySettings", "RoleSettings", "RunConfig", "apply_preset",
+           "build_config", "identity_differences", "load_settings_file", "load_yaml", "loads_yaml_strict",
+           "parse_tasks", "preset_overrides", "stored_protocol", "validate_settings"]

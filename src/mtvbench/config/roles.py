@@ -1,0 +1,111 @@
+"""The settings a run and a build share: a role's connection and generation settings
+(:class:`RoleSettings`, strict :class:`~mtvbench.models.settings.BackendOptions` with ranges), the Ray
+resources (:class:`RaySettings`) and prices (:class:`Price`).
+
+Ranges: ``temperature >= 0``, ``0 < top_p <= 1``, ``max_tokens >= 1``, ``repetition_penalty > 0``,
+``-2 <= presence_penalty <= 2``, ``0 <= min_p <= 1``, ``timeout_s > 0``, ``max_retries >= 0``;
+``extra_body`` a mapping. A key variable named explicitly (``api_key_env``: a flag, the file or a preset)
+must be set and non-empty in the environment (the value is read, never stored): checked when the
+settings are for a new run or build (:data:`~mtvbench.config.validation.CHECK_ENVIRONMENT`), before
+anything is written, not when a run directory's own ``config.yaml`` is read back for scoring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
+
+from mtvbench.config.validation import CHECK_ENVIRONMENT, STRICT
+from mtvbench.models.endpoints import key_variable_problem
+from mtvbench.models.settings import BackendOptions
+
+#: generation and connection settings: field -> (test, the rule in words)
+_RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
+    "temperature": (lambda v: v >= 0, "must be a number >= 0"),
+    "top_p": (lambda v: 0 < v <= 1, "must be in (0, 1]"),
+    "top_k": (lambda v: v >= -1, "must be >= 1, or 0 / -1 for no top-k limit"),
+    "max_tokens": (lambda v: v >= 1, "must be >= 1"),
+    "repetition_penalty": (lambda v: v > 0, "must be > 0 (1.0: no penalty)"),
+    "presence_penalty": (lambda v: -2 <= v <= 2, "must be in [-2, 2]"),
+    "min_p": (lambda v: 0 <= v <= 1, "must be in [0, 1]"),
+    "timeout_s": (lambda v: v > 0, "must be > 0 seconds"),
+    "max_retries": (lambda v: v >= 0, "must be >= 0"),
+}
+
+
+class Price(BaseModel):
+    """Prices per million tokens (in the currency you choose; the cost is reported in it)."""
+
+    model_config = STRICT
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    #: prompt tokens served from the provider's prefix or context cache (None: priced as ``input``)
+    cached_input: float | None = Field(None, ge=0)
+
+
+class RoleSettings(BackendOptions):
+    """Connection and generation settings of one role (model under test, or judge)."""
+
+    model_config = STRICT
+
+    @field_validator(*_RANGES)
+    @classmethod
+    def _in_range(cls, v: float | None, info: ValidationInfo) -> float | None:
+        ok, rule = _RANGES[info.field_name]
+        if v is not None and not ok(v):
+            raise ValueError(rule)
+        return v
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_variable(cls, v: str | None, info: ValidationInfo) -> str | None:
+        """A named key variable must hold a key, when the settings are for a new run or build
+        (:func:`validate_settings`), not when a stored ``config.yaml`` is read back."""
+        if v is not None and (info.context or {}).get(CHECK_ENVIRONMENT):
+            problem = key_variable_problem(v)
+            if problem is not None:
+                raise ValueError(problem)
+        return v
+
+    @field_validator("extra")
+    @classmethod
+    def _extra(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            if key in BackendOptions.model_fields:
+                raise ValueError(f"{key!r} is a setting of its own, not a backend option: "
+                                 f"give it as {key} (or its flag), not inside extra / --model-option")
+        body = v.get("extra_body")
+        if body is not None and not isinstance(body, dict):
+            raise ValueError(f"extra_body must be a mapping of request fields (e.g. {{top_k: 20}}), "
+                             f"got {type(body).__name__} {body!r}")
+        return v
+
+    def backend_options(self) -> BackendOptions:
+        return BackendOptions.model_validate(self.model_dump()).with_origin(self.origin)
+
+
+ExecutorName = Literal["local", "ray"]
+
+
+class RaySettings(BaseModel):
+    """Resources of ``--executor ray`` (:mod:`mtvbench.dispatch.ray`, for run and build).
+    How work is spread never changes a result: none of this is part of a run's identity."""
+
+    model_config = STRICT
+
+    #: model replicas (Ray actors, one model each); default: one per node, or, with ``num_gpus``,
+    #: as many as the cluster's GPUs hold
+    replicas: int | None = Field(None, ge=1)
+    #: GPUs of one replica (``vllm:`` with ``tensor_parallel_size=N``: N); 0 runs it on CPUs
+    num_gpus: float = Field(0, ge=0)
+    #: CPUs one replica holds for its life
+    num_cpus: float = Field(1, ge=0)
+    #: CPUs of one frame-decoding task (construction: of one split/key-frame task)
+    task_cpus: float = Field(1, ge=0)
+    #: GPUs of the construction's detector actor (YOLO11)
+    detect_gpus: float = Field(0, ge=0)
+    #: times a video's unfinished turns are sent to a new replica after the one running them died
+    max_retries: int = Field(3, ge=0)

@@ -1,0 +1,296 @@
+"""Run settings: :class:`RunConfig` (one pydantic model), loadable from YAML and overridden by CLI flags,
+and :func:`build_config`, which makes one from plain values (presets resolved, every value checked).
+
+No secret is ever part of a config: keys are named by the environment variable that holds
+them (``model_api_key_env``), and only that name is stored.
+
+Strict (:func:`~mtvbench.config.validation.validate_settings`): an unknown key is an error with a
+suggestion, a number must be a finite number of the right kind, each role's ranges are its own
+(:mod:`.roles`), ``frames``/``concurrency``/``judge_runs`` ``>= 1``, a frame size ``WxH`` of integers
+from 1 to 8192. Every problem is listed at once, one line each, naming the flag (``--temperature``)
+when the value came from the command line and the file and key otherwise.
+
+:meth:`RunConfig.identity` is the one identity function: what a run directory belongs to, and the
+settings parts of every answer's fingerprint.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+
+from mtvbench.config.resolve import apply_preset, mark_origins
+from mtvbench.config.roles import ExecutorName, Price, RaySettings, RoleSettings
+from mtvbench.config.stored import DEFAULT_PROTOCOL, RECORD_KEYS, RUN_SCHEMA_VERSION, stored_protocol
+from mtvbench.config.validation import STRICT, validate_settings
+from mtvbench.data.schema import TASKS, Task
+from mtvbench.errors import ConfigError
+from mtvbench.media.frames import MAX_FRAME_SIDE, FrameRule, FrameSettings, script_size_problem
+from mtvbench.prompts import InferenceStyle
+from mtvbench.protocol import ProtocolName
+
+ContextMode = Literal["golden", "self", "none"]
+#: the ``authors`` protocol's inference styles, by the authors' script they reproduce
+AUTHORS_SCRIPTS: dict[str, str] = {"qwen-script": "authors: eval/infer_qwen25vl.py",
+                                   "internvl-script": "authors: eval/infer_internvl.py"}
+#: backends that run the model in this process: a script's frames reach them without loss (PNG tiles), and
+#: ``hf:`` feeds the checkpoint's own processor exactly as the script does
+IN_PROCESS_BACKENDS = ("hf", "vllm")
+#: what a backend other than ``hf:`` gets under a script's style, and what of the script it cannot reproduce
+#: (``{n}`` frames, ``{kind}`` JPEG/PNG, ``{size}`` the tile size)
+NOT_REPRODUCED: dict[str, str] = {
+    "qwen-script": "the script's MP4 decoded to {n} {kind} images after the text; the checkpoint processor's own "
+                   "resampling of the MP4 (Qwen3-VL: 17 of 128 frames) and Qwen3-VL's clip timestamps not reproduced",
+    "internvl-script": "the script's {n} frames as {size} {kind} images; where InternVL's chat() puts the image "
+                       "tokens (the first 128 '<image>' lines, in the first history turn that has them) not "
+                       "reproduced",
+}
+#: settings that no longer exist -> what to use instead (one error, never silently ignored)
+REMOVED_SETTINGS: dict[str, str] = {
+    "prompt_style": "--prompt-style (prompt_style) was removed: use --protocol authors (the authors' released code, "
+                    "the default: their scripts' prompts for the Qwen and InternVL rows, eval.py's judge and scoring) "
+                    "or --protocol paper (Figure 15, Figure 17, unrounded scores)",
+}
+
+
+def parse_tasks(value: Any) -> list[str]:
+    """Task keys (``object_reference``), abbreviations (``OR``) or release stems (``summary``),
+    as a list or a comma-separated string -> task keys in the paper's order."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    lookup: dict[str, Task] = {}
+    for t in TASKS:
+        for name in (t.value, t.abbr, t.official_stem):
+            lookup[name.lower()] = t
+    chosen: set[Task] = set()
+    for item in items:
+        name = str(item).strip().lower()
+        if not name:
+            continue
+        if name not in lookup:
+            valid = ", ".join(f"{t.abbr} ({t.value})" for t in TASKS)
+            raise ValueError(f"unknown task {str(item).strip()!r}; valid: {valid}")
+        chosen.add(lookup[name])
+    if not chosen:
+        raise ValueError("no task selected")
+    return [t.value for t in TASKS if t in chosen]
+
+
+class RunConfig(BaseModel):
+    """Every setting of one evaluation (``mtvbench run``, ``--config run.yaml``, :func:`mtvbench.evaluate`).
+
+    A field with a ``description`` is also a flag of ``mtvbench run`` (``frames`` -> ``--frames``, the
+    description its help; :mod:`mtvbench.run.flags`), so a new setting is added here and nowhere
+    else. Fields without one are set in the YAML only (or, for ``model_spec``, resolved from a preset)."""
+
+    model_config = STRICT
+
+    data: Path = Field(description="dataset root in the released layout, or hf:ORG/NAME")
+    #: what the user asked for: a preset name (``qwen3-vl-8b-instruct``) or a backend spec
+    model: str = Field(description="model under test: a preset (`mtvbench models`), or openai:NAME, gemini:NAME, "
+                                   "hf:PATH_OR_ID, vllm:PATH_OR_ID, oracle, refuse")
+    #: the backend spec actually run (``hf:Qwen/...``); set from the preset, else equal to ``model``
+    model_spec: str | None = None
+    #: required: the offline lexical judge only when asked for by name (its scores are not the paper's)
+    judge: str = Field(description="judge (required): openai:NAME (the paper's: gemini-2.5-flash), "
+                                   "or offline (lexical matcher, pipeline checks only)")
+    out: Path = Field(description="run directory (resumable)")
+    context: ContextMode = Field("golden", description="golden | self | none")
+    #: ``authors`` (the released code that made Table 2) or ``paper`` (the paper's text); None: the run
+    #: directory's own when it exists (``paper`` for one made before protocols existed), else ``authors``
+    protocol: ProtocolName | None = Field(None, description="authors (default: the authors' released code, "
+                                          "as Table 2 was made, so scores compare with it) | paper (the paper's "
+                                          "text read cleanly); a run directory keeps its own")
+    #: what the model under test is sent: Figure 15 (``paper``) or the authors' script for its row under the
+    #: ``authors`` protocol (``qwen-script``, ``internvl-script``); set from the preset, part of the identity
+    inference: InferenceStyle = "paper"
+    frames: int = Field(128, ge=1, description="frames sampled uniformly over the whole video")
+    max_side: int | None = Field(720, ge=16, description="longer side of a frame at most this (px)")
+    frame_size: tuple[int, int] | None = Field(None, description="fixed frame size WxH, e.g. 448x448",
+                                               validate_default=True)
+    jpeg_quality: int = Field(90, ge=10, le=100, description="JPEG quality of the sampled frames (10-100)")
+    judge_runs: int = Field(3, ge=1, description="judge runs per turn, averaged")
+    judge_max_attempts: int | None = Field(None, ge=1, description="asks per judge run while the reply cannot be "
+                                                                   "read (default: 5 under --protocol authors, as "
+                                                                   "eval.py; 3 under paper)")
+    concurrency: int = Field(16, ge=1, description="model calls in flight")
+    #: the memory bound of a run: raise it for more calls in flight on videos with few turns, or
+    #: bigger batches of a local engine (hf/vllm) across videos
+    videos_in_flight: int = Field(4, ge=1, description="videos whose frames are held at once (decoded ahead or "
+                                                       "with turns running)")
+    decode_workers: int | None = Field(None, ge=1, description="videos decoded at a time, in threads that hold no "
+                                                               "call slot (default: 2, or 1 on one CPU)")
+    judge_concurrency: int | None = Field(None, ge=1, description="judge calls in flight (default: --concurrency)")
+    limit: int | None = Field(None, ge=1, description="at most N dialogues per task")
+    cache_dir: Path | None = Field(None, description="frame cache folder")
+    seed: int = Field(0, description="seed of the bootstrap confidence intervals")
+    bootstrap: int = Field(1000, ge=0, description="bootstrap draws for the confidence intervals")
+    model_settings: RoleSettings = Field(default_factory=RoleSettings)
+    judge_settings: RoleSettings = Field(default_factory=RoleSettings)
+    #: the tasks evaluated (task keys); None: all six. Part of the run identity.
+    tasks: list[str] | None = Field(None, description="evaluate only these tasks, e.g. OR,MR (keys or "
+                                                      "abbreviations); the Overall is then partial")
+    #: per-million-token prices by role (``model``, ``judge``) or backend spec (``openai:gpt-4o``)
+    prices: dict[str, Price] = Field(default_factory=dict)
+    #: who asks the model under test: ``local`` (this process) or ``ray`` (a Ray cluster); the
+    #: store, the judge and the scores stay in this process either way. Not part of the identity.
+    executor: ExecutorName = Field("local", description="local | ray (model calls on a Ray cluster: pip install "
+                                                        "'mtvbench[ray]'; see Scaling out)")
+    #: the cluster of ``executor: ray``: ``auto`` (started with ``ray start`` on this machine),
+    #: ``HOST:PORT`` of its head, or None: a Ray instance started for this run on this machine
+    ray_address: str | None = Field(None, description="Ray cluster of --executor ray: auto | HOST:PORT (default: "
+                                                      "a Ray instance started for this run)")
+    ray: RaySettings = Field(default_factory=RaySettings)
+    #: the preset values this run overrides (set by :func:`apply_preset`; recorded in config.yaml): the
+    #: run is marked "(modified: ...)" in every table and report
+    preset_overrides: list[str] = Field(default_factory=list)
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _parse_tasks(cls, v: Any) -> Any:
+        return None if v is None else parse_tasks(v)
+
+    @model_validator(mode="after")
+    def _resolve_protocol(self) -> RunConfig:
+        if self.protocol is None:
+            self.protocol = stored_protocol(self.out) or DEFAULT_PROTOCOL
+        return self
+
+    @field_validator("frame_size", mode="before")
+    @classmethod
+    def _parse_size(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                w, h = v.lower().split("x")
+                return int(w), int(h)
+            except ValueError:
+                raise ValueError("must look like WIDTHxHEIGHT, e.g. 448x448") from None
+        return v
+
+    @field_validator("frame_size")
+    @classmethod
+    def _positive_size(cls, v: tuple[int, int] | None, info: ValidationInfo) -> tuple[int, int] | None:
+        if v is not None and min(v) < 1:
+            raise ValueError("width and height must be >= 1")
+        if v is not None and max(v) > MAX_FRAME_SIDE:
+            raise ValueError(f"width and height must be at most {MAX_FRAME_SIDE} px")
+        style = info.data.get("inference")
+        if style in NOT_REPRODUCED and "max_side" in info.data:  # an authors' script's frames: its size rule
+            problem = script_size_problem(style, info.data["max_side"], v)
+            if problem is not None:
+                raise ValueError(f"{problem} (inference {style})")
+        return v
+
+    @property
+    def frame_rule(self) -> FrameRule:
+        """Which frames the model is fed: the authors' script's for its inference style, else uniform sampling."""
+        return self.inference if self.inference in NOT_REPRODUCED else "uniform"  # type: ignore[return-value]
+
+    @property
+    def in_process(self) -> bool:
+        """The model runs in this process (``hf:``, ``vllm:``)."""
+        return self.backend_spec.partition(":")[0].strip().lower() in IN_PROCESS_BACKENDS
+
+    def frame_settings(self) -> FrameSettings:
+        """The frame settings of the run: its rule, and frames kept exact (PNG) where a script's tiles are fed
+        in this process; a server is sent JPEG."""
+        rule = self.frame_rule
+        return FrameSettings(num_frames=self.frames, max_side=self.max_side, size=self.frame_size,
+                             jpeg_quality=self.jpeg_quality, rule=rule,
+                             lossless=rule == "internvl-script" and self.in_process)
+
+    @property
+    def backend_spec(self) -> str:
+        return self.model_spec or self.model
+
+    @property
+    def selected_tasks(self) -> tuple[Task, ...]:
+        return TASKS if self.tasks is None else tuple(Task(t) for t in self.tasks)
+
+    def price(self, role: str) -> Price | None:
+        """The price of ``role`` (``model``/``judge``): by role name, else by backend spec."""
+        specs = (role, self.backend_spec, self.model) if role == "model" else (role, self.judge)
+        return next((self.prices[k] for k in specs if k in self.prices), None)
+
+    @property
+    def protocol_name(self) -> ProtocolName:
+        return self.protocol or DEFAULT_PROTOCOL
+
+    @property
+    def inference_label(self) -> str:
+        """What the model under test is sent, in words (config.yaml, scores.json and every report say it)."""
+        if self.protocol_name == "paper":
+            return "paper (Figure 15)"
+        script = AUTHORS_SCRIPTS.get(self.inference)
+        if script is None:
+            return "paper (no released script)"
+        backend = self.backend_spec.partition(":")[0].strip().lower()
+        if backend == "hf":  # the script's own call (models.hf)
+            return script
+        fs = self.frame_settings()
+        size = f"{fs.size[0]}x{fs.size[1]}" if fs.size else ""
+        note = NOT_REPRODUCED[self.inference].format(n=self.frames, kind="PNG" if fs.lossless else "JPEG", size=size)
+        return f"{script} ({'served' if backend == 'openai' else backend}: {note})"
+
+    @property
+    def keeps_thinking(self) -> bool:
+        """The answer judged is the whole reply, ``<think>`` text included: the authors' InternVL script splits it
+        off only in Think mode (which sets a system prompt); every other inference takes the text after it."""
+        return self.inference == "internvl-script" and not self.model_settings.system
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that define what a stored answer means: the run's identity (stored in the run
+        directory, checked on resume: :func:`~mtvbench.config.stored.identity_differences`) and, the same
+        values, the settings parts of every answer's fingerprint (:class:`mtvbench.run.identity.RunKeys`).
+        The model's settings come from :meth:`~mtvbench.models.settings.BackendOptions.answer_settings`;
+        the judge's are part of each verdict's fingerprint (changing them judges again), not of the run."""
+        model = self.model_settings.answer_settings()
+        identity: dict[str, Any] = {
+            "model": self.backend_spec, "judge": self.judge, "context": self.context,
+            "frames": self.frame_settings().key(),
+            "model_generation": model["generation"],
+            "model_options": _json_values(model["options"]),
+            "tasks": [t.value for t in self.selected_tasks],
+        }
+        if self.protocol_name != "paper":  # absent for paper, so run directories made before protocols resume
+            identity["protocol"] = self.protocol_name
+            identity["inference"] = self.inference
+        return identity
+
+
+def _json_values(value: Any) -> Any:
+    """``value`` as JSON reads it back (what is stored), anything JSON lacks as its text."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def build_config(values: dict[str, Any], source: str = "settings", flags: Mapping[str, str] | None = None
+                 ) -> RunConfig:
+    """The run settings from plain values (a YAML mapping, flags), checked strictly.
+
+    Args:
+        values: the settings (``data``, ``model``, ``judge``, ``out``, ...); a preset name as
+            ``model`` supplies its backend, generation and frame settings, given values win.
+        source: names the values in messages (a file name, ``command line``).
+        flags: dotted setting -> the flag that gave it, so a bad value is named by its flag.
+
+    Returns:
+        The settings.
+
+    Raises:
+        ConfigError: every problem at once, one line each (see :func:`validate_settings`)."""
+    values = dict(values)
+    found = values.pop("schema_version", RUN_SCHEMA_VERSION)
+    for key in RECORD_KEYS:
+        values.pop(key, None)
+    if found != RUN_SCHEMA_VERSION:  # a run directory's config.yaml of another format
+        raise ConfigError(f"{source}: field 'schema_version': run-directory format {found!r}, "
+                          f"this mtvbench reads format {RUN_SCHEMA_VERSION}")
+    for key, message in REMOVED_SETTINGS.items():
+        if key in values:
+            raise ConfigError(f"{source}: {message}")
+    cfg = validate_settings(RunConfig, values, source, flags=flags, prepare=apply_preset)
+    mark_origins(cfg, values)
+    return cfg
