@@ -29,7 +29,7 @@ from mtvbench.media.cache import FrameCache, fingerprint
 from mtvbench.media.frames import VideoError
 from mtvbench.models.backend import ModelBackend, abilities
 from mtvbench.models.resilience import CircuitOpenError
-from mtvbench.protocol import get_protocol
+from mtvbench.protocol import EvalProtocol, get_protocol
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.lock import RunLock
 from mtvbench.run.rescore import score_dir
@@ -135,15 +135,7 @@ async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
         MtvbenchError: bad data, settings, run directory, a missing key or extra; an endpoint whose
             circuit breaker opened (after the scores so far were written)."""
     progress = progress or RunProgress()
-    require_backend(cfg.backend_spec, "model")  # a missing extra fails before the run directory exists
-    require_backend(cfg.judge, "judge")
-    run_dir = Path(cfg.out)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RunDirError(f"{run_dir}: --out is a file; it must be a run directory (new or existing)")
-    protocol = get_protocol(cfg.protocol_name)
-    full = protocol.apply_all(load_benchmark(cfg.data, tasks=cfg.selected_tasks))
-    check_tasks(full, cfg)
-    bench = full.limit(cfg.limit)
+    run_dir, protocol, full, bench = _inputs(cfg)
     video_keys = {v: _video_key(p) for v, p in sorted(bench.videos.items())}
     cache = FrameCache(cfg.cache_dir if cfg.cache_dir is not None else default_cache_dir())
     dispatcher = dispatcher_for(cfg, cache.root)  # --executor ray without the extra fails here
@@ -155,16 +147,7 @@ async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
                              cfg.judge_settings.temperature, protocol)
         keys = RunKeys(cfg, video_keys, reads_golden=abilities(model).reads_golden_answer)
         await dispatcher.start(len(bench.videos))  # model replicas up before the run directory exists
-        created = not run_dir.exists()
-        ensure_dir(run_dir)
-        try:
-            lock = RunLock(run_dir).acquire(
-                wait, on_wait=lambda holder: progress.note("waiting", f"{run_dir} is in use by {holder}"))
-        except BaseException:
-            if created:  # only while still empty: a process that made it at the same time may hold it now
-                with contextlib.suppress(OSError):
-                    os.rmdir(run_dir)
-            raise
+        lock, created = _take(run_dir, wait, progress)
         with lock:
             store = _prepare(run_dir, cfg, full, bench, keys, progress, created)
             stopped: CircuitOpenError | None = None
@@ -192,6 +175,35 @@ async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
         await _close(model, judge)
         await dispatcher.aclose()
     return scored.scores, summary
+
+
+def _inputs(cfg: RunConfig) -> tuple[Path, EvalProtocol, Benchmark, Benchmark]:
+    """The run directory, the protocol, the dataset as the protocol reads it and the part of it this run
+    asks; what is missing or unusable here (an extra, the data, a task) fails before anything is written."""
+    require_backend(cfg.backend_spec, "model")
+    require_backend(cfg.judge, "judge")
+    run_dir = Path(cfg.out)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: --out is a file; it must be a run directory (new or existing)")
+    protocol = get_protocol(cfg.protocol_name)
+    full = protocol.apply_all(load_benchmark(cfg.data, tasks=cfg.selected_tasks))
+    check_tasks(full, cfg)
+    return run_dir, protocol, full, full.limit(cfg.limit)
+
+
+def _take(run_dir: Path, wait: bool, progress: RunProgress) -> tuple[RunLock, bool]:
+    """The run directory made (if new) and locked; whether this call made it."""
+    created = not run_dir.exists()
+    ensure_dir(run_dir)
+    try:
+        lock = RunLock(run_dir).acquire(
+            wait, on_wait=lambda holder: progress.note("waiting", f"{run_dir} is in use by {holder}"))
+    except BaseException:
+        if created:  # only while still empty: a process that made it at the same time may hold it now
+            with contextlib.suppress(OSError):
+                os.rmdir(run_dir)
+        raise
+    return lock, created  # type: ignore[return-value]
 
 
 def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, keys: RunKeys, progress: RunProgress,
