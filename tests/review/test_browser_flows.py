@@ -200,6 +200,8 @@ def test_keyboard_after_submit(sample: Path) -> None:
             assert "Undo" in page.locator("#toast").inner_text()
             page.keyboard.press("u")
             page.wait_for_function(SAVED, arg=second + ":undone")
+            # the page goes back to the undone dialogue (it may still be drawing the next one: wait for it)
+            page.wait_for_function("id => document.querySelector('#meta .item-id').textContent === id", arg=second)
             assert page.locator(ITEM).inner_text() == second
             assert c.get(item_url(second), headers=who("ann1")).json()["mine"] is None
             revised = c.get(item_url(first), headers=who("ann1")).json()["mine"]
