@@ -175,7 +175,7 @@ def test_why_a_cell_is_undefined_is_said_once_under_the_table(tmp_path):
     r = CliRunner().invoke(app, ["agreement", str(run_dir), "--human", str(path)])
     assert r.exit_code == 0, r.output
     row = next(line.split("\t") for line in r.stdout.splitlines() if line.startswith("offline\t"))
-    assert row[1:4] == ["–", "–", "–"] and row[4] == "12"
+    assert row[1:7] == ["–"] * 6 and row[7] == "12"  # each correlation and its CI
     assert r.stdout.count("same score") == 1 and r.stdout.count("one judge run per turn") == 1
     assert "–: offline: Spearman, Kendall-Tau, Pearson undefined: the judge gave every turn the same score." in r.stdout
     assert "–: offline: Fleiss' kappa across runs, unanimous share undefined: one judge run per turn." in r.stdout
