@@ -188,26 +188,36 @@ const MTV = (() => {
   // The dialogue, round by round. With editable=true every text has an editor (shown in edit
   // mode, see app.css) and every checklist item a keep / revise mark: data-round/-field/-item/
   // -original let collectEdits() find what changed; an edited checklist item is marked revise.
+  // One round as a section (id round-K): its header with a badge, and its User and golden-answer texts
+  // (time references as chips); .turns.user / .turns.assistant are the two text blocks.
+  function roundSection(r, seek, badge, highlight) {
+    const head = el("header", {},
+      el("span", { class: "round-no", text: "Round " + r.index }),
+      el("span", { class: "ability", text: r.ability || "no ability label" }), badge);
+    const sec = el("section", { class: "round" + (highlight ? " scored" : ""), id: "round-" + r.index,
+      data: { index: r.index } }, head);
+    const turns = {};
+    for (const fld of ["user", "assistant"]) {
+      const text = el("div", { class: "text" });
+      segmentsInto(text, r[fld + "_segments"], seek);
+      turns[fld] = el("div", { class: "turn " + fld }, el("div", { class: "who", text: FIELD_LABEL[fld] }), text);
+      sec.append(turns[fld]);
+    }
+    return { sec, turns };
+  }
+
   function renderRounds(container, item, seek, editable) {
     container.replaceChildren();
     for (const r of item.rounds) {
-      const head = el("header", {},
-        el("span", { class: "round-no", text: "Round " + r.index }),
-        el("span", { class: "ability", text: r.ability || "no ability label" }),
-        r.scored ? el("span", { class: "badge scored", text: "scored" })
-          : el("span", { class: "badge", text: r.model_turn ? "model turn, no checklist" : "context" }));
-      const sec = el("section", { class: "round" + (r.scored ? " scored" : ""), id: "round-" + r.index,
-        data: { index: r.index } }, head);
+      const badge = r.scored ? el("span", { class: "badge scored", text: "scored" })
+        : el("span", { class: "badge", text: r.model_turn ? "model turn, no checklist" : "context" });
+      const { sec, turns } = roundSection(r, seek, badge, r.scored);
       for (const fld of ["user", "assistant"]) {
-        const text = el("div", { class: "text" });
-        segmentsInto(text, r[fld + "_segments"], seek);
-        const turn = el("div", { class: "turn " + fld }, el("div", { class: "who", text: FIELD_LABEL[fld] }), text);
         if (editable) {
-          turn.append(el("textarea", { class: "editor", rows: Math.min(8, 2 + Math.ceil(r[fld].length / 70)),
+          turns[fld].append(el("textarea", { class: "editor", rows: Math.min(8, 2 + Math.ceil(r[fld].length / 70)),
             value: r[fld], "aria-label": "Round " + r.index + " " + FIELD_LABEL[fld],
             data: { round: r.index, field: fld, original: r[fld], key: fieldKey(r.index, fld) } }));
         }
-        sec.append(turn);
       }
       if (r.checklist.length) {
         const ol = el("ol", { class: "checklist" });
@@ -443,6 +453,8 @@ const MTV = (() => {
     for (const a of document.querySelectorAll("header.top nav a")) a.classList.toggle("active", a.pathname === location.pathname);
     const me = await session();
     const slot = document.getElementById("me");
+    document.body.dataset.work = me.work;
+    document.body.dataset.roles = (me.roles || []).join(",");
     if (!me.name) {
       if (slot) slot.replaceChildren(el("a", { href: "/", text: "sign in" }));
       document.body.dataset.mode = me.mode;
@@ -464,7 +476,7 @@ const MTV = (() => {
     return t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable;
   }
 
-  return { api, el, itemPath, hms, duration, toast, toastAction, segmentsInto, videoPanel, renderRounds, collectEdits,
+  return { api, el, itemPath, hms, duration, toast, toastAction, segmentsInto, videoPanel, roundSection, renderRounds, collectEdits,
     editorValues, setEditorValues, editsAsValues, collectMarks, setMarks, criteriaPanel, activeClock, draftKeeper,
     focusPage, fieldKey, session, signIn, signOut, requireSession, takeTokenFromUrl, isTyping, FIELD_LABEL };
 })();
