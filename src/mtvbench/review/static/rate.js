@@ -14,6 +14,7 @@
   let clock = null;
   let drafts = null;
   let current = 0; // index into item.question_keys
+  let loads = 0;
 
   function questionEl(key) { return document.querySelector('#rounds li.question[data-key="' + key + '"]'); }
 
@@ -99,17 +100,21 @@
 
   function renderMeta() {
     const mine = item.mine;
-    $("meta").replaceChildren(
+    const parts = [
       el("div", { class: "item-id", text: item.id }),
       el("div", {}, el("span", { class: "task-label", text: item.task_label })),
       el("div", { class: "muted", text: "video " + item.video + " · event " + item.event + " · " + item.turns +
         " rated turn(s), " + item.questions + " question(s)" }),
-      mine ? el("div", { class: "mine", id: "my-decision", text: "You rated this dialogue (" + mine.at + "); you can change your answers below." }) : null);
+      mine ? el("div", { class: "mine", id: "my-decision", text: "You rated this dialogue (" + mine.at + "); you can change your answers below." }) : null];
+    $("meta").replaceChildren(...parts.filter(Boolean));
   }
 
   async function load(id) {
+    const mine = ++loads; // the latest load wins (an undo right after a submit, while the next one loads)
     if (drafts.dirty()) await drafts.flush();
-    item = await api("GET", "/api/items/" + itemPath(id));
+    const fetched = await api("GET", "/api/items/" + itemPath(id));
+    if (mine !== loads) return;
+    item = fetched;
     const url = "/rate?id=" + encodeURIComponent(item.id);
     if (location.pathname + location.search !== url) history.replaceState(null, "", url);
     seek = videoPanel($("player"), $("chips"), item);
@@ -131,7 +136,9 @@
   }
 
   async function next(after) {
+    const mine = loads;
     const r = await api("GET", "/api/next" + (after ? "?after=" + encodeURIComponent(after) : ""));
+    if (mine !== loads) return; // something else was opened meanwhile
     if (!r.id) {
       if (drafts.dirty()) await drafts.flush();
       item = null;
@@ -166,17 +173,19 @@
     }
     drafts.done();
     document.body.dataset.lastSaved = id + ":rated";
-    toast("Saved: rating of " + id, "ok", { label: "Undo (u)", run: () => undoRating(id, r.undo) });
+    toast("Saved: rating of " + id, "ok", { label: "Undo (u)", run: () => undoRating(id, r.undo, m) });
     await next(id);
     focusPage($("workspace"));
   }
 
-  async function undoRating(id, seq) {
+  // Take the rating back: the dialogue comes back with the answers just submitted (kept as a draft).
+  async function undoRating(id, seq, submitted) {
     try {
-      await api("POST", "/api/items/" + itemPath(id) + "/undo", { seq });
+      const back = await api("POST", "/api/items/" + itemPath(id) + "/undo", { seq });
       await load(id);
+      if (!back.mine) { setMarks(submitted); drafts.changed(); }
       document.body.dataset.lastSaved = id + ":undone";
-      toast("Undone: your rating of " + id + " is back as it was.", "ok");
+      toast("Undone: your rating of " + id + " is taken back; change the answers and submit again.", "ok");
       focusPage($("workspace"));
     } catch (e) {
       toast(e.message, "error");
