@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from mtvbench.analysis.agreement import load_human
 from mtvbench.cli import app
 from tests.review.conftest import running_server
+from tests.review.test_browser_flows import chromium_pages
 from tests.review.test_rating import HOSTILE, varied
-from tests.support.browser import FLAGS, playwright_or_skip
 from tests.support.runs import make_store_run
 
 SAVED = "v => document.body.dataset.lastSaved === v"
@@ -52,100 +52,76 @@ def _rate_until_done(page: Any, pattern: str) -> list[str]:
 
 
 def test_two_raters_rate_the_sample_in_the_browser_through_to_table_3(run: Path, tmp_path: Path) -> None:
-    sync_api, exe = playwright_or_skip()
     problems: list[str] = []
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    with running_server(run, "--per-task", "1", "--seed", "1") as (url, _), sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=FLAGS)
+    with running_server(run, "--per-task", "1", "--seed", "1") as (url, _), chromium_pages(url, problems) as open_as:
+        # r1 signs in on the start page: the roles offered are those of a run directory
+        r1 = open_as("r1", "/", role=None, ready="#signin-form")
+        assert r1.locator("#role option").all_inner_texts() == ["rater", "senior annotator"]
+        r1.fill("#name", "r1")
+        r1.select_option("#role", "rater")
+        r1.click("#signin-form button")
+        r1.wait_for_selector("#items tr")
+        assert r1.locator("#items tr").count() == 6 and "seed 1" in r1.locator("#hello").inner_text()
+        r1.click("text=Start rating")
+        r1.wait_for_selector("#rounds li.question")
+        first = r1.locator(ITEM).inner_text()
+        assert "null" not in r1.locator("#meta").inner_text()
 
-        def page_for(name: str, role: str | None = None) -> Any:
-            ctx = browser.new_context(viewport={"width": 1360, "height": 860})
-            if role:
-                ctx.add_init_script(f"localStorage.setItem('mtvbench-review-user', {name!r});"
-                                    f"localStorage.setItem('mtvbench-review-role', {role!r});")
-            page = ctx.new_page()
-            page.on("console", lambda m: problems.append(f"{name} {m.type}: {m.text}") if m.type == "error" else None)
-            page.on("pageerror", lambda e: problems.append(f"{name} pageerror: {e}"))
-            page.on("request", lambda r: None if r.url.startswith((url, "data:"))
-                    else problems.append(f"{name} outside request: {r.url}"))
-            return page
+        # blind: no expected answer, no judge, nothing of another rater; the model's answer shown as text
+        body = r1.locator("#rounds").inner_text()
+        assert "Expected" not in body and "expected" not in body and "judge" not in body.lower()
+        assert r1.locator("#rounds .exp").count() == 0 and r1.locator("#rounds .turn.answer").count() >= 1
+        if HOSTILE in r1.locator("body").inner_text():
+            assert r1.locator("#rounds img").count() == 0
+        assert r1.evaluate("document.body.dataset.pwned") is None
 
-        try:
-            # r1 signs in on the start page: the roles offered are those of a run directory
-            r1 = page_for("r1")
-            r1.goto(url + "/")
-            r1.wait_for_selector("#signin-form")
-            assert r1.locator("#role option").all_inner_texts() == ["rater", "senior annotator"]
-            r1.fill("#name", "r1")
-            r1.select_option("#role", "rater")
-            r1.click("#signin-form button")
-            r1.wait_for_selector("#items tr")
-            assert r1.locator("#items tr").count() == 6 and "seed 1" in r1.locator("#hello").inner_text()
-            r1.click("text=Start rating")
-            r1.wait_for_selector("#rounds li.question")
-            first = r1.locator(ITEM).inner_text()
-            assert "null" not in r1.locator("#meta").inner_text()
+        # two answers, a reload: the draft brings them back
+        r1.keyboard.press("y")
+        r1.keyboard.press("n")
+        r1.wait_for_function("id => document.body.dataset.draftSaved === id", arg=first)
+        r1.reload()
+        r1.wait_for_selector("#rounds li.question")
+        assert r1.locator(ITEM).inner_text() == first
+        assert r1.locator("#rounds input[type=radio]:checked").count() == 2
+        assert "draft restored" in r1.locator("#draft-state").inner_text()
+        assert r1.locator("#rounds li.question.current").count() == 1  # the focus is on the third question
+        r1.keyboard.press("?")
+        assert r1.locator("#help").is_visible()
+        r1.keyboard.press("Escape")
 
-            # blind: no expected answer, no judge, nothing of another rater; the model's answer shown as text
-            body = r1.locator("#rounds").inner_text()
-            assert "Expected" not in body and "expected" not in body and "judge" not in body.lower()
-            assert r1.locator("#rounds .exp").count() == 0 and r1.locator("#rounds .turn.answer").count() >= 1
-            if HOSTILE in r1.locator("body").inner_text():
-                assert r1.locator("#rounds img").count() == 0
-            assert r1.evaluate("document.body.dataset.pwned") is None
-
-            # two answers, a reload: the draft brings them back
+        # submit, then `u` takes it back with the answers kept; submit again
+        for _ in range(r1.locator("#rounds li.question").count() - 2):
             r1.keyboard.press("y")
-            r1.keyboard.press("n")
-            r1.wait_for_function("id => document.body.dataset.draftSaved === id", arg=first)
-            r1.reload()
-            r1.wait_for_selector("#rounds li.question")
-            assert r1.locator(ITEM).inner_text() == first
-            assert r1.locator("#rounds input[type=radio]:checked").count() == 2
-            assert "draft restored" in r1.locator("#draft-state").inner_text()
-            assert r1.locator("#rounds li.question.current").count() == 1  # the focus is on the third question
-            r1.keyboard.press("?")
-            assert r1.locator("#help").is_visible()
-            r1.keyboard.press("Escape")
+        r1.keyboard.press("Control+Enter")
+        r1.wait_for_function(SAVED, arg=first + ":rated")
+        r1.keyboard.press("u")
+        r1.wait_for_function(SAVED, arg=first + ":undone")
+        assert r1.locator(ITEM).inner_text() == first
+        n = r1.locator("#rounds li.question").count()
+        assert r1.locator("#rounds input[type=radio]:checked").count() == n
+        r1.wait_for_function("() => document.getElementById('player').readyState >= 2")
+        r1.screenshot(path=str(shots / "review-rate.png"))
+        r1.keyboard.press("Control+Enter")
+        r1.wait_for_function(SAVED, arg=first + ":rated")
+        r1.wait_for_function("id => document.querySelector('#meta .item-id').textContent !== id", arg=first)
+        rated1 = [first, *_rate_until_done(r1, "y")]
 
-            # submit, then `u` takes it back with the answers kept; submit again
-            for _ in range(r1.locator("#rounds li.question").count() - 2):
-                r1.keyboard.press("y")
-            r1.keyboard.press("Control+Enter")
-            r1.wait_for_function(SAVED, arg=first + ":rated")
-            r1.keyboard.press("u")
-            r1.wait_for_function(SAVED, arg=first + ":undone")
-            assert r1.locator(ITEM).inner_text() == first
-            n = r1.locator("#rounds li.question").count()
-            assert r1.locator("#rounds input[type=radio]:checked").count() == n
-            r1.wait_for_function("() => document.getElementById('player').readyState >= 2")
-            r1.screenshot(path=str(shots / "review-rate.png"))
-            r1.keyboard.press("Control+Enter")
-            r1.wait_for_function(SAVED, arg=first + ":rated")
-            r1.wait_for_function("id => document.querySelector('#meta .item-id').textContent !== id", arg=first)
-            rated1 = [first, *_rate_until_done(r1, "y")]
+        # r2 gets the same sample in the same order and sees nothing of r1
+        r2 = open_as("r2", "/rate", "rater", ready="#rounds li.question")
+        assert r2.locator(ITEM).inner_text() == first
+        assert "r1" not in r2.locator("body").inner_text() and r2.locator("#my-decision").count() == 0
+        assert r2.locator("#rounds input[type=radio]:checked").count() == 0
+        rated2 = _rate_until_done(r2, "yyn")
+        assert sorted(rated1) == sorted(rated2) and len(set(rated1)) == 6
 
-            # r2 gets the same sample in the same order and sees nothing of r1
-            r2 = page_for("r2", "rater")
-            r2.goto(url + "/rate")
-            r2.wait_for_selector("#rounds li.question")
-            assert r2.locator(ITEM).inner_text() == first
-            assert "r1" not in r2.locator("body").inner_text() and r2.locator("#my-decision").count() == 0
-            assert r2.locator("#rounds input[type=radio]:checked").count() == 0
-            rated2 = _rate_until_done(r2, "yyn")
-            assert sorted(rated1) == sorted(rated2) and len(set(rated1)) == 6
-
-            # the lead's progress: every rater, every task, the agreement among the raters
-            lead = page_for("lead", "senior")
-            lead.goto(url + "/progress")
-            lead.wait_for_selector("#raters tr")
-            table = lead.locator("#raters").inner_text()
-            assert "r1" in table and "r2" in table and "6 / 6" in table
-            assert "Krippendorff's alpha among the raters" in lead.locator("#rating-agreement").inner_text()
-            lead.screenshot(path=str(shots / "review-rate-progress.png"), full_page=True)
-        finally:
-            browser.close()
+        # the lead's progress: every rater, every task, the agreement among the raters
+        lead = open_as("lead", "/progress", "senior", ready="#raters tr")
+        table = lead.locator("#raters").inner_text()
+        assert "r1" in table and "r2" in table and "6 / 6" in table
+        assert "Krippendorff's alpha among the raters" in lead.locator("#rating-agreement").inner_text()
+        lead.screenshot(path=str(shots / "review-rate-progress.png"), full_page=True)
     assert problems == []
     dest = os.environ.get("MTVBENCH_SCREENSHOTS")
     if dest:

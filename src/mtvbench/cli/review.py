@@ -11,7 +11,7 @@ record|adjudicate|status`` uses.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,9 @@ from mtvbench.review.model import WORK_ROLES
 from mtvbench.review.source import ReviewSource, open_source
 from mtvbench.review.store import ReviewStore
 from mtvbench.util.files import video_mode as checked_video_mode
+
+if TYPE_CHECKING:
+    from mtvbench.review.run_source import RunSource
 
 review_app = new_app("Human verification in the browser: two annotators per dialogue, a senior settles "
                       "disagreements (paper §3.2); or human raters of a run's answers (paper §4.5, Table 3).")
@@ -83,17 +86,24 @@ def serve_command(path: PathArg,
     serve(source, st, host, port, on_ready=ready, guidelines=text)
 
 
+def _run_source(source: ReviewSource) -> RunSource:
+    from mtvbench.review.run_source import RunSource
+
+    assert isinstance(source, RunSource), source
+    return source
+
+
 def _rating_sample(source: ReviewSource, st: ReviewStore, per_task: int | None, seed: int | None) -> None:
     """Fix a run directory's sample (drawn the first time, kept after) and say what it is."""
-    source.prepare(st, per_task=per_task, seed=seed)  # type: ignore[call-arg]
-    sample = source.sample  # type: ignore[attr-defined]
-    items = source.load()
-    turns = sum(len(it.answers) for it in items)
-    say(f"raters' sample: {len(items)} dialogue(s), {turns} rated turn(s) (up to {sample.per_task} per task, "
-        f"seed {sample.seed}, drawn {sample.at}); every rater rates every one")
-    if source.unanswered:  # type: ignore[attr-defined]
-        warn(f"INCOMPLETE run: {source.unanswered} scored turn(s) of the sample have no answer yet and are "  # type: ignore[attr-defined]
-             "not rated")
+    run = _run_source(source)
+    run.prepare(st, per_task=per_task, seed=seed)
+    items = run.load()
+    sample = run.sample
+    assert sample is not None
+    say(f"raters' sample: {len(items)} dialogue(s), {sum(len(it.answers) for it in items)} rated turn(s) (up to "
+        f"{sample.per_task} per task, seed {sample.seed}, drawn {sample.at}); every rater rates every one")
+    if run.unanswered:
+        warn(f"INCOMPLETE run: {run.unanswered} scored turn(s) of the sample have no answer yet and are not rated")
 
 
 @review_app.command("add-user", help="Register an annotator or senior and print their login link (shown once).")
@@ -148,6 +158,8 @@ def export_command(path: PathArg,
 
     mode = checked_video_mode(video_mode)
     if open_source(path).work == "rate":
+        if accepted_only:
+            raise ConfigError("--accepted-only is for a reviewed dataset; a run directory's export is its ratings")
         _export_ratings(*_open(path, store, create=False), out)
         return
     source, st = _open(path, store)
@@ -168,17 +180,17 @@ def _export_ratings(source: ReviewSource, st: ReviewStore, out: Path) -> None:
     from mtvbench.review.rating import export_ratings
     from mtvbench.review.run_source import SAMPLE_KEY
 
+    run = _run_source(source)
     if st.setting(SAMPLE_KEY) is None:
         raise ConfigError(f"{st.path}: no raters' sample yet: nothing has been rated",
-                          hint=f"serve the run directory to its raters first (mtvbench review serve {source.root})")
-    source.prepare(st)
-    items = source.load()
+                          hint=f"serve the run directory to its raters first (mtvbench review serve {run.root})")
+    run.prepare(st)
+    items = run.load()
     ratings, outdated = st.ratings({it.id: it.content_hash for it in items})
-    rep = export_ratings(items, ratings, outdated, source.sample.seed, out)  # type: ignore[attr-defined]
+    rep = export_ratings(items, ratings, outdated, run.sample.seed if run.sample else None, out)
     say(f"exported {rep.records} checklist answer(s) of {len(rep.rated)} rater(s) on {rep.items} sampled "
         f"dialogue(s) (seed {rep.seed}) to {rep.out}")
-    say("next: mtvbench agreement " + " ".join([str(source.root), "RUN2 ..."]) +
-        f" --human {rep.out} --level dialogue")
+    say(f"next: mtvbench agreement {run.root} RUN2 ... --human {rep.out} --level dialogue")
     if rep.outdated:
         warn(f"{rep.outdated} rating(s) were made on answers that have changed since (a resumed run): not exported")
     if rep.incomplete:

@@ -6,7 +6,8 @@
 
 (() => {
   const { api, el, itemPath, toast, toastAction, videoPanel, roundSection, segmentsInto, activeClock, draftKeeper,
-    focusPage, requireSession, isTyping } = MTV;
+    focusPage, requireSession, shortcut, helpOverlay, playRange, playPause, openFirst, nextId, queueDone, postDecision,
+    undoLast } = MTV;
   const $ = (id) => document.getElementById(id);
   let me = null;
   let item = null;
@@ -15,6 +16,7 @@
   let drafts = null;
   let current = 0; // index into item.question_keys
   let loads = 0;
+  let toggleHelp = () => {};
 
   function questionEl(key) { return document.querySelector('#rounds li.question[data-key="' + key + '"]'); }
 
@@ -137,18 +139,14 @@
 
   async function next(after) {
     const mine = loads;
-    const r = await api("GET", "/api/next" + (after ? "?after=" + encodeURIComponent(after) : ""));
+    const id = await nextId(after);
     if (mine !== loads) return; // something else was opened meanwhile
-    if (!r.id) {
-      if (drafts.dirty()) await drafts.flush();
+    if (!id) {
+      await queueDone(drafts, $("workspace"), $("done"), "/rate");
       item = null;
-      drafts.open(null, null);
-      $("workspace").hidden = true;
-      $("done").hidden = false;
-      history.replaceState(null, "", "/rate");
       return;
     }
-    await load(r.id);
+    await load(id);
   }
 
   async function submit() {
@@ -160,18 +158,10 @@
       focusQuestion(item.question_keys.indexOf(left[0]));
       return;
     }
-    await drafts.flush(); // what was answered is on the server whatever happens next
     const id = item.id;
-    let r;
-    try {
-      r = await api("POST", "/api/items/" + itemPath(id) + "/rating",
-        { rater: me.name, marks: m, content_hash: item.content_hash, active_seconds: clock.seconds() });
-    } catch (e) {
-      toast(e.message, "error");
-      if (e.status === 409) await load(id).catch(() => {}); // the answers changed: reload, the draft comes back
-      return;
-    }
-    drafts.done();
+    const r = await postDecision(drafts, "/api/items/" + itemPath(id) + "/rating",
+      { rater: me.name, marks: m, content_hash: item.content_hash, active_seconds: clock.seconds() }, () => load(id));
+    if (!r) return;
     document.body.dataset.lastSaved = id + ":rated";
     toast("Saved: rating of " + id, "ok", { label: "Undo (u)", run: () => undoRating(id, r.undo, m) });
     await next(id);
@@ -179,24 +169,17 @@
   }
 
   // Take the rating back: the dialogue comes back with the answers just submitted (kept as a draft).
-  async function undoRating(id, seq, submitted) {
-    try {
-      const back = await api("POST", "/api/items/" + itemPath(id) + "/undo", { seq });
-      await load(id);
+  function undoRating(id, seq, submitted) {
+    const message = "Undone: your rating of " + id + " is taken back; change the answers and submit again.";
+    return undoLast(id, seq, load, message, $("workspace"), (back) => {
       if (!back.mine) { setMarks(submitted); drafts.changed(); }
-      document.body.dataset.lastSaved = id + ":undone";
-      toast("Undone: your rating of " + id + " is taken back; change the answers and submit again.", "ok");
-      focusPage($("workspace"));
-    } catch (e) {
-      toast(e.message, "error");
-    }
+    });
   }
 
   function onKey(ev) {
     if (ev.key === "Escape") { $("help").hidden = true; return; }
     if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); submit(); return; }
-    if (isTyping(ev) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    const actions = {
+    shortcut(ev, {
       y: () => answer("Yes"),
       n: () => answer("No"),
       j: () => focusQuestion(current + 1),
@@ -205,18 +188,11 @@
       s: () => next(item ? item.id : undefined),
       t: () => {
         const key = item.question_keys[current];
-        const r = key && item.rounds.find((x) => String(x.index) === key.split(".")[0]);
-        const rng = (r && r.ranges[0]) || (item.ranges[0] && [item.ranges[0].start, item.ranges[0].end]);
-        if (rng) seek(rng[0], rng[1]);
+        playRange(seek, key && item.rounds.find((x) => String(x.index) === key.split(".")[0]), item);
       },
-      p: () => { const v = $("player"); if (v.paused) v.play().catch(() => {}); else v.pause(); },
-      "?": () => { $("help").hidden = !$("help").hidden; },
-    };
-    const act = actions[ev.key];
-    if (act && (item !== null || ev.key === "?" || ev.key === "u")) {
-      ev.preventDefault();
-      act();
-    }
+      p: () => playPause($("player")),
+      "?": toggleHelp,
+    }, item !== null);
   }
 
   async function main() {
@@ -239,15 +215,9 @@
     });
     $("submit").addEventListener("click", submit);
     $("skip").addEventListener("click", () => next(item ? item.id : undefined));
-    $("help-button").addEventListener("click", () => { $("help").hidden = !$("help").hidden; });
-    $("help").addEventListener("click", (ev) => { if (ev.target === $("help")) $("help").hidden = true; });
+    toggleHelp = helpOverlay($("help"), $("help-button"));
     document.addEventListener("keydown", onKey);
-    const id = new URLSearchParams(location.search).get("id");
-    try {
-      if (id) await load(id); else await next();
-    } catch (e) {
-      toast(e.message, "error");
-    }
+    await openFirst(load, next);
   }
 
   main();
