@@ -80,7 +80,8 @@ def serve_command(path: PathArg,
             say(f"serving at {url} — {len(users)} user(s); each signs in with their login link "
                 "(`mtvbench review add-user` makes one)")
         else:
-            say(f"serving at {url} — open mode: no users, anyone on this machine can act as any annotator")
+            who = "rater" if source.work == "rate" else "annotator"
+            say(f"serving at {url} — open mode: no users, anyone on this machine can act as any {who}")
         say("press Ctrl-C to stop; every decision is saved as it is made")
 
     serve(source, st, host, port, on_ready=ready, guidelines=text)
