@@ -60,6 +60,8 @@ def test_the_answers_settings_are_the_source_runs(dataset: Path, tmp_path: Path)
         assert res.exit_code == 2 and "frames differ" in " ".join(res.output.split()) and not b.exists()
         res = cli("run", "--answers-from", str(tmp_path / "nothing"), "--judge", "offline", "--out", str(b), "--quiet")
         assert res.exit_code == 2 and "config.yaml: missing" in " ".join(res.output.split()) and not b.exists()
+        res = cli("run", "--answers-from", str(a), "--judge", "offline", "--out", str(a), "--quiet")
+        assert res.exit_code == 2 and "is the run directory --out names" in " ".join(res.output.split())
         ok = cli("run", "--answers-from", str(a), "--judge", "offline", "--judge-runs", "1", "--out", str(b),
                  "--quiet")
         assert ok.exit_code == 0, ok.output

@@ -44,9 +44,13 @@ OWN_KEYS = ("judge", "answers_from")
 def answer_settings(values: Mapping[str, Any], source: Path) -> dict[str, Any]:
     """``values`` (settings of the new run) with the answers' settings of the run directory ``source`` under
     them: what is not given is ``source``'s."""
-    src = read_config(run_dir_path(Path(source)))
+    source = Path(source).expanduser().resolve()
+    if values.get("out") is not None and Path(values["out"]).expanduser().resolve() == source:
+        raise ConfigError(f"--answers-from {source} is the run directory --out names: write the other judge's "
+                          "run to another --out")
+    src = read_config(run_dir_path(source))
     stored = json.loads(src.model_dump_json(include=set(ANSWER_KEYS)))
-    return stored | dict(values) | {"answers_from": str(Path(source))}
+    return stored | dict(values) | {"answers_from": str(source)}
 
 
 def check_same_answers(cfg: RunConfig, src: RunConfig) -> None:
