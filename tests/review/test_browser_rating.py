@@ -94,6 +94,9 @@ def test_two_raters_rate_the_sample_in_the_browser_through_to_table_3(run: Path,
         # submit, then `u` takes it back with the answers kept; submit again
         for _ in range(r1.locator("#rounds li.question").count() - 2):
             r1.keyboard.press("y")
+        r1.locator("#player").evaluate("v => v.pause()")
+        r1.wait_for_function("() => document.getElementById('player').readyState >= 2")
+        r1.screenshot(path=str(shots / "review-rate.png"))
         r1.keyboard.press("Control+Enter")
         r1.wait_for_function(SAVED, arg=first + ":rated")
         r1.keyboard.press("u")
@@ -101,8 +104,6 @@ def test_two_raters_rate_the_sample_in_the_browser_through_to_table_3(run: Path,
         assert r1.locator(ITEM).inner_text() == first
         n = r1.locator("#rounds li.question").count()
         assert r1.locator("#rounds input[type=radio]:checked").count() == n
-        r1.wait_for_function("() => document.getElementById('player').readyState >= 2")
-        r1.screenshot(path=str(shots / "review-rate.png"))
         r1.keyboard.press("Control+Enter")
         r1.wait_for_function(SAVED, arg=first + ":rated")
         r1.wait_for_function("id => document.querySelector('#meta .item-id').textContent !== id", arg=first)
