@@ -32,6 +32,7 @@ from mtvbench.models.resilience import CircuitOpenError
 from mtvbench.protocol import get_protocol
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.lock import RunLock
+from mtvbench.run.replay import stored_answers
 from mtvbench.run.rescore import score_dir
 from mtvbench.run.rundir import RunSnapshot, write_config, write_snapshot
 from mtvbench.run.runner import Runner, RunProgress, RunSummary
@@ -118,7 +119,8 @@ def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = F
         MtvbenchError: bad data, settings, run directory, a missing key or extra; an endpoint whose
             circuit breaker opened (after the scores so far were written)."""
     progress = progress or RunProgress()
-    require_backend(cfg.backend_spec, "model")  # a missing extra fails before the run directory exists
+    if cfg.answers_from is None:  # stored answers (run.replay) need no backend
+        require_backend(cfg.backend_spec, "model")  # a missing extra fails before the run directory exists
     require_backend(cfg.judge, "judge")
     run_dir = Path(cfg.out)
     if run_dir.exists() and not run_dir.is_dir():
@@ -130,10 +132,11 @@ def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = F
     video_keys = {v: _video_key(p) for v, p in sorted(bench.videos.items())}
     model: ModelBackend | None = None
     judge: Judge | None = None
-    executor = _executor(cfg)  # --executor ray without the extra fails here, before the run directory exists
+    executor = _executor(cfg) if cfg.answers_from is None else None  # ray without the extra fails here
     try:
-        model = (create_backend if executor is None else executor.driver_model)(
-            cfg.backend_spec, cfg.model_settings.backend_options())
+        model = stored_answers(cfg, bench, video_keys) if cfg.answers_from is not None else \
+            (create_backend if executor is None else executor.driver_model)(
+                cfg.backend_spec, cfg.model_settings.backend_options())
         judge = create_judge(cfg.judge, cfg.judge_settings.backend_options(), cfg.judge_max_attempts,
                              cfg.judge_settings.temperature, protocol)
         keys = RunKeys(cfg, video_keys, reads_golden=abilities(model).reads_golden_answer)
