@@ -175,9 +175,53 @@ def test_why_a_cell_is_undefined_is_said_once_under_the_table(tmp_path):
     r = CliRunner().invoke(app, ["agreement", str(run_dir), "--human", str(path)])
     assert r.exit_code == 0, r.output
     row = next(line.split("\t") for line in r.stdout.splitlines() if line.startswith("offline\t"))
-    assert row[1:4] == ["–", "–", "–"] and row[4] == "12"
+    assert row[1:7] == ["–"] * 6 and row[7] == "12"  # each correlation and its CI
     assert r.stdout.count("same score") == 1 and r.stdout.count("one judge run per turn") == 1
     assert "–: offline: Spearman, Kendall-Tau, Pearson undefined: the judge gave every turn the same score." in r.stdout
     assert "–: offline: Fleiss' kappa across runs, unanimous share undefined: one judge run per turn." in r.stdout
     md = agreement_markdown(rep)
     assert md.count("same score") == 1
+
+
+def test_bootstrap_cis_are_seeded_and_hold_the_estimate():
+    import random
+
+    from mtvbench.analysis.agreement import bootstrap_correlations
+
+    r = random.Random(0)
+    pairs = [(x, x + r.gauss(0, 0.2)) for x in (r.random() for _ in range(30))]
+    cis = bootstrap_correlations(pairs, 300, seed=1)
+    est = correlations([p[0] for p in pairs], [p[1] for p in pairs])
+    for m in ("spearman", "kendall", "pearson"):
+        lo, hi = cis[m]
+        assert lo < est[m] < hi <= 1.0
+    assert bootstrap_correlations(pairs, 300, seed=1) == cis and bootstrap_correlations(pairs, 300, seed=2) != cis
+    assert bootstrap_correlations(pairs[:2], 300) == {"spearman": None, "kendall": None, "pearson": None}
+    assert bootstrap_correlations(pairs, 0) == {"spearman": None, "kendall": None, "pearson": None}
+
+
+def test_the_written_human_file_reads_back_and_its_fields_are_checked(tmp_path):
+    from mtvbench.analysis.agreement import HumanRecord, human_agreement, human_jsonl
+    from mtvbench.scoring.kappa import krippendorff_alpha_nominal
+
+    recs = [HumanRecord(turn_id="object_reference/v/0#3", annotator=a, item=f"A{k}", verdict=v,
+                        at="2025-01-01T00:00:00", seed=4, answer_digest="ab12")
+            for a, verdicts in (("r1", "YYNY"), ("r2", "YNNY"), ("r3", "YYNN"))
+            for k, v in enumerate(("Yes" if c == "Y" else "No" for c in verdicts), 1)]
+    recs.append(HumanRecord(turn_id="memory_recall/v/1#2", annotator="r1", score=0.5))
+    path = tmp_path / "h.jsonl"
+    path.write_text(human_jsonl(recs))
+    assert load_human(path) == recs
+    assert '"rater": "r1"' in path.read_text() and '"item": "Q1"' in path.read_text()
+    people, _, alpha, units = human_agreement(recs)
+    assert people == 3 and units == 4
+    assert alpha == pytest.approx(krippendorff_alpha_nominal([["Yes", "Yes", "Yes"], ["Yes", "No", "Yes"],
+                                                             ["No", "No", "No"], ["Yes", "Yes", "No"]]))
+    for rec, words in (({"annotator": "a", "rater": "b"}, "name different people"), ({"seed": -1}, "field 'seed'"),
+                       ({"seed": 1.5}, "field 'seed'"), ({"at": 5}, "field 'at'"),
+                       ({"answer_digest": "XYZ"}, "field 'answer_digest'")):
+        path.write_text(json.dumps({"turn_id": "object_reference/v/0#3", "score": 1} | rec))
+        with pytest.raises(AgreementError, match=words):
+            load_human(path)
+    path.write_text(json.dumps({"turn_id": "object_reference/v/0#3", "score": 1, "annotator": "a", "rater": "a"}))
+    assert load_human(path)[0].annotator == "a"

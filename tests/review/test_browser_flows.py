@@ -25,15 +25,17 @@ ITEM = "#meta .item-id"
 
 @contextmanager
 def chromium_pages(url: str, problems: list[str]) -> Iterator[Callable[..., Any]]:
-    """``open_as(name, path, role="annotator")``: a page in a browser context of its own for ``name``."""
+    """``open_as(name, path, role="annotator")``: a page in a browser context of its own for ``name`` (role None:
+    not signed in yet)."""
     sync_api, exe = playwright_or_skip()
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=exe, args=FLAGS)
 
-        def open_as(name: str, path: str, role: str = "annotator", ready: str = SHOWN) -> Any:
+        def open_as(name: str, path: str, role: str | None = "annotator", ready: str = SHOWN) -> Any:
             ctx = browser.new_context(viewport={"width": 1360, "height": 860})
-            ctx.add_init_script(f"localStorage.setItem('mtvbench-review-user', {name!r});"
-                                f"localStorage.setItem('mtvbench-review-role', {role!r});")
+            if role is not None:
+                ctx.add_init_script(f"localStorage.setItem('mtvbench-review-user', {name!r});"
+                                    f"localStorage.setItem('mtvbench-review-role', {role!r});")
             page = ctx.new_page()
             page.on("console", lambda m: problems.append(f"{name} {m.type}: {m.text}") if m.type == "error" else None)
             page.on("pageerror", lambda e: problems.append(f"{name} pageerror: {e}"))
@@ -200,6 +202,8 @@ def test_keyboard_after_submit(sample: Path) -> None:
             assert "Undo" in page.locator("#toast").inner_text()
             page.keyboard.press("u")
             page.wait_for_function(SAVED, arg=second + ":undone")
+            # the page goes back to the undone dialogue (it may still be drawing the next one: wait for it)
+            page.wait_for_function("id => document.querySelector('#meta .item-id').textContent === id", arg=second)
             assert page.locator(ITEM).inner_text() == second
             assert c.get(item_url(second), headers=who("ann1")).json()["mine"] is None
             revised = c.get(item_url(first), headers=who("ann1")).json()["mine"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.support.openai_server import LoopbackServer, _Handler
+from tests.support.openai_server import LoopbackServer, ServerState, _Handler
 
 #: the scripted value of one (prompt, n): a reply text, or an HTTP status without a reply
 Entry = str | dict[str, int]
@@ -123,7 +123,8 @@ class ReplayServer(LoopbackServer):
         self.requests: list[Recorded] = []
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
-        handler = type("Handler", (_ReplayHandler,), {"replay": self})
+        self.state = ServerState()  # the loopback server's defaults (no prefix cache) for the shared reply code
+        handler = type("Handler", (_ReplayHandler,), {"replay": self, "state": self.state})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

@@ -11,18 +11,27 @@ scored turn or per checklist item:
   linear correlations do not depend on the scale);
 - item level: ``item`` (``Q3``, ``A3`` or ``3``) and ``verdict`` (Yes/No); the human turn
   score is then the share of items whose verdict equals the checklist's expected answer;
-- optional ``annotator``: several annotators' scores of a turn are averaged; item verdicts
-  are combined by majority (ties left out of kappa).
+- optional ``annotator`` (or ``rater``): several annotators' scores of a turn are averaged (the
+  mean of the raters); item verdicts are combined by majority (ties left out of kappa);
+- optional ``at`` (when the rating was made), ``seed`` (the seed of the sample the turn was drawn
+  in) and ``answer_digest`` (the digest of the answer the human rated, as the run's verdict
+  fingerprints take it: a run whose judge judged another answer for that turn leaves the turn out
+  and says so). ``mtvbench review export RUN_DIR`` writes this format (:func:`human_jsonl`), and
+  reads it back with :func:`load_human` before it keeps the file (one reader).
 
 Statistics: Spearman, Kendall's tau-b and Pearson (``scipy.stats``) between the judge's and
-the humans' scores, per turn (default) or per dialogue (mean over the turns both scored);
+the humans' scores, per turn (default) or per dialogue (mean over the turns both scored; the
+paper's Table 3), each with a percentile bootstrap CI over the units (turns or dialogues);
 Cohen's kappa between the judge's item verdicts (majority over its runs) and the humans';
-Fleiss' kappa over the judge's runs on every item that all its runs answered (the kappas:
+Fleiss' kappa over the judge's runs on every item that all its runs answered; among the humans,
+Krippendorff's alpha (nominal) over their item verdicts (any number of raters per item) and
+Fleiss' kappa over the items every one of them rated (the statistics:
 :mod:`mtvbench.scoring.kappa`, shared with the review's progress).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -34,9 +43,11 @@ from pydantic import BaseModel
 
 from mtvbench.data.schema import STEM_TO_TASK, Task, dialogue_id
 from mtvbench.errors import ConfigError, MtvbenchError
+from mtvbench.ledger.keys import digest
 from mtvbench.render.console import FormatOption, OutputFormat, print_tables
 from mtvbench.render.tables import Col, TextTable, to_markdown
-from mtvbench.scoring.kappa import cohen_kappa, fleiss_kappa
+from mtvbench.run.responses import judged_answer
+from mtvbench.scoring.kappa import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
 from mtvbench.util.files import atomic_write_text
 from mtvbench.util.jsonio import JSONFileError, load_json_file, loads_strict, read_text_file
 from mtvbench.util.tables import csv_records, record_keys
@@ -63,6 +74,30 @@ def correlations(x: Sequence[float], y: Sequence[float]) -> dict[str, float | No
     return out
 
 
+def bootstrap_correlations(pairs: Sequence[tuple[float, float]], n_boot: int, seed: int = 0,
+                           alpha: float = 0.05) -> dict[str, tuple[float, float] | None]:
+    """Percentile bootstrap CIs of :func:`correlations` over ``pairs`` (the units resampled with
+    replacement, ``n_boot`` draws, seeded); a draw where a measure is undefined is left out of its CI.
+    ``None`` for a measure with fewer than 3 units or fewer than half the draws defined."""
+    import numpy as np
+
+    out: dict[str, tuple[float, float] | None] = {"spearman": None, "kendall": None, "pearson": None}
+    if n_boot < 1 or len(pairs) < 3:
+        return out
+    x, y = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    idx = np.random.default_rng(seed).integers(0, len(pairs), size=(n_boot, len(pairs)))
+    draws: dict[str, list[float]] = defaultdict(list)
+    for row in idx:
+        for name, v in correlations(list(x[row]), list(y[row])).items():
+            if v is not None:
+                draws[name].append(v)
+    for name, vals in draws.items():
+        if len(vals) >= n_boot / 2:
+            lo, hi = np.quantile(vals, [alpha / 2, 1 - alpha / 2])
+            out[name] = (float(lo), float(hi))
+    return out
+
+
 # ------------------------------------------------------------------------------ human file
 
 class HumanRecord(BaseModel):
@@ -71,6 +106,17 @@ class HumanRecord(BaseModel):
     score: float | None = None
     item: str | None = None  # "A3"
     verdict: Literal["Yes", "No"] | None = None
+    #: when the rating was made (ISO 8601, as the review app records it)
+    at: str | None = None
+    #: the seed of the sample the turn was drawn in (``mtvbench review serve RUN_DIR --seed``)
+    seed: int | None = None
+    #: digest of the answer the human rated (:func:`answer_digest`)
+    answer_digest: str | None = None
+
+
+def answer_digest(answer: str) -> str:
+    """The digest of an answer as a run's verdict fingerprints take it (what a rating names)."""
+    return digest(answer)
 
 
 def _task(v: str, where: str) -> Task:
@@ -132,6 +178,37 @@ def _item_key(v: Any, where: str) -> str:
     return f"A{int(s)}"
 
 
+def _annotator(rec: dict[str, Any], where: str) -> str:
+    """``annotator`` or its synonym ``rater`` (the same name when both are given)."""
+    names = {k: str(rec[k]).strip() for k in ("annotator", "rater") if rec.get(k) not in (None, "")}
+    if len(set(names.values())) > 1:
+        raise AgreementError(f"{where}: fields 'annotator' and 'rater' name different people "
+                             f"({names['annotator']!r}, {names['rater']!r}); give one")
+    return next(iter(names.values()), "")
+
+
+def _provenance(rec: dict[str, Any], where: str) -> dict[str, Any]:
+    """The optional ``at``, ``seed`` and ``answer_digest`` of a record, checked."""
+    out: dict[str, Any] = {}
+    if rec.get("at") not in (None, ""):
+        if not isinstance(rec["at"], str):
+            raise AgreementError(f"{where}: field 'at': must be a time as text (ISO 8601), got {rec['at']!r}")
+        out["at"] = rec["at"].strip()
+    if rec.get("seed") not in (None, ""):
+        v = rec["seed"]
+        if isinstance(v, str) and v.strip().isdigit():
+            v = int(v.strip())
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise AgreementError(f"{where}: field 'seed': must be a whole number >= 0, got {rec['seed']!r}")
+        out["seed"] = v
+    if rec.get("answer_digest") not in (None, ""):
+        v = rec["answer_digest"]
+        if not isinstance(v, str) or not v.strip() or any(c not in "0123456789abcdef" for c in v.strip()):
+            raise AgreementError(f"{where}: field 'answer_digest': must be lower-case hex digits, got {v!r}")
+        out["answer_digest"] = v.strip()
+    return out
+
+
 def _score(v: Any, where: str) -> float:
     """A turn score, 0-1 or 0-100: a finite number in [0, 100]."""
     try:
@@ -176,12 +253,11 @@ def load_human(path: Path) -> list[HumanRecord]:
     for where, rec in _raw_records(path):
         low = record_keys(rec, where, AgreementError)
         tid = _turn_id(low, where)
-        ann = str(low.get("annotator") or "")
+        common = {"turn_id": tid, "annotator": _annotator(low, where), **_provenance(low, where)}
         if low.get("item") not in (None, ""):
-            r = HumanRecord(turn_id=tid, annotator=ann, item=_item_key(low["item"], where),
-                            verdict=_verdict(low.get("verdict"), where))
+            r = HumanRecord(**common, item=_item_key(low["item"], where), verdict=_verdict(low.get("verdict"), where))
         elif low.get("score") not in (None, ""):
-            r = HumanRecord(turn_id=tid, annotator=ann, score=_score(low["score"], where))
+            r = HumanRecord(**common, score=_score(low["score"], where))
         else:
             raise AgreementError(f"{where}: needs 'score' (turn level) or 'item' + 'verdict' (item level)")
         key = (r.turn_id, r.annotator, r.item)
@@ -191,6 +267,23 @@ def load_human(path: Path) -> list[HumanRecord]:
         seen[key] = where
         out.append(r)
     return out
+
+
+def human_jsonl(records: Sequence[HumanRecord]) -> str:
+    """JSON Lines of ``records`` in the format :func:`load_human` reads (item level: ``item`` as the
+    question key ``Q3``; the annotator as ``rater``); optional fields only when set."""
+    lines = []
+    for r in records:
+        rec: dict[str, Any] = {"turn_id": r.turn_id}
+        if r.annotator:
+            rec["rater"] = r.annotator
+        if r.item is not None:
+            rec |= {"item": "Q" + r.item[1:], "verdict": r.verdict}
+        else:
+            rec["score"] = r.score
+        rec |= {k: v for k in ("at", "seed", "answer_digest") if (v := getattr(r, k)) is not None}
+        lines.append(json.dumps(rec, ensure_ascii=False))
+    return "".join(line + "\n" for line in lines)
 
 
 # ------------------------------------------------------------------------------ agreement
@@ -203,12 +296,16 @@ class JudgeAgreement(BaseModel):
     spearman: float | None
     kendall: float | None
     pearson: float | None
+    #: measure -> its 95% percentile bootstrap CI over the units (absent: undefined or no draws)
+    ci95: dict[str, tuple[float, float]] = {}
     n_items: int = 0
     cohen_kappa: float | None = None
     judge_runs: int = 1
     n_items_all_runs: int = 0
     fleiss_kappa_runs: float | None = None
     unanimous_share: float | None = None
+    #: human-rated turns left out: the humans rated another answer than this run's judge judged
+    other_answers: int = 0
     #: measure -> why it is undefined ("–"), for each measure that is
     undefined: dict[str, str] = {}
 
@@ -219,6 +316,12 @@ class AgreementReport(BaseModel):
     rows: list[JudgeAgreement]
     human_annotators: int
     human_fleiss_kappa: float | None = None
+    #: Krippendorff's alpha (nominal) among the humans over their item verdicts, and its units
+    human_alpha: float | None = None
+    human_alpha_units: int = 0
+    #: the sample seeds the human file names
+    seeds: list[int] = []
+    bootstrap: int = 0
     unmatched_human_turns: dict[str, int] = {}
 
 
@@ -263,9 +366,35 @@ def human_scores(records: Sequence[HumanRecord], expected: dict[str, dict[str, s
     return scores, majority
 
 
-def judge_agreement(run: Any, records: Sequence[HumanRecord], level: Level = "turn") -> tuple[JudgeAgreement, int]:
+def same_answers(run: Any, records: Sequence[HumanRecord]) -> tuple[list[HumanRecord], int]:
+    """The records of turns whose rated answer is the one the run's judge judged (records without an
+    ``answer_digest`` are taken as they are), and how many rated turns are left out."""
+    judged: dict[str, str | None] = {}
+    for d in run.dialogues:
+        for r in d.scored_turns:
+            a = judged_answer(d, r, run.responses)
+            judged[d.turn_id(r.index)] = answer_digest(a) if a is not None else None
+    other = {r.turn_id for r in records if r.answer_digest is not None and r.turn_id in judged
+             and judged[r.turn_id] not in (None, r.answer_digest)}
+    return [r for r in records if r.turn_id not in other], len(other)
+
+
+def _pairs(j_turn: dict[str, float], h_scores: dict[str, float], level: Level) -> list[tuple[float, float]]:
+    """(judge, human) per turn both scored, or per dialogue (the means over those turns)."""
+    both = [t for t in sorted(h_scores) if t in j_turn]
+    if level == "turn":
+        return [(j_turn[t], h_scores[t]) for t in both]
+    by_d: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for t in both:
+        by_d[t.rpartition("#")[0]].append((j_turn[t], h_scores[t]))
+    return [(sum(j for j, _ in v) / len(v), sum(h for _, h in v) / len(v)) for v in by_d.values()]
+
+
+def judge_agreement(run: Any, records: Sequence[HumanRecord], level: Level = "turn", *, bootstrap: int = 0,
+                    seed: int = 0) -> tuple[JudgeAgreement, int]:
     """Agreement of one run's judge (a :class:`~mtvbench.analysis.rundata.RunData`) with the
     humans. Returns the row and the number of human turns the run does not hold."""
+    records, other = same_answers(run, records)
     expected: dict[str, dict[str, str]] = {}
     for d in run.dialogues:
         for r in d.scored_turns:
@@ -273,14 +402,9 @@ def judge_agreement(run: Any, records: Sequence[HumanRecord], level: Level = "tu
     h_scores, h_items = human_scores(records, expected)
     j_turn = {t.turn_id: t.score for ds in run.dscores for t in ds.turns if t.score is not None}
     unmatched = sum(1 for tid in h_scores if tid not in j_turn)
-    pairs = [(j_turn[t], h_scores[t]) for t in sorted(h_scores) if t in j_turn]
-    if level == "dialogue":
-        by_d: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        for t in sorted(h_scores):
-            if t in j_turn:
-                by_d[t.rpartition("#")[0]].append((j_turn[t], h_scores[t]))
-        pairs = [(sum(j for j, _ in v) / len(v), sum(h for _, h in v) / len(v)) for v in by_d.values()]
+    pairs = _pairs(j_turn, h_scores, level)
     corr = correlations([p[0] for p in pairs], [p[1] for p in pairs])
+    cis = {k: v for k, v in bootstrap_correlations(pairs, bootstrap, seed).items() if v is not None}
     # item verdicts of the judge
     ja, ha = [], []
     all_runs_ratings = []
@@ -300,9 +424,10 @@ def judge_agreement(run: Any, records: Sequence[HumanRecord], level: Level = "tu
     unanimous = (sum(len(set(r)) == 1 for r in all_runs_ratings) / len(all_runs_ratings)
                  if all_runs_ratings else None)
     row = JudgeAgreement(judge=run.config.judge, run_dir=str(run.run_dir), level=level, n=len(pairs),
-                         spearman=corr["spearman"], kendall=corr["kendall"], pearson=corr["pearson"],
+                         spearman=corr["spearman"], kendall=corr["kendall"], pearson=corr["pearson"], ci95=cis,
                          n_items=len(ja), cohen_kappa=cohen_kappa(ja, ha) if ja else None, judge_runs=runs_n,
-                         n_items_all_runs=len(all_runs_ratings), fleiss_kappa_runs=fk, unanimous_share=unanimous)
+                         n_items_all_runs=len(all_runs_ratings), fleiss_kappa_runs=fk, unanimous_share=unanimous,
+                         other_answers=other)
     row.undefined = _undefined(row, pairs, ja, ha, all_runs_ratings)
     return row, unmatched
 
@@ -348,7 +473,22 @@ def undefined_notes(rep: AgreementReport, measures: Sequence[str]) -> list[str]:
     return out
 
 
-def agreement_report(human_file: Path, run_dirs: Sequence[Path], level: Level = "turn") -> AgreementReport:
+def human_agreement(records: Sequence[HumanRecord]) -> tuple[int, float | None, float | None, int]:
+    """Among the humans, over their item verdicts: how many there are, Fleiss' kappa over the items every
+    one of them rated, Krippendorff's alpha (nominal; any number of raters per item) and its units."""
+    anns = sorted({r.annotator for r in records})
+    per_item: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    for r in records:
+        if r.item and r.verdict:
+            per_item[(r.turn_id, r.item)][r.annotator] = r.verdict
+    full = [[v[a] for a in anns] for v in per_item.values() if len(v) == len(anns)]
+    hk = fleiss_kappa(full) if len(anns) >= 2 and full else None
+    units = [list(v.values()) for v in per_item.values() if len(v) >= 2]
+    return len(anns), hk, krippendorff_alpha_nominal(units) if units else None, len(units)
+
+
+def agreement_report(human_file: Path, run_dirs: Sequence[Path], level: Level = "turn", *, bootstrap: int = 0,
+                     seed: int = 0) -> AgreementReport:
     from mtvbench.analysis.rundata import load_run
 
     records = load_human(human_file)
@@ -357,24 +497,21 @@ def agreement_report(human_file: Path, run_dirs: Sequence[Path], level: Level = 
     rows, unmatched = [], {}
     for rd in run_dirs:
         run = load_run(Path(rd), bootstrap=0)
-        row, miss = judge_agreement(run, records, level)
+        row, miss = judge_agreement(run, records, level, bootstrap=bootstrap, seed=seed)
         if row.n == 0 and row.n_items == 0:
             example = records[0].turn_id
-            raise AgreementError(f"{human_file}: none of its {len(records)} records is a scored turn of {rd} "
-                                 f"(e.g. {example!r}); turn ids look like task/video/event#round, as in "
-                                 "responses.jsonl")
+            why = (f"every one of its rated turns was rated on another answer than {rd} judged ({row.other_answers} "
+                   "turns): judge the rated run's answers (`mtvbench run --answers-from RUN_DIR`)"
+                   if row.other_answers else f"none of its {len(records)} records is a scored turn of {rd} "
+                   f"(e.g. {example!r}); turn ids look like task/video/event#round, as in responses.jsonl")
+            raise AgreementError(f"{human_file}: {why}")
         rows.append(row)
         unmatched[str(rd)] = miss
-    # human inter-annotator agreement (item level, items every annotator rated)
-    anns = sorted({r.annotator for r in records})
-    per_item: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
-    for r in records:
-        if r.item and r.verdict:
-            per_item[(r.turn_id, r.item)][r.annotator] = r.verdict
-    full = [[v[a] for a in anns] for v in per_item.values() if len(v) == len(anns)]
-    hk = fleiss_kappa(full) if len(anns) >= 2 and full else None
-    return AgreementReport(human_file=str(human_file), level=level, rows=rows, human_annotators=len(anns),
-                           human_fleiss_kappa=hk, unmatched_human_turns=unmatched)
+    people, hk, alpha, units = human_agreement(records)
+    return AgreementReport(human_file=str(human_file), level=level, rows=rows, human_annotators=people,
+                           human_fleiss_kappa=hk, human_alpha=alpha, human_alpha_units=units,
+                           seeds=sorted({r.seed for r in records if r.seed is not None}), bootstrap=bootstrap,
+                           unmatched_human_turns=unmatched)
 
 
 def _judge_names(rep: AgreementReport) -> list[str]:
@@ -386,41 +523,81 @@ def _pct(x: float | None) -> float | None:
     return None if x is None else 100.0 * x
 
 
-def agreement_tables(rep: AgreementReport) -> list[TextTable]:
-    """Table 3 layout (correlations x100) and the judge's consistency table."""
-    names = _judge_names(rep)
-    corr = TextTable(
-        columns=[Col("Judge", "id"), Col("Spearman", "num"), Col("Kendall-Tau", "num"), Col("Pearson", "num"),
-                 Col("n", "num")],
-        rows=[[n, _pct(r.spearman), _pct(r.kendall), _pct(r.pearson), r.n] for n, r in zip(names, rep.rows)],
-        intro=[f"Agreement with human scores ({rep.human_file}), per {rep.level}; correlations x100 "
-               "(Table 3 layout)."],
-        notes=undefined_notes(rep, ["spearman", "kendall", "pearson"]))
-    notes = [f"Human annotators: {rep.human_annotators}"
-             + (f"; Fleiss' kappa among them (items all rated): {rep.human_fleiss_kappa:.3f}"
-                if rep.human_fleiss_kappa is not None else "")]
+def _ci(r: JudgeAgreement, measure: str) -> str | None:
+    ci = r.ci95.get(measure)
+    return None if ci is None else f"[{100 * ci[0]:.2f}, {100 * ci[1]:.2f}]"
+
+
+def _human_notes(rep: AgreementReport) -> list[str]:
+    """Who the humans are and how much they agree among themselves."""
+    seeds = f" (sample seed {', '.join(map(str, rep.seeds))})" if rep.seeds else ""
+    line = f"Human raters: {rep.human_annotators}{seeds}"
+    if rep.human_alpha is not None:
+        line += (f"; Krippendorff's alpha among them (nominal, item verdicts): {rep.human_alpha:.3f} over "
+                 f"{rep.human_alpha_units} items rated by two or more")
+    elif rep.human_annotators >= 2:
+        line += "; Krippendorff's alpha among them: undefined (no item verdict rated by two, or one label throughout)"
+    if rep.human_fleiss_kappa is not None:
+        line += f"; Fleiss' kappa (items all rated): {rep.human_fleiss_kappa:.3f}"
+    out = [line]
     miss = {k: v for k, v in rep.unmatched_human_turns.items() if v}
     if miss:
-        notes.append("Human-scored turns without a judge score: "
-                     + ", ".join(f"{Path(k).name}: {v}" for k, v in miss.items()))
-    notes += undefined_notes(rep, ["cohen_kappa", "fleiss_kappa_runs", "unanimous_share"])
+        out.append("Human-scored turns without a judge score: "
+                   + ", ".join(f"{Path(k).name}: {v}" for k, v in miss.items()))
+    other = [(n, r.other_answers) for n, r in zip(_judge_names(rep), rep.rows) if r.other_answers]
+    if other:
+        out.append("Left out, rated on another answer than the judge judged (not the same answers): "
+                   + ", ".join(f"{n}: {k} turn(s)" for n, k in other))
+    return out
+
+
+def agreement_tables(rep: AgreementReport) -> list[TextTable]:
+    """Table 3 layout (correlations x100, with bootstrap CIs) and the judge's consistency table."""
+    names = _judge_names(rep)
+    measures = [("spearman", "Spearman"), ("kendall", "Kendall-Tau"), ("pearson", "Pearson")]
+    cols, cells = [Col("Judge", "id")], []
+    for key, label in measures:
+        cols.append(Col(label, "num", key=key))
+        if rep.bootstrap:
+            cols.append(Col("95% CI", "text", key=f"{key}_ci95"))
+    cols.append(Col("n", "num"))
+    for n, r in zip(names, rep.rows):
+        row: list[Any] = [n]
+        for key, _ in measures:
+            row += [_pct(getattr(r, key))] + ([_ci(r, key)] if rep.bootstrap else [])
+        cells.append([*row, r.n])
+    mean = " (the mean of the raters)" if rep.human_annotators > 1 else ""
+    notes = undefined_notes(rep, ["spearman", "kendall", "pearson"])
+    if rep.bootstrap:
+        notes.append(f"95% CI: percentile bootstrap over the {rep.level}s ({rep.bootstrap} draws, seeded); "
+                     f"\"–\" where fewer than 3 {rep.level}s or most draws are undefined.")
+    corr = TextTable(
+        columns=cols, rows=cells,
+        intro=[f"Agreement with human scores{mean} ({rep.human_file}), per {rep.level}; correlations x100 "
+               "(Table 3 layout)."],
+        notes=notes + _human_notes(rep))
     kappa = TextTable(
         columns=[Col("Judge", "id"), Col("Cohen's kappa vs humans (items)", "num"), Col("items", "num"),
                  Col("judge runs", "num"), Col("Fleiss' kappa across runs", "num"), Col("items in all runs", "num"),
                  Col("unanimous share", "num")],
         rows=[[n, r.cohen_kappa, r.n_items, r.judge_runs, r.fleiss_kappa_runs, r.n_items_all_runs, r.unanimous_share]
               for n, r in zip(names, rep.rows)],
-        notes=notes)
+        notes=undefined_notes(rep, ["cohen_kappa", "fleiss_kappa_runs", "unanimous_share"]))
     return [corr, kappa]
 
 
 def agreement_csv_table(rep: AgreementReport) -> TextTable:
     """One row per judge with every measure (correlations as coefficients, not x100)."""
     keys = ["spearman", "kendall", "pearson", "n", "n_items", "cohen_kappa", "judge_runs", "n_items_all_runs",
-            "fleiss_kappa_runs", "unanimous_share"]
+            "fleiss_kappa_runs", "unanimous_share", "other_answers"]
+    ends = [(m, i, f"{m}_ci95_{end}") for m in ("spearman", "kendall", "pearson") for i, end in enumerate(("lo", "hi"))]
+
+    def cis(r: JudgeAgreement) -> list[float | None]:
+        return [c[i] if (c := r.ci95.get(m)) is not None else None for m, i, _ in ends]
+
     return TextTable(columns=[Col("judge", "id"), Col("run_dir", "id"), Col("level", "text")]
-                     + [Col(k, "num", digits=4) for k in keys],
-                     rows=[[n, r.run_dir, r.level, *(getattr(r, k) for k in keys)]
+                     + [Col(k, "num", digits=4) for k in keys + [key for *_, key in ends]],
+                     rows=[[n, r.run_dir, r.level, *(getattr(r, k) for k in keys), *cis(r)]
                            for n, r in zip(_judge_names(rep), rep.rows)])
 
 
@@ -431,14 +608,18 @@ def agreement_markdown(rep: AgreementReport) -> str:
 def command(
     run_dirs: Annotated[list[Path], typer.Argument(help="run directories, one per judge, of the same answers")],
     human: Annotated[Path, typer.Option(help="human scores: CSV/JSON/JSONL per (dialogue, turn) or per item")],
-    level: Annotated[str, typer.Option(help="turn | dialogue")] = "turn",
+    level: Annotated[str, typer.Option(help="turn | dialogue (the paper's Table 3: dialogue)")] = "turn",
+    bootstrap: Annotated[int, typer.Option(min=0, help="bootstrap draws for the CIs of the correlations (0: none)")
+                         ] = 1000,
+    seed: Annotated[int, typer.Option(help="random seed of the bootstrap")] = 0,
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON here")] = None,
     output_format: FormatOption = OutputFormat.auto,
 ) -> None:
-    """Judge-human agreement (Table 3: Spearman, Kendall-tau, Pearson), Cohen's and Fleiss' kappa."""
+    """Judge-human agreement (Table 3: Spearman, Kendall-tau, Pearson with bootstrap CIs; one row per judge),
+    Cohen's and Fleiss' kappa, and the agreement among the human raters (Krippendorff's alpha)."""
     if level not in ("turn", "dialogue"):
         raise ConfigError("--level must be turn or dialogue")
-    rep = agreement_report(human, run_dirs, level)  # type: ignore[arg-type]
+    rep = agreement_report(human, run_dirs, level, bootstrap=bootstrap, seed=seed)  # type: ignore[arg-type]
     if json_out:
         atomic_write_text(json_out, rep.model_dump_json(indent=2))
     tables = [agreement_csv_table(rep)] if output_format == OutputFormat.csv else agreement_tables(rep)

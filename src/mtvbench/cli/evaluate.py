@@ -158,20 +158,30 @@ def run(
     config: Annotated[Path | None, typer.Option(help="YAML file with the same settings (flags override it)")] = None,
     wait: Annotated[bool, typer.Option(help="wait for another process using --out instead of refusing")] = False,
     quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
+    answers_from: Annotated[Path | None, typer.Option(
+        "--answers-from", help="judge the answers stored in this run directory with --judge, asking the model "
+                               "nothing (its dataset, model, settings, context, protocol, frames and tasks are "
+                               "taken from it): the same answers under several judges (Table 3)")] = None,
     prompt_style: Annotated[str | None, typer.Option("--prompt-style", hidden=True)] = None,
 ) -> None:
     """Evaluate a model on a dataset; rerun the same command to resume.
 
     --model takes a preset of the paper's models (see `mtvbench models`), or a backend spec:
-    openai:NAME, gemini:NAME, hf:PATH_OR_ID, vllm:PATH_OR_ID, oracle, refuse."""
+    openai:NAME, gemini:NAME, hf:PATH_OR_ID, vllm:PATH_OR_ID, oracle, refuse. With --answers-from RUN_DIR
+    only --judge and --out are needed: the answers are RUN_DIR's."""
     from mtvbench.run.evaluate import evaluate
+    from mtvbench.run.replay import answer_settings
 
     if prompt_style is not None:
         raise ConfigError(REMOVED_SETTINGS["prompt_style"])
     values, origins = settings_from_flags(load_yaml(config) if config else {}, given, RUN_FLAGS)
+    source = answers_from or values.get("answers_from")
+    if source is not None:
+        values = answer_settings(values, Path(source))
     require_settings(values, ("data", "model", "judge", "out"))
     cfg = build_config(values, source=str(config) if config else "command line", flags=origins)
-    require_backend(cfg.backend_spec, "model")
+    if cfg.answers_from is None:
+        require_backend(cfg.backend_spec, "model")
     require_backend(cfg.judge, "judge")
     cfg = cfg.model_copy(update={"data": dataset_path(cfg.data)})
     scores, summary = _run_with_progress(lambda p: evaluate(cfg, p, wait=wait), quiet)
@@ -179,6 +189,9 @@ def run(
     show_scores(scores.model_copy(update={"model": cfg.model}), f"MT-Video-Bench — {cfg.out}", OutputFormat.table)
     if (why := not_a_benchmark(cfg.data)) is not None:
         note("NOT A BENCHMARK", f"{cfg.data}: {why}", style="bold yellow")
+    if cfg.answers_from is not None:
+        note("answers", f"those stored in {cfg.answers_from}, judged by {cfg.judge}; the model was asked nothing "
+             "(recorded in config.yaml and with each answer)")
     say(f"wrote {cfg.out}/scores.json, leaderboard.md, responses.jsonl")
     if summary.call_errors or summary.pending_turns or not scores.complete:
         raise typer.Exit(3)

@@ -147,6 +147,9 @@ class RunConfig(BaseModel):
     #: the preset values this run overrides (set by :func:`apply_preset`; recorded in config.yaml): the
     #: run is marked "(modified: ...)" in every table and report
     preset_overrides: list[str] = Field(default_factory=list)
+    #: judge the answers stored in this run directory instead of asking the model (``run --answers-from``,
+    #: :mod:`mtvbench.run.replay`): where the answers come from; part of the identity
+    answers_from: Path | None = None
 
     @field_validator("tasks", mode="before")
     @classmethod
@@ -258,6 +261,8 @@ class RunConfig(BaseModel):
         if self.protocol_name != "paper":  # absent for paper, so run directories made before protocols resume
             identity["protocol"] = self.protocol_name
             identity["inference"] = self.inference
+        if self.answers_from is not None:  # absent otherwise: a run that asks the model never takes stored answers
+            identity["answers_from"] = str(Path(self.answers_from).resolve())
         return identity
 
 

@@ -77,15 +77,6 @@ class VideoJob:
         return sum(len(d.rounds) for d in self.dialogues)
 
 
-class NotSent(Exception):
-    """The run stopped while the call waited for its slot: nothing was sent (asked on the next run)."""
-
-
-class NotAsked(Exception):
-    """The dispatcher gave this turn up for this run (e.g. its video's replicas kept dying): not sent,
-    counted as not asked (asked on the next run)."""
-
-
 # ------------------------------------------------------------------------------ the two sides
 class Progress(Protocol):
     """What a dispatcher reports (the runner's :class:`~mtvbench.run.runner.RunProgress`)."""
@@ -214,6 +205,15 @@ async def run_dialogue(turns: DialogueTurns, ask: Callable[[Round], Awaitable[bo
 
 
 # ------------------------------------------------------------------------------ the pipeline
+class NotSent(Exception):
+    """The run stopped while the call waited for its slot: nothing was sent (asked on the next run)."""
+
+
+class NotAsked(Exception):
+    """The dispatcher gave this turn up for this run (e.g. its video's replicas kept dying): not sent,
+    counted as not asked (asked on the next run)."""
+
+
 @dataclass
 class VideoState:
     """What became of one video's turns so far (its lane reads how many are left)."""

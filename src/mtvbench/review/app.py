@@ -1,4 +1,4 @@
-"""The review web app (Starlette): annotator, senior and progress pages over a JSON API.
+"""The review web app (Starlette): annotator, senior, rater and progress pages over a JSON API.
 
 JSON API (every answer is JSON; errors are ``{"error": "..."}`` with an HTTP status)::
 
@@ -10,7 +10,9 @@ JSON API (every answer is JSON; errors are ``{"error": "..."}`` with an HTTP sta
                                           content_hash, active_seconds} -> {mine, yours, notice, undo}
     POST   /api/items/{id}/adjudicate    {senior, decision, edits, comment, criteria, checklist, content_hash,
                                           confirm}
-    POST   /api/items/{id}/undo          {seq}: take back your last decision (nothing happened on the item since)
+    POST   /api/items/{id}/rating        {rater, marks: {"3.Q1": "Yes"|"No", ...}, content_hash, active_seconds}
+                                         -> {mine, undo} (a run directory: every checklist question answered)
+    POST   /api/items/{id}/undo          {seq}: take back your last decision or rating (nothing happened since)
     PUT    /api/items/{id}/draft         {scope, content_hash, data}: keep what you typed (GET, DELETE ?scope=)
     GET    /api/items/{id}/video         {video_url}: a freshly signed video URL (when the old one stopped working)
     GET    /api/next[?after=ID]          {id}: the next dialogue for you (claimed for you); null when none is left
@@ -22,6 +24,12 @@ JSON API (every answer is JSON; errors are ``{"error": "..."}`` with an HTTP sta
 What an annotator may see of an item is decided by :mod:`mtvbench.review.views` (blind double
 annotation); a decision that cannot count as one of the two is handed to the senior with its text
 (:meth:`ReviewStore.record` with ``refer=True``), never discarded.
+
+A run directory (``work = "rate"``, :mod:`mtvbench.review.run_source`) is served to raters instead: the
+same calls answer with the rater's view (the model's answers and the checklist questions, blind to the
+expected answers, the judge and the other raters), ``/api/next`` hands out the sample in order, and
+``/api/progress`` reports per rater (:mod:`mtvbench.review.rating`). Each role works on one kind of source
+(:data:`~mtvbench.review.model.WORK_ROLES`): annotators verify, raters rate, seniors follow both.
 
 Who is asking: with users registered (``mtvbench review add-user``), or whenever the app
 listens on a non-loopback address, every API call carries ``Authorization: Bearer TOKEN``
@@ -64,22 +72,26 @@ from mtvbench.review.model import (
     EDITS_MAX,
     ROLES,
     TEXT_MAX,
+    WORK_ROLES,
     ChecklistMark,
     Criterion,
     CriterionKey,
     Decision,
     Edit,
     PersonName,
+    Rating,
     ReviewConflictError,
     ReviewError,
     ReviewItem,
     UnknownItemError,
+    Verdict,
     check_name,
 )
 from mtvbench.review.progress import compute_progress, own_progress
+from mtvbench.review.rating import next_to_rate, own_rating, rating_progress
 from mtvbench.review.source import ReviewSource
 from mtvbench.review.store import ConfirmRequiredError, ItemState, Principal, ReviewStore
-from mtvbench.review.views import detail, dump, summary, yours
+from mtvbench.review.views import detail, dump, rating_detail, rating_summary, summary, yours
 from mtvbench.util.jsonio import loads_strict
 
 #: largest request body (a decision with edits of a long dialogue fits many times)
@@ -87,9 +99,10 @@ MAX_BODY = 512 * 1024
 #: how long a signed video URL stays valid
 MEDIA_TTL_S = 12 * 3600
 #: page -> its title; each page's <main> is in static/<page>.html, wrapped in static/layout.html
-PAGES = {"index": "Start", "annotate": "Annotate", "senior": "Senior", "progress": "Progress"}
+PAGES = {"index": "Start", "annotate": "Annotate", "senior": "Senior", "rate": "Rate", "progress": "Progress"}
 #: draft scope -> the roles that keep drafts in it (the page that writes it)
-DRAFT_SCOPES: dict[str, tuple[str, ...]] = {"review": ROLES, "adjudicate": ("senior",)}
+DRAFT_SCOPES: dict[str, tuple[str, ...]] = {"review": WORK_ROLES["review"], "adjudicate": ("senior",),
+                                            "rate": ("rater",)}
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 _CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; "
         "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -121,6 +134,16 @@ class AdjudicateBody(DecisionBody):
     confirm: bool = False
 
 
+class RatingBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rater: PersonName
+    #: "3.Q1" (round 3, question Q1) -> the rater's answer
+    marks: dict[str, Verdict] = Field(max_length=EDITS_MAX)
+    content_hash: str | None = Field(default=None, max_length=64)
+    active_seconds: float | None = Field(default=None, ge=0, le=7 * 86400)
+
+
 class UndoBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -130,7 +153,7 @@ class UndoBody(BaseModel):
 class DraftBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    scope: Literal["review", "adjudicate"] = "review"
+    scope: Literal["review", "adjudicate", "rate"] = "review"
     content_hash: str = Field(max_length=64)
     data: dict[str, Any]
 
@@ -192,6 +215,7 @@ class ReviewApp:
         self.source_error: str | None = None
         self._fp: object = None
         self._lock = threading.Lock()
+        source.prepare(store)
         self.reload(force=True)
 
     # ------------------------------------------------------------------ items
@@ -229,6 +253,15 @@ class ReviewApp:
         return self.require_tokens or self.store.has_users()
 
     def who(self, request: Request) -> Principal:
+        me = self._who(request)
+        work = self.source.work
+        if me.role not in WORK_ROLES[work]:
+            what = "rates a run's answers" if work == "rate" else f"verifies the dialogues of a {self.source.kind}"
+            raise ApiError(403, f"{me.name} is a{'n' if me.role[0] in 'aeiou' else ''} {me.role}; this server {what}: "
+                                f"sign in as {' or '.join(WORK_ROLES[work])}")
+        return me
+
+    def _who(self, request: Request) -> Principal:
         if self.token_mode():
             scheme, _, token = request.headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
@@ -278,6 +311,18 @@ class ReviewApp:
 
     def detail(self, it: ReviewItem, st: ItemState, me: Principal) -> dict[str, Any]:
         return detail(it, st, me, video_url=self.media_url(it.video, me), drafts=self.drafts(it, me))
+
+    # ------------------------------------------------------------------ ratings (a run directory)
+    @property
+    def rating(self) -> bool:
+        return self.source.work == "rate"
+
+    def ratings(self) -> dict[str, list[Rating]]:
+        return self.store.ratings({i: it.content_hash for i, it in self.items.items()})[0]
+
+    def rating_detail(self, it: ReviewItem, me: Principal) -> dict[str, Any]:
+        mine = next((r for r in self.ratings().get(it.id, []) if r.rater == me.name), None)
+        return rating_detail(it, mine, me, video_url=self.media_url(it.video, me), drafts=self.drafts(it, me))
 
 
 async def _read_json(request: Request, model: type[BaseModel]) -> Any:
@@ -354,11 +399,22 @@ class ReviewApi:
         me = self.caller(request)
         return me, self.state.item(request.path_params["id"])
 
+    def require_work(self, work: str) -> None:
+        """Refuse a call of the other kind of work (a decision on a run directory, a rating on a dataset)."""
+        if self.state.source.work != work:
+            what = ("rates a run's answers: decisions are made on a build workspace or a dataset" if work == "review"
+                    else f"verifies a {self.state.source.kind}: ratings are made on a run directory")
+            raise ApiError(409, f"this server {what}")
+
     def session(self, request: Request, _: None) -> dict[str, Any]:
         """Who the caller is; ``name`` is null (with ``error`` saying why) when they are not signed in."""
         st = self.state
+        work = st.source.work
+        sample = getattr(st.source, "sample", None)
         out: dict[str, Any] = {"name": None, "role": None, "mode": "token" if st.token_mode() else "open",
                                "source": {"kind": st.source.kind, "name": st.source.root.name},
+                               "work": work, "roles": list(WORK_ROLES[work]),
+                               "sample": {"seed": sample.seed, "per_task": sample.per_task} if sample else None,
                                "items": len(st.items), "source_error": st.source_error, "criteria": CRITERIA}
         try:
             me = self.caller(request)
@@ -369,6 +425,12 @@ class ReviewApi:
     def list_items(self, request: Request, _: None) -> dict[str, Any]:
         me = self.caller(request)
         items = self.state.items
+        if self.state.rating:
+            task = request.query_params.get("task")
+            ratings = self.state.ratings()
+            return {"items": [rating_summary(it, next((r for r in ratings[i] if r.rater == me.name), None), me,
+                                             len(ratings[i])) for i, it in items.items() if not task or
+                              it.task.value == task]}
         states = self.store.states({i: it.content_hash for i, it in items.items()})
         task, status = request.query_params.get("task"), request.query_params.get("status")
         rows = [summary(it, states[i], me) for i, it in items.items()]
@@ -376,6 +438,8 @@ class ReviewApi:
 
     def get_item(self, request: Request, _: None) -> dict[str, Any]:
         me, it = self.own(request)
+        if self.state.rating:
+            return self.state.rating_detail(it, me)
         if request.query_params.get("claim") == "1":
             self.store.claim(it.id, me.name)
         return self.state.detail(it, self.state.state(it), me)
@@ -388,6 +452,7 @@ class ReviewApi:
 
     def review(self, request: Request, body: ReviewBody) -> dict[str, Any]:
         me, it = self.own(request)
+        self.require_work("review")
         if body.annotator != me.name:
             raise ApiError(403, f"you are signed in as {me.name}; you cannot record a decision for {body.annotator}")
         st = self.store.record(it, me.name, body.decision, body.edits, body.comment, criteria=body.criteria,
@@ -397,10 +462,25 @@ class ReviewApi:
 
     def undo(self, request: Request, body: UndoBody) -> dict[str, Any]:
         me, it = self.own(request)
+        if self.state.rating:
+            back = self.store.unrate(it, me.name, body.seq)
+            return {"id": it.id, "mine": dump(back)}
         return self.decided(it, self.store.undo(it, me.name, body.seq), me)
+
+    def rate(self, request: Request, body: RatingBody) -> dict[str, Any]:
+        me, it = self.own(request)
+        self.require_work("rate")
+        if me.role != "rater":
+            raise ApiError(403, f"{me.name} is a {me.role}; only raters rate (a senior follows their progress)")
+        if body.rater != me.name:
+            raise ApiError(403, f"you are signed in as {me.name}; you cannot rate for {body.rater}")
+        r = self.store.rate(it, me.name, dict(body.marks), expected_hash=body.content_hash,
+                            active_seconds=body.active_seconds)
+        return {"id": it.id, "mine": dump(r), "undo": r.seq}
 
     def adjudicate(self, request: Request, body: AdjudicateBody) -> dict[str, Any]:
         me, it = self.own(request)
+        self.require_work("review")
         if me.role != "senior":
             raise ApiError(403, f"{me.name} is an annotator; only a senior annotator adjudicates")
         if body.senior != me.name:
@@ -429,10 +509,22 @@ class ReviewApi:
 
     def next_item(self, request: Request, _: None) -> dict[str, Any]:
         me = self.caller(request)
-        return {"id": self.store.next_for(me.name, request.query_params.get("after"))}
+        after = request.query_params.get("after")
+        if self.state.rating:
+            ratings = self.state.ratings()
+            rated = {i for i, rs in ratings.items() if any(r.rater == me.name for r in rs)}
+            return {"id": next_to_rate(list(self.state.items.values()), rated, after)}
+        return {"id": self.store.next_for(me.name, after)}
 
     def progress(self, request: Request, _: None) -> dict[str, Any]:
         me = self.caller(request)
+        if self.state.rating:
+            items, ratings = list(self.state.items.values()), self.state.ratings()
+            if me.role != "senior":
+                return own_rating(items, ratings, me.name).model_dump(mode="json")
+            sample = getattr(self.state.source, "sample", None)
+            return rating_progress(items, ratings, self.store.users(), sample.seed if sample else None,
+                                   sample.per_task if sample else None).model_dump(mode="json")
         rows, states = self.store.rows(), self.store.states()
         if me.role == "senior":
             return compute_progress(rows, states, self.store.users()).model_dump(mode="json")
@@ -475,6 +567,7 @@ def create_app(source: ReviewSource, store: ReviewStore, *, require_tokens: bool
         Route("/api/items", _endpoint(api.list_items)),
         Route(f"{item}/review", _endpoint(api.review, ReviewBody), methods=["POST"]),
         Route(f"{item}/adjudicate", _endpoint(api.adjudicate, AdjudicateBody), methods=["POST"]),
+        Route(f"{item}/rating", _endpoint(api.rate, RatingBody), methods=["POST"]),
         Route(f"{item}/undo", _endpoint(api.undo, UndoBody), methods=["POST"]),
         Route(f"{item}/draft", _endpoint(api.draft, DraftBody), methods=["GET", "PUT", "DELETE"]),
         Route(f"{item}/video", _endpoint(api.video)),

@@ -43,8 +43,13 @@ Decision = Literal["accept", "revise", "reject"]
 DECISIONS: tuple[str, ...] = ("accept", "revise", "reject")
 Status = Literal["pending", "accepted", "rejected", "needs_adjudication"]
 STATUSES: tuple[str, ...] = ("pending", "accepted", "rejected", "needs_adjudication")
-Role = Literal["annotator", "senior"]
-ROLES: tuple[str, ...] = ("annotator", "senior")
+Role = Literal["annotator", "senior", "rater"]
+ROLES: tuple[str, ...] = ("annotator", "senior", "rater")
+#: what a source's people do -> the roles they have: verify dialogues (a build workspace, a dataset), or
+#: rate a run's answers against the checklists (a run directory; the senior follows the raters' progress)
+WORK_ROLES: dict[str, tuple[str, ...]] = {"review": ("annotator", "senior"), "rate": ("rater", "senior")}
+#: a rater's answer to one checklist question about the model's answer
+Verdict = Literal["Yes", "No"]
 EditField = Literal["user", "assistant", "question", "expected"]
 CriterionKey = Literal["capability", "grounded", "coherent"]
 #: the paper's three checks (§3.2 Human Verification), in the order the pages show them
@@ -184,9 +189,14 @@ def status_of(reviews: list[Annotation], adjudication: Annotation | None,
     return "needs_adjudication"
 
 
-def content_hash(rounds: list[dict[str, Any]], checklists: dict[int, list[ChecklistItem]]) -> str:
-    """Fingerprint of a dialogue's rounds and checklists (what a decision was made on)."""
-    obj = {"rounds": rounds, "checklists": {str(k): [i.model_dump() for i in v] for k, v in checklists.items()}}
+def content_hash(rounds: list[dict[str, Any]], checklists: dict[int, list[ChecklistItem]],
+                 answers: dict[int, str] | None = None) -> str:
+    """Fingerprint of a dialogue's rounds and checklists (what a decision was made on), and of the model's
+    answers when they are rated (a run directory's items)."""
+    obj: dict[str, Any] = {"rounds": rounds,
+                           "checklists": {str(k): [i.model_dump() for i in v] for k, v in checklists.items()}}
+    if answers:
+        obj["answers"] = {str(k): v for k, v in answers.items()}
     return pyjson_digest(obj)
 
 
@@ -207,6 +217,8 @@ class ReviewItem(BaseModel):
     adjudication: Annotation | None = None
     #: decisions handed to the senior (from the store; never written to a queue file)
     referrals: list[Referral] = Field(default_factory=list)
+    #: scored round -> the model's answer its checklist is rated against (a run directory's items only)
+    answers: dict[int, str] = Field(default_factory=dict)
 
     @property
     def status(self) -> Status:
@@ -346,6 +358,40 @@ def check_verdict(item: ReviewItem, decision: str, edits: list[Edit], criteria: 
         raise ReviewError(f"{item.id}: accept keeps every checklist item ({revised[0]} is marked revise): "
                           "choose revise or reject")
     return criteria, marks
+
+
+class Rating(BaseModel):
+    """One rater's answers to the checklists of one dialogue's scored turns about the model's answers
+    (``"3.Q1"``: round 3, question Q1 -> Yes / No), as the judge answers them."""
+
+    rater: str
+    marks: dict[str, Verdict]
+    at: str = ""
+    #: active seconds on the dialogue before the first rating (see :class:`Annotation`)
+    seconds: float | None = None
+    #: the history entry that recorded it (what an undo names)
+    seq: int = 0
+
+
+def check_marks(item: ReviewItem, marks: dict[str, str]) -> dict[str, Verdict]:
+    """A complete rating of ``item``: every checklist question of its rated turns answered Yes or No
+    (in the item's order), or one :class:`ReviewError` naming what is missing or unknown."""
+    keys = item.checklist_keys()
+    unknown = sorted(set(marks) - set(keys))
+    if unknown:
+        raise ReviewError(f"{item.id}: no checklist question {unknown[0]} to rate (questions are named round.key, "
+                          f"e.g. {keys[0] if keys else '3.Q1'})")
+    missing = [k for k in keys if k not in marks]
+    if missing:
+        raise ReviewError(f"{item.id}: answer every checklist question Yes or No ({len(missing)} left, first "
+                          f"{missing[0]})")
+    out: dict[str, Verdict] = {}
+    for k in keys:
+        v = yes_no(marks[k])
+        if v is None:
+            raise ReviewError(f"{item.id}: {k} must be answered Yes or No, got {str(marks[k])[:40]!r}")
+        out[k] = v  # type: ignore[assignment]
+    return out
 
 
 class ReviewQueue(BaseModel):

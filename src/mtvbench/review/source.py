@@ -6,6 +6,9 @@
 - **Dataset** (``mtqa/``, ``checklist/``, ``videos/``): one item per dialogue, id
   ``<task>/<video>/<event>``, so that a team can re-verify a released benchmark; time ranges
   and kind come from its ``metadata.json`` when it has one (a dataset made by ``mtvbench build``).
+- **Run directory** (``config.yaml``, ``benchmark.json``): not verified but *rated*
+  (``work = "rate"``): raters answer the checklists of a sample of its answers
+  (:mod:`mtvbench.review.run_source`).
 
 Either way the decisions live in ``PATH/review.sqlite`` (or ``--store FILE`` for a dataset
 folder that must stay untouched).
@@ -64,6 +67,9 @@ class ReviewSource:
     kind: str = ""
     #: the kind in words, for the message about a folder of no known kind
     describe: str = ""
+    #: what people do with its items: verify them ("review": annotators and seniors) or rate a model's
+    #: answers ("rate": raters; :data:`mtvbench.review.model.WORK_ROLES`)
+    work: str = "review"
 
     def __init__(self, root: Path):
         self.root = root
@@ -84,6 +90,9 @@ class ReviewSource:
 
     def files(self) -> list[Path]:
         raise NotImplementedError
+
+    def prepare(self, store: ReviewStore) -> None:
+        """What the source needs from the store before its first :meth:`load` (a run directory's sample)."""
 
     def fingerprint(self) -> tuple[tuple[str, int, int], ...]:
         """Changes when the files the items come from change (the app then reloads them)."""
@@ -124,13 +133,15 @@ def _as_source(obj: object) -> type[ReviewSource]:
 SOURCES: Registry[type[ReviewSource]] = Registry("review source", coerce=_as_source)
 SOURCES.add("workspace", "mtvbench.construct.review_source:WorkspaceSource")
 SOURCES.add("dataset", "mtvbench.review.dataset_source:DatasetSource")
+SOURCES.add("run", "mtvbench.review.run_source:RunSource")
 
 
 def open_source(path: Path | str) -> ReviewSource:
-    """The review source at ``path``: a build workspace or a released-layout dataset."""
+    """The review source at ``path``: a build workspace, a released-layout dataset or a run directory."""
     root = Path(path).expanduser()
     if not root.is_dir():
-        raise InputError(f"{root}: not a folder (expected a build workspace or a dataset in the released layout)")
+        raise InputError(f"{root}: not a folder (expected a build workspace, a dataset in the released layout or "
+                         "a run directory)")
     root = root.resolve()
     kinds = [SOURCES.get(name) for name in SOURCES.names()]
     for kind in kinds:

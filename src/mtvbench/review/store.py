@@ -25,12 +25,15 @@ replaces the earlier one), ``adjudications`` (the senior's decision per item and
 hash), ``referrals`` (decisions handed to the senior, open until a senior decides), ``claims``
 (which annotator opened which item when: the queue hands an item to at most two annotators),
 ``history`` (every decision ever made, append-only: the audit trail; ``replaced`` keeps what a
-decision replaced, so that the last one can be undone), ``drafts`` (what a person typed on an item
+decision replaced, so that the last one can be undone), ``ratings`` (a run directory's raters: each
+rater's Yes/No answers to the checklists of a dialogue's rated turns, per content hash; added within
+format 2: a file without it has no ratings), ``drafts`` (what a person typed on an item
 and has not submitted yet, per scope, item and person), ``users`` (names, roles and the SHA-256 of
 their access tokens; tokens themselves are never stored), ``signing`` (a per-name signing epoch,
 part of every signed video URL: removing a user or replacing their token moves it on, so the links
 already handed out stop working at once) and ``settings`` (the key video URLs are signed with, so
-that links survive a restart of the server).
+that links survive a restart of the server, and a run directory's rating sample: the same for every rater
+and every restart).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from mtvbench.review.model import (
     Annotation,
     Criterion,
     Edit,
+    Rating,
     Referral,
     ReviewConflictError,
     ReviewError,
@@ -63,6 +67,7 @@ from mtvbench.review.model import (
     Status,
     UnknownItemError,
     check_decision,
+    check_marks,
     check_name,
     check_verdict,
     status_of,
@@ -130,6 +135,9 @@ CREATE TABLE IF NOT EXISTS users(
   name TEXT PRIMARY KEY, role TEXT NOT NULL, token_sha256 TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS signing(name TEXT PRIMARY KEY, epoch INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ratings(
+  item_id TEXT NOT NULL, content_hash TEXT NOT NULL, rater TEXT NOT NULL, marks TEXT NOT NULL, first_at TEXT NOT NULL,
+  at TEXT NOT NULL, seconds REAL, seq INTEGER NOT NULL, PRIMARY KEY(item_id, content_hash, rater));
 """,
     hint="open it with the mtvbench version that wrote it, or choose another file with --store FILE",
     write_hint="choose another place with --store FILE (or free some space); no decision was lost before this one")
@@ -533,10 +541,18 @@ class ReviewStore:
 
     def _log(self, db: sqlite3.Connection, item_id: str, h: str, action: str, a: Annotation,
              replaced: Annotation | None = None) -> int:
+        return self._history(db, item_id, h, a.annotator, action, a.at or now_iso(), decision=a.decision,
+                             edits=_edits_json(a.edits), comment=a.comment, criteria=_dump(a.criteria),
+                             checklist=_dump(a.checklist), replaced=_dump(replaced))
+
+    @staticmethod
+    def _history(db: sqlite3.Connection, item_id: str, h: str, who: str, action: str, at: str, *,
+                 decision: str = "", edits: str = "[]", comment: str = "", criteria: str | None = None,
+                 checklist: str | None = None, replaced: str | None = None) -> int:
+        """Append one entry to the audit trail; its ``seq``."""
         cur = db.execute("INSERT INTO history(at, item_id, content_hash, who, action, decision, edits, comment, "
                          "criteria, checklist, replaced) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-                         (a.at or now_iso(), item_id, h, a.annotator, action, a.decision, _edits_json(a.edits),
-                          a.comment, _dump(a.criteria), _dump(a.checklist), _dump(replaced)))
+                         (at, item_id, h, who, action, decision, edits, comment, criteria, checklist, replaced))
         return int(cur.lastrowid or 0)
 
     def history(self) -> list[HistoryEvent]:
@@ -581,9 +597,96 @@ class ReviewStore:
     # ------------------------------------------------------------------ signing key
     def signing_key(self) -> bytes:
         """The key video URLs are signed with, made once and kept in the store (links survive a restart)."""
+        return bytes.fromhex(self.keep_setting("signing_key", secrets.token_hex(32)))
+
+    def keep_setting(self, key: str, value: Any) -> Any:
+        """The stored value of ``key`` (JSON-able), storing ``value`` first when there is none."""
         with self._tx() as db:
-            db.execute("INSERT OR IGNORE INTO settings VALUES('signing_key', ?)", (secrets.token_hex(32),))
-            return bytes.fromhex(db.execute("SELECT value FROM settings WHERE key='signing_key'").fetchone()[0])
+            db.execute("INSERT OR IGNORE INTO settings VALUES(?, ?)",
+                       (key, value if isinstance(value, str) else json.dumps(value)))
+            stored = db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()[0]
+        return stored if isinstance(value, str) else json.loads(stored)
+
+    def setting(self, key: str) -> str | None:
+        """The stored text of ``key`` (None: not set)."""
+        with self._tx(write=False) as db:
+            row = db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    # ------------------------------------------------------------------ ratings (a run directory's raters)
+    def rate(self, item: ReviewItem, rater: str, marks: dict[str, str], *, expected_hash: str | None = None,
+             active_seconds: float | None = None) -> Rating:
+        """``rater``'s complete rating of ``item`` (every checklist question answered Yes/No); a later
+        rating by the same rater replaces theirs (the audit trail keeps both). ``active_seconds`` is
+        kept for the first rating."""
+        who = check_name(rater, "rater")
+        clean = check_marks(item, marks)
+        with self._tx() as db:
+            self._current(db, item, expected_hash)
+            prev = self._rating(db, item, who)
+            if prev is not None and prev.marks == clean:
+                self._drop_draft(db, "rate", item.id, who)
+                return prev
+            at = now_iso()
+            seconds = prev.seconds if prev is not None else \
+                (max(0.0, active_seconds) if active_seconds is not None else None)
+            seq = self._history(db, item.id, item.content_hash, who, "rate", at, checklist=_dump(clean),
+                                replaced=_dump(prev))
+            new = Rating(rater=who, marks=clean, at=at, seconds=seconds, seq=seq)
+            self._put_rating(db, item, new)
+            self._drop_draft(db, "rate", item.id, who)
+            return new
+
+    def unrate(self, item: ReviewItem, rater: str, seq: int) -> Rating | None:
+        """Take back ``rater``'s rating ``seq`` while it is their latest on the item: the one it replaced
+        comes back (None: the item is unrated again)."""
+        with self._tx() as db:
+            self._current(db, item, None)
+            mine = self._rating(db, item, rater)
+            if mine is None or mine.seq != seq:
+                raise ReviewConflictError(f"{item.id}: that rating can no longer be undone (it is not your latest "
+                                          "rating of this dialogue)")
+            prev = _json_or_none(db.execute("SELECT replaced FROM history WHERE seq=?", (seq,)).fetchone()[0])
+            if prev is None:
+                db.execute("DELETE FROM ratings WHERE item_id=? AND content_hash=? AND rater=?",
+                           (item.id, item.content_hash, rater))
+            else:
+                self._put_rating(db, item, Rating.model_validate(prev))
+            self._history(db, item.id, item.content_hash, rater, "undo", now_iso(), checklist=_dump(mine.marks))
+            return Rating.model_validate(prev) if prev is not None else None
+
+    @staticmethod
+    def _put_rating(db: sqlite3.Connection, item: ReviewItem, r: Rating) -> None:
+        """Insert ``r``, or replace the rater's rating (keeping when they first rated the item)."""
+        db.execute("INSERT INTO ratings(item_id, content_hash, rater, marks, first_at, at, seconds, seq) "
+                   "VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(item_id, content_hash, rater) DO UPDATE SET "
+                   "marks=excluded.marks, at=excluded.at, seconds=excluded.seconds, seq=excluded.seq",
+                   (item.id, item.content_hash, r.rater, _dump(r.marks), r.at, r.at, r.seconds, r.seq))
+
+    @staticmethod
+    def _rating_of(row: sqlite3.Row) -> Rating:
+        return Rating(rater=row["rater"], marks=json.loads(row["marks"]), at=row["at"], seconds=row["seconds"],
+                      seq=row["seq"])
+
+    def _rating(self, db: sqlite3.Connection, item: ReviewItem, rater: str) -> Rating | None:
+        row = db.execute("SELECT * FROM ratings WHERE item_id=? AND content_hash=? AND rater=?",
+                         (item.id, item.content_hash, rater)).fetchone()
+        return self._rating_of(row) if row else None
+
+    def ratings(self, current: dict[str, str]) -> tuple[dict[str, list[Rating]], int]:
+        """The ratings of each item made on its current content (``current``: id -> content hash), in the
+        order they were first made, and how many ratings of those items were made on other content."""
+        out: dict[str, list[Rating]] = {i: [] for i in current}
+        other = 0
+        with self._tx(write=False) as db:
+            for row in db.execute("SELECT * FROM ratings ORDER BY first_at, rowid"):
+                if row["item_id"] not in current:
+                    continue
+                if current[row["item_id"]] == row["content_hash"]:
+                    out[row["item_id"]].append(self._rating_of(row))
+                else:
+                    other += 1
+        return out, other
 
     # ------------------------------------------------------------------ queue
     def claim(self, item_id: str, who: str) -> bool:

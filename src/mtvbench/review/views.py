@@ -10,6 +10,10 @@
 - A **senior** who is not one of the item's annotators sees everything: the status, both decisions,
   the decisions handed to the senior (with notices), the word diff of every edited field and the
   final decision.
+- A **rater** (a run directory's items, paper §4.5) sees the dialogue, the model's answer of each rated
+  turn, each checklist question without its expected answer, and their own rating: nothing of the judge
+  (no verdict, no score) and nothing of the other raters (:func:`rating_summary`, :func:`rating_detail`).
+  Everyone sees a run's items that way; how many raters rated an item is for seniors only.
 
 The JSON that leaves the app is built here from an item and its state (:func:`summary`, :func:`detail`).
 """
@@ -20,7 +24,7 @@ from typing import Any, Literal
 
 from mtvbench.data.schema import is_model_turn
 from mtvbench.review.diffs import compare
-from mtvbench.review.model import Annotation, ReviewItem
+from mtvbench.review.model import Annotation, Rating, ReviewItem
 from mtvbench.review.store import ItemState, Principal
 from mtvbench.util.timecodes import hms, ranges_in, segments
 
@@ -42,7 +46,7 @@ def yours(st: ItemState, me: Principal) -> Yours:
     return "taken" if st.closed else "open"
 
 
-def dump(a: Annotation | None) -> dict[str, Any] | None:
+def dump(a: Annotation | Rating | None) -> dict[str, Any] | None:
     return a.model_dump(mode="json") if a is not None else None
 
 
@@ -69,21 +73,32 @@ def summary(it: ReviewItem, st: ItemState, me: Principal) -> dict[str, Any]:
             "referred": len(st.open_referrals) if seer else None}
 
 
-def _rounds(it: ReviewItem) -> tuple[list[dict[str, Any]], list[tuple[float, float]]]:
+def _round_text(k: int, r: dict[str, str | None]) -> dict[str, Any]:
+    """What every view shows of round ``k``: its texts with their time references, and its ability."""
+    user, assistant = r.get("User") or "", r.get("Assistant") or ""
+    return {"index": k, "ability": r.get("Ability"), "user": user, "assistant": assistant,
+            "user_segments": [s.model_dump() for s in segments(user)],
+            "assistant_segments": [s.model_dump() for s in segments(assistant)],
+            "ranges": [list(x) for x in ranges_in(user) + ranges_in(assistant)]}
+
+
+def _rounds(it: ReviewItem) -> list[dict[str, Any]]:
     rounds = []
-    named: list[tuple[float, float]] = []
     for k, r in enumerate(it.rounds, 1):
-        user, assistant, ability = r.get("User") or "", r.get("Assistant") or "", r.get("Ability")
-        model_turn = is_model_turn(it.task, ability)
+        model_turn = is_model_turn(it.task, r.get("Ability"))
         checklist = it.checklists.get(k, [])
-        here = ranges_in(user) + ranges_in(assistant)
-        named += here
-        rounds.append({"index": k, "ability": ability, "model_turn": model_turn,
-                       "scored": model_turn and bool(checklist), "user": user, "assistant": assistant,
-                       "user_segments": [s.model_dump() for s in segments(user)],
-                       "assistant_segments": [s.model_dump() for s in segments(assistant)],
-                       "ranges": [list(x) for x in here], "checklist": [c.model_dump() for c in checklist]})
-    return rounds, named
+        rounds.append(_round_text(k, r) | {"model_turn": model_turn, "scored": model_turn and bool(checklist),
+                                           "checklist": [c.model_dump() for c in checklist]})
+    return rounds
+
+
+def _ranges(it: ReviewItem, rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The unit's time ranges and those the rounds name, once each, in order, as chips."""
+    out: list[tuple[float, float]] = []
+    for x in list(it.ranges) + [tuple(r) for rnd in rounds for r in rnd["ranges"]]:
+        if x not in out:
+            out.append(x)  # type: ignore[arg-type]
+    return [{"start": a, "end": b, "label": f"{hms(a)}–{hms(b)}"} for a, b in sorted(out)]
 
 
 def _notices(st: ItemState) -> list[str]:
@@ -100,15 +115,10 @@ def _notices(st: ItemState) -> list[str]:
 def detail(it: ReviewItem, st: ItemState, me: Principal, *, video_url: str | None,
            drafts: dict[str, Any]) -> dict[str, Any]:
     """One dialogue as ``me`` may see it."""
-    rounds, named = _rounds(it)
-    ranges: list[tuple[float, float]] = []
-    for x in list(it.ranges) + named:
-        if x not in ranges:
-            ranges.append(x)
-    ranges.sort()
+    rounds = _rounds(it)
     out = summary(it, st, me) | {
         "unit": it.unit, "content_hash": it.content_hash, "video_url": video_url, "start_at": start_at(it),
-        "ranges": [{"start": a, "end": b, "label": f"{hms(a)}–{hms(b)}"} for a, b in ranges],
+        "ranges": _ranges(it, rounds),
         "checklist_keys": it.checklist_keys(), "rounds": rounds, "mine": dump(st.review_of(me.name)),
         "my_referral": dump(st.referral_of(me.name)), "drafts": drafts, "claimed": me.name in st.claims,
         "reviews": None, "referrals": None, "notices": None, "diff": None, "adjudication": None}
@@ -120,3 +130,32 @@ def detail(it: ReviewItem, st: ItemState, me: Principal, *, video_url: str | Non
                 "sides": [dump(r) for r in sides],
                 "diff": [d.model_dump() for d in compare(it, sides)] if sides else []}
     return out
+
+
+# ------------------------------------------------------------------------------ rating (a run directory)
+
+def rating_summary(it: ReviewItem, mine: Rating | None, me: Principal, raters: int | None = None) -> dict[str, Any]:
+    """One row of a run's item list: the dialogue, its size, whether ``me`` rated it (``raters``, how
+    many did, only for a senior)."""
+    return {"id": it.id, "video": it.video, "task": it.task.value, "task_label": it.task.label, "event": it.event,
+            "turns": len(it.answers), "questions": len(it.checklist_keys()), "mine": "rated" if mine else None,
+            "raters": raters if me.role == "senior" else None}
+
+
+def rating_detail(it: ReviewItem, mine: Rating | None, me: Principal, *, video_url: str | None,
+                  drafts: dict[str, Any]) -> dict[str, Any]:
+    """One dialogue of a run as a rater sees it: every round (question and golden answer), the model's
+    answer of each rated turn and its checklist questions WITHOUT their expected answers, and ``me``'s own
+    rating; nothing of the judge or of the other raters."""
+    rounds = []
+    for k, r in enumerate(it.rounds, 1):
+        answer = it.answers.get(k)
+        rounds.append(_round_text(k, r) | {
+            "rated": answer is not None, "answer": answer,
+            "answer_segments": [s.model_dump() for s in segments(answer)] if answer is not None else [],
+            "questions": [{"key": c.key, "question": c.question} for c in it.checklists.get(k, [])]
+            if answer is not None else []})
+    return rating_summary(it, mine, me) | {
+        "content_hash": it.content_hash, "video_url": video_url, "start_at": start_at(it),
+        "ranges": _ranges(it, rounds), "question_keys": it.checklist_keys(), "rounds": rounds,
+        "mine": dump(mine), "drafts": drafts}

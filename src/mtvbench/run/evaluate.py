@@ -32,6 +32,7 @@ from mtvbench.models.resilience import CircuitOpenError
 from mtvbench.protocol import EvalProtocol, get_protocol
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.lock import RunLock
+from mtvbench.run.replay import stored_answers
 from mtvbench.run.rescore import score_dir
 from mtvbench.run.rundir import RunSnapshot, write_config, write_snapshot
 from mtvbench.run.runner import Runner, RunProgress, RunSummary
@@ -79,9 +80,9 @@ def _video_key(path: Path) -> str:
 
 
 def dispatcher_for(cfg: RunConfig, cache_root: Path | None) -> Dispatcher:
-    """Where the run's model calls run: this process, or a Ray cluster (``executor: ray``; without the
-    extra one error, before anything is written)."""
-    if cfg.executor != "ray":
+    """Where the run's model calls run: this process (also for stored answers, ``answers_from``), or a Ray
+    cluster (``executor: ray``; without the extra one error, before anything is written)."""
+    if cfg.executor != "ray" or cfg.answers_from is not None:
         return LocalDispatcher(cfg.concurrency, cfg.videos_in_flight, cfg.decode_workers)
     from mtvbench.dispatch.ray import RayDispatcher
 
@@ -116,11 +117,9 @@ def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = F
 
 async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
                          wait: bool = False) -> tuple[Scores, RunSummary]:
-    """Run (or resume) one evaluation into ``cfg.out``, in the running event loop (one loop from the first
-    call to the last close; :func:`evaluate` is this in a loop of its own).
-
-    Only what is missing or no longer valid is asked; everything is committed as it arrives, and
-    the score files are written at the end (also when the circuit breaker stopped the run).
+    """Run (or resume) one evaluation into ``cfg.out`` in the running event loop (:func:`evaluate`: in its own).
+    Only what is missing or no longer valid is asked; everything is committed as it arrives, and the score
+    files are written at the end (also when the circuit breaker stopped the run).
 
     Args:
         cfg: the settings (:func:`mtvbench.config.build_config` resolves presets and checks them).
@@ -142,7 +141,7 @@ async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
     model: ModelBackend | None = None
     judge: Judge | None = None
     try:
-        model = dispatcher.driver_model(cfg.backend_spec, cfg.model_settings.backend_options())
+        model = _model(cfg, dispatcher, bench, video_keys)
         judge = create_judge(cfg.judge, cfg.judge_settings.backend_options(), cfg.judge_max_attempts,
                              cfg.judge_settings.temperature, protocol)
         keys = RunKeys(cfg, video_keys, reads_golden=abilities(model).reads_golden_answer)
@@ -177,10 +176,20 @@ async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
     return scored.scores, summary
 
 
+def _model(cfg: RunConfig, dispatcher: Dispatcher, bench: Benchmark, video_keys: dict[str, str]) -> ModelBackend:
+    """The model under test: the dispatcher's, or another run's stored answers (``answers_from``: no call)."""
+    if cfg.answers_from is None:
+        return dispatcher.driver_model(cfg.backend_spec, cfg.model_settings.backend_options())
+    assert isinstance(dispatcher, LocalDispatcher)  # dispatcher_for: stored answers are read here
+    model = dispatcher.model = stored_answers(cfg, bench, video_keys)
+    return model
+
+
 def _inputs(cfg: RunConfig) -> tuple[Path, EvalProtocol, Benchmark, Benchmark]:
     """The run directory, the protocol, the dataset as the protocol reads it and the part of it this run
     asks; what is missing or unusable here (an extra, the data, a task) fails before anything is written."""
-    require_backend(cfg.backend_spec, "model")
+    if cfg.answers_from is None:  # stored answers (run.replay) need no backend
+        require_backend(cfg.backend_spec, "model")
     require_backend(cfg.judge, "judge")
     run_dir = Path(cfg.out)
     if run_dir.exists() and not run_dir.is_dir():

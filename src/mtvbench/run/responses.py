@@ -7,10 +7,22 @@ score, turn score)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from mtvbench.data.schema import Dialogue
+from mtvbench.data.schema import Dialogue, Round
 from mtvbench.scoring.aggregate import DialogueScore
+
+
+def judged_answer(d: Dialogue, r: Round, responses: Mapping[str, Any]) -> str | None:
+    """The answer round ``r``'s checklist is judged against: the model's answer at the round the protocol
+    names (its own, or another round's under ``authors``), or the scripts' fixed placeholder; None when
+    the run has no answer there (yet)."""
+    source = r.answer_index
+    if source is None:
+        return r.placeholder_answer
+    rec = responses.get(d.turn_id(source))
+    return rec["text"] if rec else None
 
 
 def responses_jsonl(dialogues: list[Dialogue], responses: dict[str, Any], verdicts: dict[str, Any],
@@ -27,7 +39,7 @@ def responses_jsonl(dialogues: list[Dialogue], responses: dict[str, Any], verdic
             ts = turn_scores.get(tid)
             runs = verdicts.get(tid, {})
             source = r.answer_index
-            judged = r.placeholder_answer if source is None else (responses.get(d.turn_id(source)) or {}).get("text")
+            judged = judged_answer(d, r, responses)
             lines.append(json.dumps({
                 "turn_id": tid, "task": d.task.value, "video": d.video, "event": d.event, "round": r.index,
                 "ability": r.ability, "model_turn": r.model_turn, "scored": r.scored,

@@ -6,7 +6,7 @@
 (() => {
   const { api, el, itemPath, toast, toastAction, videoPanel, renderRounds, collectEdits, editorValues, setEditorValues,
     editsAsValues, collectMarks, setMarks, criteriaPanel, activeClock, draftKeeper, focusPage, requireSession,
-    isTyping } = MTV;
+    shortcut, helpOverlay, playRange, playPause, openFirst, nextId, queueDone, postDecision, undoLast } = MTV;
   const $ = (id) => document.getElementById(id);
   let me = null;
   let item = null;
@@ -16,6 +16,7 @@
   let crit = null;
   let clock = null;
   let drafts = null;
+  let toggleHelp = () => {};
 
   function setMode(m, quiet) {
     mode = m;
@@ -117,17 +118,13 @@
   }
 
   async function next(after) {
-    const r = await api("GET", "/api/next" + (after ? "?after=" + encodeURIComponent(after) : ""));
-    if (!r.id) {
-      if (drafts.dirty()) await drafts.flush();
+    const id = await nextId(after);
+    if (!id) {
+      await queueDone(drafts, $("workspace"), $("done"), "/annotate");
       item = null;
-      drafts.open(null, null);
-      $("workspace").hidden = true;
-      $("done").hidden = false;
-      history.replaceState(null, "", "/annotate");
       return;
     }
-    await load(r.id);
+    await load(id);
   }
 
   // The body of a decision, or null (with a message) when something is missing.
@@ -166,17 +163,9 @@
     if (!item) return;
     const body = decisionBody(decision);
     if (!body) return;
-    await drafts.flush(); // what was typed is on the server whatever happens next
     const id = item.id;
-    let r;
-    try {
-      r = await api("POST", "/api/items/" + itemPath(id) + "/review", body);
-    } catch (e) {
-      toast(e.message, "error");
-      if (e.status === 409) await load(id).catch(() => {}); // the dialogue changed: reload it, the draft comes back
-      return;
-    }
-    drafts.done();
+    const r = await postDecision(drafts, "/api/items/" + itemPath(id) + "/review", body, () => load(id));
+    if (!r) return;
     const saved = r.mine || r.my_referral;
     document.body.dataset.lastSaved = id + ":" + saved.decision;
     const undo = decision === "accept" && r.undo ? { label: "Undo (u)", run: () => undoDecision(id, r.undo) } : null;
@@ -185,16 +174,8 @@
     focusPage($("workspace"));
   }
 
-  async function undoDecision(id, seq) {
-    try {
-      await api("POST", "/api/items/" + itemPath(id) + "/undo", { seq });
-      await load(id);
-      document.body.dataset.lastSaved = id + ":undone";
-      toast("Undone: " + id + " is back as it was.", "ok");
-      focusPage($("workspace"));
-    } catch (e) {
-      toast(e.message, "error");
-    }
+  function undoDecision(id, seq) {
+    return undoLast(id, seq, load, "Undone: " + id + " is back as it was.", $("workspace"));
   }
 
   function onKey(ev) {
@@ -208,8 +189,7 @@
       submit(mode);
       return;
     }
-    if (isTyping(ev) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    const actions = {
+    shortcut(ev, {
       a: () => submit("accept"),
       r: () => setMode("revise"),
       x: () => setMode("reject"),
@@ -220,19 +200,10 @@
       j: () => focusRound(current + 1),
       k: () => focusRound(current - 1),
       n: () => next(item ? item.id : undefined),
-      t: () => {
-        const r = item && item.rounds[current];
-        const rng = (r && r.ranges[0]) || (item && item.ranges[0] && [item.ranges[0].start, item.ranges[0].end]);
-        if (rng) seek(rng[0], rng[1]);
-      },
-      p: () => { const v = $("player"); if (v.paused) v.play().catch(() => {}); else v.pause(); },
-      "?": () => { $("help").hidden = !$("help").hidden; },
-    };
-    const act = actions[ev.key];
-    if (act && (item !== null || ev.key === "?" || ev.key === "u")) {
-      ev.preventDefault();
-      act();
-    }
+      t: () => playRange(seek, item && item.rounds[current], item),
+      p: () => playPause($("player")),
+      "?": toggleHelp,
+    }, item !== null);
   }
 
   async function main() {
@@ -255,15 +226,9 @@
     $("submit").addEventListener("click", () => submit(mode));
     $("cancel").addEventListener("click", () => { setMode("read"); focusPage($("workspace")); });
     $("skip").addEventListener("click", () => next(item ? item.id : undefined));
-    $("help-button").addEventListener("click", () => { $("help").hidden = !$("help").hidden; });
-    $("help").addEventListener("click", (ev) => { if (ev.target === $("help")) $("help").hidden = true; });
+    toggleHelp = helpOverlay($("help"), $("help-button"));
     document.addEventListener("keydown", onKey);
-    const id = new URLSearchParams(location.search).get("id");
-    try {
-      if (id) await load(id); else await next();
-    } catch (e) {
-      toast(e.message, "error");
-    }
+    await openFirst(load, next);
   }
 
   main();

@@ -188,26 +188,36 @@ const MTV = (() => {
   // The dialogue, round by round. With editable=true every text has an editor (shown in edit
   // mode, see app.css) and every checklist item a keep / revise mark: data-round/-field/-item/
   // -original let collectEdits() find what changed; an edited checklist item is marked revise.
+  // One round as a section (id round-K): its header with a badge, and its User and golden-answer texts
+  // (time references as chips); .turns.user / .turns.assistant are the two text blocks.
+  function roundSection(r, seek, badge, highlight) {
+    const head = el("header", {},
+      el("span", { class: "round-no", text: "Round " + r.index }),
+      el("span", { class: "ability", text: r.ability || "no ability label" }), badge);
+    const sec = el("section", { class: "round" + (highlight ? " scored" : ""), id: "round-" + r.index,
+      data: { index: r.index } }, head);
+    const turns = {};
+    for (const fld of ["user", "assistant"]) {
+      const text = el("div", { class: "text" });
+      segmentsInto(text, r[fld + "_segments"], seek);
+      turns[fld] = el("div", { class: "turn " + fld }, el("div", { class: "who", text: FIELD_LABEL[fld] }), text);
+      sec.append(turns[fld]);
+    }
+    return { sec, turns };
+  }
+
   function renderRounds(container, item, seek, editable) {
     container.replaceChildren();
     for (const r of item.rounds) {
-      const head = el("header", {},
-        el("span", { class: "round-no", text: "Round " + r.index }),
-        el("span", { class: "ability", text: r.ability || "no ability label" }),
-        r.scored ? el("span", { class: "badge scored", text: "scored" })
-          : el("span", { class: "badge", text: r.model_turn ? "model turn, no checklist" : "context" }));
-      const sec = el("section", { class: "round" + (r.scored ? " scored" : ""), id: "round-" + r.index,
-        data: { index: r.index } }, head);
+      const badge = r.scored ? el("span", { class: "badge scored", text: "scored" })
+        : el("span", { class: "badge", text: r.model_turn ? "model turn, no checklist" : "context" });
+      const { sec, turns } = roundSection(r, seek, badge, r.scored);
       for (const fld of ["user", "assistant"]) {
-        const text = el("div", { class: "text" });
-        segmentsInto(text, r[fld + "_segments"], seek);
-        const turn = el("div", { class: "turn " + fld }, el("div", { class: "who", text: FIELD_LABEL[fld] }), text);
         if (editable) {
-          turn.append(el("textarea", { class: "editor", rows: Math.min(8, 2 + Math.ceil(r[fld].length / 70)),
+          turns[fld].append(el("textarea", { class: "editor", rows: Math.min(8, 2 + Math.ceil(r[fld].length / 70)),
             value: r[fld], "aria-label": "Round " + r.index + " " + FIELD_LABEL[fld],
             data: { round: r.index, field: fld, original: r[fld], key: fieldKey(r.index, fld) } }));
         }
-        sec.append(turn);
       }
       if (r.checklist.length) {
         const ol = el("ol", { class: "checklist" });
@@ -443,6 +453,8 @@ const MTV = (() => {
     for (const a of document.querySelectorAll("header.top nav a")) a.classList.toggle("active", a.pathname === location.pathname);
     const me = await session();
     const slot = document.getElementById("me");
+    document.body.dataset.work = me.work;
+    document.body.dataset.roles = (me.roles || []).join(",");
     if (!me.name) {
       if (slot) slot.replaceChildren(el("a", { href: "/", text: "sign in" }));
       document.body.dataset.mode = me.mode;
@@ -464,7 +476,91 @@ const MTV = (() => {
     return t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable;
   }
 
-  return { api, el, itemPath, hms, duration, toast, toastAction, segmentsInto, videoPanel, renderRounds, collectEdits,
+  // The one-key shortcuts of a work page (annotate, rate): run actions[ev.key] unless the key goes into a text
+  // box or comes with a modifier; while no dialogue is shown only "?" (help) and "u" (undo) act.
+  function shortcut(ev, actions, shown) {
+    if (isTyping(ev) || ev.ctrlKey || ev.metaKey || ev.altKey) return false;
+    const act = actions[ev.key];
+    if (!act || !(shown || ev.key === "?" || ev.key === "u")) return false;
+    ev.preventDefault();
+    act();
+    return true;
+  }
+
+  // The keyboard help of a work page: its button toggles it, a click beside it closes it; returns the toggle.
+  function helpOverlay(help, button) {
+    const toggle = () => { help.hidden = !help.hidden; };
+    button.addEventListener("click", toggle);
+    help.addEventListener("click", (ev) => { if (ev.target === help) help.hidden = true; });
+    return toggle;
+  }
+
+  // `t`: play the time range the round names first, else the dialogue's first.
+  function playRange(seek, round, item) {
+    const rng = (round && round.ranges[0]) || (item && item.ranges[0] && [item.ranges[0].start, item.ranges[0].end]);
+    if (rng) seek(rng[0], rng[1]);
+  }
+
+  function playPause(video) {
+    if (video.paused) video.play().catch(() => {}); else video.pause();
+  }
+
+  // The id of this person's next dialogue (after `after`), null when none is left.
+  async function nextId(after) {
+    return (await api("GET", "/api/next" + (after ? "?after=" + encodeURIComponent(after) : ""))).id;
+  }
+
+  // Nothing left for this person: what was typed is saved, the "done" panel replaces the work.
+  async function queueDone(drafts, workspace, done, path) {
+    if (drafts.dirty()) await drafts.flush();
+    drafts.open(null, null);
+    workspace.hidden = true;
+    done.hidden = false;
+    history.replaceState(null, "", path);
+  }
+
+  // Post a decision or a rating, what was typed saved first whatever happens; a refusal is said, and a dialogue
+  // that changed meanwhile (409) is loaded again (the draft comes back). The answer, or null when refused.
+  async function postDecision(drafts, url, body, reload) {
+    await drafts.flush();
+    try {
+      const r = await api("POST", url, body);
+      drafts.done();
+      return r;
+    } catch (e) {
+      toast(e.message, "error");
+      if (e.status === 409) await reload().catch(() => {});
+      return null;
+    }
+  }
+
+  // Take back this person's decision or rating `seq` on dialogue `id` (the undo toast's action): the dialogue is
+  // loaded again, then(answer) may put back what was submitted, and the focus returns to the page (`workspace`).
+  async function undoLast(id, seq, load, message, workspace, then) {
+    try {
+      const back = await api("POST", "/api/items/" + itemPath(id) + "/undo", { seq });
+      await load(id);
+      if (then) then(back);
+      document.body.dataset.lastSaved = id + ":undone";
+      toast(message, "ok");
+      focusPage(workspace);
+    } catch (e) {
+      toast(e.message, "error");
+    }
+  }
+
+  // A work page's first dialogue: the one named by ?id=, else the next one for this person.
+  async function openFirst(load, next) {
+    const id = new URLSearchParams(location.search).get("id");
+    try {
+      if (id) await load(id); else await next();
+    } catch (e) {
+      toast(e.message, "error");
+    }
+  }
+
+  return { api, el, itemPath, hms, duration, toast, toastAction, segmentsInto, videoPanel, roundSection, renderRounds, collectEdits,
+    shortcut, helpOverlay, playRange, playPause, openFirst, nextId, queueDone, postDecision, undoLast,
     editorValues, setEditorValues, editsAsValues, collectMarks, setMarks, criteriaPanel, activeClock, draftKeeper,
     focusPage, fieldKey, session, signIn, signOut, requireSession, takeTokenFromUrl, isTyping, FIELD_LABEL };
 })();

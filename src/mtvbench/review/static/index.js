@@ -5,11 +5,25 @@
   const { api, el, toast, requireSession, signIn } = MTV;
   const $ = (id) => document.getElementById(id);
 
+  // A run directory's list: whether you rated each sampled dialogue (a senior: how many raters did).
+  function rateRows(me, items) {
+    $("start").textContent = "Start rating";
+    $("start").href = "/rate";
+    $("items-head").replaceChildren(...["dialogue", "task", "video", "rated turns", "questions", "raters", "yours"].map(
+      (h) => el("th", { class: h === "raters" ? "senior-only" : null, text: h })));
+    return items.map((r) => el("tr", {},
+      el("td", {}, el("a", { href: "/rate?id=" + encodeURIComponent(r.id), text: r.id })),
+      el("td", { text: r.task_label }), el("td", { text: r.video }), el("td", { text: String(r.turns) }),
+      el("td", { text: String(r.questions) }), el("td", { class: "senior-only", text: r.raters === null ? "–" : String(r.raters) }),
+      el("td", { class: r.mine ? "decision-accept" : "muted", text: r.mine || "–" })));
+  }
+
   async function showList(me) {
     $("signin").hidden = true;
     $("home").hidden = false;
+    const sample = me.sample ? " · raters' sample: up to " + me.sample.per_task + " per task, seed " + me.sample.seed : "";
     $("hello").textContent = "Signed in as " + me.name + " (" + me.role + ") · " + me.items + " dialogues from " +
-      me.source.kind + " " + me.source.name + (me.mode === "open" ? " · open mode (loopback, no tokens)" : "");
+      me.source.kind + " " + me.source.name + sample + (me.mode === "open" ? " · open mode (loopback, no tokens)" : "");
     if (me.source_error) toast("The source could not be reloaded: " + me.source_error, "error");
     const task = $("f-task").value;
     const status = $("f-status").value;
@@ -19,6 +33,11 @@
     const { items } = await api("GET", "/api/items" + (q.toString() ? "?" + q : ""));
     const tb = $("items");
     tb.replaceChildren();
+    if (me.work === "rate") {
+      tb.append(...rateRows(me, items));
+      $("count").textContent = items.length + " shown";
+      return;
+    }
     // an annotator's rows carry no status and no count of decisions (the blind rule); a senior's do
     for (const r of items) {
       const href = (me.role === "senior" && r.status === "needs_adjudication" ? "/senior?id=" : "/annotate?id=") + encodeURIComponent(r.id);
@@ -40,6 +59,8 @@
     if (!me) {
       $("signin").hidden = false;
       $("home").hidden = true;
+      const roles = (document.body.dataset.roles || "annotator,senior").split(",");
+      $("role").replaceChildren(...roles.map((r) => el("option", { value: r, text: r === "senior" ? "senior annotator" : r })));
       if (document.body.dataset.mode === "token") {
         $("signin-form").hidden = true;
         $("signin-help").textContent = "This server gives every annotator a login link (`mtvbench review add-user`); open yours.";

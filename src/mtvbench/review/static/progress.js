@@ -78,12 +78,42 @@
       (p.me.seconds_median !== null ? " · median active time " + duration(p.me.seconds_median) : "");
   }
 
+  // A run directory's raters (seniors): rated per rater and task, active time, alpha among the raters.
+  function showRating(p) {
+    $("rating-view").hidden = false;
+    $("rater-head").replaceChildren(...["rater", "rated", "mean active time", "median active time"].map((h) => el("th", { text: h })),
+      ...p.tasks.map((t) => el("th", { text: t.label, title: "rated / sampled" })));
+    const tb = $("raters");
+    tb.replaceChildren();
+    for (const r of p.raters) {
+      tb.append(row([r.name, r.done + " / " + p.items, duration(r.seconds_mean), duration(r.seconds_median),
+        ...p.tasks.map((t) => (r.by_task[t.task] || 0) + " / " + t.items)]));
+    }
+    if (!p.raters.length) tb.append(row(["nobody has rated anything yet"]));
+    $("rating-agreement").textContent = "Krippendorff's alpha among the raters: " + num(p.alpha, 3) +
+      " (" + p.alpha_units + " questions answered by two or more) · " + p.rated_by_all + " of " + p.items +
+      " dialogues rated by every rater";
+    $("summary").textContent = p.items + " sampled dialogues (up to " + p.per_task + " per task, seed " + p.seed + ") · " +
+      p.questions + " checklist questions · " + p.raters.length + " rater(s)";
+  }
+
+  function showOwnRating(p) {
+    $("own-view").hidden = false;
+    const tb = $("own");
+    tb.replaceChildren();
+    for (const t of p.tasks) tb.append(row([t.label, t.items, t.done, t.items - t.done]));
+    tb.append(row(["All tasks", p.items, p.me.done, p.items - p.me.done], "total"));
+    $("summary").textContent = p.items + " sampled dialogues · you rated " + p.me.done +
+      (p.me.seconds_median !== null ? " · median active time " + duration(p.me.seconds_median) : "");
+  }
+
   async function main() {
     const me = await requireSession();
     if (!me) { location.href = "/"; return; }
     let p;
     try { p = await api("GET", "/api/progress"); } catch (e) { toast(e.message, "error"); return; }
-    if (p.scope === "all") showSenior(p); else showOwn(p);
+    const show = { all: showSenior, own: showOwn, rating: showRating, "rating-own": showOwnRating }[p.scope];
+    show(p);
   }
 
   main();
