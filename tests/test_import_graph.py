@@ -22,6 +22,7 @@ LAYERS: list[set[str]] = [
     {"data"},
     {"prompts", "records"},
     {"models"},
+    {"dispatch"},
     {"protocol"},
     {"extras", "config", "judge", "checklist_gen"},
     {"scoring"},

@@ -8,6 +8,7 @@ use, so ``import mtvbench`` stays cheap::
     cfg = mtvbench.build_config({"data": "/data/MT-Video-Bench", "model": "openai:gpt-4o",
                                  "judge": "openai:gemini-2.5-flash", "out": "runs/gpt-4o"})
     scores, summary = mtvbench.evaluate(cfg)
+    # inside a running event loop (a notebook, a service): scores, summary = await mtvbench.evaluate_async(cfg)
 
 Extending (a backend, a judge, an analysis, a construction stage): ``docs/extending.md``.
 """
@@ -22,6 +23,7 @@ _EXPORTS = {
     "__version__": "mtvbench._version",
     # evaluating
     "evaluate": "mtvbench.run.evaluate",
+    "evaluate_async": "mtvbench.run.evaluate",
     "RunConfig": "mtvbench.config",
     "build_config": "mtvbench.config",
     "load_benchmark": "mtvbench.data.official",
@@ -54,9 +56,10 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "__version__", "evaluate", "RunConfig", "build_config", "load_benchmark", "Benchmark", "Dialogue", "Task",
-    "Scores", "load_scored", "GenerationConfig", "GenerationRequest", "GenerationResult", "JudgeVerdict", "Usage",
-    "BackendOptions", "ModelBackend", "BackendBase", "Backend", "register_backend", "create_backend", "create_judge",
+    "__version__", "evaluate", "evaluate_async", "RunConfig", "build_config", "load_benchmark", "Benchmark",
+    "Dialogue", "Task", "Scores", "load_scored", "GenerationConfig", "GenerationRequest", "GenerationResult",
+    "JudgeVerdict", "Usage", "BackendOptions", "ModelBackend", "BackendBase", "Backend", "register_backend",
+    "create_backend", "create_judge",
     "register_judge", "register_analysis", "Stage", "register_stage", "Registry", "MtvbenchError",
 ]
 
@@ -75,7 +78,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from mtvbench.models.settings import BackendOptions
     from mtvbench.records import GenerationConfig, GenerationRequest, GenerationResult, JudgeVerdict, Usage
     from mtvbench.registry import Registry
-    from mtvbench.run.evaluate import evaluate
+    from mtvbench.run.evaluate import evaluate, evaluate_async
     from mtvbench.run.rescore import load_scored
     from mtvbench.scoring.aggregate import Scores
 

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mtvbench import BackendBase as PublicBase
+from mtvbench.dispatch.local import CallGate
 from mtvbench.models.backend import Abilities, BackendBase, abilities, generate_many, video_done
 from mtvbench.models.baselines import OracleBackend, RefuseBackend
 from mtvbench.models.registry import BACKENDS, create_backend
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult
-from mtvbench.run.executor import CallGate
 
 
 class Plain(BackendBase):

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from mtvbench.config import ConfigError, build_config
+from mtvbench.dispatch.ray import RemoteEngine, driver_model, replica_options
 from mtvbench.models.settings import BackendOptions
-from mtvbench.run.ray_executor import RemoteEngine, driver_model, replica_options
 from tests.support.run_helpers import cli
 
 

@@ -9,11 +9,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from mtvbench.dispatch import NotSent
+from mtvbench.dispatch.local import CallGate
 from mtvbench.models.registry import register_backend
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult
 from mtvbench.run.evaluate import evaluate
-from mtvbench.run.executor import CallGate, NotSent
 from tests.support.openai_server import LoopbackServer, ServerState
 from tests.support.run_helpers import cfg_for
 

@@ -211,9 +211,8 @@ def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str
         rep = asyncio.run(go(builder))
     finally:
         progress.close()
-    cluster = builder.cluster()
-    if cluster is not None:
-        note("ray", cluster.summary())
+    if builder.cluster() is not None:
+        note("ray", builder.cluster_summary())
     if rep is not None:
         say(f"exported {rep.dialogues} dialogue(s) ({rep.checklists} checklist entries) of "
             f"{len(rep.videos)} video(s) to {rep.out}")

@@ -91,7 +91,7 @@ ExecutorName = Literal["local", "ray"]
 
 
 class RaySettings(BaseModel):
-    """Resources of ``--executor ray`` (:mod:`mtvbench.run.ray_executor`, :mod:`mtvbench.construct.ray_executor`).
+    """Resources of ``--executor ray`` (:mod:`mtvbench.dispatch.ray`, for run and build).
     How work is spread never changes a result: none of this is part of a run's identity."""
 
     model_config = STRICT

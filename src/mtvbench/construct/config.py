@@ -61,7 +61,7 @@ class BuildSettings(BaseModel):
     retry_failed: bool = Field(False, description="ask the items given up on (rules broken) again")
     #: settings of stages of other packages that declare no settings model, by stage name (free-form)
     stage_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    #: ``ray``: per-video stages and model calls on a Ray cluster (:mod:`.ray_executor`); the
+    #: ``ray``: per-video stages and model calls on a Ray cluster (:mod:`mtvbench.dispatch.ray`); the
     #: workspace must then be on storage every node sees
     executor: ExecutorName = Field("local", description="local | ray (per-video stages and model calls on a Ray "
                                                         "cluster; the workspace on storage every node sees)")

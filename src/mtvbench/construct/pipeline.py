@@ -67,17 +67,18 @@ from mtvbench.construct.records import Artifact, ArtifactMeta, Shortfall, VideoR
 from mtvbench.construct.stages import STAGES, Role, stage_names
 from mtvbench.construct.textsim import TextSimilarity, make_textsim
 from mtvbench.construct.workspace import Inspection, Workspace, WorkspaceError
+from mtvbench.dispatch import Dispatcher
+from mtvbench.dispatch.local import LocalDispatcher
 from mtvbench.errors import InputError, MtvbenchError, require
 from mtvbench.ledger.keys import canonical_json
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings, VideoError
 from mtvbench.models.backend import ModelBackend
-from mtvbench.models.registry import create_backend
 from mtvbench.run.runner import RunProgress
 from mtvbench.util.files import VideoMode
 
 if TYPE_CHECKING:
-    from mtvbench.construct.ray_executor import RayBuild
+    from mtvbench.dispatch.ray import RayDispatcher
 
 A = TypeVar("A", bound=Artifact)
 Status = Literal["done", "skipped", "incomplete", "blocked", "failed"]
@@ -140,26 +141,41 @@ class Builder:
         self._detector = detector
         self._textsim: TextSimilarity | None = None
         self._journal: CallJournal | None = None
-        self._cluster: RayBuild | None = None
+        self._dispatcher: Dispatcher | None = None
         self.reports: list[StageReport] = []
         self.on_report = on_report
         self.progress = progress or BuildProgress()
 
     # ------------------------------------------------------------ where the work runs
-    def cluster(self) -> RayBuild | None:
-        """The Ray cluster of ``executor: ray`` (joined on first use); None for a local build."""
-        if self.config.executor != "ray":
-            return None
-        if self._cluster is None:
-            from mtvbench.construct.ray_executor import RayBuild
+    def dispatcher(self) -> Dispatcher:
+        """Where per-video work and model calls run (:mod:`mtvbench.dispatch`): this process, or
+        with ``executor: ray`` the Ray cluster (joined on first use)."""
+        if self._dispatcher is None:
+            c = self.config
+            if c.executor == "ray":
+                from mtvbench.dispatch.ray import RayDispatcher
 
-            self._cluster = RayBuild(self.config.ray_address, self.config.ray, self.config.concurrency)
-        return self._cluster
+                self._dispatcher = RayDispatcher(c.ray_address, c.ray, c.concurrency)
+            else:
+                self._dispatcher = LocalDispatcher(c.concurrency)
+        return self._dispatcher
+
+    def cluster(self) -> RayDispatcher | None:
+        """The Ray dispatcher of ``executor: ray``; None for a local build."""
+        return self.dispatcher() if self.config.executor == "ray" else None  # type: ignore[return-value]
+
+    def cluster_summary(self) -> str:
+        """What ran on the cluster (empty for a local build)."""
+        cluster = self.cluster()
+        if cluster is None:
+            return ""
+        nodes = {r["node"] for r in cluster.replicas}
+        return (f"{len(cluster.replicas)} model replica(s) on {len(nodes)} node(s), {cluster.tasks} split/key-frame "
+                f"task(s), {cluster.held_calls} detection call(s)")
 
     async def offload(self, fn: Callable[..., Any], *args: Any) -> Any:
         """A per-video computation off the event loop: a thread here, or a Ray task on the cluster."""
-        cluster = self.cluster()
-        return await (cluster.run(fn, *args) if cluster is not None else asyncio.to_thread(fn, *args))
+        return await self.dispatcher().offload(fn, *args)
 
     # ------------------------------------------------------------ resources
     @property
@@ -185,8 +201,7 @@ class Builder:
             return self._given[role]
         spec = self.model_name(role)
         if spec not in self._backends:
-            cluster = self.cluster()
-            self._backends[spec] = (create_backend if cluster is None else cluster.backend)(spec, self.config.backend)
+            self._backends[spec] = self.dispatcher().backend(spec, self.config.backend)
         return self._backends[spec]
 
     def model(self, role: Role) -> StageModel:
@@ -220,8 +235,8 @@ class Builder:
     async def aclose(self) -> None:
         for b in self._backends.values():
             await b.aclose()
-        if self._cluster is not None:
-            await self._cluster.aclose()
+        if self._dispatcher is not None:
+            await self._dispatcher.aclose()
         if self._journal is not None:
             self._journal.close()
 

@@ -14,22 +14,22 @@ import contextlib
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 from mtvbench.config import RunConfig
 from mtvbench.data.layout import checklist_path, mtqa_path
 from mtvbench.data.official import load_benchmark
 from mtvbench.data.schema import Benchmark
-from mtvbench.errors import InputError, OutputError, RunDirError
+from mtvbench.dispatch import Dispatcher
+from mtvbench.dispatch.local import LocalDispatcher
+from mtvbench.errors import InputError, MtvbenchError, OutputError, RunDirError
 from mtvbench.extras import require_backend
 from mtvbench.judge.factory import create_judge
 from mtvbench.judge.protocol import Judge
 from mtvbench.media.cache import FrameCache, fingerprint
 from mtvbench.media.frames import VideoError
 from mtvbench.models.backend import ModelBackend, abilities
-from mtvbench.models.registry import create_backend
 from mtvbench.models.resilience import CircuitOpenError
-from mtvbench.protocol import get_protocol
+from mtvbench.protocol import EvalProtocol, get_protocol
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.lock import RunLock
 from mtvbench.run.replay import stored_answers
@@ -40,6 +40,10 @@ from mtvbench.run.store import RunStore
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.util.files import ensure_dir
 from mtvbench.util.paths import cache_dir
+
+
+class RunningLoopError(MtvbenchError, RuntimeError):
+    """:func:`evaluate` was called where an event loop is running (use :func:`evaluate_async`)."""
 
 
 def default_cache_dir() -> Path:
@@ -75,42 +79,53 @@ def _video_key(path: Path) -> str:
         return "unreadable"
 
 
-def _executor(cfg: RunConfig) -> Any:
-    """None for the local executor (the runner's default); the Ray executor for ``executor: ray``."""
-    if cfg.executor != "ray":
-        return None
-    from mtvbench.run.ray_executor import RayExecutor
+def dispatcher_for(cfg: RunConfig, cache_root: Path | None) -> Dispatcher:
+    """Where the run's model calls run: this process (also for stored answers, ``answers_from``), or a Ray
+    cluster (``executor: ray``; without the extra one error, before anything is written)."""
+    if cfg.executor != "ray" or cfg.answers_from is not None:
+        return LocalDispatcher(cfg.concurrency, cfg.videos_in_flight, cfg.decode_workers)
+    from mtvbench.dispatch.ray import RayDispatcher
 
-    return RayExecutor(cfg)
-
-
-async def _execute(cfg: RunConfig, model: ModelBackend, judge: Judge, runner_args: dict,
-                   progress: RunProgress | None) -> RunSummary:
-    try:
-        runner = Runner(cfg, model=model, judge=judge, progress=progress, **runner_args)
-        return await runner.execute()
-    finally:
-        await model.aclose()
-        await judge.aclose()
+    return RayDispatcher(cfg.ray_address, cfg.ray, cfg.concurrency, videos_in_flight=cfg.videos_in_flight,
+                         frame_settings=cfg.frame_settings(), cache_root=cache_root)
 
 
-async def _close(model: ModelBackend | None, judge: Judge | None) -> None:
-    for b in (model, judge):
+async def _close(*backends: ModelBackend | Judge | None) -> None:
+    for b in backends:
         if b is not None:
             await b.aclose()
 
 
 def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = False) -> tuple[Scores, RunSummary]:
-    """Run (or resume) one evaluation into ``cfg.out``.
+    """Run (or resume) one evaluation into ``cfg.out``: :func:`evaluate_async` in an event loop of its
+    own. Inside a running event loop (a notebook, a service) ``await evaluate_async(cfg)`` instead.
 
-    Only what is missing or no longer valid is asked; everything is committed as it arrives, and
-    the score files are written at the end (also when the circuit breaker stopped the run).
+    Args:
+        cfg: the settings (:func:`mtvbench.config.build_config` resolves presets and checks them).
+        progress: receives progress counts and notes (default: none shown).
+        wait: wait for another process that holds the run directory instead of refusing.
+
+    Returns:
+        The scores (``scores.json``) and the summary of this session's calls."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop here: the usual case
+        return asyncio.run(evaluate_async(cfg, progress, wait))
+    raise RunningLoopError("evaluate() cannot run inside a running event loop (a notebook, a service)",
+                           hint="use `await mtvbench.evaluate_async(cfg)` there")
+
+
+async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
+                         wait: bool = False) -> tuple[Scores, RunSummary]:
+    """Run (or resume) one evaluation into ``cfg.out`` in the running event loop (:func:`evaluate`: in its own).
+    Only what is missing or no longer valid is asked; everything is committed as it arrives, and the score
+    files are written at the end (also when the circuit breaker stopped the run).
 
     Args:
         cfg: the settings (:func:`mtvbench.config.build_config` resolves presets and checks them).
         progress: receives progress counts and notes (default: none shown).
         wait: wait for another process that holds the run directory instead of refusing
-            (:class:`~mtvbench.errors.BusyError`).
+            (:class:`~mtvbench.errors.BusyError`; the wait blocks the event loop).
 
     Returns:
         The scores (``scores.json``) and the summary of this session's calls.
@@ -119,48 +134,31 @@ def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = F
         MtvbenchError: bad data, settings, run directory, a missing key or extra; an endpoint whose
             circuit breaker opened (after the scores so far were written)."""
     progress = progress or RunProgress()
-    if cfg.answers_from is None:  # stored answers (run.replay) need no backend
-        require_backend(cfg.backend_spec, "model")  # a missing extra fails before the run directory exists
-    require_backend(cfg.judge, "judge")
-    run_dir = Path(cfg.out)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RunDirError(f"{run_dir}: --out is a file; it must be a run directory (new or existing)")
-    protocol = get_protocol(cfg.protocol_name)
-    full = protocol.apply_all(load_benchmark(cfg.data, tasks=cfg.selected_tasks))
-    check_tasks(full, cfg)
-    bench = full.limit(cfg.limit)
+    run_dir, protocol, full, bench = _inputs(cfg)
     video_keys = {v: _video_key(p) for v, p in sorted(bench.videos.items())}
+    cache = FrameCache(cfg.cache_dir if cfg.cache_dir is not None else default_cache_dir())
+    dispatcher = dispatcher_for(cfg, cache.root)  # --executor ray without the extra fails here
     model: ModelBackend | None = None
     judge: Judge | None = None
-    executor = _executor(cfg) if cfg.answers_from is None else None  # ray without the extra fails here
     try:
-        model = stored_answers(cfg, bench, video_keys) if cfg.answers_from is not None else \
-            (create_backend if executor is None else executor.driver_model)(
-                cfg.backend_spec, cfg.model_settings.backend_options())
+        model = _model(cfg, dispatcher, bench, video_keys)
         judge = create_judge(cfg.judge, cfg.judge_settings.backend_options(), cfg.judge_max_attempts,
                              cfg.judge_settings.temperature, protocol)
         keys = RunKeys(cfg, video_keys, reads_golden=abilities(model).reads_golden_answer)
-        if executor is not None:
-            executor.start(len(bench.videos))  # model replicas up before the run directory exists
-        created = not run_dir.exists()
-        ensure_dir(run_dir)
-        try:
-            lock = RunLock(run_dir).acquire(
-                wait, on_wait=lambda holder: progress.note("waiting", f"{run_dir} is in use by {holder}"))
-        except BaseException:
-            if created:  # only while still empty: a process that made it at the same time may hold it now
-                with contextlib.suppress(OSError):
-                    os.rmdir(run_dir)
-            raise
+        await dispatcher.start(len(bench.videos))  # model replicas up before the run directory exists
+        lock, created = _take(run_dir, wait, progress)
         with lock:
             store = _prepare(run_dir, cfg, full, bench, keys, progress, created)
             stopped: CircuitOpenError | None = None
             try:
                 store.begin_session()
-                runner_args = {"bench": bench, "store": store, "keys": keys, "executor": executor,
-                               "cache": FrameCache(cfg.cache_dir if cfg.cache_dir is not None else default_cache_dir())}
-                m, j, model, judge = model, judge, None, None  # closed by _execute
-                summary = asyncio.run(_execute(cfg, m, j, runner_args, progress))
+                runner = Runner(cfg, bench=bench, store=store, model=model, judge=judge, cache=cache, keys=keys,
+                                progress=progress, dispatcher=dispatcher)
+                try:
+                    summary = await runner.execute()
+                finally:
+                    m, j, model, judge = model, judge, None, None
+                    await _close(m, j)
             except CircuitOpenError as e:
                 stopped = e
             finally:
@@ -173,11 +171,48 @@ def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = F
                 # scores.json never shows an earlier state; then the error is reported
                 raise stopped
     finally:
-        if model is not None or judge is not None:
-            asyncio.run(_close(model, judge))
-        if executor is not None:
-            executor.close()
+        await _close(model, judge)
+        await dispatcher.aclose()
     return scored.scores, summary
+
+
+def _model(cfg: RunConfig, dispatcher: Dispatcher, bench: Benchmark, video_keys: dict[str, str]) -> ModelBackend:
+    """The model under test: the dispatcher's, or another run's stored answers (``answers_from``: no call)."""
+    if cfg.answers_from is None:
+        return dispatcher.driver_model(cfg.backend_spec, cfg.model_settings.backend_options())
+    assert isinstance(dispatcher, LocalDispatcher)  # dispatcher_for: stored answers are read here
+    model = dispatcher.model = stored_answers(cfg, bench, video_keys)
+    return model
+
+
+def _inputs(cfg: RunConfig) -> tuple[Path, EvalProtocol, Benchmark, Benchmark]:
+    """The run directory, the protocol, the dataset as the protocol reads it and the part of it this run
+    asks; what is missing or unusable here (an extra, the data, a task) fails before anything is written."""
+    if cfg.answers_from is None:  # stored answers (run.replay) need no backend
+        require_backend(cfg.backend_spec, "model")
+    require_backend(cfg.judge, "judge")
+    run_dir = Path(cfg.out)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: --out is a file; it must be a run directory (new or existing)")
+    protocol = get_protocol(cfg.protocol_name)
+    full = protocol.apply_all(load_benchmark(cfg.data, tasks=cfg.selected_tasks))
+    check_tasks(full, cfg)
+    return run_dir, protocol, full, full.limit(cfg.limit)
+
+
+def _take(run_dir: Path, wait: bool, progress: RunProgress) -> tuple[RunLock, bool]:
+    """The run directory made (if new) and locked; whether this call made it."""
+    created = not run_dir.exists()
+    ensure_dir(run_dir)
+    try:
+        lock = RunLock(run_dir).acquire(
+            wait, on_wait=lambda holder: progress.note("waiting", f"{run_dir} is in use by {holder}"))
+    except BaseException:
+        if created:  # only while still empty: a process that made it at the same time may hold it now
+            with contextlib.suppress(OSError):
+                os.rmdir(run_dir)
+        raise
+    return lock, created  # type: ignore[return-value]
 
 
 def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, keys: RunKeys, progress: RunProgress,

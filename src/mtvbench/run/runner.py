@@ -4,11 +4,12 @@ answers as they arrive.
 The runner decides *what* is asked (only stored results whose fingerprint is the expected one,
 :mod:`mtvbench.run.identity`, count as done; every other turn is asked again and the reasons
 are reported) and it is the only writer of the run store. *How* the model under test is asked
-(frames decoded ahead, bounded calls, batches, other processes or machines) is the executor's
-job (:mod:`mtvbench.run.executor`): it calls :meth:`Runner.request` to build a turn's request
-and :meth:`Runner.record` with each result, which stores it, updates the breaker and spawns
-the judge runs of a scored turn. The judge runs in this process (async calls, bounded by
-``judge_concurrency``).
+(frames decoded ahead, bounded calls, batches, other processes or machines) is the dispatcher's
+job (:mod:`mtvbench.dispatch`): the runner is its :class:`~mtvbench.dispatch.TurnWriter`,
+so the dispatcher calls :meth:`Runner.request` to build a turn's request and :meth:`Runner.record`
+with each result, which stores it, updates the breaker and spawns the judge runs of a scored turn
+(and says whether a self-context dialogue goes on). The judge runs in this process (async calls,
+bounded by ``judge_concurrency``).
 
 A result that cannot be stored (disk full) stops the run cleanly: no new call is started, the
 calls in flight finish, and the one error is raised at the end. A frame cache that cannot be
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Benchmark, Dialogue, Round
+from mtvbench.dispatch import DialogueTurns, Dispatcher, VideoJob, frame_cache_warning
+from mtvbench.dispatch.local import LocalDispatcher
 from mtvbench.errors import MtvbenchError
 from mtvbench.judge.protocol import Judge
 from mtvbench.media.cache import FrameCache
@@ -31,7 +34,6 @@ from mtvbench.media.frames import VideoFrames
 from mtvbench.models.backend import ModelBackend
 from mtvbench.models.resilience import CircuitBreaker, CircuitOpenError, breaker_of
 from mtvbench.records import GenerationRequest, GenerationResult, JudgeVerdict
-from mtvbench.run.executor import DialogueTurns, Executor, LocalExecutor, VideoJob
 from mtvbench.run.identity import (
     DEPENDS_ON_EARLIER,
     RESPONSE_REASONS,
@@ -43,7 +45,6 @@ from mtvbench.run.identity import (
 )
 from mtvbench.run.plan import build_request, rounds_to_call
 from mtvbench.run.store import FINAL_JUDGE, FINAL_OUTCOMES, RunStore
-from mtvbench.util.files import describe_os_error
 
 
 @dataclass
@@ -107,7 +108,7 @@ def invalidation_lines(summary: RunSummary) -> list[str]:
 class Runner:
     def __init__(self, cfg: RunConfig, bench: Benchmark, store: RunStore, model: ModelBackend, judge: Judge,
                  cache: FrameCache, keys: RunKeys, progress: RunProgress | None = None,
-                 executor: Executor | None = None):
+                 dispatcher: Dispatcher | None = None):
         self.cfg = cfg
         self.keys = keys
         self.bench = bench
@@ -117,13 +118,15 @@ class Runner:
         self.cache = cache
         self.progress = progress or RunProgress()
         self.summary = RunSummary()
-        self.executor = executor or LocalExecutor(cfg.decode_workers)
+        self.dispatcher = dispatcher or LocalDispatcher(cfg.concurrency, cfg.videos_in_flight, cfg.decode_workers,
+                                                        model=model)
         self.judge_sem = asyncio.Semaphore(cfg.judge_concurrency or cfg.concurrency)
         self.judge_tasks: set[asyncio.Task[None]] = set()
         self.answers: dict[str, str] = {}
-        #: a backend that calls a server counts its failures itself (models.resilience); a local one here
+        #: a backend that calls a server counts its failures itself (models.resilience); a local one, or one
+        #: whose calls run in other processes (a Ray replica's), here
         self.breaker = breaker_of(model) or CircuitBreaker(model.name, None, cfg.model_settings.breaker_threshold)
-        self._count_failures = breaker_of(model) is None
+        self._count_failures = breaker_of(model) is None or self.dispatcher.remote_calls
         self._abort: MtvbenchError | None = None
         #: a result could not be stored (disk full, ...): no new call starts, raised at the end
         self._fatal: MtvbenchError | None = None
@@ -144,10 +147,14 @@ class Runner:
         self._abort = self._abort or e
 
     def fail(self, e: BaseException) -> None:
-        """An executor's error: a user-facing one stops the run (reported once at the end)."""
-        if not isinstance(e, MtvbenchError):
+        """A dispatcher's error: an open breaker stops asking, another user-facing one stops the run
+        (each reported once at the end); anything else is raised again."""
+        if isinstance(e, CircuitOpenError):
+            self.abort(e)
+        elif isinstance(e, MtvbenchError):
+            self._stop(e)
+        else:
             raise e
-        self._stop(e)
 
     # planning ---------------------------------------------------------------------------
     def _plan(self) -> tuple[dict[str, list[DialogueTurns]], list[tuple[Dialogue, Round, list[int]]]]:
@@ -165,7 +172,7 @@ class Runner:
         for d in dialogues:
             todo = [r for r in rounds_to_call(d, ctx) if d.turn_id(r.index) not in cur.responses]
             if todo:
-                by_video[d.video].append(DialogueTurns(d, todo))
+                by_video[d.video].append(DialogueTurns(d, todo, chained=ctx == "self"))
             for i, r in enumerate(todo):
                 old = cur.stale_responses.get(d.turn_id(r.index))
                 if old is None:
@@ -263,7 +270,7 @@ class Runner:
             self.judge_tasks.add(task)
             task.add_done_callback(self._task_done)
 
-    # inference (called by the executor) -------------------------------------------------
+    # inference (the dispatcher's TurnWriter) -------------------------------------------
     def request(self, dialogue: Dialogue, rnd: Round, frames: VideoFrames | None) -> GenerationRequest:
         """The request of one turn: the run's inference prompt with the history of the run's context (in self
         context the model's own earlier answers, which were recorded before)."""
@@ -310,21 +317,21 @@ class Runner:
                 raise
             if self.cache is cache:  # the first video to find out says so, once
                 self.cache = FrameCache(None, memory_items=self.cfg.videos_in_flight)
-                msg = (f"{describe_os_error(cache.root, e, 'frame cache not writable')}; "
-                       "continuing with frames in memory (decoded again by the next run)")
-                self.summary.warnings.append(msg)
-                self.progress.note("warning", msg)
+                self.warn(frame_cache_warning(cache.root, e))
             return await run(self.cache.get, path, settings)
 
-    def video_failed(self, job: VideoJob, message: str) -> None:
-        """The video cannot be read: its turns are not asked (this run), the run goes on."""
-        self.summary.failed_videos[job.video] = message
-        self.summary.pending_turns += job.turns
-        self.progress.advance("frames")
-        self.progress.advance("inference", job.turns)
+    def warn(self, message: str) -> None:
+        """A warning shown now and repeated in the summary."""
+        self.summary.warnings.append(message)
+        self.progress.note("warning", message)
 
-    def turns_not_reached(self, n: int) -> None:
-        """Rounds left unasked because an earlier round of their dialogue failed (self context)."""
+    def video_failed(self, video: str, why: str) -> None:
+        """The video cannot be read (or its replicas kept dying): its turns left are not asked this run."""
+        self.summary.failed_videos[video] = why
+
+    def turns_not_asked(self, n: int) -> None:
+        """Rounds left unasked this run (an earlier round of their dialogue failed in self context, their
+        video cannot be read, ...)."""
         self.summary.pending_turns += n
         self.progress.advance("inference", n)
 
@@ -342,7 +349,7 @@ class Runner:
         for d, r, runs in judge_todo:
             self._spawn_judging(d, r, runs)
         try:
-            await self.executor.run(self, jobs)
+            await self.dispatcher.run(jobs, self)
             while self.judge_tasks:
                 await asyncio.gather(*list(self.judge_tasks))
         finally:

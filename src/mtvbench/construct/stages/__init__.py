@@ -84,7 +84,8 @@ class StageContext(Protocol):
         ...
 
     def cluster(self) -> Any:
-        """The Ray cluster of ``executor: ray`` (``construct.ray_executor.RayBuild``), or None."""
+        """The Ray dispatcher of ``executor: ray`` (``dispatch.ray.RayDispatcher``: ``holder``/``call_held``
+        for an object made once on the cluster), or None."""
         ...
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.detector import Box, Detector, is_yolo
+from mtvbench.construct.detector import Box, Detector, is_yolo, load_detector
 from mtvbench.construct.records import Artifact, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.construct.stages.keyframes import KeyFrames
@@ -68,12 +68,18 @@ def detect_objects(video: str, video_dir: Path, keyframes: KeyFrames, detector: 
     return out
 
 
+def _detect_with(detector: Detector, video: str, video_dir: str, keyframes: KeyFrames) -> Detections:
+    """:func:`detect_objects` with a detector held where it runs (a Ray actor of the cluster)."""
+    return detect_objects(video, Path(video_dir), keyframes, detector)
+
+
 async def _run(ctx: StageContext, v: VideoRecord) -> Detections:
     keyframes = ctx.artifact(v, "keyframes", KeyFrames)
     cluster = ctx.cluster()
     if cluster is not None:  # the detector runs on the cluster (a GPU actor), loaded there once
         c = ctx.config
-        return await cluster.detect(c.detector, c.detector_weights, v.name, ctx.ws.video_dir(v.name), keyframes)
+        detector = cluster.holder(load_detector, c.detector, c.detector_weights, num_gpus=c.ray.detect_gpus)
+        return await cluster.call_held(detector, _detect_with, v.name, str(ctx.ws.video_dir(v.name)), keyframes)
     return await asyncio.to_thread(detect_objects, v.name, ctx.ws.video_dir(v.name), keyframes, ctx.detector())
 
 

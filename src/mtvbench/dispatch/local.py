@@ -1,0 +1,212 @@
+"""The dispatcher of one process: the pipelined local executor.
+
+The videos go through :func:`~mtvbench.dispatch.run_videos` with three stages in this process:
+
+1. **Frames, decoded ahead.** Videos are taken in order; a video first takes one of
+   ``videos_in_flight`` slots (the memory bound: frames are held for at most that many
+   videos), then its frames are decoded (or read from the frame cache) in a pool of
+   ``decode_workers`` threads. Decoding never holds a call slot, so while the calls of the
+   first videos are in flight the next videos are decoded.
+2. **Turns.** In golden/none context every pending round of a video is asked at once; in self
+   context each dialogue is a chain whose next round is asked when the previous one was
+   recorded, while the dialogues of a video run side by side.
+3. **One call gate.** Every model call passes :class:`CallGate`: at most ``concurrency``
+   calls (or batches) in flight; a batching backend (``hf:``, ``vllm:``) gets up to
+   ``batch_size`` ready requests at once, gathered across every video in flight.
+
+A video's slot is released when its last turn is recorded, so memory stays bounded by the
+videos held, while the model calls stay near ``concurrency`` as long as decoding keeps up.
+Construction uses the same dispatcher for its per-video computations (a thread each) and its
+model roles (the backends themselves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from mtvbench.dispatch import NotSent, TurnWriter, VideoJob, VideoState, run_videos
+from mtvbench.models.backend import abilities, generate_many, video_done
+from mtvbench.models.registry import create_backend
+
+if TYPE_CHECKING:
+    from mtvbench.media.frames import VideoFrames
+    from mtvbench.models.backend import ModelBackend
+    from mtvbench.models.settings import BackendOptions
+    from mtvbench.records import GenerationRequest, GenerationResult
+
+T = TypeVar("T")
+#: what one call carries to the gate's backend: a request here, a request and its frames to a Ray replica
+C = TypeVar("C")
+C_contra = TypeVar("C_contra", contravariant=True)
+
+
+class CallTarget(Protocol[C_contra]):
+    """What a gate sends calls to: a backend (``generate``; ``generate_batch`` and ``batch_size`` when it batches)."""
+
+    async def generate(self, call: C_contra) -> GenerationResult: ...
+
+
+def default_decode_workers() -> int:
+    """Two videos decoded at a time: each decode already uses every CPU (media.frames), a second
+    one overlaps its I/O and JPEG encoding."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+class CallGate(Generic[C]):
+    """The one way to the model: ``concurrency`` calls (or batches) in flight; a backend with
+    ``generate_batch`` and ``batch_size`` gets the ready requests in batches, across videos.
+    ``stopped`` is checked once a slot is free: a stopped run sends nothing more."""
+
+    def __init__(self, model: CallTarget[C], concurrency: int, stopped: Callable[[], bool] = lambda: False):
+        self.model = model
+        self.stopped = stopped
+        self.sem = asyncio.Semaphore(concurrency)
+        self.batch_size = abilities(model).batch_size
+        self._queue: list[tuple[C, asyncio.Future[GenerationResult]]] = []
+        self._flushing = False
+        #: calls (or batches) in flight right now, and the largest number seen
+        self.in_flight = 0
+        self.peak = 0
+        #: when the last call (or batch) ended (``time.monotonic``; 0: none yet): what a stall detector reads
+        self.last_done = 0.0
+
+    async def call(self, request: C) -> GenerationResult:
+        if self.batch_size:
+            return await self._batched(request)
+        async with self.sem:
+            if self.stopped():
+                raise NotSent
+            self._enter(1)
+            try:
+                return await self.model.generate(request)
+            finally:
+                self._leave(1)
+
+    def _enter(self, n: int) -> None:
+        self.in_flight += n
+        self.peak = max(self.peak, self.in_flight)
+
+    def _leave(self, n: int) -> None:
+        self.in_flight -= n
+        self.last_done = time.monotonic()
+
+    async def _batched(self, request: C) -> GenerationResult:
+        fut: asyncio.Future[GenerationResult] = asyncio.get_running_loop().create_future()
+        self._queue.append((request, fut))
+        if not self._flushing:
+            self._flushing = True
+            asyncio.get_running_loop().create_task(self._flush())
+        return await fut
+
+    async def _flush(self) -> None:
+        seen = -1
+        for _ in range(10):  # let every request that is ready now join (turns start a few loop steps apart)
+            if len(self._queue) == seen or len(self._queue) >= self.batch_size:
+                break
+            seen = len(self._queue)
+            await asyncio.sleep(0)
+        try:
+            while self._queue:
+                batch, self._queue = self._queue[: self.batch_size], self._queue[self.batch_size:]
+                asyncio.get_running_loop().create_task(self._run_batch(batch))
+                await asyncio.sleep(0)
+        finally:
+            self._flushing = False
+
+    async def _run_batch(self, batch: list[tuple[C, asyncio.Future[GenerationResult]]]) -> None:
+        async with self.sem:
+            try:
+                if self.stopped():
+                    raise NotSent
+                self._enter(len(batch))
+                try:
+                    results = await generate_many(self.model, [r for r, _ in batch])  # type: ignore[arg-type]
+                finally:
+                    self._leave(len(batch))
+            except BaseException as e:  # noqa: BLE001 - every waiting turn gets the error
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(e)
+                return
+        for (_, fut), res in zip(batch, results):
+            if not fut.done():
+                fut.set_result(res)
+
+
+class _LocalLane:
+    """Every video of a local run: frames from the writer, decoded in the pool; calls through the gate."""
+
+    def __init__(self, writer: TurnWriter, gate: CallGate[GenerationRequest], pool: ThreadPoolExecutor,
+                 model: ModelBackend):
+        self.writer, self.gate, self.pool, self.model = writer, gate, pool, model
+
+    async def frames(self, job: VideoJob) -> VideoFrames | None:
+        if not abilities(self.model).needs_frames:
+            return None
+        loop = asyncio.get_running_loop()
+        return await self.writer.frames(job.video, lambda f, *a: loop.run_in_executor(self.pool, f, *a))
+
+    def request_frames(self, frames: VideoFrames | None) -> VideoFrames | None:
+        return frames
+
+    async def call(self, request: GenerationRequest, frames: VideoFrames | None) -> GenerationResult:
+        return await self.gate.call(request)
+
+    async def video_done(self, frames: VideoFrames | None) -> None:
+        if frames is not None:
+            await video_done(self.model, frames)
+
+    def close(self) -> None:
+        return None
+
+
+class LocalDispatcher:
+    """The :class:`~mtvbench.dispatch.Dispatcher` of one process (see the module docstring)."""
+
+    name = "local"
+    remote_calls = False
+
+    def __init__(self, concurrency: int = 1, videos_in_flight: int = 1, decode_workers: int | None = None,
+                 model: ModelBackend | None = None):
+        self.concurrency = concurrency
+        self.videos_in_flight = videos_in_flight
+        self.decode_workers = decode_workers or default_decode_workers()
+        #: the model under test (:meth:`driver_model` creates it)
+        self.model = model
+        self.gate: CallGate[GenerationRequest] | None = None
+
+    def driver_model(self, spec: str, options: BackendOptions) -> ModelBackend:
+        self.model = create_backend(spec, options)
+        return self.model
+
+    async def start(self, videos: int) -> None:
+        return None
+
+    async def run(self, jobs: Sequence[VideoJob], writer: TurnWriter) -> None:
+        if self.model is None:
+            raise RuntimeError("LocalDispatcher.run needs the model: call driver_model() first")
+        gate = self.gate = CallGate(self.model, self.concurrency, lambda: writer.stopped)
+        with ThreadPoolExecutor(self.decode_workers, thread_name_prefix="mtvbench-frames") as pool:
+            lane = _LocalLane(writer, gate, pool, self.model)
+
+            def open_lane(state: VideoState) -> _LocalLane:
+                return lane
+
+            await run_videos(jobs, writer, self.videos_in_flight, open_lane)
+
+    def backend(self, spec: str, options: BackendOptions) -> ModelBackend:
+        return create_backend(spec, options)
+
+    async def offload(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(fn, *args)
+
+    async def aclose(self) -> None:
+        return None
+
+
+__all__ = ["CallGate", "CallTarget", "LocalDispatcher", "default_decode_workers"]

@@ -1,0 +1,163 @@
+"""The dispatcher core: one chain rule (a round not recorded as an answer stops its dialogue, whatever the
+reason), one pipeline every dispatcher runs videos through, and the moved names still importable."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mtvbench.dispatch import DialogueTurns, VideoJob, run_dialogue
+from mtvbench.dispatch.local import CallGate, LocalDispatcher
+from mtvbench.media.frames import VideoError
+from mtvbench.models.backend import BackendBase
+from mtvbench.records import GenerationRequest, GenerationResult
+
+
+def _ask(recorded: dict[int, bool], asked: list[int]) -> Callable[[int], Awaitable[bool]]:
+    async def ask(r: int) -> bool:
+        asked.append(r)
+        await asyncio.sleep(0)
+        return recorded.get(r, True)
+
+    return ask
+
+
+@pytest.mark.parametrize("chained, asked_rounds, not_asked", [(True, [1, 2], [1]), (False, [1, 2, 3], [])])
+def test_one_chain_rule(chained: bool, asked_rounds: list[int], not_asked: list[int]) -> None:
+    """Round 2 is not recorded as an answer (an error, or a result that could not be stored): in a chain
+    round 3 is not asked and counted; independent rounds are all asked."""
+    asked: list[int] = []
+    counted: list[int] = []
+    turns = DialogueTurns(dialogue=None, rounds=[1, 2, 3], chained=chained)  # type: ignore[arg-type, list-item]
+    asyncio.run(run_dialogue(turns, _ask({2: False}, asked), counted.append))  # type: ignore[arg-type]
+    assert sorted(asked) == asked_rounds and counted == not_asked
+
+
+class _Writer:
+    """A writer that records everything it is told (the runner's side of the narrow interface)."""
+
+    def __init__(self, unreadable: set[str], fail_record: set[tuple[str, int]]):
+        self.unreadable, self.fail_record = unreadable, fail_record
+        self.progress = self
+        self.recorded: list[tuple[str, int]] = []
+        self.failed: dict[str, str] = {}
+        self.not_asked = 0
+        self.frames_done = 0
+
+    @property
+    def stopped(self) -> bool:
+        return False
+
+    def advance(self, name: str, n: int = 1) -> None:
+        self.frames_done += n if name == "frames" else 0
+
+    def note(self, label: str, message: str) -> None: ...
+
+    def request(self, dialogue: Any, rnd: int, frames: Any) -> GenerationRequest:
+        return GenerationRequest(id=f"{dialogue}:{rnd}", prompt=f"{dialogue} round {rnd}")
+
+    async def frames(self, video: str, run: Any) -> Any:
+        if video in self.unreadable:
+            raise VideoError(f"{video}: not a video")
+        return f"frames of {video}"
+
+    def record(self, dialogue: Any, rnd: int, request: GenerationRequest, result: GenerationResult) -> bool:
+        self.recorded.append((dialogue, rnd))
+        return (dialogue, rnd) not in self.fail_record
+
+    def turns_not_asked(self, n: int) -> None:
+        self.not_asked += n
+
+    def video_failed(self, video: str, why: str) -> None:
+        self.failed[video] = why
+
+    def warn(self, message: str) -> None: ...
+
+    def fail(self, e: BaseException) -> None:
+        raise e
+
+
+class _Model(BackendBase):
+    name = "echo"
+
+    def __init__(self) -> None:
+        self.ended: list[Any] = []
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        return GenerationResult(text=request.prompt, raw_text=request.prompt)
+
+    async def end_video(self, frames: Any) -> None:
+        self.ended.append(frames)
+
+
+def test_the_pipeline_reports_every_turn_it_does_not_ask() -> None:
+    jobs = [VideoJob("v1", Path("v1.mp4"), [DialogueTurns("a", [1, 2, 3], chained=True),  # type: ignore[arg-type]
+                                            DialogueTurns("b", [1, 2], chained=False)]),  # type: ignore[arg-type]
+            VideoJob("v2", Path("v2.mp4"), [DialogueTurns("c", [1, 2], chained=True)])]  # type: ignore[arg-type]
+    writer, model = _Writer(unreadable={"v2"}, fail_record={("a", 1)}), _Model()
+    asyncio.run(LocalDispatcher(concurrency=2, videos_in_flight=1, model=model).run(jobs, writer))  # type: ignore[arg-type]
+    # a's round 1 was not recorded as an answer: rounds 2 and 3 not asked; v2 unreadable: its 2 turns not asked
+    assert sorted(writer.recorded) == [("a", 1), ("b", 1), ("b", 2)]
+    assert writer.not_asked == 2 + 2 and writer.failed == {"v2": "v2: not a video"} and writer.frames_done == 2
+    assert model.ended == ["frames of v1"]  # the backend was told once v1's turns were done (v2 had no frames)
+
+
+def test_moved_names_still_import_with_a_warning() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from mtvbench.run.executor import CallGate as old_gate
+        from mtvbench.run.ray_executor import connect as old_connect
+    assert old_gate is CallGate
+    assert old_connect.__module__ == "mtvbench.dispatch.ray"
+    messages = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
+    assert any("mtvbench.dispatch.local.CallGate" in m for m in messages), messages
+    with pytest.raises(ImportError):
+        from mtvbench.run.executor import LocalExecutor  # noqa: F401 - its shape changed: LocalDispatcher
+
+
+def test_a_watchdog_error_ends_the_run() -> None:
+    """What a stall detector does: its error ends ``run_videos`` while calls are still waiting."""
+    from mtvbench.dispatch import run_videos
+    from mtvbench.dispatch.local import _LocalLane
+
+    class Slow(_Model):
+        async def generate(self, request: GenerationRequest) -> GenerationResult:
+            await asyncio.sleep(30)
+            raise AssertionError("never answered")
+
+    class Stalled(Exception):
+        pass
+
+    async def watchdog() -> None:
+        await asyncio.sleep(0.05)
+        raise Stalled("no progress")
+
+    async def go() -> None:
+        writer = _Writer(set(), set())
+        lane = _LocalLane(writer, CallGate(Slow(), 1), None, Slow())  # type: ignore[arg-type]
+        jobs = [VideoJob("v", Path("v.mp4"), [DialogueTurns("a", [1, 2])])]  # type: ignore[list-item]
+        await asyncio.wait_for(run_videos(jobs, writer, 1, lambda state: lane, watchdog), 10)  # type: ignore[arg-type]
+
+    with pytest.raises(Stalled):
+        asyncio.run(go())
+
+
+def test_both_dispatchers_implement_the_whole_lifecycle() -> None:
+    import inspect
+
+    from mtvbench.dispatch import Dispatcher
+    from mtvbench.dispatch.ray import RayDispatcher
+
+    members = [n for n in ("driver_model", "start", "run", "backend", "offload", "aclose") if hasattr(Dispatcher, n)]
+    assert len(members) == 6
+    for cls in (LocalDispatcher, RayDispatcher):
+        assert {"name", "remote_calls"} <= set(vars(cls))
+        for n in members:
+            want, got = inspect.signature(getattr(Dispatcher, n)), inspect.signature(getattr(cls, n))
+            assert list(got.parameters) == list(want.parameters), (cls.__name__, n)
+            assert inspect.iscoroutinefunction(getattr(cls, n)) == inspect.iscoroutinefunction(getattr(Dispatcher, n))
