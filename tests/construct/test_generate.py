@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from mtvbench.construct.calls import StageModel
 from mtvbench.construct.journal import CallJournal
-from mtvbench.construct.llm import StageModel
 from mtvbench.construct.stages.crossscene import Unit
 from mtvbench.construct.stages.generate import GenRound, check_dialogue, generate_dialogues, parse_dialogue
 from mtvbench.construct.stages.suitability import ScoreResult, UnitScores, parse_scores, score_units

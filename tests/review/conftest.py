@@ -72,7 +72,7 @@ def verdict(name: str, decision: str, *, senior: bool = False, unmet: tuple[str,
             ) -> dict[str, object]:
     """A decision as the pages post it: the three criteria (met unless named in ``unmet``), and the
     comment a rejection needs."""
-    from mtvbench.review.model import CRITERIA
+    from mtvbench.review.decisions import CRITERIA
 
     body: dict[str, object] = {"senior" if senior else "annotator": name, "decision": decision,
                                "criteria": {c: {"met": c not in unmet, "note": "see Q2" if c in unmet else ""}

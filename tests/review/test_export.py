@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from mtvbench.cli import app
 from mtvbench.data.official import load_official
-from mtvbench.review.model import Edit
+from mtvbench.review.decisions import Edit
 from mtvbench.review.source import open_source
 from mtvbench.review.store import ReviewStore
 
@@ -174,7 +174,7 @@ def test_guidelines_file_errors_are_clear(sample: Path, tmp_path: Path) -> None:
 
 
 def test_the_audit_trail_keeps_criteria_marks_and_referrals(sample: Path, tmp_path: Path) -> None:
-    from mtvbench.review.model import CRITERIA, Criterion
+    from mtvbench.review.decisions import CRITERIA, Criterion
 
     source = open_source(sample)
     items = source.load()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from mtvbench.review.model import CRITERIA, Criterion
+from mtvbench.review.decisions import CRITERIA, Criterion
 from mtvbench.review.source import open_source
 from mtvbench.review.store import ReviewStore
 

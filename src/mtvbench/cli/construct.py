@@ -51,7 +51,7 @@ from mtvbench.construct.workspace import Workspace, discover_videos
 from mtvbench.registry import RegistryError
 from mtvbench.render.console import FormatOption, OutputFormat, console, note, print_tables, say, styled, warn
 from mtvbench.render.tables import Col, TextTable, Value
-from mtvbench.review.model import ReviewQueue
+from mtvbench.review.decisions import ReviewQueue
 from mtvbench.run.flags import Flag, option_flag, role_flags, settings_flags, settings_from_flags, with_flags
 from mtvbench.util.files import video_mode as checked_video_mode
 

@@ -19,7 +19,7 @@ from mtvbench.cli.common import new_app
 from mtvbench.errors import ConfigError
 from mtvbench.render.console import FormatOption, OutputFormat, emit, note, print_tables, say, warn
 from mtvbench.render.tables import Col, TextTable
-from mtvbench.review.model import WORK_ROLES
+from mtvbench.review.decisions import WORK_ROLES
 from mtvbench.review.source import ReviewSource, open_source
 from mtvbench.review.store import ReviewStore
 from mtvbench.util.files import video_mode as checked_video_mode

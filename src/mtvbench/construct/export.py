@@ -43,8 +43,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from mtvbench.construct.artifacts import Artifact, Shortfall, VideoRecord
 from mtvbench.construct.offline_model import scripted_note
-from mtvbench.construct.records import Artifact, Shortfall, VideoRecord
 from mtvbench.construct.review_queue import load_queue, save_queue
 from mtvbench.construct.stages.caption import Captions
 from mtvbench.construct.stages.checklists import ChecklistResult
@@ -57,7 +57,7 @@ from mtvbench.construct.workspace import Workspace
 from mtvbench.data.buildmeta import BuildMetadata, BuiltDialogueMeta, VideoMeta
 from mtvbench.data.layout import LayoutWriter, kept, metadata_path, place_video, write_layout_json
 from mtvbench.data.schema import TASKS
-from mtvbench.review.model import ReviewItem, content_hash
+from mtvbench.review.decisions import ReviewItem, content_hash
 from mtvbench.util.files import VideoMode
 
 

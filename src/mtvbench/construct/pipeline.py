@@ -58,12 +58,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from mtvbench.construct.artifacts import Artifact, ArtifactMeta, Shortfall, VideoRecord
+from mtvbench.construct.calls import StageModel
 from mtvbench.construct.config import BuildSettings
 from mtvbench.construct.detector import Detector, DetectorError, detector_label, load_detector
 from mtvbench.construct.export import ExportReport, export_dataset
 from mtvbench.construct.journal import CallJournal
-from mtvbench.construct.llm import StageModel
-from mtvbench.construct.records import Artifact, ArtifactMeta, Shortfall, VideoRecord
 from mtvbench.construct.stages import STAGES, Role, stage_names
 from mtvbench.construct.textsim import TextSimilarity, make_textsim
 from mtvbench.construct.workspace import Inspection, Workspace, WorkspaceError

@@ -5,7 +5,7 @@ Layout::
     WS/
       manifest.json                 videos registered with --videos (name, path, category)
       calls.sqlite                  every model reply, committed as it arrives (journal.py)
-      videos/<name>/<stage>.json    one pydantic artifact per stage (see records.py)
+      videos/<name>/<stage>.json    one pydantic artifact per stage (see artifacts.py)
       videos/<name>/keyframes/      kept key frames (JPEG)
       videos/<name>/crops/          detected object crops (JPEG)
       review_queue.json             human verification queue (export.py)
@@ -35,7 +35,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from mtvbench.construct.records import (
+from mtvbench.construct.artifacts import (
     Artifact,
     ArtifactMeta,
     Manifest,

@@ -29,7 +29,7 @@ A run directory (``work = "rate"``, :mod:`mtvbench.review.run_source`) is served
 same calls answer with the rater's view (the model's answers and the checklist questions, blind to the
 expected answers, the judge and the other raters), ``/api/next`` hands out the sample in order, and
 ``/api/progress`` reports per rater (:mod:`mtvbench.review.rating`). Each role works on one kind of source
-(:data:`~mtvbench.review.model.WORK_ROLES`): annotators verify, raters rate, seniors follow both.
+(:data:`~mtvbench.review.decisions.WORK_ROLES`): annotators verify, raters rate, seniors follow both.
 
 Who is asking: with users registered (``mtvbench review add-user``), or whenever the app
 listens on a non-loopback address, every API call carries ``Authorization: Bearer TOKEN``
@@ -66,8 +66,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mtvbench.errors import InputError, MtvbenchError
-from mtvbench.review.guidelines import render_guidelines
-from mtvbench.review.model import (
+from mtvbench.review.decisions import (
     CRITERIA,
     EDITS_MAX,
     ROLES,
@@ -87,6 +86,7 @@ from mtvbench.review.model import (
     Verdict,
     check_name,
 )
+from mtvbench.review.guidelines import render_guidelines
 from mtvbench.review.progress import compute_progress, own_progress
 from mtvbench.review.rating import next_to_rate, own_rating, rating_progress
 from mtvbench.review.source import ReviewSource

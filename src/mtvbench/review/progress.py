@@ -32,7 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from mtvbench.data.schema import TASKS, Task
-from mtvbench.review.model import CRITERIA, STATUSES, Annotation
+from mtvbench.review.decisions import CRITERIA, STATUSES, Annotation
 from mtvbench.review.store import ItemRow, ItemState, UserInfo
 from mtvbench.scoring.kappa import cohen_kappa, krippendorff_alpha_nominal
 

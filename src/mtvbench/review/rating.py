@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from mtvbench.analysis.agreement import HumanRecord, answer_digest, human_agreement, human_jsonl, load_human
 from mtvbench.data.schema import TASKS
 from mtvbench.errors import InputError, OutputError
-from mtvbench.review.model import Rating, ReviewItem
+from mtvbench.review.decisions import Rating, ReviewItem
 from mtvbench.review.store import UserInfo
 from mtvbench.util.files import atomic_write_text
 

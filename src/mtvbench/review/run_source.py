@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from mtvbench.data.schema import TASKS, Dialogue
 from mtvbench.errors import ConfigError, InputError
-from mtvbench.review.model import ReviewItem, content_hash
+from mtvbench.review.decisions import ReviewItem, content_hash
 from mtvbench.review.source import ReviewSource, VideoMode, dataset_item
 from mtvbench.review.store import ReviewStore, now_iso
 from mtvbench.run.rescore import load_scored

@@ -53,7 +53,7 @@ from pydantic import BaseModel, Field
 from mtvbench.errors import InputError
 from mtvbench.ledger.keys import parts_digest
 from mtvbench.ledger.sqlite import Schema, connect, open_db, transaction
-from mtvbench.review.model import (
+from mtvbench.review.decisions import (
     ROLES,
     Annotation,
     Criterion,

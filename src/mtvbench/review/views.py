@@ -23,8 +23,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from mtvbench.data.schema import is_model_turn
+from mtvbench.review.decisions import Annotation, Rating, ReviewItem
 from mtvbench.review.diffs import compare
-from mtvbench.review.model import Annotation, Rating, ReviewItem
 from mtvbench.review.store import ItemState, Principal
 from mtvbench.util.timecodes import hms, ranges_in, segments
 

@@ -32,10 +32,10 @@ from mtvbench.ledger.keys import text_digest
 from mtvbench.registry import Registry
 
 if TYPE_CHECKING:
+    from mtvbench.construct.artifacts import Artifact, VideoRecord
+    from mtvbench.construct.calls import StageModel
     from mtvbench.construct.config import BuildSettings
     from mtvbench.construct.detector import Detector
-    from mtvbench.construct.llm import StageModel
-    from mtvbench.construct.records import Artifact, VideoRecord
     from mtvbench.construct.textsim import TextSimilarity
     from mtvbench.construct.workspace import Workspace
     from mtvbench.media.frames import FrameSettings

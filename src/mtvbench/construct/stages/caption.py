@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.llm import StageModel, failure, gather_all, ranges_frames, text_check
-from mtvbench.construct.records import Artifact, Failure, VideoRecord
+from mtvbench.construct.artifacts import Artifact, Failure, VideoRecord
+from mtvbench.construct.calls import StageModel, failure, gather_all, ranges_frames, text_check
 from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.stages.split import SplitResult
 from mtvbench.media.cache import fingerprint

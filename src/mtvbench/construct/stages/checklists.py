@@ -14,8 +14,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from mtvbench.checklist_gen.generator import CHECKLIST_REASK, checklist_check, checklist_request
-from mtvbench.construct.llm import StageModel, failure, gather_all
-from mtvbench.construct.records import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
+from mtvbench.construct.artifacts import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
+from mtvbench.construct.calls import StageModel, failure, gather_all
 from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.stages.generate import GenerateResult
 from mtvbench.data.schema import ChecklistItem, is_model_turn

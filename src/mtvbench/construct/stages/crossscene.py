@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.records import Artifact, VideoRecord
+from mtvbench.construct.artifacts import Artifact, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.construct.stages.merge import MergeResult
 from mtvbench.construct.stages.objects import ObjectsResult

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
+from mtvbench.construct.artifacts import Artifact, VideoRecord
 from mtvbench.construct.detector import Box, Detector, is_yolo, load_detector
-from mtvbench.construct.records import Artifact, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.construct.stages.keyframes import KeyFrames
 from mtvbench.util.files import atomic_write_bytes, ensure_dir

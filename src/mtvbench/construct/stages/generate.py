@@ -43,8 +43,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.llm import LazyFrames, StageModel, failure, gather_all, ranges_frames
-from mtvbench.construct.records import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
+from mtvbench.construct.artifacts import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
+from mtvbench.construct.calls import LazyFrames, StageModel, failure, gather_all, ranges_frames
 from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.stages.crossscene import CrossSceneResult, Unit
 from mtvbench.construct.stages.split import SplitResult

@@ -25,7 +25,7 @@ import av
 import numpy as np
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.records import Artifact, VideoRecord
+from mtvbench.construct.artifacts import Artifact, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.errors import MissingExtraError
 from mtvbench.media.frames import VideoError

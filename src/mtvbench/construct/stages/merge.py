@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.llm import StageModel, failure
-from mtvbench.construct.records import Artifact, Failure, VideoRecord
+from mtvbench.construct.artifacts import Artifact, Failure, VideoRecord
+from mtvbench.construct.calls import StageModel, failure
 from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.stages.caption import Captions
 from mtvbench.construct.stages.split import SplitResult

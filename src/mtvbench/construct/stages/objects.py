@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
+from mtvbench.construct.artifacts import Artifact, Failure, VideoRecord
+from mtvbench.construct.calls import LazyFrames, StageModel, failure, gather_all, text_check
 from mtvbench.construct.clipframes import image_frames
-from mtvbench.construct.llm import LazyFrames, StageModel, failure, gather_all, text_check
-from mtvbench.construct.records import Artifact, Failure, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.stages.detect import Detection, Detections
 from mtvbench.construct.stages.merge import MergeResult
