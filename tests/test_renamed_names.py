@@ -25,3 +25,19 @@ def test_a_moved_module_still_gives_its_names_with_a_warning(old: str, name: str
     with pytest.warns(DeprecationWarning, match=f"{old}.{name} is now {new}.{name}"):
         value = getattr(importlib.import_module(old), name)
     assert value is getattr(importlib.import_module(new), name)
+
+
+def test_stage_run_is_now_make() -> None:
+    from pydantic import BaseModel
+
+    from mtvbench import Stage
+
+    async def make(ctx: object, v: object) -> BaseModel:
+        return BaseModel()
+
+    new = Stage(make=make, artifact=BaseModel, help="h")  # type: ignore[arg-type]
+    with pytest.warns(DeprecationWarning, match=r"Stage.run is now Stage.make"):
+        old = Stage(run=make, artifact=BaseModel, help="h")  # type: ignore[arg-type]
+    assert old == new and old.make is make
+    with pytest.warns(DeprecationWarning, match=r"Stage.run is now Stage.make"):
+        assert new.run is make

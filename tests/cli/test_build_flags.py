@@ -40,7 +40,7 @@ def _summary_stage(**kw: object) -> Stage:
     async def run(ctx, v):  # noqa: ANN001, ANN202 - never called
         raise AssertionError
 
-    return Stage(run=run, artifact=BaseModel, help="summary", settings_model=SummarySettings, **kw)  # type: ignore
+    return Stage(make=run, artifact=BaseModel, help="summary", settings_model=SummarySettings, **kw)  # type: ignore
 
 
 def _options(command: str) -> set[str]:

@@ -349,7 +349,7 @@ class Builder:
         return got
 
     async def _make(self, stage: str, v: VideoRecord) -> Artifact:
-        return await STAGES.get(stage).run(self, v)
+        return await STAGES.get(stage).make(self, v)
 
     async def _stage(self, stage: str, v: VideoRecord, force: bool) -> StageReport:
         d = self._decide(stage, v, force)

@@ -6,10 +6,10 @@ declares everything about it: its artifact (the pydantic model it stores as
 build config, :class:`~mtvbench.construct.config.BuildConfig`, whose fields with a description are
 ``mtvbench build`` flags), the prompt templates it renders (:attr:`Stage.prompts`), the model role it
 asks (:attr:`Stage.role`, any name: ``models: {ROLE: SPEC}`` gives a role its own model), and ends with
-its ``STAGE`` entry: how it runs for one video (:attr:`Stage.run`, given the :class:`StageContext` the
-builder provides), which artifacts it is made from (:attr:`Stage.upstream`), what it records as its
-settings (:attr:`Stage.settings`) and the optional dependencies it needs (:attr:`Stage.needs`). The
-builder (:mod:`mtvbench.construct.pipeline`) knows no stage by name: deciding, running,
+its ``STAGE`` entry: how it makes its artifact for one video (:attr:`Stage.make`, given the
+:class:`StageContext` the builder provides), which artifacts it is made from (:attr:`Stage.upstream`),
+what it records as its settings (:attr:`Stage.settings`) and the optional dependencies it needs
+(:attr:`Stage.needs`). The builder (:mod:`mtvbench.construct.pipeline`) knows no stage by name: deciding, running,
 fingerprinting and reporting are the same for all of them.
 
 Built-in stages are listed here in pipeline order as ``"module:STAGE"`` references (imported
@@ -21,6 +21,7 @@ on its own), or in code with :func:`register_stage`. Stage names are the keys of
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -94,11 +95,11 @@ def _no_settings(ctx: StageContext) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Stage:
-    """One construction stage (see the module docstring)."""
+class _StageFields:
+    """The fields of a :class:`Stage`."""
 
     #: make the stage's artifact for one video (its upstream artifacts are current)
-    run: Callable[[StageContext, VideoRecord], Awaitable[Artifact]]
+    make: Callable[[StageContext, VideoRecord], Awaitable[Artifact]]
     #: the artifact's type (read back from ``WS/videos/<video>/<stage>.json``)
     artifact: type[Artifact]
     #: one line for ``mtvbench build NAME --help``
@@ -139,6 +140,27 @@ class Stage:
         return self.needs
 
 
+class Stage(_StageFields):
+    """One construction stage (see the module docstring). ``make`` was called ``run`` before ("run" names an
+    evaluation): ``Stage(run=...)`` and ``stage.run`` work for one release, with a DeprecationWarning."""
+
+    def __init__(self, *args: Any, run: Callable[..., Awaitable[Artifact]] | None = None, **kwargs: Any) -> None:
+        if run is not None:
+            _renamed_run()
+            kwargs["make"] = run
+        super().__init__(*args, **kwargs)
+
+    @property
+    def run(self) -> Callable[[StageContext, VideoRecord], Awaitable[Artifact]]:
+        _renamed_run()
+        return self.make
+
+
+def _renamed_run() -> None:
+    warnings.warn("Stage.run is now Stage.make (Stage(make=...)); the old name goes in the next release",
+                  DeprecationWarning, stacklevel=3)
+
+
 def _as_stage(obj: object) -> Stage:
     if isinstance(obj, Stage):
         return obj
@@ -161,7 +183,7 @@ def register_stage(name: str, stage: Stage) -> Stage:
 
     Returns:
         ``stage``."""
-    STAGES.add(name, stage, origin=stage.run.__module__)
+    STAGES.add(name, stage, origin=stage.make.__module__)
     return stage
 
 

@@ -74,13 +74,13 @@ async def make_checklists(video: str, generated: GenerateResult, model: StageMod
     return out
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> ChecklistResult:
+async def _make(ctx: StageContext, v: VideoRecord) -> ChecklistResult:
     s = ctx.config.section(ChecklistSettings)
     return await make_checklists(v.name, ctx.artifact(v, "generate", GenerateResult), ctx.model("checklist"),
                                  s.items, ctx.config.max_attempts, s.exact_split)
 
 
-STAGE = Stage(run=_run, artifact=ChecklistResult,
+STAGE = Stage(make=_make, artifact=ChecklistResult,
               help="11. Generate checklists (Figure 16) for the evaluated rounds.", upstream=("generate",),
               role="checklist", settings_model=ChecklistSettings,
               old_keys={"checklist_items": "items", "checklist_exact_split": "exact_split"},

@@ -335,7 +335,7 @@ async def generate_dialogues(video: str, path: Path, units: list[Unit], scores: 
     return out
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> GenerateResult:
+async def _make(ctx: StageContext, v: VideoRecord) -> GenerateResult:
     n = ctx.config.section(GenerateSettings).frames
     split = ctx.artifact(v, "split", SplitResult)
     return await generate_dialogues(v.name, Path(v.path), ctx.artifact(v, "crossscene", CrossSceneResult).units,
@@ -343,7 +343,7 @@ async def _run(ctx: StageContext, v: VideoRecord) -> GenerateResult:
                                     n, ctx.config.max_attempts, ctx.frames(n))
 
 
-STAGE = Stage(run=_run, artifact=GenerateResult,
+STAGE = Stage(make=_make, artifact=GenerateResult,
               help="10. Generate 5-8 round dialogues (Figures 8-14), checked and re-asked.",
               upstream=("split", "crossscene", "score"), role="generate", settings_model=GenerateSettings,
               old_keys={"generate_frames": "frames"},

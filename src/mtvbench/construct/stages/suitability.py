@@ -164,7 +164,7 @@ PROBE_UNIT = Unit(id="S0", kind="cross", segments=[0, 1], ranges=[(0.0, 1.0), (2
                   objects=["obj001"], object_lines=["- obj001 (x): {c}"])
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> ScoreResult:
+async def _make(ctx: StageContext, v: VideoRecord) -> ScoreResult:
     s = ctx.config.section(ScoreSettings)
     return await score_units(v.name, Path(v.path), ctx.artifact(v, "crossscene", CrossSceneResult).units,
                              ctx.model("score"), s.min_score, s.frames, ctx.config.max_attempts, ctx.frames(s.frames))
@@ -175,7 +175,7 @@ def _settings(ctx: StageContext) -> dict[str, object]:
     return {"frames": ctx.frames(s.frames).key(), "min_score": s.min_score}
 
 
-STAGE = Stage(run=_run, artifact=ScoreResult,
+STAGE = Stage(make=_make, artifact=ScoreResult,
               help="9. Task suitability: rate every unit for the six tasks (1-6); keep those rated 5-6.",
               upstream=("crossscene",), role="score", settings=_settings, settings_model=ScoreSettings,
               old_keys={"score_frames": "frames", "min_score": "min_score"},
