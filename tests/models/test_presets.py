@@ -188,7 +188,7 @@ def test_models_command_lists_every_row() -> None:
     app.command("models")(models_command)
     app.command("other")(lambda: None)  # a second command keeps typer in sub-command mode
     runner = CliRunner()
-    res = runner.invoke(app, ["models", "--json"])
+    res = runner.invoke(app, ["models", "--format", "json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)
     assert [r["display"] for r in rows] == list(TABLE2_OVERALL)

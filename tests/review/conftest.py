@@ -61,11 +61,11 @@ def make_client(path: Path, *, require_tokens: bool = False, store: Path | None 
     return TestClient(app)
 
 
-def who(name: str, role: str = "annotator") -> dict[str, str]:
+def who(name: str, job: str = "annotator") -> dict[str, str]:
     """Open-mode identity headers (what the pages send on loopback without users)."""
     from urllib.parse import quote
 
-    return {"X-Review-User": quote(name), "X-Review-Role": role}
+    return {"X-Review-User": quote(name), "X-Review-Job": job}
 
 
 def verdict(name: str, decision: str, *, senior: bool = False, unmet: tuple[str, ...] = (), **extra: object

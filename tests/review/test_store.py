@@ -246,8 +246,8 @@ def test_users_tokens_are_stored_hashed(opened) -> None:
     with pytest.raises(ReviewError, match="exists already"):
         store.add_user("ann1", "senior")
     new = store.add_user("ann1", "senior", replace=True)
-    assert store.authenticate(token) is None and store.authenticate(new).role == "senior"
-    with pytest.raises(ReviewError, match="role must be"):
+    assert store.authenticate(token) is None and store.authenticate(new).job == "senior"
+    with pytest.raises(ReviewError, match="job must be"):
         store.add_user("x", "admin")
     raw = store.path.read_bytes() + (store.path.with_name(store.path.name + "-wal").read_bytes()
                                      if store.path.with_name(store.path.name + "-wal").exists() else b"")

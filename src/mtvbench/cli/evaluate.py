@@ -23,6 +23,8 @@ from mtvbench.render.console import (
     emit_json,
     make_console,
     note,
+    old_spelling,
+    renamed,
     resolve_format,
     say,
     styled,
@@ -216,12 +218,13 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")],
 
 
 def demo(
-    workdir: Annotated[Path, typer.Option(help="where the sample and the runs are written")] = Path(
-        "mtvbench-demo"),
+    out: Annotated[Path, typer.Option(help="where the sample and the runs are written")] = Path("mtvbench-demo"),
     judge_runs: Annotated[int, typer.Option(help="judge runs per turn")] = 1,
     quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
+    workdir: Annotated[Path | None, old_spelling("--workdir")] = None,
 ) -> None:
     """Offline demo on the bundled sample: oracle and refuse baselines, judged by --judge offline."""
+    workdir = renamed(out, workdir, "--workdir", "--out")
     from mtvbench.data.sample import materialize
     from mtvbench.run.evaluate import evaluate
 

@@ -43,11 +43,11 @@ Decision = Literal["accept", "revise", "reject"]
 DECISIONS: tuple[str, ...] = ("accept", "revise", "reject")
 Status = Literal["pending", "accepted", "rejected", "needs_adjudication"]
 STATUSES: tuple[str, ...] = ("pending", "accepted", "rejected", "needs_adjudication")
-Role = Literal["annotator", "senior", "rater"]
-ROLES: tuple[str, ...] = ("annotator", "senior", "rater")
-#: what a source's people do -> the roles they have: verify dialogues (a build workspace, a dataset), or
+Job = Literal["annotator", "senior", "rater"]
+JOBS: tuple[str, ...] = ("annotator", "senior", "rater")
+#: what a source's people do -> the jobs they have: verify dialogues (a build workspace, a dataset), or
 #: rate a run's answers against the checklists (a run directory; the senior follows the raters' progress)
-WORK_ROLES: dict[str, tuple[str, ...]] = {"review": ("annotator", "senior"), "rate": ("rater", "senior")}
+WORK_JOBS: dict[str, tuple[str, ...]] = {"review": ("annotator", "senior"), "rate": ("rater", "senior")}
 #: a rater's answer to one checklist question about the model's answer
 Verdict = Literal["Yes", "No"]
 EditField = Literal["user", "assistant", "question", "expected"]

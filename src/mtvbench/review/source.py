@@ -68,7 +68,7 @@ class ReviewSource:
     #: the kind in words, for the message about a folder of no known kind
     describe: str = ""
     #: what people do with its items: verify them ("review": annotators and seniors) or rate a model's
-    #: answers ("rate": raters; :data:`mtvbench.review.decisions.WORK_ROLES`)
+    #: answers ("rate": raters; :data:`mtvbench.review.decisions.WORK_JOBS`)
     work: str = "review"
 
     def __init__(self, root: Path):

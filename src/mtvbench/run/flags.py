@@ -39,7 +39,7 @@ from pydantic import BaseModel
 from mtvbench.config import RoleSettings, RunConfig, loads_yaml_strict
 from mtvbench.errors import ConfigError
 from mtvbench.models.settings import GENERATION_SETTINGS, setting_flag
-from mtvbench.render.console import warn
+from mtvbench.render.console import warn_renamed
 
 _SIMPLE = (bool, int, float, str, Path)
 #: what a generation flag takes to drop a value (a preset's): ``--top-k none``
@@ -260,7 +260,7 @@ def with_flags(flags: list[Flag]) -> Callable[[Callable[..., Any]], Callable[...
             given = {k: v for k, v in kwargs.items() if k in names}
             for param, (name, new) in old.items():
                 if given.get(param) not in (None, []):
-                    warn(f"{name} is now {new} (the old spelling still works in this release)")
+                    warn_renamed(name, new)
             return fn(given, **{k: v for k, v in kwargs.items() if k not in names})
 
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
