@@ -19,6 +19,7 @@ import typer
 
 from mtvbench.cli.common import fail, new_app
 from mtvbench.data.hub import DEFAULT_REPO, HF_PREFIX, HubSpec, is_hub_spec, prepare_from_hub
+from mtvbench.data.layout import MTQA_DIR, VIDEOS_DIR, checklist_dir
 from mtvbench.errors import ConfigError
 from mtvbench.extras import require_backend
 from mtvbench.render.console import (
@@ -201,7 +202,8 @@ def checklists(
     model: Annotated[str | None, typer.Option(help="the checklist writer, e.g. openai:gpt-4o", show_default=False)
                      ] = None,
     out: Annotated[Path | None, typer.Option(help="write a copy of the dataset with the new checklists here "
-                                                  "(mtqa/ copied, videos/ hard-linked); the data stays as it is")
+                                                  f"({MTQA_DIR}/ copied, {VIDEOS_DIR}/ hard-linked); the data stays "
+                                                  "as it is")
                    ] = None,
     in_place: Annotated[bool, typer.Option("--in-place", help="write the new checklists into DATA/checklist/")
                         ] = False,
@@ -220,29 +222,24 @@ def checklists(
 
     Choose where: --out DIR (a copy of the dataset) or --in-place (into DATA). Exit 3 when some
     turns still have no checklist (listed)."""
-    model = renamed(model, generator, "--generator", "--model")
-    model_base_url = renamed(model_base_url, base_url, "--base-url", "--model-base-url")
-    model_api_key_env = renamed(model_api_key_env, api_key_env, "--api-key-env", "--model-api-key-env")
-    if not model:
-        fail("missing option --model: the checklist writer, e.g. --model openai:gpt-4o")
     from mtvbench.checklist_gen.fill import fill_checklists
-    from mtvbench.models.endpoints import key_variable_problem
     from mtvbench.models.registry import create_backend
-    from mtvbench.models.settings import BackendOptions
 
+    spec = renamed(model, generator, "--generator", "--model")
+    if not spec:
+        fail("missing option --model: the checklist writer, e.g. --model openai:gpt-4o")
     if out is None and not in_place:
         fail(f"choose where the checklists go: --out DIR (a copy of {data} with the new checklists) "
-             f"or --in-place (write into {data / 'checklist'})")
+             f"or --in-place (write into {checklist_dir(data)})")
     if out is not None and in_place:
         fail("--out and --in-place exclude each other")
-    problem = None if model_api_key_env is None else key_variable_problem(model_api_key_env)
-    if problem is not None:
-        fail(f"--model-api-key-env: {problem}")
-    require_backend(model, "checklist generator")
+    options = _writer_options(renamed(model_base_url, base_url, "--base-url", "--model-base-url"),
+                              renamed(model_api_key_env, api_key_env, "--api-key-env", "--model-api-key-env"))
+    require_backend(spec, "checklist generator")
     data = dataset_path(data)
 
     async def go() -> Any:
-        backend = create_backend(model, BackendOptions(base_url=model_base_url, api_key_env=model_api_key_env))
+        backend = create_backend(spec, options)
         try:
             return await fill_checklists(data, backend, out=out, n=n, overwrite=overwrite, concurrency=concurrency,
                                          max_attempts=max_attempts, exact_split=exact_split)
@@ -258,6 +255,18 @@ def checklists(
         note("INCOMPLETE", f"{len(rep.failed)} turn(s) still have no checklist; run the same command again to "
              "ask for them again")
         raise typer.Exit(3)
+
+
+def _writer_options(base_url: str | None, api_key_env: str | None) -> Any:
+    """The checklist writer's backend options from ``--model-base-url`` and ``--model-api-key-env`` (a named key
+    variable must be set)."""
+    from mtvbench.models.endpoints import key_variable_problem
+    from mtvbench.models.settings import BackendOptions
+
+    problem = None if api_key_env is None else key_variable_problem(api_key_env)
+    if problem is not None:
+        fail(f"--model-api-key-env: {problem}")
+    return BackendOptions(base_url=base_url, api_key_env=api_key_env)
 
 
 __all__ = ["cache_app", "check_dataset", "checklists", "download", "is_hub_spec"]

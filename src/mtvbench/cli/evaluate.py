@@ -13,6 +13,7 @@ from rich.progress import Progress as RichProgress
 from mtvbench.cli.data import check_dataset
 from mtvbench.config import REMOVED_SETTINGS, ConfigError, build_config, load_yaml
 from mtvbench.data.buildmeta import not_a_benchmark
+from mtvbench.data.layout import FOLDERS_TEXT
 from mtvbench.extras import require_backend
 from mtvbench.render.console import (
     FormatOption,
@@ -62,7 +63,7 @@ def _progress_bar(quiet: bool) -> RichProgress:
                         TimeElapsedColumn(), console=make_console(stderr=True), disable=quiet, transient=False)
 
 
-def validate(path: Annotated[Path, typer.Argument(help="dataset root (mtqa/, checklist/, videos/) or hf:ORG/NAME")],
+def validate(path: Annotated[Path, typer.Argument(help=f"dataset root ({FOLDERS_TEXT}) or hf:ORG/NAME")],
              strict: Annotated[bool, typer.Option(help="treat warnings as errors")] = False,
              list_videos: Annotated[bool, typer.Option(
                  "--list-videos", help="one line per video: codec, size, duration, frames")] = False) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mtvbench.cli.common import new_app
+from mtvbench.data.layout import FOLDERS_TEXT
 from mtvbench.errors import ConfigError
 from mtvbench.render.console import (
     FormatOption,
@@ -41,7 +42,7 @@ review_app = new_app("Human verification in the browser: two annotators per dial
                       "disagreements (paper §3.2); or human raters of a run's answers (paper §4.5, Table 3).")
 
 PathArg = Annotated[Path, typer.Argument(help="A build workspace (with review_queue.json), a dataset in the "
-                                              "released layout (mtqa/, checklist/, videos/), or a run directory "
+                                              f"released layout ({FOLDERS_TEXT}), or a run directory "
                                               "(its answers are rated).", show_default=False)]
 StoreOpt = Annotated[Path | None, typer.Option("--store", help="Review store file for a dataset folder or run "
                                                                "directory that must stay untouched (default "

@@ -58,7 +58,7 @@ def request_key(model: str, request: GenerationRequest, frames_key: str | None) 
     """What identifies a request: model, id (with the attempt), prompt, frame source, generation settings
     (:func:`mtvbench.ledger.keys.parts_digest`, the key every stored reply was saved under)."""
     g = request.generation
-    settings = repr((g.max_tokens, g.temperature, g.top_p, g.top_k, sorted(request.extra.items())))
+    settings = repr((g.max_tokens, g.temperature, g.top_p, g.top_k, sorted(request.options.items())))
     return parts_digest((model, request.id, g.system or "", request.prompt, frames_key or "", settings),
                         terminated=True)
 
