@@ -36,7 +36,7 @@ from tests.support.detector import ColourBlobDetector  # noqa: E402
 from mtvbench.construct.config import BuildConfig  # noqa: E402
 from mtvbench.construct.export import ExportReport  # noqa: E402
 from mtvbench.construct.pipeline import Builder  # noqa: E402
-from mtvbench.construct.stages import STAGES, stage_names  # noqa: E402
+from mtvbench.construct.stages import STAGES, roles, stage_names  # noqa: E402
 from mtvbench.construct.workspace import Workspace  # noqa: E402
 from mtvbench.models.registry import create_backend  # noqa: E402
 from mtvbench.models.settings import BackendOptions  # noqa: E402
@@ -109,14 +109,14 @@ def main() -> None:
             backend = create_backend("openai:bench", BackendOptions(base_url=server.url, api_key_env="MTV_BENCH_NONE"))
         else:
             backend = OfflineScripted()
-        roles = {r: backend for r in ("caption", "merge", "score", "generate", "checklist")}
-        builder = Builder(ws, cfg, backends=roles, detector=ColourBlobDetector())
+        backends = dict.fromkeys(roles(), backend)
+        builder = Builder(ws, cfg, backends=backends, detector=ColourBlobDetector())
         rows: list[tuple[str, float, int]] = []
 
         replay: list[tuple[str, float, int]] = []
 
         async def run_stages(into: list[tuple[str, float, int]]) -> None:
-            b = Builder(ws, cfg, backends=roles, detector=ColourBlobDetector()) if into is replay else builder
+            b = Builder(ws, cfg, backends=backends, detector=ColourBlobDetector()) if into is replay else builder
             for stage in stage_names():
                 n_req = len(server.state.requests) if server else backend.calls
                 t = time.perf_counter()

@@ -73,7 +73,7 @@ def main() -> None:
     from starlette.testclient import TestClient
 
     from mtvbench.review.app import create_app
-    from mtvbench.review.model import CRITERIA
+    from mtvbench.review.decisions import CRITERIA
     from mtvbench.review.source import open_source
     from mtvbench.review.store import ReviewStore
 

@@ -55,7 +55,7 @@ class GenerationConfig(BaseModel):
     #: the settings a request may set for itself (besides ``system``), also fields of the backend options
     CALL_FIELDS: ClassVar[tuple[str, ...]] = ("max_tokens", "temperature", "top_p", "top_k")
     #: the settings that were backend options before they were fields (``--model-option KEY=VALUE``,
-    #: ``extra`` in a config, still read there): a run's fingerprint reads them with the backend options
+    #: ``extra:`` in a config, still read there): a run's fingerprint reads them with the backend options
     OPTION_FIELDS: ClassVar[tuple[str, ...]] = ("do_sample", "repetition_penalty", "presence_penalty", "min_p",
                                                 "seed")
 
@@ -159,7 +159,9 @@ class GenerationRequest(BaseModel):
     keep_thinking: bool = False
     #: the generation settings this call sets itself (None: the options' value)
     generation: GenerationConfig = _NOTHING_SET
-    extra: dict[str, Any] = Field(default_factory=dict)
+    #: backend options of this call alone (e.g. ``video``: the video file a backend may upload); ``extra=``
+    #: and ``request.extra`` are the old spelling (one release, with a warning)
+    options: dict[str, Any] = Field(default_factory=dict)
 
     max_tokens = _moved_to_generation("max_tokens")
     temperature = _moved_to_generation("temperature")
@@ -167,10 +169,20 @@ class GenerationRequest(BaseModel):
     top_k = _moved_to_generation("top_k")
     system = _moved_to_generation("system")
 
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The old name of :attr:`options` (one release, with a warning)."""
+        warnings.warn("GenerationRequest.extra is now GenerationRequest.options", DeprecationWarning, stacklevel=2)
+        return self.options
+
     @model_validator(mode="before")
     @classmethod
     def _flat_settings(cls, data: Any) -> Any:
-        """``GenerationRequest(max_tokens=8)``: the spelling of the release before (one release, with a warning)."""
+        """``GenerationRequest(max_tokens=8)`` and ``extra=``: the spellings of the release before (one release, with
+        a warning)."""
+        if isinstance(data, dict) and "extra" in data:
+            warnings.warn("GenerationRequest(extra=...): give options=... instead", DeprecationWarning, stacklevel=4)
+            data = {**{k: v for k, v in data.items() if k != "extra"}, "options": data["extra"]}
         if not isinstance(data, dict) or not any(k in data for k in _FLAT_REQUEST_FIELDS):
             return data
         flat = [k for k in _FLAT_REQUEST_FIELDS if k in data]

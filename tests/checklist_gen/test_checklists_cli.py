@@ -36,8 +36,8 @@ def test_checklists_reasks_until_rules_hold_and_keeps_existing(tmp_path):
     before = _entries(data, "object_reference")
     state = ServerState(model_reply=_reply(always_bad=False))
     with LoopbackServer(state) as srv:
-        r = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen",
-                                "--base-url", srv.url, "--in-place"])
+        r = runner.invoke(app, ["checklists", "--data", str(data), "--model", "openai:gen",
+                                "--model-base-url", srv.url, "--in-place"])
     assert r.exit_code == 0, r.output
     # TS and PI: every round is a model turn; rounds 1, 2, 4 lacked a checklist -> 6 generated
     assert "generated 6" in r.output
@@ -51,8 +51,8 @@ def test_checklists_reasks_until_rules_hold_and_keeps_existing(tmp_path):
     assert len(state.requests) == 12  # each turn: one rejected reply, one accepted
     # resumable: a second run asks nothing
     with LoopbackServer(ServerState(model_reply=_reply(False))) as srv2:
-        r2 = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen",
-                                 "--base-url", srv2.url, "--in-place"])
+        r2 = runner.invoke(app, ["checklists", "--data", str(data), "--model", "openai:gen",
+                                 "--model-base-url", srv2.url, "--in-place"])
         assert r2.exit_code == 0 and "generated 0" in r2.output
         assert srv2.state.requests == []
 
@@ -61,7 +61,7 @@ def test_checklists_lists_failures_after_bounded_reasks(tmp_path):
     data = make_dataset(tmp_path / "data")
     state = ServerState(model_reply=_reply(always_bad=True))
     with LoopbackServer(state) as srv:
-        r = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen", "--base-url", srv.url,
+        r = runner.invoke(app, ["checklists", "--data", str(data), "--model", "openai:gen", "--model-base-url", srv.url,
                                 "--max-attempts", "2", "--in-place"])
     assert r.exit_code == 3  # finished but incomplete
     out = " ".join(r.output.split())
@@ -79,11 +79,12 @@ def test_checklists_without_out_or_in_place_refuses_and_writes_nothing(tmp_path)
     data = make_dataset(tmp_path / "data")
     before = _tree(data)
     with LoopbackServer(ServerState(model_reply=_reply(False))) as srv:
-        r = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen", "--base-url", srv.url])
-        both = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen",
-                                   "--base-url", srv.url, "--in-place", "--out", str(tmp_path / "o")])
-        same = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen",
-                                   "--base-url", srv.url, "--out", str(data)])
+        r = runner.invoke(app, ["checklists", "--data", str(data), "--model", "openai:gen",
+                                "--model-base-url", srv.url])
+        both = runner.invoke(app, ["checklists", "--data", str(data), "--model", "openai:gen",
+                                   "--model-base-url", srv.url, "--in-place", "--out", str(tmp_path / "o")])
+        same = runner.invoke(app, ["checklists", "--data", str(data), "--model", "openai:gen",
+                                   "--model-base-url", srv.url, "--out", str(data)])
         assert srv.state.requests == []
     assert r.exit_code == 2 and "--out DIR" in r.output and "--in-place" in r.output
     assert "Traceback" not in r.output
@@ -99,11 +100,11 @@ def test_checklists_out_writes_a_complete_copy_and_resumes(tmp_path):
     before = _tree(data)
     out = tmp_path / "with-checklists"
     with LoopbackServer(ServerState(model_reply=_reply(False))) as srv:
-        r = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen",
-                                "--base-url", srv.url, "--out", str(out)])
+        r = runner.invoke(app, ["checklists", "--data", str(data), "--model", "openai:gen",
+                                "--model-base-url", srv.url, "--out", str(out)])
         n_first = len(srv.state.requests)
-        r2 = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen",
-                                 "--base-url", srv.url, "--out", str(out)])
+        r2 = runner.invoke(app, ["checklists", "--data", str(data), "--model", "openai:gen",
+                                 "--model-base-url", srv.url, "--out", str(out)])
         n_second = len(srv.state.requests)
     assert r.exit_code == 0, r.output
     assert "generated 6" in r.output and str(out) in " ".join(r.output.split())
@@ -131,8 +132,8 @@ def test_checklists_refuses_a_data_root_holding_a_link(tmp_path):
     (data / "videos").rename(tmp_path / "videos")
     (data / "videos").symlink_to(tmp_path / "videos", target_is_directory=True)
     with LoopbackServer(ServerState(model_reply=_reply(False))) as srv:
-        r = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen",
-                                "--base-url", srv.url, "--out", str(tmp_path / "out")])
+        r = runner.invoke(app, ["checklists", "--data", str(data), "--model", "openai:gen",
+                                "--model-base-url", srv.url, "--out", str(tmp_path / "out")])
         assert srv.state.requests == []
     assert r.exit_code == 2 and "videos: is a symbolic link" in r.output and "Traceback" not in r.output
     assert not (tmp_path / "out").exists()
@@ -144,8 +145,8 @@ def test_checklists_out_refuses_a_folder_holding_another_dataset(tmp_path):
     (other / "mtqa").mkdir(parents=True)
     (other / "mtqa" / "object_reference.json").write_text("{}")
     with LoopbackServer(ServerState(model_reply=_reply(False))) as srv:
-        r = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen",
-                                "--base-url", srv.url, "--out", str(other)])
+        r = runner.invoke(app, ["checklists", "--data", str(data), "--model", "openai:gen",
+                                "--model-base-url", srv.url, "--out", str(other)])
         assert srv.state.requests == []
     assert r.exit_code == 2 and "another dataset" in " ".join(r.output.split())
     assert (other / "mtqa" / "object_reference.json").read_text() == "{}"

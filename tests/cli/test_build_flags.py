@@ -18,7 +18,7 @@ from mtvbench.construct import config as build_config
 from mtvbench.construct.config import BuildConfig, assemble
 from mtvbench.construct.stages import Stage, loadable_stages, stage_names
 from mtvbench.construct.stages.caption import CaptionSettings
-from mtvbench.construct.stages.suitability import ScoreSettings
+from mtvbench.construct.stages.suitability import SuitabilitySettings
 from mtvbench.errors import ConfigError
 from mtvbench.registry import RegistryError
 from mtvbench.run import flags as rf
@@ -40,7 +40,7 @@ def _summary_stage(**kw: object) -> Stage:
     async def run(ctx, v):  # noqa: ANN001, ANN202 - never called
         raise AssertionError
 
-    return Stage(run=run, artifact=BaseModel, help="summary", settings_model=SummarySettings, **kw)  # type: ignore
+    return Stage(make=run, artifact=BaseModel, help="summary", settings_model=SummarySettings, **kw)  # type: ignore
 
 
 def _options(command: str) -> set[str]:
@@ -52,7 +52,7 @@ def test_every_described_setting_is_a_flag_with_its_help() -> None:
     flags = {f.name: f for f in BUILD_FLAGS}
     described = [n for n, f in BuildConfig.model_fields.items() if f.description]
     assert {f"--{n.replace('_', '-')}" for n in described} <= set(flags)
-    assert {"--split-detector", "--caption-frames", "--merge-passes", "--merge-prefilter-below", "--score-frames",
+    assert {"--split-detector", "--caption-frames", "--merge-passes", "--merge-prefilter-below", "--suitability-frames",
             "--generate-frames", "--model-base-url", "--model-api-key-env", "--temperature", "--max-tokens",
             "--model-option"} <= set(flags)
     assert "--judge-base-url" not in flags and "--models" not in flags and "--stage-settings" not in flags
@@ -128,11 +128,11 @@ def test_old_config_keys_are_read_into_their_section_with_a_warning(tmp_path: Pa
     f = tmp_path / "build.yaml"
     f.write_text("caption_frames: 4\nmin_score: 6\nmerge_passes: 1\nsplit: {min_scene_len: 9}\n")
     cfg = build_settings(f, {})
-    assert cfg.section(CaptionSettings).frames == 4 and cfg.section(ScoreSettings).min_score == 6
+    assert cfg.section(CaptionSettings).frames == 4 and cfg.section(SuitabilitySettings).min_score == 6
     assert cfg.merge.passes == 1 and cfg.split.min_scene_len == 9
     assert cfg.renamed == ["the build setting 'caption_frames' is now 'caption.frames'",
                            "the build setting 'merge_passes' is now 'merge.passes'",
-                           "the build setting 'min_score' is now 'score.min_score'"]
+                           "the build setting 'min_score' is now 'suitability.min_score'"]
     assert "caption_frames" not in cfg.model_dump()
     res = CliRunner().invoke(app, ["build", "split", "-w", str(tmp_path / "ws"), "--config", str(f),
                                    "--videos", str(tmp_path / "none")])

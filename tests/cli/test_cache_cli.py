@@ -57,7 +57,7 @@ def test_clear_older_than_and_busy_entries(caches: tuple[Path, Path]) -> None:
     assert keep.exit_code == 0 and "frames: removed 0 entries" in keep.output and "2 kept (newer)" in keep.output
     with file_lock(frames / ".locks" / f"{busy.key}.lock"):  # a run is writing this entry right now
         r = CliRunner().invoke(app, ["cache", "clear", "--cache-dir", str(frames), "--scene-cache", str(scenes),
-                                     "--older-than", "30d", "--no-scenes"])
+                                     "--older-than", "30d", "--keep-scenes"])
     assert r.exit_code == 0, r.output
     assert "frames: removed 1 entries" in r.output and "1 skipped (being written by another process)" in r.output
     assert not old.path.exists() and busy.path.exists()

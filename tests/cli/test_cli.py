@@ -21,7 +21,7 @@ def test_validate_ok_and_broken(tmp_path: Path) -> None:
 
 
 def test_demo_runs_offline(tmp_path: Path) -> None:
-    res = CliRunner().invoke(app, ["demo", "--workdir", str(tmp_path / "demo"), "--quiet"])
+    res = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "demo"), "--quiet"])
     assert res.exit_code == 0, res.output
     assert "not comparable to the paper" in res.output
     oracle = json.loads((tmp_path / "demo" / "runs" / "oracle" / "scores.json").read_text())

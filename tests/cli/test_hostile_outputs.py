@@ -159,7 +159,7 @@ def test_compare_every_format(runs, fmt):
 def test_review_status_hostile_annotators_and_long_ids(tmp_path):
     from mtvbench.construct.review_queue import record_review, save_queue
     from mtvbench.construct.workspace import Workspace
-    from mtvbench.review.model import ReviewItem, ReviewQueue
+    from mtvbench.review.decisions import ReviewItem, ReviewQueue
 
     ids = [f"a_video_with_a_rather_long_file_name_2024_05_{i:02d}/unit_000{i}/proactive_interaction"
            for i in range(3)]

@@ -53,7 +53,7 @@ def test_sweep_requires_judge(data: Path, tmp_path: Path) -> None:
 
 def test_demo_names_its_judge_and_where_everything_is(tmp_path: Path) -> None:
     work = tmp_path / "demo"
-    r = CliRunner().invoke(app, ["demo", "--workdir", str(work), "--quiet"])
+    r = CliRunner().invoke(app, ["demo", "--out", str(work), "--quiet"])
     assert r.exit_code == 0, r.output
     out = " ".join(r.output.split())  # the notes may wrap
     assert "--judge offline: the offline lexical matcher, so the demo needs no API key" in out
@@ -124,7 +124,7 @@ def test_build_without_object_stages_does_not_need_opencv(tmp_path: Path, monkey
 def test_scene_estimation_with_a_missing_extra_writes_nothing(data: Path, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "scenedetect", None)
-    r = CliRunner().invoke(app, ["scenes", str(data), "--cache-dir", str(tmp_path / "sc"),
+    r = CliRunner().invoke(app, ["scenes", str(data), "--scene-cache", str(tmp_path / "sc"),
                                  "--out", str(tmp_path / "scenes.json")])
     assert r.exit_code == 2 and "mtvbench[build]" in r.output, r.output
     assert not (tmp_path / "sc").exists() and not (tmp_path / "scenes.json").exists()

@@ -25,7 +25,7 @@ def test_explicit_settings_win_over_the_preset(tmp_path: Path) -> None:
                         "model_settings": {"temperature": 0.0, "extra": {"batch_size": 2}}})
     assert cfg.frames == 32 and cfg.max_side == 720
     assert cfg.model_settings.temperature == 0.0
-    assert cfg.model_settings.extra["batch_size"] == 2
+    assert cfg.model_settings.options["batch_size"] == 2
 
 
 def test_plain_specs_pass_through_and_typos_are_clear(tmp_path: Path) -> None:
@@ -261,7 +261,7 @@ def test_a_preset_runs_on_a_local_copy_of_its_checkpoint(tmp_path: Path) -> None
     cfg = build_config({**base, "model": "qwen3-vl-8b-instruct",
                         "model_settings": {"extra": {"checkpoint": str(tmp_path / "ckpt")}}})
     assert cfg.backend_spec == f"hf:{tmp_path / 'ckpt'}" and cfg.inference == "qwen-script"
-    assert cfg.preset_overrides == [] and "checkpoint" not in cfg.model_settings.extra
+    assert cfg.preset_overrides == [] and "checkpoint" not in cfg.model_settings.options
     assert cfg.model_settings.max_tokens == 1024  # the preset's settings
     with pytest.raises(ConfigError, match="served_name"):
         build_config({**base, "model": "qwen3-vl-8b-instruct@openai",

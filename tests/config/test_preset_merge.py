@@ -22,22 +22,22 @@ def test_merge_lets_given_values_win_and_adds_extra_body_key_by_key() -> None:
                                                                "detail": "low"})
     merged = preset.merge(given)
     assert (merged.temperature, merged.top_k, merged.system) == (0.0, None, "S")  # null drops, untouched stays
-    assert merged.extra == {"video_part": True, "detail": "low",
+    assert merged.options == {"video_part": True, "detail": "low",
                             "extra_body": {"top_k": 20, "min_tokens": 5, "stop": ["x"]}}
     assert preset.merge(BackendOptions()) == preset  # nothing given: the preset's settings
-    assert preset.extra["extra_body"] == {"top_k": 20, "min_tokens": 2}  # the preset's own are not changed
+    assert preset.options["extra_body"] == {"top_k": 20, "min_tokens": 2}  # the preset's own are not changed
 
 
 def test_a_preset_run_merges_the_given_extra_body_into_the_presets(tmp_path: Path) -> None:
     _, options, _ = resolve_model("minicpm-v4.5@openai", protocol="paper")
-    assert options.extra["extra_body"] == {"stop_token_ids": [1, 151645]}
+    assert options.options["extra_body"] == {"stop_token_ids": [1, 151645]}
     cfg = _cfg(tmp_path, "minicpm-v4.5@openai", {"base_url": "http://127.0.0.1:9/v1",
                                                  "extra": {"extra_body": {"min_tokens": 3}}})
-    assert cfg.model_settings.extra["extra_body"] == {"stop_token_ids": [1, 151645], "min_tokens": 3}
+    assert cfg.model_settings.options["extra_body"] == {"stop_token_ids": [1, 151645], "min_tokens": 3}
     assert cfg.preset_overrides == ["extra_body.min_tokens"]
     dropped = _cfg(tmp_path, "minicpm-v4.5@openai", {"base_url": "http://127.0.0.1:9/v1",
                                                      "extra": {"extra_body": {"stop_token_ids": None}}})
-    assert dropped.model_settings.extra["extra_body"] == {"stop_token_ids": None}
+    assert dropped.model_settings.options["extra_body"] == {"stop_token_ids": None}
     assert dropped.preset_overrides == ["extra_body.stop_token_ids"]
 
 
@@ -46,7 +46,7 @@ def test_a_generation_setting_given_as_a_model_option_wins_over_the_presets_fiel
     the one sent, as the run's "modified: repetition_penalty" says."""
     assert resolve_model("qwen2.5-vl-7b", protocol="paper")[1].repetition_penalty == 1.05
     cfg = _cfg(tmp_path, "qwen2.5-vl-7b", {"extra": {"repetition_penalty": 1.2}})
-    assert cfg.model_settings.repetition_penalty == 1.2 and "repetition_penalty" not in cfg.model_settings.extra
+    assert cfg.model_settings.repetition_penalty == 1.2 and "repetition_penalty" not in cfg.model_settings.options
     assert cfg.preset_overrides == ["repetition_penalty"]
     dropped = _cfg(tmp_path, "qwen2.5-vl-7b", {"repetition_penalty": None, "top_k": 5})
     assert dropped.model_settings.repetition_penalty is None and dropped.model_settings.top_k == 5

@@ -70,10 +70,10 @@ def test_garbage_replies_exit_3_with_one_line_per_video(tmp_path: Path, videos: 
     assert why["match"] == "no unit rated 5-6: 4 of 4 suitability ratings broke the rules after 2 re-asks"
     assert why["short"] == "no unit rated 5-6: 2 of 2 suitability ratings broke the rules after 2 re-asks"
     assert "FAILED: 2 video(s) gave no usable dialogue" in res.output and "Traceback" not in res.output
-    assert re.search(r"^score\s+match\s+unusable\b", res.output, re.MULTILINE)  # the stage's own line says it
+    assert re.search(r"^suitability\s+match\s+unusable\b", res.output, re.MULTILINE)  # the stage's own line says it
     assert _exported(tmp_path / "ws") == {"dialogues": 0, "checklists": 0}
     # progress (not a terminal here): one line per stage at the end, with the replies of the LLM stages
-    assert re.search(r"^score \(18 replies\)\s.*2/2", res.output, re.MULTILINE), res.output
+    assert re.search(r"^suitability \(18 replies\)\s.*2/2", res.output, re.MULTILINE), res.output
     assert re.search(r"^split\s.*2/2", res.output, re.MULTILINE)
 
 
@@ -111,7 +111,7 @@ def test_a_video_validly_rated_below_5_gets_its_line_and_the_build_passes(tmp_pa
     assert res.exit_code == 0, res.output
     assert _lines(res.output, "unusable") == {}
     assert _lines(res.output, "shortfall") == {"short": "no unit rated 5-6 (all 2 rated below 5)"}
-    assert re.search(r"^score\s+short\s+done\b.*no unit rated 5-6", res.output, re.MULTILINE)
+    assert re.search(r"^suitability\s+short\s+done\b.*no unit rated 5-6", res.output, re.MULTILINE)
     bench, problems = load_official(tmp_path / "ws" / "dataset", require_scored=True)
     assert bench is not None, [p.render() for p in problems]
     assert set(bench.videos) == {"match"} and len(bench.dialogues) == 24

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from mtvbench.construct.calls import StageModel
 from mtvbench.construct.journal import CallJournal
-from mtvbench.construct.llm import StageModel
 from mtvbench.construct.stages.crossscene import Unit
 from mtvbench.construct.stages.generate import GenRound, check_dialogue, generate_dialogues, parse_dialogue
-from mtvbench.construct.stages.suitability import ScoreResult, UnitScores, parse_scores, score_units
+from mtvbench.construct.stages.suitability import SuitabilityResult, UnitRatings, parse_ratings, rate_units
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.models.registry import create_backend
 from mtvbench.models.settings import BackendOptions
@@ -104,20 +104,20 @@ def test_rules_reject_broken_dialogues() -> None:
     assert any("Ability:" in p for p in check_dialogue(Task.ANSWER_REFUSAL, lab))
 
 
-def test_parse_scores_variants() -> None:
-    s, p = parse_scores('```json\n{"OR": 6, "memory_recall": "5", "Content Summary": 2, "AR": 1, '
+def test_parse_ratings_variants() -> None:
+    s, p = parse_ratings('```json\n{"OR": 6, "memory_recall": "5", "Content Summary": 2, "AR": 1, '
                         '"topic_shifting": 4, "Proactive Interaction": {"score": 5}}\n```')
     assert p == [] and s[Task.OBJECT_REFERENCE] == 6 and s[Task.PROACTIVE_INTERACTION] == 5
-    s, p = parse_scores("Object Reference: 5\nMemory Recall: 3\nSummary: 6\nAnswer Refusal: 2\n"
+    s, p = parse_ratings("Object Reference: 5\nMemory Recall: 3\nSummary: 6\nAnswer Refusal: 2\n"
                         "Topic Shifting: 1\nProactive Interaction: 9")
     assert s[Task.CONTENT_SUMMARY] == 6 and p == ["score for proactive_interaction must be 1-6, got 9"]
-    _, p = parse_scores("no idea")
+    _, p = parse_ratings("no idea")
     assert len(p) == 6
 
 
 def test_malformed_dialogues_are_rejected_and_reasked(scene_video: Path) -> None:
     unit = Unit(id="S1", kind="single", segments=[1], ranges=[(5.0, 10.0)], captions=["a blue disc"])
-    scores = ScoreResult(video="three", units={"S1": UnitScores(unit="S1", scores={}, selected=[
+    scores = SuitabilityResult(video="three", units={"S1": UnitRatings(unit="S1", scores={}, selected=[
         Task.OBJECT_REFERENCE, Task.TOPIC_SHIFTING])})
     script = Scripted(bad_dialogues=2)
     with LoopbackServer(ServerState(model_reply=script)) as srv:
@@ -137,7 +137,7 @@ def test_malformed_dialogues_are_rejected_and_reasked(scene_video: Path) -> None
 
 def test_reask_is_bounded_and_failures_listed(scene_video: Path, tmp_path: Path) -> None:
     unit = Unit(id="S0", kind="single", segments=[0], ranges=[(0.0, 5.0)], captions=["a red square"])
-    scores = ScoreResult(video="three", units={"S0": UnitScores(unit="S0", scores={},
+    scores = SuitabilityResult(video="three", units={"S0": UnitRatings(unit="S0", scores={},
                                                                 selected=[Task.MEMORY_RECALL])})
     journal = CallJournal(tmp_path)
 
@@ -161,11 +161,11 @@ def test_reask_is_bounded_and_failures_listed(scene_video: Path, tmp_path: Path)
     assert n_retried == n + 2 and len(retried.failures) == 1
 
 
-def test_score_units_keeps_five_and_six(scene_video: Path) -> None:
+def test_rate_units_keeps_five_and_six(scene_video: Path) -> None:
     units = [Unit(id="S0", kind="single", segments=[0], ranges=[(0.0, 5.0)], captions=["x"])]
     with LoopbackServer(ServerState(model_reply=Scripted(score=5))) as srv:
-        r5 = asyncio.run(score_units("three", scene_video, units, _model(srv.url), num_frames=4))
+        r5 = asyncio.run(rate_units("three", scene_video, units, _model(srv.url), num_frames=4))
     with LoopbackServer(ServerState(model_reply=Scripted(score=4))) as srv:
-        r4 = asyncio.run(score_units("three", scene_video, units, _model(srv.url), num_frames=4))
+        r4 = asyncio.run(rate_units("three", scene_video, units, _model(srv.url), num_frames=4))
     assert r5.units["S0"].selected == list(TASKS) and r5.complete
     assert r4.units["S0"].selected == [] and r4.units["S0"].scores["memory_recall"] == 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from mtvbench.construct.llm import StageModel
+from mtvbench.construct.calls import StageModel
 from mtvbench.construct.stages.crossscene import CrossSceneSettings, retrieve_units
 from mtvbench.construct.stages.detect import detect_objects
 from mtvbench.construct.stages.keyframes import extract_keyframes

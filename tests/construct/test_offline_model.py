@@ -17,7 +17,7 @@ from mtvbench.construct.offline_model import NOT_A_BENCHMARK, caption_reply
 from mtvbench.construct.stages.crossscene import Unit
 from mtvbench.construct.stages.generate import check_dialogue, generation_prompt, parse_dialogue
 from mtvbench.construct.stages.merge import MERGE_PROMPT, parse_same_scene
-from mtvbench.construct.stages.suitability import PROBE_UNIT, parse_scores, score_prompt
+from mtvbench.construct.stages.suitability import PROBE_UNIT, parse_ratings, suitability_prompt
 from mtvbench.data.buildmeta import load_metadata
 from mtvbench.data.schema import TASKS, is_model_turn
 from mtvbench.models.registry import create_backend
@@ -56,9 +56,9 @@ def test_scripted_dialogues_and_checklists_keep_every_rule(unit: Unit, whole: bo
 
 
 def test_scripted_ratings_captions_and_merge_decisions() -> None:
-    scores, problems = parse_scores(_ask(score_prompt(CROSS)).text)
+    scores, problems = parse_ratings(_ask(suitability_prompt(CROSS)).text)
     assert problems == [] and set(scores) == set(TASKS) and all(s in (5, 6) for s in scores.values())
-    assert _ask(score_prompt(CROSS)).text == _ask(score_prompt(CROSS)).text  # deterministic
+    assert _ask(suitability_prompt(CROSS)).text == _ask(suitability_prompt(CROSS)).text  # deterministic
     cap = caption_reply("The frames are from one shot of a video, from 00:00:03 to 00:00:07. Describe", None)
     assert cap.startswith("From 00:00:03 to 00:00:07: a dim, still shot with grey tones")
 

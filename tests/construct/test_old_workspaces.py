@@ -18,6 +18,7 @@ import pytest
 
 from mtvbench.construct.config import BuildConfig
 from mtvbench.construct.pipeline import Builder
+from mtvbench.construct.stages import stage_of
 from mtvbench.construct.workspace import Workspace
 from tests.support.run_helpers import cli
 
@@ -77,4 +78,4 @@ def test_stage_settings_are_recorded_as_before(name: str, tmp_path: Path) -> Non
     assert sorted(config.renamed) == sorted(f"the build setting '{k}' is now '{BuildConfig.section_key(a)}.{f}'"
                                             for k, (a, f) in BuildConfig.OLD_KEYS.items() if k in old)
     builder = Builder(Workspace(tmp_path), config)
-    assert {stage: builder.settings(stage) for stage in recorded["settings"]} == recorded["settings"]
+    assert {stored: builder.settings(stage_of(stored)) for stored in recorded["settings"]} == recorded["settings"]

@@ -57,8 +57,8 @@ def test_checklists_accepts_a_dataset_without_scored_turns_and_makes_it_valid(tm
     data = _without_checklists(make_dataset(tmp_path / "data"), [t.official_stem for t in TASKS])
     out = tmp_path / "filled"
     with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
-        res = runner.invoke(app, ["checklists", "--data", str(data), "--generator", "openai:gen",
-                                  "--base-url", srv.url, "--out", str(out)])
+        res = runner.invoke(app, ["checklists", "--data", str(data), "--model", "openai:gen",
+                                  "--model-base-url", srv.url, "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "generated 18" in res.output  # 2 model turns in each labelled task, 5 in TS and PI
     assert json.loads((data / "checklist" / "summary_CheckList.json").read_text()) == {}  # source untouched

@@ -71,7 +71,7 @@ def _one_line_naming(r: subprocess.CompletedProcess[str], extra: str) -> None:
 def test_core_install_runs_reports_and_refuses_extras_cleanly(core_venv: Path, tmp_path: Path) -> None:
     assert sys.platform != "win32"
     work = tmp_path
-    demo = _mtvbench(core_venv, work, "demo", "--quiet", "--workdir", "d")
+    demo = _mtvbench(core_venv, work, "demo", "--quiet", "--out", "d")
     assert demo.returncode == 0, demo.stdout + demo.stderr
     runs, sample = work / "d" / "runs", work / "d" / "sample"
 
@@ -106,7 +106,7 @@ def test_core_install_runs_reports_and_refuses_extras_cleanly(core_venv: Path, t
                       "--out", out)
         _one_line_naming(r, extra)
         assert not (work / out).exists()
-    sc = _mtvbench(core_venv, work, "scenes", str(sample), "--cache-dir", "scache", "--out", "scenes.json")
+    sc = _mtvbench(core_venv, work, "scenes", str(sample), "--scene-cache", "scache", "--out", "scenes.json")
     _one_line_naming(sc, "build")
     assert not (work / "scache").exists() and not (work / "scenes.json").exists()
 
@@ -116,7 +116,7 @@ def test_core_install_downloads_from_a_hub_cache_offline(core_venv: Path, tmp_pa
 
     files = dataset_files(make_dataset(tmp_path / "src"))
     fake_hf_cache(tmp_path / "hf", "NJU-LINK/MT-Video-Bench", {f"data/{k}": v for k, v in files.items()})
-    r = _mtvbench(core_venv, tmp_path, "download", "--to", "mtvb",
+    r = _mtvbench(core_venv, tmp_path, "download", "--out", "mtvb",
                   env={"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf")})
     assert r.returncode == 0, r.stdout + r.stderr
     assert "6 dialogues, 2 videos, 12 scored turns; 0 errors" in r.stdout

@@ -11,7 +11,7 @@ from mtvbench.construct.journal import request_key
 from mtvbench.data.schema import ChecklistItem
 from mtvbench.ledger.keys import canonical_json, digest, parts_digest, pyjson_digest, sha1_digest, text_digest
 from mtvbench.records import GenerationRequest
-from mtvbench.review.model import content_hash
+from mtvbench.review.decisions import content_hash
 from mtvbench.review.store import token_digest
 
 

@@ -71,9 +71,9 @@ def test_build_and_checklists_refuse_an_unset_key_variable_before_writing(tmp_pa
                          "--base-url", srv.url, "--api-key-env", UNSET)
         assert code == 2 and f"--api-key-env: environment variable {UNSET} is not set" in out
         data = make_dataset(tmp_path / "data")
-        code, out = _run("checklists", "--data", str(data), "--generator", "openai:ck", "--base-url", srv.url,
-                         "--api-key-env", UNSET, "--out", str(tmp_path / "copy"))
-        assert code == 2 and f"--api-key-env: environment variable {UNSET} is not set" in out
+        code, out = _run("checklists", "--data", str(data), "--model", "openai:ck", "--model-base-url", srv.url,
+                         "--model-api-key-env", UNSET, "--out", str(tmp_path / "copy"))
+        assert code == 2 and f"--model-api-key-env: environment variable {UNSET} is not set" in out
         assert srv.state.requests == []
     assert not (tmp_path / "ws").exists() and not (tmp_path / "copy").exists()
 

@@ -66,15 +66,15 @@ def test_resolve_model_preset_and_passthrough() -> None:
     spec, opts, frames = resolve_model("qwen3-vl-8b-instruct")
     assert spec == "hf:Qwen/Qwen3-VL-8B-Instruct"
     assert (opts.temperature, opts.top_p, opts.top_k, opts.max_tokens) == (0.7, 0.8, 20, 1024)
-    assert (opts.do_sample, opts.repetition_penalty, opts.extra) == (True, 1.0, {})
+    assert (opts.do_sample, opts.repetition_penalty, opts.options) == (True, 1.0, {})
     assert frames is not None and frames.apply(FrameSettings(jpeg_quality=80)) == FrameSettings(
         num_frames=128, max_side=720, size=None, jpeg_quality=80)
     spec, opts, frames = resolve_model("InternVL3.5-8B (Think)")  # the paper's display name works too
-    assert spec == "hf:OpenGVLab/InternVL3_5-8B" and opts.extra["family"] == "internvl"
+    assert spec == "hf:OpenGVLab/InternVL3_5-8B" and opts.options["family"] == "internvl"
     assert opts.system and "<think>" in opts.system and opts.do_sample is True
     assert frames is not None and frames.apply().size == (448, 448) and frames.apply().key() == "n128-448x448-q90"
     spec, opts, _ = resolve_model("qwen3-vl-8b-thinking@vllm")
-    assert spec == "vllm:Qwen/Qwen3-VL-8B-Thinking" and "family" not in opts.extra
+    assert spec == "vllm:Qwen/Qwen3-VL-8B-Thinking" and "family" not in opts.options
     spec, opts, _ = resolve_model("doubao-seed-1.6")
     assert spec == "openai:doubao-seed-1-6-250615" and opts.api_key_env == "ARK_API_KEY"
     assert opts.base_url and "volces.com" in opts.base_url
@@ -98,15 +98,15 @@ def test_every_open_preset_runs_on_an_openai_compatible_server() -> None:
         assert spec == f"openai:{p.checkpoint}"  # what `vllm serve <checkpoint>` exposes
         assert frames == p.frame_overrides()  # same frames and size rule as the local backends
         assert opts.system == p.system and opts.max_tokens == p.generation.max_new_tokens
-        assert "family" not in opts.extra  # the hf adapter does not apply on a server
-        assert not set(p.options) & set(opts.extra), p.name  # nor do the adapter's own settings
+        assert "family" not in opts.options  # the hf adapter does not apply on a server
+        assert not set(p.options) & set(opts.options), p.name  # nor do the adapter's own settings
         g = p.generation
         assert opts.temperature == (0.0 if g.do_sample is False else g.temperature)
         assert (opts.top_p, opts.top_k) == (g.top_p, g.top_k)
         assert (opts.repetition_penalty, opts.presence_penalty) == (g.repetition_penalty, g.presence_penalty)
     spec, opts, _ = resolve_model("minicpm-v4.5@openai")
-    assert opts.extra["extra_body"] == {"stop_token_ids": [1, 151645]}  # the MiniCPM-V CookBook's vLLM guide
-    assert resolve_model("llava-onevision-7b@openai")[1].extra["video_part"] is True
+    assert opts.options["extra_body"] == {"stop_token_ids": [1, 151645]}  # the MiniCPM-V CookBook's vLLM guide
+    assert resolve_model("llava-onevision-7b@openai")[1].options["video_part"] is True
 
 
 def test_served_name_overrides_the_checkpoint_id_on_servers_only() -> None:
@@ -188,7 +188,7 @@ def test_models_command_lists_every_row() -> None:
     app.command("models")(models_command)
     app.command("other")(lambda: None)  # a second command keeps typer in sub-command mode
     runner = CliRunner()
-    res = runner.invoke(app, ["models", "--json"])
+    res = runner.invoke(app, ["models", "--format", "json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)
     assert [r["display"] for r in rows] == list(TABLE2_OVERALL)

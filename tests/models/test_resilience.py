@@ -157,9 +157,9 @@ def test_call_settings_are_validated_and_the_old_extra_key_still_works(tmp_path:
     base = {"data": tmp_path, "model": "openai:m", "judge": "offline", "out": tmp_path / "r"}
     cfg = build_config({**base, "judge_settings": {"extra": {"retry_base_s": 0.25, "other": 1}},
                         "model_settings": {"timeout_s": 30, "extra": {"timeout_s": 99, "breaker_threshold": 3}}})
-    assert cfg.judge_settings.retry_base_s == 0.25 and cfg.judge_settings.extra == {"other": 1}
+    assert cfg.judge_settings.retry_base_s == 0.25 and cfg.judge_settings.options == {"other": 1}
     assert cfg.model_settings.timeout_s == 30  # the field given itself wins over the option
-    assert cfg.model_settings.breaker_threshold == 3 and cfg.model_settings.extra == {}
+    assert cfg.model_settings.breaker_threshold == 3 and cfg.model_settings.options == {}
     assert cfg.judge_settings.max_response_bytes == 8 << 20 and cfg.judge_settings.breaker_threshold == 8
     for field, bad in (("timeout_s", float("inf")), ("retry_cap_s", float("nan")), ("retry_base_s", 0),
                        ("max_response_bytes", -1), ("breaker_threshold", 0), ("max_retries", -1)):

@@ -216,7 +216,7 @@ def test_protocol_picks_what_each_row_is_sent(tmp_path: Path) -> None:
     # Qwen rows under authors: max_new_tokens only, the rest is the checkpoint's (as the script leaves it)
     authors = cfg("qwen3-vl-8b-instruct").model_settings
     assert authors.max_tokens == 1024 and authors.temperature is None and authors.top_k is None
-    assert authors.extra["generation_defaults"] == "checkpoint"
+    assert authors.options["generation_defaults"] == "checkpoint"
     paper = cfg("qwen3-vl-8b-instruct", protocol="paper").model_settings
     assert (paper.temperature, paper.top_p, paper.top_k) == (0.7, 0.8, 20)
     with pytest.raises(ConfigError, match="--prompt-style .* was removed: use --protocol"):
@@ -232,8 +232,8 @@ def test_given_extra_body_adds_to_the_presets(tmp_path: Path) -> None:
     cfg = build_config({"data": tmp_path, "judge": "offline", "out": tmp_path / "r", "model": "minicpm-v4.5@openai",
                         "model_settings": {"base_url": "http://127.0.0.1:9/v1",
                                            "extra": {"extra_body": {"min_p": 0.05}, "served_name": "mc"}}})
-    assert cfg.backend_spec == "openai:mc" and "served_name" not in cfg.model_settings.extra
-    assert cfg.model_settings.extra["extra_body"] == {"stop_token_ids": [1, 151645], "min_p": 0.05}
+    assert cfg.backend_spec == "openai:mc" and "served_name" not in cfg.model_settings.options
+    assert cfg.model_settings.options["extra_body"] == {"stop_token_ids": [1, 151645], "min_p": 0.05}
     dropped = build_config({"data": tmp_path, "judge": "offline", "out": tmp_path / "r", "model": "minicpm-v4.5@openai",
                             "model_settings": {"base_url": "http://127.0.0.1:9/v1",
                                                "extra": {"extra_body": {"stop_token_ids": None}}}})

@@ -33,7 +33,7 @@ def test_options_read_their_generation_settings_also_in_the_old_backend_option_s
     request = GenerationRequest(id="r", prompt="p", temperature=0.9, max_tokens=8, system="")
     call = opts.settings_for(request.generation())
     assert (call.temperature, call.max_tokens, call.system) == (0.9, 8, "sys")  # an empty system is not set
-    assert opts.repetition_penalty == 1.1 and opts.extra == {"x": 1}  # moved from extra to its field
+    assert opts.repetition_penalty == 1.1 and opts.options == {"x": 1}  # moved from extra to its field
     assert BackendOptions(repetition_penalty=1.0, extra={"repetition_penalty": 2.0}).repetition_penalty == 1.0
     with pytest.raises(ValidationError, match="repetition_penalty"):
         BackendOptions(extra={"repetition_penalty": "high"})

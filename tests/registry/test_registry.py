@@ -112,7 +112,7 @@ def test_the_four_registries_hold_the_built_ins() -> None:
     assert set(FAMILIES.names()) >= {"internvl", "minicpm", "videochat_flash", "videollama3"}
     assert set(ANALYSES.names()) >= {"report", "compare", "agreement", "stats", "scenes", "sweep"}
     assert stage_names()[:10] == ("split", "caption", "merge", "keyframes", "detect", "objects", "crossscene",
-                                  "score", "generate", "checklists")
+                                  "suitability", "generate", "checklists")
     assert all(isinstance(STAGES.get(s), Stage) for s in stage_names())
     assert create_backend("oracle").name == "oracle"
     with pytest.raises(UnknownModelError, match=r"unknown model 'oracel:x'.*did you mean oracle"):

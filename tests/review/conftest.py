@@ -61,18 +61,18 @@ def make_client(path: Path, *, require_tokens: bool = False, store: Path | None 
     return TestClient(app)
 
 
-def who(name: str, role: str = "annotator") -> dict[str, str]:
+def who(name: str, job: str = "annotator") -> dict[str, str]:
     """Open-mode identity headers (what the pages send on loopback without users)."""
     from urllib.parse import quote
 
-    return {"X-Review-User": quote(name), "X-Review-Role": role}
+    return {"X-Review-User": quote(name), "X-Review-Job": job}
 
 
 def verdict(name: str, decision: str, *, senior: bool = False, unmet: tuple[str, ...] = (), **extra: object
             ) -> dict[str, object]:
     """A decision as the pages post it: the three criteria (met unless named in ``unmet``), and the
     comment a rejection needs."""
-    from mtvbench.review.model import CRITERIA
+    from mtvbench.review.decisions import CRITERIA
 
     body: dict[str, object] = {"senior" if senior else "annotator": name, "decision": decision,
                                "criteria": {c: {"met": c not in unmet, "note": "see Q2" if c in unmet else ""}

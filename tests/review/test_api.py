@@ -441,3 +441,16 @@ def test_source_reloaded_when_files_change(sample: Path) -> None:
         v: {str(e["event_index"]): json.loads((sample / "checklist" / "summary_CheckList.json").read_text())[v][
             str(e["event_index"])] for e in ev} for v, ev in data.items()}))
     assert len(c.get("/api/items", headers=who("a")).json()["items"]) == 13 - removed
+
+
+def test_the_session_says_the_job_and_the_old_header_still_names_it(sample: Path) -> None:
+    """What a person does is their *job* (``role`` is the part a model plays); a page loaded before the rename
+    sends ``X-Review-Role``, which is still read."""
+    from urllib.parse import quote
+
+    c = make_client(sample)
+    me = c.get("/api/session", headers=who("lead", "senior")).json()
+    assert me["name"] == "lead" and me["job"] == "senior" and me["jobs"] == ["annotator", "senior"]
+    old = c.get("/api/session", headers={"X-Review-User": quote("lead"), "X-Review-Role": "senior"}).json()
+    assert old["job"] == "senior"
+    assert c.get("/api/session", headers=who("x", "boss")).status_code == 401

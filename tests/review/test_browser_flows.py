@@ -25,17 +25,17 @@ ITEM = "#meta .item-id"
 
 @contextmanager
 def chromium_pages(url: str, problems: list[str]) -> Iterator[Callable[..., Any]]:
-    """``open_as(name, path, role="annotator")``: a page in a browser context of its own for ``name`` (role None:
+    """``open_as(name, path, job="annotator")``: a page in a browser context of its own for ``name`` (job None:
     not signed in yet)."""
     sync_api, exe = playwright_or_skip()
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=exe, args=FLAGS)
 
-        def open_as(name: str, path: str, role: str | None = "annotator", ready: str = SHOWN) -> Any:
+        def open_as(name: str, path: str, job: str | None = "annotator", ready: str = SHOWN) -> Any:
             ctx = browser.new_context(viewport={"width": 1360, "height": 860})
-            if role is not None:
+            if job is not None:
                 ctx.add_init_script(f"localStorage.setItem('mtvbench-review-user', {name!r});"
-                                    f"localStorage.setItem('mtvbench-review-role', {role!r});")
+                                    f"localStorage.setItem('mtvbench-review-role', {job!r});")
             page = ctx.new_page()
             page.on("console", lambda m: problems.append(f"{name} {m.type}: {m.text}") if m.type == "error" else None)
             page.on("pageerror", lambda e: problems.append(f"{name} pageerror: {e}"))
@@ -94,7 +94,7 @@ def test_blind_check(sample: Path) -> None:
         a1.wait_for_function(SAVED, arg=iid + ":reject")
         assert "new disagreement" in a1.locator("#toast").inner_text()
 
-        lead = open_as("lead", "/senior?id=" + quote(iid), role="senior", ready="#notices li")
+        lead = open_as("lead", "/senior?id=" + quote(iid), job="senior", ready="#notices li")
         assert "ann1 changed their decision after both had decided: accept -> reject" in \
             lead.locator("#notices").inner_text()
         assert lead.locator(".review-card").count() == 2

@@ -55,12 +55,13 @@ def test_two_raters_rate_the_sample_in_the_browser_through_to_table_3(run: Path,
     problems: list[str] = []
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    with running_server(run, "--per-task", "1", "--seed", "1") as (url, _), chromium_pages(url, problems) as open_as:
-        # r1 signs in on the start page: the roles offered are those of a run directory
-        r1 = open_as("r1", "/", role=None, ready="#signin-form")
-        assert r1.locator("#role option").all_inner_texts() == ["rater", "senior annotator"]
+    with (running_server(run, "--sample-per-task", "1", "--seed", "1") as (url, _),
+          chromium_pages(url, problems) as open_as):
+        # r1 signs in on the start page: the jobs offered are those of a run directory
+        r1 = open_as("r1", "/", job=None, ready="#signin-form")
+        assert r1.locator("#job option").all_inner_texts() == ["rater", "senior annotator"]
         r1.fill("#name", "r1")
-        r1.select_option("#role", "rater")
+        r1.select_option("#job", "rater")
         r1.click("#signin-form button")
         r1.wait_for_selector("#items tr")
         assert r1.locator("#items tr").count() == 6 and "seed 1" in r1.locator("#hello").inner_text()

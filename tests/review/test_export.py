@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from mtvbench.cli import app
 from mtvbench.data.official import load_official
-from mtvbench.review.model import Edit
+from mtvbench.review.decisions import Edit
 from mtvbench.review.source import open_source
 from mtvbench.review.store import ReviewStore
 
@@ -133,19 +133,19 @@ def test_separate_store_leaves_the_dataset_untouched(sample: Path, tmp_path: Pat
 
 
 def test_add_user_prints_a_login_link_once(sample: Path) -> None:
-    r = runner.invoke(app, ["review", "add-user", str(sample), "lead", "--role", "senior", "--url",
+    r = runner.invoke(app, ["review", "add-user", str(sample), "lead", "--job", "senior", "--url",
                             "http://10.0.0.5:9000/"])
     assert r.exit_code == 0, r.output
     link = next(line for line in r.output.splitlines() if line.startswith("http"))
     assert link.startswith("http://10.0.0.5:9000/#token=")
     token = link.split("#token=")[1]
-    assert ReviewStore(sample / "review.sqlite").authenticate(token).role == "senior"
-    again = runner.invoke(app, ["review", "add-user", str(sample), "lead", "--role", "senior"])
+    assert ReviewStore(sample / "review.sqlite").authenticate(token).job == "senior"
+    again = runner.invoke(app, ["review", "add-user", str(sample), "lead", "--job", "senior"])
     assert again.exit_code == 2 and "exists already" in again.output and "--replace" in again.output
-    bad = runner.invoke(app, ["review", "add-user", str(sample), "  ", "--role", "senior"])
+    bad = runner.invoke(app, ["review", "add-user", str(sample), "  ", "--job", "senior"])
     assert bad.exit_code == 2 and "name is empty" in bad.output
-    bad = runner.invoke(app, ["review", "add-user", str(sample), "x", "--role", "boss"])
-    assert bad.exit_code == 2 and "--role" in bad.output
+    bad = runner.invoke(app, ["review", "add-user", str(sample), "x", "--job", "boss"])
+    assert bad.exit_code == 2 and "--job" in bad.output
     listed = runner.invoke(app, ["review", "users", str(sample)])
     assert "lead" in listed.output and "senior" in listed.output and token not in listed.output
 
@@ -174,7 +174,7 @@ def test_guidelines_file_errors_are_clear(sample: Path, tmp_path: Path) -> None:
 
 
 def test_the_audit_trail_keeps_criteria_marks_and_referrals(sample: Path, tmp_path: Path) -> None:
-    from mtvbench.review.model import CRITERIA, Criterion
+    from mtvbench.review.decisions import CRITERIA, Criterion
 
     source = open_source(sample)
     items = source.load()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from mtvbench.review.model import CRITERIA, Criterion
+from mtvbench.review.decisions import CRITERIA, Criterion
 from mtvbench.review.source import open_source
 from mtvbench.review.store import ReviewStore
 
@@ -52,7 +52,7 @@ def test_an_old_review_store_opens_with_its_decisions_and_users(sample: Path, tm
     assert revised.adjudication is not None
     assert revised.adjudication.edits[0].value == "What colour is the ball, exactly?"
     assert len(store.history()) == history == 7
-    assert [(u.name, u.role) for u in store.users()] == [("ann1", "annotator"), ("lead", "senior")]
+    assert [(u.name, u.job) for u in store.users()] == [("ann1", "annotator"), ("lead", "senior")]
     assert store.signing_epoch("ann9") == 1  # the removed user's links stay revoked
     # migrated to format 2: the old decisions have no criteria ("not recorded"), new ones record them
     assert all(r.criteria is None and r.checklist is None for s in store.states().values() for r in s.reviews)

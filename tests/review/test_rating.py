@@ -1,4 +1,4 @@
-"""Raters on a run directory (issue 19): the seeded sample, the blind rater view, roles, ratings and undo,
+"""Raters on a run directory (issue 19): the seeded sample, the blind rater view, jobs, ratings and undo,
 and the export that `mtvbench agreement --human` reads (with the same reader), through to Table 3."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_the_sample_is_seeded_kept_and_the_same_for_every_rater(run: Path, tmp_p
     # another process (another rater, a restart) gets the same sample without options; other options are refused
     again, _ = prepared(run)
     assert [it.id for it in again.load()] == [it.id for it in items] and again.sample == source.sample
-    with pytest.raises(ConfigError, match="--per-task 2 .the sample has 1."):
+    with pytest.raises(ConfigError, match="--sample-per-task 2 .the sample has 1."):
         prepared(run, per_task=2)
     # the draw depends on the seed only: a fresh store with the same seed draws the same sample
     other = RunSource(run)
@@ -119,7 +119,7 @@ def test_a_rater_sees_the_answers_and_questions_but_no_expected_answer_verdict_o
     assert p["raters"][0]["seconds_mean"] == 30
 
 
-def test_roles_and_kinds_of_work(run: Path, sample: Path) -> None:
+def test_jobs_and_kinds_of_work(run: Path, sample: Path) -> None:
     prepared(run, per_task=1)
     c = make_client(run)
     first = c.get("/api/next", headers=who("r1", "rater")).json()["id"]
@@ -136,10 +136,10 @@ def test_roles_and_kinds_of_work(run: Path, sample: Path) -> None:
     d = make_client(sample)
     r = d.get("/api/items", headers=who("r1", "rater"))
     assert r.status_code == 403 and "sign in as annotator or senior" in r.json()["error"]
-    # add-user gives only the roles of the folder's work
-    res = CliRunner().invoke(_app(), ["review", "add-user", str(run), "ann1", "--role", "annotator"])
+    # add-user gives only the jobs of the folder's work
+    res = CliRunner().invoke(_app(), ["review", "add-user", str(run), "ann1", "--job", "annotator"])
     assert res.exit_code == 2 and "rater, senior for a run" in " ".join(res.output.split())
-    res = CliRunner().invoke(_app(), ["review", "add-user", str(run), "r1", "--role", "rater"])
+    res = CliRunner().invoke(_app(), ["review", "add-user", str(run), "r1", "--job", "rater"])
     assert res.exit_code == 0 and "#token=" in res.output
 
 

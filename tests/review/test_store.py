@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mtvbench.errors import InputError
-from mtvbench.review.model import CRITERIA, Criterion, Edit, ReviewConflictError, ReviewError, UnknownItemError
+from mtvbench.review.decisions import CRITERIA, Criterion, Edit, ReviewConflictError, ReviewError, UnknownItemError
 from mtvbench.review.source import open_source
 from mtvbench.review.store import CHANGED_NOTICE, TAKEN_NOTICE, ConfirmRequiredError, ReviewStore
 
@@ -167,7 +167,7 @@ def test_unknown_item_and_changed_content(opened) -> None:
     store.record(it, "ann2", "accept")
     new_rounds = [dict(r) for r in it.rounds]
     new_rounds[0]["User"] = "A different first question?"
-    from mtvbench.review.model import content_hash
+    from mtvbench.review.decisions import content_hash
 
     changed = it.model_copy(update={"rounds": new_rounds, "content_hash": content_hash(new_rounds, it.checklists)})
     store.sync([changed] + [x for i, x in items.items() if i != it.id])
@@ -246,8 +246,8 @@ def test_users_tokens_are_stored_hashed(opened) -> None:
     with pytest.raises(ReviewError, match="exists already"):
         store.add_user("ann1", "senior")
     new = store.add_user("ann1", "senior", replace=True)
-    assert store.authenticate(token) is None and store.authenticate(new).role == "senior"
-    with pytest.raises(ReviewError, match="role must be"):
+    assert store.authenticate(token) is None and store.authenticate(new).job == "senior"
+    with pytest.raises(ReviewError, match="job must be"):
         store.add_user("x", "admin")
     raw = store.path.read_bytes() + (store.path.with_name(store.path.name + "-wal").read_bytes()
                                      if store.path.with_name(store.path.name + "-wal").exists() else b"")

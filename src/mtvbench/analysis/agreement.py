@@ -50,7 +50,7 @@ from mtvbench.run.responses import judged_answer
 from mtvbench.scoring.kappa import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
 from mtvbench.util.files import atomic_write_text
 from mtvbench.util.jsonio import JSONFileError, load_json_file, loads_strict, read_text_file
-from mtvbench.util.tables import csv_records, record_keys
+from mtvbench.util.rowfiles import csv_records, record_keys
 
 Level = Literal["turn", "dialogue"]
 

@@ -216,7 +216,7 @@ def estimate(cfg: RunConfig, bench: Benchmark, shapes: dict[str, VideoShape], me
     """The estimate of running ``cfg`` over ``bench`` (module doc); ``shapes``: per video, what is sent."""
     protocol = get_protocol(cfg.protocol_name)
     spec = cfg.backend_spec
-    rule = frame_rule(spec, cfg.model_settings.extra)
+    rule = frame_rule(spec, cfg.model_settings.options)
     system = cfg.model_settings.system or ""
     notes: list[str] = []
     m, j = RoleEstimate(), RoleEstimate()
@@ -277,7 +277,7 @@ def _cached(cfg: RunConfig, spec: str, prefixes: list[int], chains: list[list[in
     if prefix == "hf":
         notes.append("hf: runs without a prefix cache: no cached tokens")
         return dict.fromkeys(ORDERS, 0)
-    if prefix == "gemini" and cfg.model_settings.extra.get("context_cache"):
+    if prefix == "gemini" and cfg.model_settings.options.get("context_cache"):
         notes.append("gemini context_cache: every turn reads its video's frames from the cache, whatever the order; "
                      "making each video's cache costs its tokens once (in the prompt tokens)")
         every = sum(p * sum(c) for p, c in zip(prefixes, chains))

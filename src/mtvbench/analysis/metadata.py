@@ -30,7 +30,7 @@ from mtvbench.data.schema import Dialogue
 from mtvbench.errors import MissingExtraError, MtvbenchError
 from mtvbench.ledger.keys import sha1_digest
 from mtvbench.util.jsonio import load_json_file
-from mtvbench.util.tables import csv_records, record_keys
+from mtvbench.util.rowfiles import csv_records, record_keys
 
 log = logging.getLogger(__name__)
 

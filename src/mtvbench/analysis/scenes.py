@@ -18,7 +18,7 @@ from mtvbench.analysis.breakdowns import SCENE_BINS, scene_bin
 from mtvbench.analysis.metadata import SceneCache, SceneSettings, dialogue_ranges
 from mtvbench.analysis.stats import load_dialogues
 from mtvbench.extras import require_scene_detection
-from mtvbench.render.console import dataset_path, say
+from mtvbench.render.console import dataset_path, old_spelling, renamed, say
 from mtvbench.util.files import atomic_write_text
 
 
@@ -39,17 +39,19 @@ def scene_counts(path: Path, cache: SceneCache) -> dict[str, dict[str, Any]]:
 
 def command(
     path: Annotated[Path, typer.Argument(help="dataset root (released layout), hf:ORG/NAME, or a run directory")],
-    cache_dir: Annotated[Path | None, typer.Option(help="scene-count cache folder (default: the user cache)")
-                         ] = None,
+    scene_cache: Annotated[Path | None, typer.Option(help="scene-count cache folder (default: the user cache)")
+                           ] = None,
     threshold: Annotated[float, typer.Option(help="ContentDetector threshold")] = 27.0,
     min_scene_len: Annotated[int, typer.Option(help="shortest scene, frames")] = 15,
     out: Annotated[Path | None, typer.Option(help="also write per-dialogue counts (JSON) here")] = None,
+    cache_dir: Annotated[Path | None, old_spelling("--cache-dir")] = None,
 ) -> None:
     """Estimate scene counts per dialogue (PySceneDetect) and cache them for `report`.
 
     Counts cover the time ranges the dialogue's questions name, or the whole video when none."""
+    scene_cache = renamed(scene_cache, cache_dir, "--cache-dir", "--scene-cache")  # --cache-dir: the frame cache
     require_scene_detection()
-    res = scene_counts(dataset_path(path), SceneCache(cache_dir, SceneSettings(threshold=threshold,
+    res = scene_counts(dataset_path(path), SceneCache(scene_cache, SceneSettings(threshold=threshold,
                                                                                min_scene_len=min_scene_len)))
     counts = {b: 0 for b in SCENE_BINS}
     for r in res.values():

@@ -46,12 +46,22 @@ from mtvbench.construct.config import BuildConfig, BuildSettings, build_config_t
 from mtvbench.construct.export import ExportReport
 from mtvbench.construct.pipeline import Builder, BuildProgress, StageReport
 from mtvbench.construct.review_queue import adjudicate, load_queue, record_review
-from mtvbench.construct.stages import STAGES, stage_names
+from mtvbench.construct.stages import STAGES, STORED_NAMES, stage_names
 from mtvbench.construct.workspace import Workspace, discover_videos
 from mtvbench.registry import RegistryError
-from mtvbench.render.console import FormatOption, OutputFormat, console, note, print_tables, say, styled, warn
+from mtvbench.render.console import (
+    FormatOption,
+    OutputFormat,
+    console,
+    note,
+    print_tables,
+    say,
+    styled,
+    warn,
+    warn_renamed,
+)
 from mtvbench.render.tables import Col, TextTable, Value
-from mtvbench.review.model import ReviewQueue
+from mtvbench.review.decisions import ReviewQueue
 from mtvbench.run.flags import Flag, option_flag, role_flags, settings_flags, settings_from_flags, with_flags
 from mtvbench.util.files import video_mode as checked_video_mode
 
@@ -75,13 +85,19 @@ AcceptedOnly = Annotated[bool, typer.Option(help="Only dialogues accepted in rev
 _OLD_NAMES = {"--model-base-url": ("--base-url",), "--model-api-key-env": ("--api-key-env",)}
 
 
+def _old_names(flag: Flag) -> tuple[str, ...]:
+    """The earlier spellings of a flag: those above, and a renamed stage's section flags (``--score-frames``)."""
+    section, _, field = flag.key.partition(".")
+    renamed = (f"--{STORED_NAMES[section]}-{field.replace('_', '-')}",) if field and section in STORED_NAMES else ()
+    return _OLD_NAMES.get(flag.name, ()) + renamed
+
+
 def build_flags(config: type[BuildSettings] | None = None) -> list[Flag]:
     """The settings flags of every ``mtvbench build`` command, derived from the build settings (see module doc)."""
     config = config or build_config_type()
     sections = {key: config.model_fields[key.replace("-", "_")].annotation for key in config.SECTIONS}
     flags = settings_flags(config, sections) + role_flags({"model": "backend"}) + [option_flag("model", "backend")]
-    return [replace(f, short="-m" if f.key == "model" else None, old_names=_OLD_NAMES.get(f.name, ()))
-            for f in flags]
+    return [replace(f, short="-m" if f.key == "model" else None, old_names=_old_names(f)) for f in flags]
 
 
 BUILD_FLAGS = build_flags(BuildConfig)
@@ -222,14 +238,18 @@ def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str
         raise typer.Exit(code)
 
 
-def _stage_command(stage: str, help_text: str) -> None:
-    @build_app.command(stage, help=help_text)
+def _stage_command(stage: str, help_text: str, old: str | None = None) -> None:
+    """``mtvbench build STAGE``; with ``old``, the hidden command of the stage's earlier name, which warns."""
+
+    @build_app.command(old or stage, help=help_text, hidden=old is not None)
     @with_flags(BUILD_FLAGS)
     def command(given: dict[str, Any], workspace: WS, videos: Videos = None, video: Only = None, force: Force = False,
                 config: Config = None) -> None:
+        if old is not None:
+            warn_renamed(f"mtvbench build {old}", f"mtvbench build {stage}")
         _run([stage], workspace, videos, video, build_settings(config, given), force)
 
-    command.__name__ = f"build_{stage}"
+    command.__name__ = f"build_{old or stage}"
 
 
 def _stage_help(stage: str) -> str:
@@ -242,6 +262,8 @@ def _stage_help(stage: str) -> str:
 
 for _stage in stage_names():
     _stage_command(_stage, _stage_help(_stage))
+for _stage, _old in STORED_NAMES.items():
+    _stage_command(_stage, _stage_help(_stage), old=_old)
 
 
 @build_app.command("export", help="12. Write the released layout, metadata.json and the review queue.")

@@ -19,9 +19,20 @@ import typer
 
 from mtvbench.cli.common import fail, new_app
 from mtvbench.data.hub import DEFAULT_REPO, HF_PREFIX, HubSpec, is_hub_spec, prepare_from_hub
+from mtvbench.data.layout import MTQA_DIR, VIDEOS_DIR, checklist_dir
 from mtvbench.errors import ConfigError
 from mtvbench.extras import require_backend
-from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, err_console, note, print_tables, say
+from mtvbench.render.console import (
+    FormatOption,
+    OutputFormat,
+    dataset_path,
+    err_console,
+    note,
+    old_spelling,
+    print_tables,
+    renamed,
+    say,
+)
 from mtvbench.render.tables import Col, TextTable, Value
 
 cache_app = new_app("Look into and clear the frame and scene caches (safe to delete; recomputed when needed).")
@@ -68,15 +79,17 @@ def check_dataset(path: Path, strict: bool = False, list_videos: bool = False) -
 
 def download(
     repo: Annotated[str, typer.Argument(help="Hub dataset ORG/NAME (or hf:ORG/NAME[@REV])")] = DEFAULT_REPO,
-    to: Annotated[Path | None, typer.Option(help="lay the dataset out here (default: the mtvbench cache, "
-                                                 "where --data hf:ORG/NAME finds it)")] = None,
+    out: Annotated[Path | None, typer.Option(help="lay the dataset out here (default: the mtvbench cache, "
+                                                  "where --data hf:ORG/NAME finds it)")] = None,
     revision: Annotated[str | None, typer.Option(help="branch, tag or commit (default: main)")] = None,
     offline: Annotated[bool, typer.Option(help="only the local Hugging Face cache (like HF_HUB_OFFLINE=1)")] = False,
     force: Annotated[bool, typer.Option(help="lay the folder out again even if it is complete")] = False,
     strict: Annotated[bool, typer.Option(help="validation warnings count as errors")] = False,
+    to: Annotated[Path | None, old_spelling("--to")] = None,
 ) -> None:
     """Download MT-Video-Bench from the Hugging Face Hub (gated: accept its terms first), lay it out as
     mtqa/ checklist/ videos/ (unpacking video archives) and validate it. Rerun to resume."""
+    out = renamed(out, to, "--to", "--out")
     spec = HubSpec.parse(repo if repo.startswith(HF_PREFIX) else HF_PREFIX + repo)
     if revision:
         if spec.revision and spec.revision != revision:
@@ -84,7 +97,7 @@ def download(
         spec = HubSpec.parse(f"{HF_PREFIX}{spec.repo_id}@{revision}")
     note("download", f"{spec.text} from {spec.page} (resumable; the Hugging Face cache keeps the files)",
          style="cyan")
-    prepared = prepare_from_hub(spec, to, offline=offline, force=force,
+    prepared = prepare_from_hub(spec, out, offline=offline, force=force,
                                 note=lambda m: note("download", m, style="cyan"))
     for n in prepared.notes:
         note("note", n)
@@ -92,7 +105,7 @@ def download(
     state = "already laid out" if prepared.reused else f"laid out ({rec.videos} videos as {rec.video_files})"
     say(f"{spec.text} at commit {rec.commit[:12]}: {state} in {prepared.root}")
     ok = check_dataset(prepared.root, strict)
-    use = f"--data {prepared.root}" if to is not None else f"--data {spec.text}"
+    use = f"--data {prepared.root}" if out is not None else f"--data {spec.text}"
     say(f"use it with: mtvbench run {use} --model ... --judge ... --out runs/NAME")
     if not ok:
         raise typer.Exit(1)
@@ -154,19 +167,24 @@ def cache_info(cache_dir: FramesDir = None, scene_cache: ScenesDir = None,
 def cache_clear(
     cache_dir: FramesDir = None,
     scene_cache: ScenesDir = None,
-    frames: Annotated[bool, typer.Option(help="clear the frame cache")] = True,
-    scenes: Annotated[bool, typer.Option(help="clear the scene-count cache")] = True,
+    keep_frames: Annotated[bool, typer.Option("--keep-frames", help="leave the frame cache as it is")] = False,
+    keep_scenes: Annotated[bool, typer.Option("--keep-scenes", help="leave the scene-count cache as it is")] = False,
     older_than: Annotated[str | None, typer.Option(help="only entries written longer ago, e.g. 30d, 12h")] = None,
     dry_run: Annotated[bool, typer.Option(help="only say what would be removed")] = False,
+    frames: Annotated[bool | None, old_spelling("--frames/--no-frames")] = None,
+    scenes: Annotated[bool | None, old_spelling("--scenes/--no-scenes")] = None,
 ) -> None:
     """Remove cache entries (only entries it recognises; entries being written are skipped)."""
+    keep_frames = renamed(keep_frames, None if frames is None else not frames, "--frames/--no-frames", "--keep-frames")
+    keep_scenes = renamed(keep_scenes, None if scenes is None else not scenes, "--scenes/--no-scenes", "--keep-scenes")
     from mtvbench.media.cache_admin import clear, parse_age
 
     try:
         age = parse_age(older_than) if older_than else None
     except ValueError as e:
         raise ConfigError(f"--older-than: {e}") from e
-    chosen = {k: v for k, v in _roots(cache_dir, scene_cache).items() if (frames if k == "frames" else scenes)}
+    chosen = {k: v for k, v in _roots(cache_dir, scene_cache).items()
+              if not (keep_frames if k == "frames" else keep_scenes)}
     for kind, root in chosen.items():
         r = clear(kind, root, older_than_s=age, dry_run=dry_run)  # type: ignore[arg-type]
         verb = "would remove" if dry_run else "removed"
@@ -181,42 +199,47 @@ def cache_clear(
 
 def checklists(
     data: Annotated[Path, typer.Option(help="dataset root in the released layout, or hf:ORG/NAME")],
-    generator: Annotated[str, typer.Option(help="checklist writer, e.g. openai:gpt-4o")],
+    model: Annotated[str | None, typer.Option(help="the checklist writer, e.g. openai:gpt-4o", show_default=False)
+                     ] = None,
     out: Annotated[Path | None, typer.Option(help="write a copy of the dataset with the new checklists here "
-                                                  "(mtqa/ copied, videos/ hard-linked); the data stays as it is")
+                                                  f"({MTQA_DIR}/ copied, {VIDEOS_DIR}/ hard-linked); the data stays "
+                                                  "as it is")
                    ] = None,
     in_place: Annotated[bool, typer.Option("--in-place", help="write the new checklists into DATA/checklist/")
                         ] = False,
     n: Annotated[int, typer.Option(help="items per checklist")] = 5,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the generator")] = None,
-    api_key_env: Annotated[str | None, typer.Option(help="env var holding the generator's key")] = None,
+    model_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL of the model")] = None,
+    model_api_key_env: Annotated[str | None, typer.Option(help="env var holding the model's key")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace existing (human-revised) entries too")] = False,
     max_attempts: Annotated[int, typer.Option(help="asks per turn while the rules are broken")] = 3,
     exact_split: Annotated[bool, typer.Option(help="require exactly one 'No' item (target 4/1)")] = True,
     concurrency: Annotated[int, typer.Option(help="calls in flight")] = 4,
+    generator: Annotated[str | None, old_spelling("--generator")] = None,
+    base_url: Annotated[str | None, old_spelling("--base-url")] = None,
+    api_key_env: Annotated[str | None, old_spelling("--api-key-env")] = None,
 ) -> None:
     """Write missing checklists (paper Figure 16) in the released layout; resumable.
 
     Choose where: --out DIR (a copy of the dataset) or --in-place (into DATA). Exit 3 when some
     turns still have no checklist (listed)."""
     from mtvbench.checklist_gen.fill import fill_checklists
-    from mtvbench.models.endpoints import key_variable_problem
     from mtvbench.models.registry import create_backend
-    from mtvbench.models.settings import BackendOptions
 
+    spec = renamed(model, generator, "--generator", "--model")
+    if not spec:
+        fail("missing option --model: the checklist writer, e.g. --model openai:gpt-4o")
     if out is None and not in_place:
         fail(f"choose where the checklists go: --out DIR (a copy of {data} with the new checklists) "
-             f"or --in-place (write into {data / 'checklist'})")
+             f"or --in-place (write into {checklist_dir(data)})")
     if out is not None and in_place:
         fail("--out and --in-place exclude each other")
-    problem = None if api_key_env is None else key_variable_problem(api_key_env)
-    if problem is not None:
-        fail(f"--api-key-env: {problem}")
-    require_backend(generator, "checklist generator")
+    options = _writer_options(renamed(model_base_url, base_url, "--base-url", "--model-base-url"),
+                              renamed(model_api_key_env, api_key_env, "--api-key-env", "--model-api-key-env"))
+    require_backend(spec, "checklist generator")
     data = dataset_path(data)
 
     async def go() -> Any:
-        backend = create_backend(generator, BackendOptions(base_url=base_url, api_key_env=api_key_env))
+        backend = create_backend(spec, options)
         try:
             return await fill_checklists(data, backend, out=out, n=n, overwrite=overwrite, concurrency=concurrency,
                                          max_attempts=max_attempts, exact_split=exact_split)
@@ -232,6 +255,18 @@ def checklists(
         note("INCOMPLETE", f"{len(rep.failed)} turn(s) still have no checklist; run the same command again to "
              "ask for them again")
         raise typer.Exit(3)
+
+
+def _writer_options(base_url: str | None, api_key_env: str | None) -> Any:
+    """The checklist writer's backend options from ``--model-base-url`` and ``--model-api-key-env`` (a named key
+    variable must be set)."""
+    from mtvbench.models.endpoints import key_variable_problem
+    from mtvbench.models.settings import BackendOptions
+
+    problem = None if api_key_env is None else key_variable_problem(api_key_env)
+    if problem is not None:
+        fail(f"--model-api-key-env: {problem}")
+    return BackendOptions(base_url=base_url, api_key_env=api_key_env)
 
 
 __all__ = ["cache_app", "check_dataset", "checklists", "download", "is_hub_spec"]

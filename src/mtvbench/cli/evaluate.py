@@ -13,6 +13,7 @@ from rich.progress import Progress as RichProgress
 from mtvbench.cli.data import check_dataset
 from mtvbench.config import REMOVED_SETTINGS, ConfigError, build_config, load_yaml
 from mtvbench.data.buildmeta import not_a_benchmark
+from mtvbench.data.layout import FOLDERS_TEXT
 from mtvbench.extras import require_backend
 from mtvbench.render.console import (
     FormatOption,
@@ -23,6 +24,8 @@ from mtvbench.render.console import (
     emit_json,
     make_console,
     note,
+    old_spelling,
+    renamed,
     resolve_format,
     say,
     styled,
@@ -60,7 +63,7 @@ def _progress_bar(quiet: bool) -> RichProgress:
                         TimeElapsedColumn(), console=make_console(stderr=True), disable=quiet, transient=False)
 
 
-def validate(path: Annotated[Path, typer.Argument(help="dataset root (mtqa/, checklist/, videos/) or hf:ORG/NAME")],
+def validate(path: Annotated[Path, typer.Argument(help=f"dataset root ({FOLDERS_TEXT}) or hf:ORG/NAME")],
              strict: Annotated[bool, typer.Option(help="treat warnings as errors")] = False,
              list_videos: Annotated[bool, typer.Option(
                  "--list-videos", help="one line per video: codec, size, duration, frames")] = False) -> None:
@@ -216,12 +219,13 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")],
 
 
 def demo(
-    workdir: Annotated[Path, typer.Option(help="where the sample and the runs are written")] = Path(
-        "mtvbench-demo"),
+    out: Annotated[Path, typer.Option(help="where the sample and the runs are written")] = Path("mtvbench-demo"),
     judge_runs: Annotated[int, typer.Option(help="judge runs per turn")] = 1,
     quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
+    workdir: Annotated[Path | None, old_spelling("--workdir")] = None,
 ) -> None:
     """Offline demo on the bundled sample: oracle and refuse baselines, judged by --judge offline."""
+    workdir = renamed(out, workdir, "--workdir", "--out")
     from mtvbench.data.sample import materialize
     from mtvbench.run.evaluate import evaluate
 

@@ -11,7 +11,17 @@ from mtvbench.cli.common import fail
 from mtvbench.models.presets import Preset, get_preset, list_presets
 from mtvbench.models.registry import BACKENDS
 from mtvbench.registry import RegistryError
-from mtvbench.render.console import FormatOption, OutputFormat, console, emit_json, print_tables, say, styled
+from mtvbench.render.console import (
+    FormatOption,
+    OutputFormat,
+    console,
+    emit_json,
+    old_spelling,
+    print_tables,
+    renamed,
+    say,
+    styled,
+)
 from mtvbench.render.tables import Col, TextTable, Value
 
 PROTOCOL_NOTE = ("--protocol authors (the default) sends each row what the authors' released script for it sends "
@@ -94,13 +104,13 @@ def backends_table() -> TextTable:
 
 def models_command(
     name: Annotated[str | None, typer.Argument(help="show one preset in full")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the presets as JSON (same as --format json)")] = False,
     backends: Annotated[bool, typer.Option("--backends", help="list the backend prefixes instead, with where "
                                                               "each comes from")] = False,
     output_format: FormatOption = OutputFormat.auto,
+    as_json: Annotated[bool | None, old_spelling("--json")] = None,
 ) -> None:
     """List the model presets: `--model <preset>` runs that row of Table 2 with the paper's settings."""
-    if as_json:
+    if renamed(False, as_json, "--json", "--format json"):  # --json PATH writes a JSON file elsewhere
         output_format = OutputFormat.json
     if backends:
         print_tables([backends_table()], output_format)

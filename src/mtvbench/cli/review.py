@@ -16,10 +16,21 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mtvbench.cli.common import new_app
+from mtvbench.data.layout import FOLDERS_TEXT
 from mtvbench.errors import ConfigError
-from mtvbench.render.console import FormatOption, OutputFormat, emit, note, print_tables, say, warn
+from mtvbench.render.console import (
+    FormatOption,
+    OutputFormat,
+    emit,
+    note,
+    old_spelling,
+    print_tables,
+    renamed,
+    say,
+    warn,
+)
 from mtvbench.render.tables import Col, TextTable
-from mtvbench.review.model import WORK_ROLES
+from mtvbench.review.decisions import WORK_JOBS
 from mtvbench.review.source import ReviewSource, open_source
 from mtvbench.review.store import ReviewStore
 from mtvbench.util.files import video_mode as checked_video_mode
@@ -31,7 +42,7 @@ review_app = new_app("Human verification in the browser: two annotators per dial
                       "disagreements (paper §3.2); or human raters of a run's answers (paper §4.5, Table 3).")
 
 PathArg = Annotated[Path, typer.Argument(help="A build workspace (with review_queue.json), a dataset in the "
-                                              "released layout (mtqa/, checklist/, videos/), or a run directory "
+                                              f"released layout ({FOLDERS_TEXT}), or a run directory "
                                               "(its answers are rated).", show_default=False)]
 StoreOpt = Annotated[Path | None, typer.Option("--store", help="Review store file for a dataset folder or run "
                                                                "directory that must stay untouched (default "
@@ -55,21 +66,24 @@ def serve_command(path: PathArg,
                   guidelines: Annotated[Path | None, typer.Option(
                       help="A Markdown file that replaces the built-in guidelines beside the decision (its HTML "
                            "is shown as text).")] = None,
-                  per_task: Annotated[int | None, typer.Option(
+                  sample_per_task: Annotated[int | None, typer.Option(
                       min=1, help="A run directory: dialogues per task in the raters' sample (default 20, the "
                                   "paper's; all when a task has fewer). Fixed once drawn.")] = None,
                   seed: Annotated[int | None, typer.Option(
                       min=0, help="A run directory: seed of the raters' sample (default 0). Fixed once drawn.")
-                  ] = None) -> None:
+                  ] = None,
+                  per_task: Annotated[int | None, old_spelling("--per-task")] = None) -> None:
     from mtvbench.review.guidelines import load_guidelines
     from mtvbench.review.server import serve
+
+    per_task = renamed(sample_per_task, per_task, "--per-task", "--sample-per-task")  # --per-task: a row per task
 
     text = load_guidelines(guidelines) if guidelines is not None else None
     source, st = _open(path, store)
     if source.work == "rate":
         _rating_sample(source, st, per_task, seed)
     elif per_task is not None or seed is not None:
-        raise ConfigError("--per-task and --seed choose the raters' sample of a run directory; "
+        raise ConfigError("--sample-per-task and --seed choose the raters' sample of a run directory; "
                           f"{source.root} is a {source.kind}")
 
     def ready(url: str) -> None:
@@ -111,19 +125,20 @@ def _rating_sample(source: ReviewSource, st: ReviewStore, per_task: int | None, 
 def add_user_command(path: PathArg,
                      name: Annotated[str, typer.Argument(help="The person's name as shown in the app.",
                                                          show_default=False)],
-                     role: Annotated[str, typer.Option(help="annotator or senior (a build workspace or dataset); "
+                     job: Annotated[str, typer.Option(help="annotator or senior (a build workspace or dataset); "
                                                            "rater or senior (a run directory)")] = "annotator",
                      url: Annotated[str, typer.Option(help="Address the annotators open (the server's "
                                                            "--host/--port).")] = "http://127.0.0.1:8765",
                      replace: Annotated[bool, typer.Option(help="Give an existing user a new token (the old "
                                                                 "one stops working).")] = False,
-                     store: StoreOpt = None) -> None:
+                     store: StoreOpt = None, role: Annotated[str | None, old_spelling("--role")] = None) -> None:
     source, st = _open(path, store)
-    roles = WORK_ROLES[source.work]
-    if role not in roles:
-        raise ConfigError(f"--role must be one of {', '.join(roles)} for a {source.kind}, got {role!r}")
-    token = st.add_user(name, role, replace=replace)
-    note("login link", f"for {name} ({role}); give it to them privately, it is not stored and not shown again",
+    job = renamed(job, role, "--role", "--job")
+    jobs = WORK_JOBS[source.work]
+    if job not in jobs:
+        raise ConfigError(f"--job must be one of {', '.join(jobs)} for a {source.kind}, got {job!r}")
+    token = st.add_user(name, job, replace=replace)
+    note("login link", f"for {name} ({job}); give it to them privately, it is not stored and not shown again",
          style="green")
     emit(f"{url.rstrip('/')}/#token={token}")
 
@@ -139,8 +154,8 @@ def users_command(path: PathArg,
             raise ConfigError(f"no user {name!r}")
         note("removed", f"{name}: their login link and video links stop working now", style="green")
     users = st.users()
-    print_tables([TextTable(columns=[Col("name", "id"), Col("role"), Col("since", key="created_at")],
-                            rows=[[u.name, u.role, u.created_at] for u in users], title="Review users")],
+    print_tables([TextTable(columns=[Col("name", "id"), Col("job"), Col("since", key="created_at")],
+                            rows=[[u.name, u.job, u.created_at] for u in users], title="Review users")],
                  output_format, json_obj=[u.model_dump(mode="json") for u in users])
 
 

@@ -19,7 +19,13 @@ from pydantic import ValidationError
 from mtvbench.config.roles import RoleSettings
 from mtvbench.config.stored import DEFAULT_PROTOCOL, stored_protocol
 from mtvbench.models.endpoints import key_variable_problem
-from mtvbench.models.settings import GENERATION_SETTINGS, OPERATIONAL_OPTIONS, BackendOptions, SettingsOrigin
+from mtvbench.models.settings import (
+    GENERATION_SETTINGS,
+    OPERATIONAL_OPTIONS,
+    OPTIONS_KEY,
+    BackendOptions,
+    SettingsOrigin,
+)
 from mtvbench.records import GenerationConfig
 
 if TYPE_CHECKING:
@@ -69,13 +75,13 @@ def preset_overrides(values: dict[str, Any], preset_settings: dict[str, Any], fr
     answer-changing backend options (``model_settings``), frames and frame size. Where and how the
     model is called (URL, key variable, ``served_name``, timeouts, concurrency) is not a preset value."""
     given = dict(values.get("model_settings") or {})
-    given_extra = dict(given.get("extra") or {})
+    given_options = dict(given.get(OPTIONS_KEY) or {})
     # a generation setting given in the older spelling (--model-option repetition_penalty=1.05) is its field
-    moved = {k: given_extra.pop(k) for k in GenerationConfig.OPTION_FIELDS if k in given_extra}
-    preset_extra = dict(preset_settings.get("extra") or {})
-    top = {k: v for k, v in given.items() if k != "extra"}
+    moved = {k: given_options.pop(k) for k in GenerationConfig.OPTION_FIELDS if k in given_options}
+    preset_options = dict(preset_settings.get(OPTIONS_KEY) or {})
+    top = {k: v for k, v in given.items() if k != OPTIONS_KEY}
     out = _changed({**top, **{k: v for k, v in moved.items() if k not in top}}, preset_settings)
-    out += _changed(given_extra, preset_extra)
+    out += _changed(given_options, preset_options)
     if frames is not None and "frames" in values and values["frames"] != frames.num_frames:
         out.append("frames")
     if frames is not None and {"max_side", "frame_size"} & set(values):
@@ -109,21 +115,21 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     protocol = str(values["protocol"])
     model = str(values["model"])
     given = dict(values.get("model_settings") or {})
-    given_extra = dict(given.pop("extra", None) or {})
-    served_name = given_extra.pop("served_name", None)
-    checkpoint = given_extra.pop("checkpoint", None)
+    given_options = dict(given.pop(OPTIONS_KEY, None) or {})
+    served_name = given_options.pop("served_name", None)
+    checkpoint = given_options.pop("checkpoint", None)
     spec, options, frames = resolve_model(model, checkpoint=None if checkpoint is None else str(checkpoint),
                                           served_name=None if served_name is None else str(served_name),
                                           protocol=protocol)
     out = dict(values)
     out["model_spec"] = spec
-    merged = _merged_settings(options, {**given, "extra": given_extra} if given_extra else given)
+    merged = _merged_settings(options, {**given, OPTIONS_KEY: given_options} if given_options else given)
     if merged:
         out["model_settings"] = merged
     preset = get_preset(model)
     if preset is not None:
         preset_settings = options.model_dump(exclude_none=True, exclude_defaults=True)
-        out["preset_overrides"] = preset_overrides(values, {**preset_settings, "extra": options.extra}, frames)
+        out["preset_overrides"] = preset_overrides(values, {**preset_settings, OPTIONS_KEY: options.options}, frames)
         out.setdefault("inference", preset.inference(protocol))
         _check_preset_key(preset.name, options.api_key_env, given)
         if (spec.startswith("openai:") and not preset.closed and not merged.get("base_url")
@@ -161,9 +167,9 @@ def mark_origins(cfg: RunConfig, values: Mapping[str, Any]) -> None:
     keys: frozenset[str] = frozenset()
     if preset is not None:
         given = values.get("model_settings") if isinstance(values.get("model_settings"), Mapping) else {}
-        extra = given.get("extra") if isinstance(given.get("extra"), Mapping) else {}
+        options = given.get(OPTIONS_KEY) if isinstance(given.get(OPTIONS_KEY), Mapping) else {}
         defaults = resolve_model(cfg.model, protocol=cfg.protocol_name)[1]
         keys = frozenset(k for k in GENERATION_SETTINGS
-                         if getattr(defaults, k) is not None and k not in given and k not in extra)
+                         if getattr(defaults, k) is not None and k not in given and k not in options)
     cfg.model_settings.mark(SettingsOrigin(role="model", preset=preset.name if preset else None, preset_keys=keys))
     cfg.judge_settings.mark(SettingsOrigin(role="judge"))

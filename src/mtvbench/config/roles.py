@@ -70,9 +70,9 @@ class RoleSettings(BackendOptions):
                 raise ValueError(problem)
         return v
 
-    @field_validator("extra")
+    @field_validator("options")
     @classmethod
-    def _extra(cls, v: dict[str, Any]) -> dict[str, Any]:
+    def _options(cls, v: dict[str, Any]) -> dict[str, Any]:
         for key in v:
             if key in BackendOptions.model_fields:
                 raise ValueError(f"{key!r} is a setting of its own, not a backend option: "

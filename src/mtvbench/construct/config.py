@@ -16,8 +16,10 @@ backend settings as a run's are. ``mtvbench build``'s flags are derived from it
 description is a flag, a section's as ``--SECTION-FIELD`` (``--split-detector``, ``--caption-frames``).
 
 Spellings of an earlier mtvbench (the flat ``caption_frames``, ``merge_passes``, ``min_score``, ...:
-each stage lists its own as :attr:`~mtvbench.construct.stages.Stage.old_keys`) are still read into
-their section, with a warning naming the new spelling (:attr:`BuildSettings.renamed`).
+each stage lists its own as :attr:`~mtvbench.construct.stages.Stage.old_keys`; the section and model
+role of a renamed stage, :data:`~mtvbench.construct.stages.STORED_NAMES`: ``score:`` and ``models: {score:
+...}`` for ``suitability``) are still read into their place, with a warning naming the new spelling
+(:attr:`BuildSettings.renamed`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, field_validator, model_validator
 
 from mtvbench.config import ExecutorName, RaySettings, RoleSettings, validate_settings
-from mtvbench.construct.stages import STAGES, Stage, loadable_stages
+from mtvbench.construct.stages import STAGES, STORED_NAMES, Stage, loadable_stages
 from mtvbench.extras import require_backend, require_modules
 from mtvbench.registry import RegistryError
 
@@ -39,8 +41,8 @@ S = TypeVar("S", bound=BaseModel)
 class BuildSettings(BaseModel):
     """What every build has, whatever its stages (see the module docstring). Each model role has its own
     backend spec (``models``; default: the one ``model``); the built-in stages ask ``caption`` (clip and
-    object-crop captions, an MLLM), ``merge`` (same-scene judgements, text only), ``score`` (task
-    suitability, an MLLM), ``generate`` (dialogues, an MLLM) and ``checklist`` (checklists, text only)."""
+    object-crop captions, an MLLM), ``merge`` (same-scene judgements, text only), ``suitability`` (task
+    suitability ratings, an MLLM), ``generate`` (dialogues, an MLLM) and ``checklist`` (checklists, text only)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
 
@@ -73,6 +75,8 @@ class BuildSettings(BaseModel):
     SECTIONS: ClassVar[dict[str, str]] = {}
     #: old flat key -> (section attribute, field) (set by :func:`assemble`)
     OLD_KEYS: ClassVar[dict[str, tuple[str, str]]] = {}
+    #: old section key of a renamed stage -> its section attribute (set by :func:`assemble`)
+    OLD_SECTIONS: ClassVar[dict[str, str]] = {}
     _renamed: list[str] = PrivateAttr(default_factory=list)
 
     @field_validator("concurrency")
@@ -94,9 +98,29 @@ class BuildSettings(BaseModel):
                 raise ValueError(f"'{old}' is the old spelling of '{new}': give only '{new}'")
             setattr(self, attr, section.model_copy(update={name: getattr(self, old)}))
             setattr(self, old, None)
-            self._renamed.append(f"the build setting '{old}' is now '{new}'")
-            warnings.warn(self._renamed[-1], DeprecationWarning, stacklevel=2)
+            self._rename(f"the build setting '{old}' is now '{new}'")
+        for old, attr in self.OLD_SECTIONS.items():
+            if old in self.model_fields_set:  # its values, with those given in the new section (a flag) on top
+                given = getattr(self, attr)
+                setattr(self, attr, getattr(self, old).model_copy(
+                    update={k: getattr(given, k) for k in given.model_fields_set}))
+                setattr(self, old, None)
+                self._rename(f"the build section '{old}' is now '{self.section_key(attr)}'")
+        self._old_roles()
         return self
+
+    def _old_roles(self) -> None:
+        """``models: {OLD: SPEC}`` for the model role of a renamed stage (:data:`STORED_NAMES`)."""
+        for new, old in STORED_NAMES.items():
+            if old in self.models:
+                if new in self.models:
+                    raise ValueError(f"models: '{old}' is the old name of the role '{new}': give only '{new}'")
+                self.models = {(new if k == old else k): v for k, v in self.models.items()}
+                self._rename(f"the model role '{old}' is now '{new}' (models: {{{new}: ...}})")
+
+    def _rename(self, line: str) -> None:
+        self._renamed.append(line)
+        warnings.warn(line, DeprecationWarning, stacklevel=3)
 
     @property
     def renamed(self) -> list[str]:
@@ -125,6 +149,7 @@ def assemble(stages: Mapping[str, Stage]) -> type[BuildSettings]:
     fields: dict[str, Any] = {}
     sections: dict[str, str] = {}
     old_keys: dict[str, tuple[str, str]] = {}
+    old_sections: dict[str, str] = {}
     for name, stage in stages.items():
         if stage.settings_model is None:
             continue
@@ -139,9 +164,12 @@ def assemble(stages: Mapping[str, Stage]) -> type[BuildSettings]:
         for old, field in stage.old_keys.items():
             fields[old] = (stage.settings_model.model_fields[field].annotation | None, Field(None, exclude=True))
             old_keys[old] = (attr, field)
+        if name in STORED_NAMES and key == name:  # a renamed stage: its old section key is still read
+            fields[STORED_NAMES[name]] = (stage.settings_model | None, Field(None, exclude=True))
+            old_sections[STORED_NAMES[name]] = attr
     model = create_model("BuildConfig", __base__=BuildSettings, __module__=__name__, **fields)
     model.__doc__ = BuildSettings.__doc__
-    model.SECTIONS, model.OLD_KEYS = sections, old_keys
+    model.SECTIONS, model.OLD_KEYS, model.OLD_SECTIONS = sections, old_keys, old_sections
     return model
 
 

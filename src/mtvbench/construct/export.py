@@ -43,8 +43,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from mtvbench.construct.artifacts import Artifact, Shortfall, VideoRecord
 from mtvbench.construct.offline_model import scripted_note
-from mtvbench.construct.records import Artifact, Shortfall, VideoRecord
 from mtvbench.construct.review_queue import load_queue, save_queue
 from mtvbench.construct.stages.caption import Captions
 from mtvbench.construct.stages.checklists import ChecklistResult
@@ -52,12 +52,12 @@ from mtvbench.construct.stages.crossscene import CrossSceneResult
 from mtvbench.construct.stages.generate import GenerateResult
 from mtvbench.construct.stages.merge import MergeResult
 from mtvbench.construct.stages.split import SplitResult
-from mtvbench.construct.stages.suitability import ScoreResult
+from mtvbench.construct.stages.suitability import SuitabilityResult
 from mtvbench.construct.workspace import Workspace
 from mtvbench.data.buildmeta import BuildMetadata, BuiltDialogueMeta, VideoMeta
 from mtvbench.data.layout import LayoutWriter, kept, metadata_path, place_video, write_layout_json
 from mtvbench.data.schema import TASKS
-from mtvbench.review.model import ReviewItem, content_hash
+from mtvbench.review.decisions import ReviewItem, content_hash
 from mtvbench.util.files import VideoMode
 
 
@@ -100,14 +100,14 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
         split = ws.load(v.name, "split", SplitResult)
         merge = ws.load(v.name, "merge", MergeResult)
         cross = ws.load(v.name, "crossscene", CrossSceneResult)
-        score = ws.load(v.name, "score", ScoreResult)
+        rated = ws.load(v.name, "suitability", SuitabilityResult)
         gen = ws.load(v.name, "generate", GenerateResult)
         cks = ws.load(v.name, "checklists", ChecklistResult)
-        if (split is None or merge is None or cross is None or score is None or gen is None
+        if (split is None or merge is None or cross is None or rated is None or gen is None
                 or cks is None):  # pragma: no cover
             report.skipped_videos[v.name] = "an artifact changed while exporting"
             continue
-        short = video_shortfall([score, gen, cks])
+        short = video_shortfall([rated, gen, cks])
         if short is not None:
             report.shortfalls[v.name] = short
         units = {u.id: u for u in cross.units}
@@ -142,7 +142,7 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
             exported_any = True
         if exported_any:
             used_videos.append(v)
-            made = (ws.load(v.name, "caption", Captions), merge, score, gen, cks)
+            made = (ws.load(v.name, "caption", Captions), merge, rated, gen, cks)
             models = [a.meta.settings.get("model") for a in made if a is not None and a.meta is not None]
             report.not_a_benchmark = report.not_a_benchmark or scripted_note(models)
             meta.videos[v.name] = VideoMeta(

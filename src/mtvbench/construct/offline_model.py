@@ -43,7 +43,7 @@ from mtvbench.prompts.generation import (
     GENERATION_TEMPLATE,
     MERGE_PROMPT,
     OBJECT_CAPTION_PROMPT,
-    SCORE_PROMPT,
+    SUITABILITY_PROMPT,
     TASK_ABILITY_LABEL,
 )
 from mtvbench.records import GenerationRequest, GenerationResult
@@ -119,7 +119,7 @@ def object_reply(prompt: str, frames: VideoFrames | None) -> str:
     return f"A {colour} {label}, seen clearly in the crop."
 
 
-def score_reply(prompt: str) -> str:
+def suitability_reply(prompt: str) -> str:
     digest = hashlib.sha256(prompt.encode()).digest()
     return json.dumps({t.value: 5 + digest[i] % 2 for i, t in enumerate(TASKS)})
 
@@ -247,7 +247,7 @@ _KINDS: list[tuple[str, Callable[[str, VideoFrames | None], str]]] = [
     (_head(CLIP_CAPTION_PROMPT), caption_reply),
     (_head(MERGE_PROMPT), lambda p, f: merge_reply(p)),
     (_head(OBJECT_CAPTION_PROMPT), object_reply),
-    (_head(SCORE_PROMPT), lambda p, f: score_reply(p)),
+    (_head(SUITABILITY_PROMPT), lambda p, f: suitability_reply(p)),
     (_head(GENERATION_TEMPLATE), lambda p, f: dialogue_reply(p)),
     (_head(CHECKLIST_TEMPLATE), lambda p, f: checklist_reply(p)),
 ]

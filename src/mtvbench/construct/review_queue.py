@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mtvbench.construct.workspace import Workspace
-from mtvbench.review.model import CRITERIA, Criterion, Decision, ReviewError, ReviewQueue, UnknownItemError
+from mtvbench.review.decisions import CRITERIA, Criterion, Decision, ReviewError, ReviewQueue, UnknownItemError
 from mtvbench.review.source import QUEUE_NAME, read_queue_file
 from mtvbench.review.store import STORE_NAME, ItemState, ReviewStore
 from mtvbench.util.files import atomic_write_json

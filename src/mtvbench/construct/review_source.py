@@ -14,7 +14,7 @@ from mtvbench.construct.export import export_dataset
 from mtvbench.construct.review_queue import load_queue
 from mtvbench.construct.workspace import Workspace
 from mtvbench.errors import InputError
-from mtvbench.review.model import ReviewItem
+from mtvbench.review.decisions import ReviewItem
 from mtvbench.review.source import QUEUE_NAME, ReviewSource, VideoMode, read_queue_file
 from mtvbench.review.store import ReviewStore
 

@@ -62,6 +62,7 @@ from mtvbench.data.buildmeta import not_a_benchmark
 from mtvbench.data.layout import (
     CHECKLIST_PATTERN,
     FOLDERS_TEXT,
+    MTQA_DIR,
     checklist_dir,
     checklist_path,
     checklist_rel,
@@ -549,7 +550,7 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
         for (video, event), per_round in checklists.items():
             if f"{task.value}/{video}/{event}" not in seen_ids and per_round:
                 col.add("error", checklist_path(root, task),
-                        "checklist for a dialogue that does not exist in mtqa/", video=video, event=event)
+                        f"checklist for a dialogue that does not exist in {MTQA_DIR}/", video=video, event=event)
     if not dialogues and not any(p.level == "error" for p in col.problems):
         col.add("error", mtqa_dir(root), "no dialogues found")
     if require_scored:

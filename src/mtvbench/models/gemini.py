@@ -6,7 +6,7 @@ Keys: ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``, sent only to Google's endpoint (
 ``GOOGLE_CLOUD_PROJECT`` and ``GOOGLE_CLOUD_LOCATION`` (and application default credentials);
 the SDK reads them.
 
-Two input modes (``options.extra["input"]``):
+Two input modes (``options.options["input"]``):
 
 - ``frames`` (default): the run's sampled frames (the paper's 128) go inline as JPEG parts,
   followed by the prompt.
@@ -16,7 +16,7 @@ Two input modes (``options.extra["input"]``):
   after 48 hours). Gemini then samples the video itself (``video_fps`` sets its rate). The
   Developer API only: Vertex AI has no Files API.
 
-**Context caching** (``extra["context_cache"]: true``, with ``input: frames``): the frames of a video (and
+**Context caching** (``options["context_cache"]: true``, with ``input: frames``): the frames of a video (and
 the system prompt) go once into an explicit cache (the caches API: ``cachedContents``, ``ttl`` from
 ``context_cache_ttl_s``, 1800 s by default) made by the first turn that needs it and shared by every
 turn of that video; each turn then sends only its text with ``cached_content`` naming the cache (the frames
@@ -30,7 +30,7 @@ is made again. The tokens of making a cache count as uncached prompt tokens of t
 The hours of cache storage the API bills are not counted. Requests whose text goes before the frames
 (``text_first``) are sent inline.
 
-Other ``extra`` settings: ``thinking_budget`` (tokens; 0 turns thinking off where the model
+Other backend options: ``thinking_budget`` (tokens; 0 turns thinking off where the model
 allows it, -1 dynamic), ``include_thoughts`` (bool), ``media_resolution`` (``low`` / ``medium`` /
 ``high``), ``safety`` (``default`` or ``off``: BLOCK_NONE for the adjustable categories),
 ``api_version``, ``upload_poll_s``, ``upload_timeout_s`` (the deadline of one upload, polling
@@ -215,21 +215,21 @@ class GeminiBackend(BackendBase):
         self.name = f"gemini:{model}"
         self.model = model
         self.options = options
-        extra = options.extra
-        self.input_mode = str(extra.get("input", "frames"))
+        own = options.options
+        self.input_mode = str(own.get("input", "frames"))
         if self.input_mode not in ("frames", "upload"):
             raise ConfigError(f"gemini: input must be 'frames' or 'upload', got {self.input_mode!r}")
-        self.context_cache = bool(extra.get("context_cache", False))
+        self.context_cache = bool(own.get("context_cache", False))
         if self.context_cache and self.input_mode != "frames":
             raise ConfigError("gemini: context_cache caches the frames sent inline: it needs input=frames")
-        self.cache_ttl_s = float(extra.get("context_cache_ttl_s", 1800.0))
+        self.cache_ttl_s = float(own.get("context_cache_ttl_s", 1800.0))
         if not self.cache_ttl_s > 0:
             raise ConfigError(f"gemini: context_cache_ttl_s must be > 0 seconds, got {self.cache_ttl_s:g}")
-        self.poll_s = float(extra.get("upload_poll_s", 2.0))
-        self.upload_timeout_s = float(extra.get("upload_timeout_s", 600.0))
+        self.poll_s = float(own.get("upload_poll_s", 2.0))
+        self.upload_timeout_s = float(own.get("upload_timeout_s", 600.0))
         self.http = capped_http_client(httpx.AsyncClient, options)
         http = types.HttpOptions(base_url=options.base_url, timeout=int(options.timeout_s * 1000),
-                                 api_version=extra.get("api_version"), httpx_async_client=self.http)
+                                 api_version=own.get("api_version"), httpx_async_client=self.http)
         self.vertex = use_vertex() and not options.api_key_env
         if self.vertex:
             if self.input_mode == "upload":
@@ -251,7 +251,7 @@ class GeminiBackend(BackendBase):
 
     # -------------------------------------------------------------------- request building
     def _config(self, request: GenerationRequest) -> Any:
-        extra = self.options.extra
+        own = self.options.options
         g = self.options.settings_for(request.generation)
         cfg: dict[str, Any] = {}
         if g.system:
@@ -261,12 +261,12 @@ class GeminiBackend(BackendBase):
                 cfg[key] = getattr(g, key)
         if g.max_tokens:
             cfg["max_output_tokens"] = g.max_tokens
-        if extra.get("thinking_budget") is not None or extra.get("include_thoughts"):
+        if own.get("thinking_budget") is not None or own.get("include_thoughts"):
             cfg["thinking_config"] = types.ThinkingConfig(
-                thinking_budget=extra.get("thinking_budget"), include_thoughts=bool(extra.get("include_thoughts")))
-        if extra.get("media_resolution"):
-            cfg["media_resolution"] = f"MEDIA_RESOLUTION_{str(extra['media_resolution']).upper()}"
-        if extra.get("safety") == "off":
+                thinking_budget=own.get("thinking_budget"), include_thoughts=bool(own.get("include_thoughts")))
+        if own.get("media_resolution"):
+            cfg["media_resolution"] = f"MEDIA_RESOLUTION_{str(own['media_resolution']).upper()}"
+        if own.get("safety") == "off":
             cfg["safety_settings"] = [types.SafetySetting(category=c, threshold="BLOCK_NONE")
                                       for c in SAFETY_CATEGORIES]
         return types.GenerateContentConfig(**cfg)
@@ -276,8 +276,8 @@ class GeminiBackend(BackendBase):
         if video is not None:
             f = await self.file_for(video)
             part = types.Part.from_uri(file_uri=f.uri, mime_type=f.mime_type or _mime(video))
-            if self.options.extra.get("video_fps"):
-                part.video_metadata = types.VideoMetadata(fps=float(self.options.extra["video_fps"]))
+            if self.options.options.get("video_fps"):
+                part.video_metadata = types.VideoMetadata(fps=float(self.options.options["video_fps"]))
             parts.append(part)
         elif request.frames is not None:
             parts.extend(types.Part.from_bytes(data=j, mime_type="image/jpeg") for j in request.frames.jpegs)
@@ -391,10 +391,10 @@ class GeminiBackend(BackendBase):
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         video: Path | None = None
         if self.input_mode == "upload":
-            path = request.extra.get("video") or (request.frames.video if request.frames is not None else None)
+            path = request.options.get("video") or (request.frames.video if request.frames is not None else None)
             if path is None:
                 return GenerationResult(outcome="error", attempts=0, error=(
-                    "gemini: input=upload needs the video path (frames record or request.extra['video'])"))
+                    "gemini: input=upload needs the video path (frames record or request.options['video'])"))
             video = Path(path)
             try:
                 await self.file_for(video)

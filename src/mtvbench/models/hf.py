@@ -5,9 +5,9 @@ processor takes a video or a list of images through the chat template
 (``AutoModelForImageTextToText`` + ``AutoProcessor``: Qwen2.5-VL, Qwen3-VL, LLaVA-OneVision,
 LLaVA-Video, LLaVA-NeXT-Video, ...). The few families that need their own input code live in
 :mod:`mtvbench.models.hf_families` (InternVL3.5 / InternVideo2.5, MiniCPM-V / -o, VideoChat-Flash,
-VideoLLaMA3) and are picked by ``extra["family"]`` or detected from the checkpoint.
+VideoLLaMA3) and are picked by ``options["family"]`` or detected from the checkpoint.
 
-Settings (``BackendOptions`` + ``extra``):
+Settings (``BackendOptions`` + its backend options, ``--model-option KEY=VALUE``):
 
 - ``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``do_sample``, ``repetition_penalty``,
   ``system`` — the generation parameters (presets carry the authors' values).
@@ -77,15 +77,15 @@ class GenericEngine:
         torch, transformers = require_torch()
         self.torch = torch
         self.options = options
-        extra = options.extra
-        trust = bool(extra.get("trust_remote_code", False))
+        own = options.options
+        trust = bool(own.get("trust_remote_code", False))
         self.processor = transformers.AutoProcessor.from_pretrained(checkpoint, trust_remote_code=trust)
-        kwargs: dict[str, Any] = {"dtype": torch_dtype(torch, extra.get("dtype")), "trust_remote_code": trust}
+        kwargs: dict[str, Any] = {"dtype": torch_dtype(torch, own.get("dtype")), "trust_remote_code": trust}
         dm = device_map(torch, options)
         if dm is not None:
             kwargs["device_map"] = dm
-        if extra.get("attn_implementation"):
-            kwargs["attn_implementation"] = extra["attn_implementation"]
+        if own.get("attn_implementation"):
+            kwargs["attn_implementation"] = own["attn_implementation"]
         self.model = transformers.AutoModelForImageTextToText.from_pretrained(checkpoint, **kwargs)
         self.model.eval()
         tok = getattr(self.processor, "tokenizer", None)
@@ -94,16 +94,16 @@ class GenericEngine:
             if tok.pad_token is None and tok.eos_token is not None:
                 tok.pad_token = tok.eos_token
         self.tokenizer = tok
-        mode = str(extra.get("input", "auto"))
+        mode = str(own.get("input", "auto"))
         if mode == "auto":
             mode = "video" if getattr(self.processor, "video_processor", None) is not None else "images"
         if mode not in ("video", "images"):
             raise ConfigError(f"hf: input must be video, images or auto, got {mode!r}")
         self.mode = mode
-        self.batch_size = int(extra.get("batch_size", 4))
-        self.template_kwargs = dict(extra.get("chat_template_kwargs", {}))
-        self.processor_kwargs = dict(extra.get("processor_kwargs", {}))
-        self.video_reader = str(extra.get("video_reader", "auto"))
+        self.batch_size = int(own.get("batch_size", 4))
+        self.template_kwargs = dict(own.get("chat_template_kwargs", {}))
+        self.processor_kwargs = dict(own.get("processor_kwargs", {}))
+        self.video_reader = str(own.get("video_reader", "auto"))
         if self.video_reader not in ("auto", "processor", "pyav"):
             raise ConfigError(f"hf: video_reader must be auto, processor or pyav, got {self.video_reader!r}")
         self._reader: str | None = None  # the reader in use, once a clip was fed
@@ -153,8 +153,8 @@ class GenericEngine:
                                                        return_dict=True, return_tensors="pt", padding=True,
                                                        **self.template_kwargs)
             batch = batch.to(model_device(self.model))
-            extra = {} if params.checkpoint_defaults else {"pad_token_id": self.tokenizer.pad_token_id}
-            out = self.model.generate(**batch, **params.hf_kwargs(), **extra)
+            pad = {} if params.checkpoint_defaults else {"pad_token_id": self.tokenizer.pad_token_id}
+            out = self.model.generate(**batch, **params.hf_kwargs(), **pad)
         new = out[:, batch["input_ids"].shape[1]:]
         texts = self.processor.batch_decode(new, skip_special_tokens=True, clean_up_tokenization_spaces=False)
         return self._outputs(batch, new, texts, [self._script_fed(batch, i, r.frames) for i, r in enumerate(requests)])
@@ -263,7 +263,7 @@ def _pyav_fetch(urls: Any, sample_indices_fn: Any = None) -> Any:
 
 
 def make_engine(checkpoint: str, options: BackendOptions) -> Engine:
-    family = options.extra.get("family") or detect_family(checkpoint)
+    family = options.options.get("family") or detect_family(checkpoint)
     if family in (None, "generic"):
         return GenericEngine(checkpoint, options)
     return load_family(str(family), checkpoint, options)

@@ -23,7 +23,7 @@ from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationConfig, GenerationRequest
 
 DEFAULT_MAX_NEW_TOKENS = 1024
-#: ``extra["generation_defaults"]`` value: pass only the settings that are set to ``generate()``
+#: ``options["generation_defaults"]`` value: pass only the settings that are set to ``generate()``
 CHECKPOINT_DEFAULTS = "checkpoint"
 
 
@@ -61,7 +61,7 @@ class GenParams(BaseModel):
     def of(cls, request: GenerationRequest, options: BackendOptions) -> GenParams:
         """The decoding settings of ``request`` (the options with the request's values on top)."""
         return cls.from_settings(options.settings_for(request.generation),
-                                 options.extra.get("generation_defaults") == CHECKPOINT_DEFAULTS)
+                                 options.options.get("generation_defaults") == CHECKPOINT_DEFAULTS)
 
     def hf_kwargs(self) -> dict[str, Any]:
         """``generate()`` keyword arguments; sampling knobs only when sampling. With ``checkpoint_defaults``
@@ -112,7 +112,7 @@ def torch_dtype(torch: Any, name: str | None) -> Any:
 
 
 def device_map(torch: Any, options: BackendOptions) -> Any:
-    value = options.extra.get("device_map", "auto")
+    value = options.options.get("device_map", "auto")
     if value == "auto" and not torch.cuda.is_available():
         return None  # CPU: plain loading, no accelerate needed
     return value

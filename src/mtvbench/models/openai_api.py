@@ -180,7 +180,7 @@ def parse_completion(body: bytes, url: str) -> GenerationResult:
     return GenerationResult(outcome="ok", **common)
 
 
-def openai_generation_params(g: GenerationConfig, extra: dict[str, Any]) -> dict[str, Any]:
+def openai_generation_params(g: GenerationConfig, options: dict[str, Any]) -> dict[str, Any]:
     """The chat-completions parameters of generation settings ``g`` (see :meth:`OpenAIBackend._params`)."""
     params: dict[str, Any] = {}
     if g.max_tokens:
@@ -194,7 +194,7 @@ def openai_generation_params(g: GenerationConfig, extra: dict[str, Any]) -> dict
         if getattr(g, key) is not None:
             params[key] = getattr(g, key)
     body = {key: getattr(g, key) for key in ("top_k", "repetition_penalty", "min_p") if getattr(g, key) is not None}
-    body.update(extra.get("extra_body") or {})
+    body.update(options.get("extra_body") or {})
     body = {k: v for k, v in body.items() if v is not None}  # extra_body {KEY: null} drops a preset's KEY
     if body:
         params["extra_body"] = body
@@ -219,9 +219,9 @@ class OpenAIBackend(BackendBase):
         self.options = options
         self.endpoint = openai_endpoint(options)
         self.url = self.endpoint.url.rstrip("/") + "/chat/completions"
-        self.video_part = bool(options.extra.get("video_part", False))
+        self.video_part = bool(options.options.get("video_part", False))
         #: the generation fields every request sends (a 400/422 may name some as not accepted)
-        self.sent = sent_fields(openai_generation_params(options.generation(), options.extra))
+        self.sent = sent_fields(openai_generation_params(options.generation(), options.options))
         self.calls = Resilient(self.name, self.endpoint.url, options, self._classify)
         self.breaker = self.calls.breaker
         self.client = openai.AsyncOpenAI(
@@ -241,7 +241,7 @@ class OpenAIBackend(BackendBase):
         An ``extra_body`` option is sent as given, over the mapped values."""
         g = self.options.settings_for(request.generation)
         messages = build_messages(request, g.system, video_part=self.video_part, placeholder=True)
-        return {"model": self.model, "messages": messages, **openai_generation_params(g, self.options.extra)}
+        return {"model": self.model, "messages": messages, **openai_generation_params(g, self.options.options)}
 
     def _classify(self, e: BaseException) -> CallFailure | None:
         if isinstance(e, openai.APIStatusError):

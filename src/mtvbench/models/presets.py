@@ -179,17 +179,17 @@ class Preset(BaseModel):
             opts.update(self.openai_options)
         base_url = opts.pop("base_url", None)
         api_key_env = opts.pop("api_key_env", None)
-        extra: dict[str, Any] = {"family": self.family} if self.family and b == "hf" else {}
+        own: dict[str, Any] = {"family": self.family} if self.family and b == "hf" else {}
         if g.checkpoint_defaults:
-            extra["generation_defaults"] = "checkpoint"
-        extra.update(opts)
+            own["generation_defaults"] = "checkpoint"
+        own.update(opts)
         temperature = g.temperature
         if g.do_sample is False and b in ("vllm", "openai"):
             temperature = 0.0  # greedy
         return BackendOptions(base_url=base_url, api_key_env=api_key_env, max_tokens=g.max_new_tokens,
                               temperature=temperature, top_p=g.top_p, top_k=g.top_k, do_sample=g.do_sample,
                               repetition_penalty=g.repetition_penalty, presence_penalty=g.presence_penalty,
-                              system=self.system_for(protocol), extra=extra)
+                              system=self.system_for(protocol), extra=own)
 
 
 class PresetFile(BaseModel):

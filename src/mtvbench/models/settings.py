@@ -2,8 +2,9 @@
 
 :class:`BackendOptions` *is* a :class:`~mtvbench.records.GenerationConfig` (the one record of
 generation settings) with the connection (:class:`ConnectionSettings`) and the backend's own options
-(``extra``). Every generation setting (:data:`GENERATION_SETTINGS`) is a field of its own, spelled the
-same in YAML (``model_settings: {top_k: 20}``) and on the command line (``--top-k 20``,
+(:attr:`BackendOptions.options`; given and stored under the key ``extra`` in YAML and a run directory's
+config.yaml, "extra" otherwise naming a pip extra). Every generation setting (:data:`GENERATION_SETTINGS`) is
+a field of its own, spelled the same in YAML (``model_settings: {top_k: 20}``) and on the command line (``--top-k 20``,
 :func:`setting_flag`); ``null`` / ``none`` means "not set", which drops a preset's value. The old
 spelling as a backend option (``--model-option repetition_penalty=1.05``, ``extra: {do_sample: false}``)
 is still read and moved to the field. Two merges, each in one place: a preset's options with the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -31,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from mtvbench.records import GenerationConfig
 
-#: the settings of the call path (models.resilience) that ``--model-option`` / ``extra`` may also set
+#: the settings of the call path (models.resilience) that ``--model-option`` / ``extra:`` may also set
 CALL_SETTINGS = ("timeout_s", "max_retries", "retry_base_s", "retry_cap_s", "max_response_bytes", "breaker_threshold")
 #: backend options that change how a call is made, never what it answers (left out of a run's fingerprint,
 #: and changing one does not make a preset run "modified")
@@ -41,8 +43,11 @@ OPERATIONAL_OPTIONS = frozenset({
 })
 #: every generation setting: a field of :class:`BackendOptions` and (for the model) a flag of ``run``
 GENERATION_SETTINGS = (*GenerationConfig.CALL_FIELDS, *GenerationConfig.OPTION_FIELDS, "system")
-#: the settings that are moved from ``extra`` to their field (the old ``--model-option KEY=VALUE`` spelling)
-_FROM_EXTRA = (*CALL_SETTINGS, *GenerationConfig.OPTION_FIELDS)
+#: the settings that are moved from the backend options to their field (the old ``--model-option KEY=VALUE``
+#: spelling)
+_FROM_OPTIONS = (*CALL_SETTINGS, *GenerationConfig.OPTION_FIELDS)
+#: the key of the backend options in YAML, config.yaml and ``BackendOptions(extra=...)``: a stored key
+OPTIONS_KEY = "extra"
 
 
 def setting_flag(field: str, role: str | None) -> str | None:
@@ -121,26 +126,35 @@ class ConnectionSettings(BaseModel):
 
 class BackendOptions(GenerationConfig, ConnectionSettings):
     """Settings a backend may read: the connection (:class:`ConnectionSettings`), the generation settings
-    (it *is* a :class:`~mtvbench.records.GenerationConfig`, with the same fields), and ``extra``: the
-    backend's own options (``--model-option KEY=VALUE``)."""
+    (it *is* a :class:`~mtvbench.records.GenerationConfig`, with the same fields), and :attr:`options`: the
+    backend's own options (``--model-option KEY=VALUE``), whose key is ``extra`` wherever they are given or
+    stored (YAML, config.yaml, ``BackendOptions(extra=...)``): a stored key keeps its spelling. ``options.extra``
+    is the old name of the attribute (one release, with a warning)."""
 
-    model_config = ConfigDict(frozen=False)
+    model_config = ConfigDict(frozen=False, serialize_by_alias=True)
 
-    extra: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict, alias=OPTIONS_KEY)
     _origin: SettingsOrigin = PrivateAttr(default_factory=SettingsOrigin)
 
     @model_validator(mode="before")
     @classmethod
-    def _settings_from_extra(cls, data: Any) -> Any:
+    def _settings_from_options(cls, data: Any) -> Any:
         """A call-path or generation setting given as a backend option (``--model-option timeout_s=60``,
         the old ``extra: {repetition_penalty: 1.05}``) sets the field, unless the field is given itself."""
-        if not isinstance(data, dict) or not isinstance(data.get("extra"), dict):
+        if not isinstance(data, dict) or not isinstance(data.get(OPTIONS_KEY), dict):
             return data
-        moved = {k: v for k, v in data["extra"].items() if k in _FROM_EXTRA}
+        moved = {k: v for k, v in data[OPTIONS_KEY].items() if k in _FROM_OPTIONS}
         if not moved:
             return data
-        extra = {k: v for k, v in data["extra"].items() if k not in _FROM_EXTRA}
-        return {**moved, **data, "extra": extra}
+        options = {k: v for k, v in data[OPTIONS_KEY].items() if k not in _FROM_OPTIONS}
+        return {**moved, **data, OPTIONS_KEY: options}
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The old name of :attr:`options` (one release, with a warning)."""
+        warnings.warn("BackendOptions.extra is now BackendOptions.options (the YAML key stays 'extra'); the old "
+                      "name goes in the next release", DeprecationWarning, stacklevel=2)
+        return self.options
 
     @property
     def origin(self) -> SettingsOrigin:
@@ -162,7 +176,7 @@ class BackendOptions(GenerationConfig, ConnectionSettings):
         have always read them (they were backend options before they were fields): every option but the
         operational ones (:data:`OPERATIONAL_OPTIONS`)."""
         given = {k: getattr(self, k) for k in GenerationConfig.OPTION_FIELDS if getattr(self, k) is not None}
-        return {k: v for k, v in sorted({**self.extra, **given}.items()) if k not in OPERATIONAL_OPTIONS}
+        return {k: v for k, v in sorted({**self.options, **given}.items()) if k not in OPERATIONAL_OPTIONS}
 
     def answer_settings(self) -> dict[str, Any]:
         """Everything of these options that can change an answer: ``generation`` (``max_tokens``,
@@ -176,9 +190,10 @@ class BackendOptions(GenerationConfig, ConnectionSettings):
         given wins, ``null`` included (it drops the preset's value); backend options are added, a given
         ``extra_body`` key by key. Unlike :meth:`GenerationConfig.merge` (a request over options), a field
         counts as given when it was given, whatever its value."""
-        given = {k: getattr(other, k) for k in other.model_fields_set if k != "extra"}
-        extra = merge_extra(self.extra, other.extra) if isinstance(other, BackendOptions) else dict(self.extra)
-        return self.model_copy(update={**given, "extra": extra})
+        given = {k: getattr(other, k) for k in other.model_fields_set if k != "options"}
+        mine = dict(self.options)
+        options = merge_options(mine, other.options) if isinstance(other, BackendOptions) else mine
+        return self.model_copy(update={**given, "options": options})
 
     def sent_value(self, key: str, value: Any) -> str:
         """``top_k=20``, with ``(preset qwen2.5-vl-7b)`` when the value is the preset's."""
@@ -209,7 +224,8 @@ class BackendOptions(GenerationConfig, ConnectionSettings):
     def option_advice(self, key: str, value: str = "N") -> str:
         """How to set the backend option ``key`` of this role: ``--model-option KEY=N (YAML: model_settings: ...)``."""
         role = self._origin.role
-        yaml_value = f"{{{key}: {value}}}" if key in BackendOptions.model_fields else f"{{extra: {{{key}: {value}}}}}"
+        yaml_value = (f"{{{key}: {value}}}" if key in BackendOptions.model_fields
+                      else f"{{{OPTIONS_KEY}: {{{key}: {value}}}}}")
         if role in ("model", "judge"):
             return f"--{role}-option {key}={value} (YAML: {role}_settings: {yaml_value})"
         return (f"{key}={value} in the role's settings (run: --model-option / --judge-option {key}={value}; "
@@ -225,7 +241,7 @@ class BackendOptions(GenerationConfig, ConnectionSettings):
         return self.generation().merge(request)
 
 
-def merge_extra(preset: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+def merge_options(preset: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     """Backend options: given ones win; a given ``extra_body`` adds to the preset's instead of replacing it."""
     merged = {**preset, **given}
     if isinstance(preset.get("extra_body"), dict) and isinstance(given.get("extra_body"), dict):

@@ -5,17 +5,17 @@ every turn of the benchmark is independent, so the runner hands over all turns o
 one wave and vLLM schedules them with continuous batching; in self-predicted context the runner
 keeps the order within a dialogue and batches across dialogues.
 
-Two input modes (``extra["input"]``):
+Two input modes (``options["input"]``):
 
 - ``images`` (default): ``LLM.chat`` with the frames as base64 ``image_url`` parts before the
   prompt (JPEG; the InternVL script's tiles as PNG), or after it with the earlier rounds as chat turns
   under the authors' scripts, as a server is sent them (vLLM fills in each model's image placeholders); needs
-  ``limit_mm_per_prompt={"image": N}`` >= the frame count (set from ``extra["max_images"]``, 128).
+  ``limit_mm_per_prompt={"image": N}`` >= the frame count (set from ``options["max_images"]``, 128).
 - ``video``: ``LLM.generate`` with the chat-template prompt of one ``{"type": "video"}`` part and
   the frames as one ``(T, H, W, 3)`` array (optionally with the video metadata that Qwen3-VL uses
-  for timestamps, ``extra["video_metadata"]``).
+  for timestamps, ``options["video_metadata"]``).
 
-Settings (``extra``): ``tensor_parallel_size`` (1), ``dtype`` (``auto``), ``max_model_len``,
+Backend options (``--model-option KEY=VALUE``): ``tensor_parallel_size`` (1), ``dtype`` (``auto``), ``max_model_len``,
 ``gpu_memory_utilization`` (0.9), ``max_num_seqs``, ``trust_remote_code``,
 ``mm_processor_kwargs``, ``chat_template_kwargs``; the generation settings are the options' fields
 (``seed`` also seeds the engine). Think tags are split off the answer. Cached tokens: each output's
@@ -96,19 +96,19 @@ def sampling_kwargs(request: GenerationRequest, options: BackendOptions) -> dict
 
 def engine_kwargs(checkpoint: str, options: BackendOptions) -> dict[str, Any]:
     """``vllm.LLM`` constructor arguments."""
-    extra = options.extra
-    mode = extra.get("input", "images")
+    own = options.options
+    mode = own.get("input", "images")
     kw: dict[str, Any] = {
         "model": checkpoint,
-        "tensor_parallel_size": int(extra.get("tensor_parallel_size", 1)),
-        "dtype": extra.get("dtype", "auto"),
-        "gpu_memory_utilization": float(extra.get("gpu_memory_utilization", 0.9)),
-        "trust_remote_code": bool(extra.get("trust_remote_code", False)),
-        "limit_mm_per_prompt": {"video": 1} if mode == "video" else {"image": int(extra.get("max_images", 128))},
+        "tensor_parallel_size": int(own.get("tensor_parallel_size", 1)),
+        "dtype": own.get("dtype", "auto"),
+        "gpu_memory_utilization": float(own.get("gpu_memory_utilization", 0.9)),
+        "trust_remote_code": bool(own.get("trust_remote_code", False)),
+        "limit_mm_per_prompt": {"video": 1} if mode == "video" else {"image": int(own.get("max_images", 128))},
     }
     for key in ("max_model_len", "max_num_seqs", "mm_processor_kwargs"):
-        if extra.get(key) is not None:
-            kw[key] = extra[key]
+        if own.get(key) is not None:
+            kw[key] = own[key]
     if options.seed is not None:  # the engine's seed too (it was a backend option before it was a field)
         kw["seed"] = options.seed
     return kw
@@ -123,13 +123,13 @@ class VLLMBackend(BackendBase):
         vllm = require_vllm()
         self.name = f"vllm:{checkpoint}"
         self.options = options
-        self.mode = str(options.extra.get("input", "images"))
+        self.mode = str(options.options.get("input", "images"))
         if self.mode not in ("images", "video"):
             raise ConfigError(f"vllm: input must be images or video, got {self.mode!r}")
-        self.batch_size = int(options.extra.get("batch_size", 1024))
+        self.batch_size = int(options.options.get("batch_size", 1024))
         self.vllm = vllm
         self.llm = vllm.LLM(**engine_kwargs(checkpoint, options))
-        self.template_kwargs = dict(options.extra.get("chat_template_kwargs", {}))
+        self.template_kwargs = dict(options.options.get("chat_template_kwargs", {}))
         self._lock = threading.Lock()
         self._processor: Any = None
 
@@ -138,7 +138,7 @@ class VLLMBackend(BackendBase):
             from transformers import AutoProcessor
 
             self._processor = AutoProcessor.from_pretrained(
-                self.llm.llm_engine.model_config.model, trust_remote_code=bool(self.options.extra.get(
+                self.llm.llm_engine.model_config.model, trust_remote_code=bool(self.options.options.get(
                     "trust_remote_code", False)))
         return self._processor.apply_chat_template(build_messages(request, system_of(request, self.options), "video"),
                                                    add_generation_prompt=True, tokenize=False,
@@ -149,7 +149,7 @@ class VLLMBackend(BackendBase):
         start = time.perf_counter()
         try:
             if self.mode == "video":
-                inputs = [video_input(r, self._prompt_text(r), bool(self.options.extra.get("video_metadata")))
+                inputs = [video_input(r, self._prompt_text(r), bool(self.options.options.get("video_metadata")))
                           for r in requests]
                 outputs = self.llm.generate(inputs, params, use_tqdm=False)
             else:

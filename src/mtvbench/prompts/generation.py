@@ -283,7 +283,7 @@ TASK_DEFINITIONS: dict[Task, str] = {
                                 "the video",
 }
 
-SCORE_PROMPT = (
+SUITABILITY_PROMPT = (
     "You will design multi-turn dialogues about the video material below to test video-understanding "
     "models. Rate how well this material supports a dialogue for each task, from 1 (unsuitable) to 6 "
     "(ideal): rich enough content, clear entities and events, and a natural way to test the task.\n"

@@ -2,7 +2,7 @@
 
 JSON API (every answer is JSON; errors are ``{"error": "..."}`` with an HTTP status)::
 
-    GET    /api/session                  who you are ({name, role}), the mode, the source, the criteria
+    GET    /api/session                  who you are ({name, job}), the mode, the source, the criteria
     GET    /api/items[?task=&status=]    [{id, video, task, event, mine, yours, status, decisions}]
     GET    /api/items/{id}[?claim=1]     one dialogue: rounds, checklists, video URL and start, time ranges,
                                          your decision and drafts; claim=1 hands it to you when a slot is free
@@ -28,13 +28,14 @@ annotation); a decision that cannot count as one of the two is handed to the sen
 A run directory (``work = "rate"``, :mod:`mtvbench.review.run_source`) is served to raters instead: the
 same calls answer with the rater's view (the model's answers and the checklist questions, blind to the
 expected answers, the judge and the other raters), ``/api/next`` hands out the sample in order, and
-``/api/progress`` reports per rater (:mod:`mtvbench.review.rating`). Each role works on one kind of source
-(:data:`~mtvbench.review.model.WORK_ROLES`): annotators verify, raters rate, seniors follow both.
+``/api/progress`` reports per rater (:mod:`mtvbench.review.rating`). Each job works on one kind of source
+(:data:`~mtvbench.review.decisions.WORK_JOBS`): annotators verify, raters rate, seniors follow both.
 
 Who is asking: with users registered (``mtvbench review add-user``), or whenever the app
 listens on a non-loopback address, every API call carries ``Authorization: Bearer TOKEN``
-and the token decides the name and role. On loopback without users ("open mode") the
-pages send the name the person typed (``X-Review-User``, URL-encoded, and ``X-Review-Role``).
+and the token decides the name and job. On loopback without users ("open mode") the
+pages send the name the person typed (``X-Review-User``, URL-encoded, and ``X-Review-Job``; ``X-Review-Role``
+is its old name).
 A decision's ``annotator``/``senior`` must be the caller; only seniors adjudicate. No cookie
 is used, so another site cannot post for a signed-in annotator (and a JSON body or a custom
 header forces a CORS preflight that this app never grants); in open mode the Host header
@@ -66,13 +67,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mtvbench.errors import InputError, MtvbenchError
-from mtvbench.review.guidelines import render_guidelines
-from mtvbench.review.model import (
+from mtvbench.review.decisions import (
     CRITERIA,
     EDITS_MAX,
-    ROLES,
+    JOBS,
     TEXT_MAX,
-    WORK_ROLES,
+    WORK_JOBS,
     ChecklistMark,
     Criterion,
     CriterionKey,
@@ -87,6 +87,7 @@ from mtvbench.review.model import (
     Verdict,
     check_name,
 )
+from mtvbench.review.guidelines import render_guidelines
 from mtvbench.review.progress import compute_progress, own_progress
 from mtvbench.review.rating import next_to_rate, own_rating, rating_progress
 from mtvbench.review.source import ReviewSource
@@ -100,8 +101,8 @@ MAX_BODY = 512 * 1024
 MEDIA_TTL_S = 12 * 3600
 #: page -> its title; each page's <main> is in static/<page>.html, wrapped in static/layout.html
 PAGES = {"index": "Start", "annotate": "Annotate", "senior": "Senior", "rate": "Rate", "progress": "Progress"}
-#: draft scope -> the roles that keep drafts in it (the page that writes it)
-DRAFT_SCOPES: dict[str, tuple[str, ...]] = {"review": WORK_ROLES["review"], "adjudicate": ("senior",),
+#: draft scope -> the jobs that keep drafts in it (the page that writes it)
+DRAFT_SCOPES: dict[str, tuple[str, ...]] = {"review": WORK_JOBS["review"], "adjudicate": ("senior",),
                                             "rate": ("rater",)}
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 _CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; "
@@ -255,10 +256,10 @@ class ReviewApp:
     def who(self, request: Request) -> Principal:
         me = self._who(request)
         work = self.source.work
-        if me.role not in WORK_ROLES[work]:
+        if me.job not in WORK_JOBS[work]:
             what = "rates a run's answers" if work == "rate" else f"verifies the dialogues of a {self.source.kind}"
-            raise ApiError(403, f"{me.name} is a{'n' if me.role[0] in 'aeiou' else ''} {me.role}; this server {what}: "
-                                f"sign in as {' or '.join(WORK_ROLES[work])}")
+            raise ApiError(403, f"{me.name} is a{'n' if me.job[0] in 'aeiou' else ''} {me.job}; this server {what}: "
+                                f"sign in as {' or '.join(WORK_JOBS[work])}")
         return me
 
     def _who(self, request: Request) -> Principal:
@@ -274,11 +275,11 @@ class ReviewApp:
         raw = request.headers.get("x-review-user", "")
         if not raw:
             raise ApiError(401, "say who you are: enter your name on the start page")
-        role = request.headers.get("x-review-role", "annotator")
-        if role not in ROLES:
-            raise ApiError(401, f"role must be one of {', '.join(ROLES)}")
+        job = request.headers.get("x-review-job") or request.headers.get("x-review-role", "annotator")
+        if job not in JOBS:
+            raise ApiError(401, f"job must be one of {', '.join(JOBS)}")
         try:
-            return Principal(name=check_name(unquote(raw)), role=role)  # type: ignore[arg-type]
+            return Principal(name=check_name(unquote(raw)), job=job)  # type: ignore[arg-type]
         except ReviewError as e:
             raise ApiError(401, e.message) from None
 
@@ -304,8 +305,8 @@ class ReviewApp:
     # ------------------------------------------------------------------ views
     def drafts(self, it: ReviewItem, me: Principal) -> dict[str, Any]:
         out = {}
-        for scope, roles in DRAFT_SCOPES.items():
-            if me.role in roles and (d := self.store.draft(scope, it.id, me.name)) is not None:
+        for scope, jobs in DRAFT_SCOPES.items():
+            if me.job in jobs and (d := self.store.draft(scope, it.id, me.name)) is not None:
                 out[scope] = d.model_dump(mode="json")
         return out
 
@@ -411,16 +412,16 @@ class ReviewApi:
         st = self.state
         work = st.source.work
         sample = getattr(st.source, "sample", None)
-        out: dict[str, Any] = {"name": None, "role": None, "mode": "token" if st.token_mode() else "open",
+        out: dict[str, Any] = {"name": None, "job": None, "mode": "token" if st.token_mode() else "open",
                                "source": {"kind": st.source.kind, "name": st.source.root.name},
-                               "work": work, "roles": list(WORK_ROLES[work]),
+                               "work": work, "jobs": list(WORK_JOBS[work]),
                                "sample": {"seed": sample.seed, "per_task": sample.per_task} if sample else None,
                                "items": len(st.items), "source_error": st.source_error, "criteria": CRITERIA}
         try:
             me = self.caller(request)
         except ApiError as e:
             return out | {"error": e.message}
-        return out | {"name": me.name, "role": me.role}
+        return out | {"name": me.name, "job": me.job}
 
     def list_items(self, request: Request, _: None) -> dict[str, Any]:
         me = self.caller(request)
@@ -470,8 +471,8 @@ class ReviewApi:
     def rate(self, request: Request, body: RatingBody) -> dict[str, Any]:
         me, it = self.own(request)
         self.require_work("rate")
-        if me.role != "rater":
-            raise ApiError(403, f"{me.name} is a {me.role}; only raters rate (a senior follows their progress)")
+        if me.job != "rater":
+            raise ApiError(403, f"{me.name} is a {me.job}; only raters rate (a senior follows their progress)")
         if body.rater != me.name:
             raise ApiError(403, f"you are signed in as {me.name}; you cannot rate for {body.rater}")
         r = self.store.rate(it, me.name, dict(body.marks), expected_hash=body.content_hash,
@@ -481,7 +482,7 @@ class ReviewApi:
     def adjudicate(self, request: Request, body: AdjudicateBody) -> dict[str, Any]:
         me, it = self.own(request)
         self.require_work("review")
-        if me.role != "senior":
+        if me.job != "senior":
             raise ApiError(403, f"{me.name} is an annotator; only a senior annotator adjudicates")
         if body.senior != me.name:
             raise ApiError(403, f"you are signed in as {me.name}; you cannot adjudicate as {body.senior}")
@@ -493,8 +494,8 @@ class ReviewApi:
     def draft(self, request: Request, body: DraftBody | None) -> dict[str, Any]:
         me, it = self.own(request)
         scope = body.scope if body is not None else request.query_params.get("scope", "review")
-        if me.role not in DRAFT_SCOPES.get(scope, ()):
-            raise ApiError(403 if scope in DRAFT_SCOPES else 422, f"no drafts of scope {scope!r} for a {me.role}")
+        if me.job not in DRAFT_SCOPES.get(scope, ()):
+            raise ApiError(403 if scope in DRAFT_SCOPES else 422, f"no drafts of scope {scope!r} for a {me.job}")
         if body is not None:
             return {"draft": self.store.save_draft(scope, it.id, me.name, body.content_hash, body.data).model_dump()}
         if request.method == "DELETE":
@@ -520,13 +521,13 @@ class ReviewApi:
         me = self.caller(request)
         if self.state.rating:
             items, ratings = list(self.state.items.values()), self.state.ratings()
-            if me.role != "senior":
+            if me.job != "senior":
                 return own_rating(items, ratings, me.name).model_dump(mode="json")
             sample = getattr(self.state.source, "sample", None)
             return rating_progress(items, ratings, self.store.users(), sample.seed if sample else None,
                                    sample.per_task if sample else None).model_dump(mode="json")
         rows, states = self.store.rows(), self.store.states()
-        if me.role == "senior":
+        if me.job == "senior":
             return compute_progress(rows, states, self.store.users()).model_dump(mode="json")
         return own_progress(rows, states, me.name).model_dump(mode="json")
 

@@ -12,8 +12,8 @@ from mtvbench.data.buildmeta import load_metadata
 from mtvbench.data.layout import FOLDERS_TEXT, is_dataset, layout_files, metadata_path
 from mtvbench.data.official import DataError, load_official
 from mtvbench.errors import InputError
+from mtvbench.review.decisions import ReviewItem
 from mtvbench.review.export import write_dataset
-from mtvbench.review.model import ReviewItem
 from mtvbench.review.source import ReviewSource, VideoMode, dataset_item
 from mtvbench.review.store import ReviewStore
 

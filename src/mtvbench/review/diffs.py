@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from mtvbench.review.model import Annotation, ReviewItem
+from mtvbench.review.decisions import Annotation, ReviewItem
 
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
 _FIELD_ORDER = {"user": 0, "assistant": 1, "question": 2, "expected": 3}

@@ -32,7 +32,7 @@ from mtvbench.data.buildmeta import load_metadata
 from mtvbench.data.layout import LayoutWriter, kept, metadata_path, place_video, videos_dir, write_layout_json
 from mtvbench.data.schema import Task
 from mtvbench.errors import OutputError
-from mtvbench.review.model import CRITERIA, Annotation, Referral, ReviewItem
+from mtvbench.review.decisions import CRITERIA, Annotation, Referral, ReviewItem
 from mtvbench.review.source import ReviewSource, VideoMode
 from mtvbench.review.store import HistoryEvent, ReviewStore, now_iso
 from mtvbench.util.files import atomic_write_json, describe_os_error, ensure_dir

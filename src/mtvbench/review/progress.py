@@ -32,7 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from mtvbench.data.schema import TASKS, Task
-from mtvbench.review.model import CRITERIA, STATUSES, Annotation
+from mtvbench.review.decisions import CRITERIA, STATUSES, Annotation
 from mtvbench.review.store import ItemRow, ItemState, UserInfo
 from mtvbench.scoring.kappa import cohen_kappa, krippendorff_alpha_nominal
 
@@ -88,7 +88,7 @@ class AnnotatorTask(BaseModel):
 
 class AnnotatorProgress(BaseModel):
     name: str
-    role: str | None = None
+    job: str | None = None
     done: int = 0
     open: int = 0
     adjudicated: int = 0
@@ -199,7 +199,7 @@ def _open_to(st: ItemState, name: str, now: float) -> bool:
 
 def _people(rows: list[ItemRow], states: dict[str, ItemState], users: list[UserInfo]) -> dict[str, AnnotatorProgress]:
     now = time.time()
-    people = {u.name: AnnotatorProgress(name=u.name, role=u.role) for u in users}
+    people = {u.name: AnnotatorProgress(name=u.name, job=u.job) for u in users}
     seconds: dict[str, list[float]] = {}
 
     def person(name: str) -> AnnotatorProgress:
@@ -221,7 +221,7 @@ def _people(rows: list[ItemRow], states: dict[str, ItemState], users: list[UserI
         if st.adjudication is not None:
             person(st.adjudication.annotator).adjudicated += 1
     for p in people.values():
-        if p.role == "senior" and not p.done:
+        if p.job == "senior" and not p.done:
             continue
         for r in rows:
             st = states.get(r.id)
@@ -259,14 +259,14 @@ def compute_progress(rows: list[ItemRow], states: dict[str, ItemState], users: l
     ordered = [tasks[t.value] for t in TASKS] + [v for k, v in tasks.items() if k not in known]
     people = _people(rows, states, users)
     return ReviewProgress(items=overall.items, counts=dict(overall.counts), tasks=ordered, overall=overall,
-                          annotators=sorted(people.values(), key=lambda p: (p.role == "senior", p.name)))
+                          annotators=sorted(people.values(), key=lambda p: (p.job == "senior", p.name)))
 
 
 def own_progress(rows: list[ItemRow], states: dict[str, ItemState], name: str) -> OwnProgress:
     """What ``name`` (an annotator) may see of the progress."""
     now = time.time()
     tasks = {t.value: OwnTask(task=t.value, label=t.label) for t in TASKS}
-    me = AnnotatorProgress(name=name, role="annotator")
+    me = AnnotatorProgress(name=name, job="annotator")
     secs: list[float] = []
     for r in rows:
         st = states.get(r.id)

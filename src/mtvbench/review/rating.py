@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from mtvbench.analysis.agreement import HumanRecord, answer_digest, human_agreement, human_jsonl, load_human
 from mtvbench.data.schema import TASKS
 from mtvbench.errors import InputError, OutputError
-from mtvbench.review.model import Rating, ReviewItem
+from mtvbench.review.decisions import Rating, ReviewItem
 from mtvbench.review.store import UserInfo
 from mtvbench.util.files import atomic_write_text
 
@@ -120,7 +120,7 @@ def _rater(name: str, items: Sequence[ReviewItem], ratings: dict[str, list[Ratin
 def rating_progress(items: Sequence[ReviewItem], ratings: dict[str, list[Rating]], users: Sequence[UserInfo],
                     seed: int | None = None, per_task: int | None = None) -> RatingProgress:
     """The full progress of the raters (for seniors)."""
-    names = sorted({r.rater for rs in ratings.values() for r in rs} | {u.name for u in users if u.role == "rater"})
+    names = sorted({r.rater for rs in ratings.values() for r in rs} | {u.name for u in users if u.job == "rater"})
     raters = [_rater(n, items, ratings) for n in names]
     _, _, alpha, units = human_agreement(human_records(items, ratings, seed))
     all_rated = sum(len(names) > 0 and {r.rater for r in ratings.get(it.id, [])} >= set(names) for it in items)

@@ -5,7 +5,7 @@
 of a task that has fewer), drawn with ``seed`` among the dialogues that have at least one rated turn, the
 same for every rater. It is drawn once, when the run directory is first served, and kept in the review
 store (``settings``), so a restart, another rater or a resumed run never changes it; serving again with
-another ``--per-task`` or ``--seed`` is refused (a new ``--store`` starts a new sample).
+another ``--sample-per-task`` or ``--seed`` is refused (a new ``--store`` starts a new sample).
 
 **An item** is one sampled dialogue (id ``task/video/event``, as in ``responses.jsonl``): every round, and
 for each *rated turn* (a scored turn the run has an answer for) the answer its checklist is judged against
@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from mtvbench.data.schema import TASKS, Dialogue
 from mtvbench.errors import ConfigError, InputError
-from mtvbench.review.model import ReviewItem, content_hash
+from mtvbench.review.decisions import ReviewItem, content_hash
 from mtvbench.review.source import ReviewSource, VideoMode, dataset_item
 from mtvbench.review.store import ReviewStore, now_iso
 from mtvbench.run.rescore import load_scored
@@ -111,12 +111,12 @@ class RunSource(ReviewSource):
         except ValidationError as e:
             raise InputError(f"{store.path}: the stored rating sample is not readable ({e.errors()[0]['msg']})",
                              hint="rate into a new review store with --store FILE") from None
-        asked = {"per-task": per_task, "seed": seed}
-        kept = {"per-task": sample.per_task, "seed": sample.seed}
+        asked = {"sample-per-task": per_task, "seed": seed}
+        kept = {"sample-per-task": sample.per_task, "seed": sample.seed}
         differ = [f"--{k} {v} (the sample has {kept[k]})" for k, v in asked.items() if v is not None and v != kept[k]]
         if differ:
-            raise ConfigError(f"{store.path}: the raters' sample was drawn with --per-task {sample.per_task} --seed "
-                              f"{sample.seed} on {sample.at}; it cannot change under them: " + ", ".join(differ),
+            raise ConfigError(f"{store.path}: the raters' sample was drawn with --sample-per-task {sample.per_task} "
+                              f"--seed {sample.seed} on {sample.at}; it cannot change under them: " + ", ".join(differ),
                               hint="leave the options out to keep rating it, or start another sample in a new "
                                    "review store with --store FILE")
         self.sample = sample

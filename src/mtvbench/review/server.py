@@ -60,7 +60,7 @@ def serve(source: ReviewSource, store: ReviewStore, host: str = "127.0.0.1", por
     if not loopback and not store.has_users():
         raise ConfigError(f"refusing to serve on {host} without access tokens: anyone who can reach it could "
                           "act as any annotator",
-                          hint=f"add users first (mtvbench review add-user {source.root} NAME --role annotator), "
+                          hint=f"add users first (mtvbench review add-user {source.root} NAME --job annotator), "
                                "or serve on 127.0.0.1")
     trusted = (LOOPBACK_NAMES | {host.strip("[]").lower()}) if loopback else None
     app = create_app(source, store, require_tokens=not loopback, trusted_hosts=trusted, guidelines=guidelines)

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from mtvbench.data.schema import Dialogue
 from mtvbench.errors import InputError
 from mtvbench.registry import Registry
-from mtvbench.review.model import ReviewItem, ReviewQueue, content_hash
+from mtvbench.review.decisions import ReviewItem, ReviewQueue, content_hash
 from mtvbench.review.store import STORE_NAME, ReviewStore
 from mtvbench.util.files import VideoMode
 from mtvbench.util.jsonio import load_json_file
@@ -68,7 +68,7 @@ class ReviewSource:
     #: the kind in words, for the message about a folder of no known kind
     describe: str = ""
     #: what people do with its items: verify them ("review": annotators and seniors) or rate a model's
-    #: answers ("rate": raters; :data:`mtvbench.review.model.WORK_ROLES`)
+    #: answers ("rate": raters; :data:`mtvbench.review.decisions.WORK_JOBS`)
     work: str = "review"
 
     def __init__(self, root: Path):

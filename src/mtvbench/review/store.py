@@ -28,7 +28,7 @@ hash), ``referrals`` (decisions handed to the senior, open until a senior decide
 decision replaced, so that the last one can be undone), ``ratings`` (a run directory's raters: each
 rater's Yes/No answers to the checklists of a dialogue's rated turns, per content hash; added within
 format 2: a file without it has no ratings), ``drafts`` (what a person typed on an item
-and has not submitted yet, per scope, item and person), ``users`` (names, roles and the SHA-256 of
+and has not submitted yet, per scope, item and person), ``users`` (names, jobs (column ``role``) and the SHA-256 of
 their access tokens; tokens themselves are never stored), ``signing`` (a per-name signing epoch,
 part of every signed video URL: removing a user or replacing their token moves it on, so the links
 already handed out stop working at once) and ``settings`` (the key video URLs are signed with, so
@@ -53,17 +53,17 @@ from pydantic import BaseModel, Field
 from mtvbench.errors import InputError
 from mtvbench.ledger.keys import parts_digest
 from mtvbench.ledger.sqlite import Schema, connect, open_db, transaction
-from mtvbench.review.model import (
-    ROLES,
+from mtvbench.review.decisions import (
+    JOBS,
     Annotation,
     Criterion,
     Edit,
+    Job,
     Rating,
     Referral,
     ReviewConflictError,
     ReviewError,
     ReviewItem,
-    Role,
     Status,
     UnknownItemError,
     check_decision,
@@ -157,15 +157,15 @@ class ConfirmRequiredError(ReviewConflictError):
 
 
 class Principal(BaseModel):
-    """Who makes a request: a name and a role."""
+    """Who makes a request: a name and a job."""
 
     name: str
-    role: Role
+    job: Job
 
 
 class UserInfo(BaseModel):
     name: str
-    role: Role
+    job: Job
     created_at: str
 
 
@@ -744,18 +744,18 @@ class ReviewStore:
             return best[1]
 
     # ------------------------------------------------------------------ users
-    def add_user(self, name: str, role: str, *, replace: bool = False) -> str:
+    def add_user(self, name: str, job: str, *, replace: bool = False) -> str:
         """Register a user and return their new access token (only its SHA-256 is stored)."""
         who = check_name(name, "user")
-        if role not in ROLES:
-            raise ReviewError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        if job not in JOBS:
+            raise ReviewError(f"job must be one of {', '.join(JOBS)}, got {job!r}")
         token = secrets.token_urlsafe(32)
         with self._tx() as db:
             exists = db.execute("SELECT 1 FROM users WHERE name=?", (who,)).fetchone()
             if exists and not replace:
                 raise ReviewError(f"user {who!r} exists already",
                                   hint="pass --replace to give them a new token (the old one stops working)")
-            db.execute("INSERT OR REPLACE INTO users VALUES(?,?,?,?)", (who, role, token_digest(token), now_iso()))
+            db.execute("INSERT OR REPLACE INTO users VALUES(?,?,?,?)", (who, job, token_digest(token), now_iso()))
             if exists:
                 self._revoke_links(db, who)
         return token
@@ -780,7 +780,7 @@ class ReviewStore:
 
     def users(self) -> list[UserInfo]:
         with self._tx(write=False) as db:
-            return [UserInfo(name=r["name"], role=r["role"], created_at=r["created_at"])
+            return [UserInfo(name=r["name"], job=r["role"], created_at=r["created_at"])
                     for r in db.execute("SELECT * FROM users ORDER BY name")]
 
     def has_users(self) -> bool:
@@ -792,4 +792,4 @@ class ReviewStore:
             return None
         with self._tx(write=False) as db:
             row = db.execute("SELECT name, role FROM users WHERE token_sha256=?", (token_digest(token),)).fetchone()
-        return Principal(name=row["name"], role=row["role"]) if row else None
+        return Principal(name=row["name"], job=row["role"]) if row else None

@@ -23,8 +23,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from mtvbench.data.schema import is_model_turn
+from mtvbench.review.decisions import Annotation, Rating, ReviewItem
 from mtvbench.review.diffs import compare
-from mtvbench.review.model import Annotation, Rating, ReviewItem
 from mtvbench.review.store import ItemState, Principal
 from mtvbench.util.timecodes import hms, ranges_in, segments
 
@@ -33,7 +33,7 @@ Yours = Literal["open", "closed", "taken", "referred"]
 
 def sees_others(st: ItemState, me: Principal) -> bool:
     """Only a senior who neither decided, opened nor referred the item as an annotator sees the others."""
-    return me.role == "senior" and me.name not in st.claims and st.review_of(me.name) is None and \
+    return me.job == "senior" and me.name not in st.claims and st.review_of(me.name) is None and \
         st.referral_of(me.name) is None
 
 
@@ -139,7 +139,7 @@ def rating_summary(it: ReviewItem, mine: Rating | None, me: Principal, raters: i
     many did, only for a senior)."""
     return {"id": it.id, "video": it.video, "task": it.task.value, "task_label": it.task.label, "event": it.event,
             "turns": len(it.answers), "questions": len(it.checklist_keys()), "mine": "rated" if mine else None,
-            "raters": raters if me.role == "senior" else None}
+            "raters": raters if me.job == "senior" else None}
 
 
 def rating_detail(it: ReviewItem, mine: Rating | None, me: Principal, *, video_url: str | None,

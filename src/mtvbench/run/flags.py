@@ -38,8 +38,8 @@ from pydantic import BaseModel
 
 from mtvbench.config import RoleSettings, RunConfig, loads_yaml_strict
 from mtvbench.errors import ConfigError
-from mtvbench.models.settings import GENERATION_SETTINGS, setting_flag
-from mtvbench.render.console import warn
+from mtvbench.models.settings import GENERATION_SETTINGS, OPTIONS_KEY, setting_flag
+from mtvbench.render.console import warn_renamed
 
 _SIMPLE = (bool, int, float, str, Path)
 #: what a generation flag takes to drop a value (a preset's): ``--top-k none``
@@ -125,8 +125,10 @@ def role_flags(keys: Mapping[str, str]) -> list[Flag]:
 
 
 def option_flag(role: str, key: str) -> Flag:
-    """``--ROLE-option KEY=VALUE``: backend options of a role (settings key ``key``), merged into its ``extra``."""
-    return Flag(key=f"{key}.extra", name=f"--{role}-option", param=f"{role}_option", type=list[str], options=True,
+    """``--ROLE-option KEY=VALUE``: backend options of a role (settings key ``key``), merged into its options
+    (stored under ``extra``)."""
+    return Flag(key=f"{key}.{OPTIONS_KEY}", name=f"--{role}-option", param=f"{role}_option", type=list[str],
+                options=True,
                 help=f"{role} backend setting KEY=VALUE (YAML value), repeatable, e.g. input=upload, "
                      "batch_size=8, video_part=false, served_name=NAME, max_response_bytes=N")
 
@@ -182,8 +184,8 @@ def settings_from_flags(values: Mapping[str, Any], given: Mapping[str, Any], fla
             origins[flag.key] = name
         elif flag.options:
             options = parse_options(value, name)
-            extra = target.get(leaf) or {}
-            target[leaf] = {**extra, **options} if isinstance(extra, dict) else extra
+            before = target.get(leaf) or {}
+            target[leaf] = {**before, **options} if isinstance(before, dict) else before
             origins.update({f"{flag.key}.{k}": name for k in options})
             # a setting of its own given as an option (`--model-option repetition_penalty=1.05`) is moved
             # to its field: a bad value there is still named by the flag
@@ -260,7 +262,7 @@ def with_flags(flags: list[Flag]) -> Callable[[Callable[..., Any]], Callable[...
             given = {k: v for k, v in kwargs.items() if k in names}
             for param, (name, new) in old.items():
                 if given.get(param) not in (None, []):
-                    warn(f"{name} is now {new} (the old spelling still works in this release)")
+                    warn_renamed(name, new)
             return fn(given, **{k: v for k, v in kwargs.items() if k not in names})
 
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

@@ -6,21 +6,27 @@ declares everything about it: its artifact (the pydantic model it stores as
 build config, :class:`~mtvbench.construct.config.BuildConfig`, whose fields with a description are
 ``mtvbench build`` flags), the prompt templates it renders (:attr:`Stage.prompts`), the model role it
 asks (:attr:`Stage.role`, any name: ``models: {ROLE: SPEC}`` gives a role its own model), and ends with
-its ``STAGE`` entry: how it runs for one video (:attr:`Stage.run`, given the :class:`StageContext` the
-builder provides), which artifacts it is made from (:attr:`Stage.upstream`), what it records as its
-settings (:attr:`Stage.settings`) and the optional dependencies it needs (:attr:`Stage.needs`). The
-builder (:mod:`mtvbench.construct.pipeline`) knows no stage by name: deciding, running,
+its ``STAGE`` entry: how it makes its artifact for one video (:attr:`Stage.make`, given the
+:class:`StageContext` the builder provides), which artifacts it is made from (:attr:`Stage.upstream`),
+what it records as its settings (:attr:`Stage.settings`) and the optional dependencies it needs
+(:attr:`Stage.needs`). The builder (:mod:`mtvbench.construct.pipeline`) knows no stage by name: deciding, running,
 fingerprinting and reporting are the same for all of them.
 
 Built-in stages are listed here in pipeline order as ``"module:STAGE"`` references (imported
 when used, so this module imports none of them); another package adds one through the entry-point
 group ``mtvbench.stages`` (it runs after the built-ins in ``build all``, and is ``mtvbench build NAME``
 on its own), or in code with :func:`register_stage`. Stage names are the keys of stored artifacts
-(``WS/videos/<video>/<stage>.json``) and call-journal rows, so a name never changes meaning.
+(``WS/videos/<video>/<stage>.json``) and call-journal rows, so a stored name never changes meaning. A
+built-in stage renamed after workspaces were made keeps its stored name (:data:`STORED_NAMES`: the task-
+suitability stage ``suitability`` is stored as ``score``, the word that names the benchmark's scores);
+:func:`stored_name` and :func:`stage_of` translate at the storage boundary (the workspace, the call journal,
+the artifacts' records of what they were made from), and the old name still answers for one release as
+a command (``mtvbench build score``), a build-config section and a model role in ``models:``, with a warning.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -29,18 +35,19 @@ from pydantic import BaseModel
 
 from mtvbench.errors import MtvbenchError
 from mtvbench.ledger.keys import text_digest
-from mtvbench.registry import Registry
+from mtvbench.registry import Registry, RegistryError
 
 if TYPE_CHECKING:
+    from mtvbench.construct.artifacts import Artifact, VideoRecord
+    from mtvbench.construct.calls import StageModel
     from mtvbench.construct.config import BuildSettings
     from mtvbench.construct.detector import Detector
-    from mtvbench.construct.llm import StageModel
-    from mtvbench.construct.records import Artifact, VideoRecord
     from mtvbench.construct.textsim import TextSimilarity
     from mtvbench.construct.workspace import Workspace
     from mtvbench.media.frames import FrameSettings
 
-#: a model role a stage asks (``caption``, ``merge``, ``score``, ``generate``, ``checklist`` for the built-ins)
+#: a model role a stage asks (``caption``, ``merge``, ``suitability``, ``generate``, ``checklist`` for the
+#: built-ins)
 Role = str
 #: (import name, the distribution pip installs)
 Module = tuple[str, str]
@@ -94,11 +101,11 @@ def _no_settings(ctx: StageContext) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Stage:
-    """One construction stage (see the module docstring)."""
+class _StageFields:
+    """The fields of a :class:`Stage`."""
 
     #: make the stage's artifact for one video (its upstream artifacts are current)
-    run: Callable[[StageContext, VideoRecord], Awaitable[Artifact]]
+    make: Callable[[StageContext, VideoRecord], Awaitable[Artifact]]
     #: the artifact's type (read back from ``WS/videos/<video>/<stage>.json``)
     artifact: type[Artifact]
     #: one line for ``mtvbench build NAME --help``
@@ -139,6 +146,27 @@ class Stage:
         return self.needs
 
 
+class Stage(_StageFields):
+    """One construction stage (see the module docstring). ``make`` was called ``run`` before ("run" names an
+    evaluation): ``Stage(run=...)`` and ``stage.run`` work for one release, with a DeprecationWarning."""
+
+    def __init__(self, *args: Any, run: Callable[..., Awaitable[Artifact]] | None = None, **kwargs: Any) -> None:
+        if run is not None:
+            _renamed_run()
+            kwargs["make"] = run
+        super().__init__(*args, **kwargs)
+
+    @property
+    def run(self) -> Callable[[StageContext, VideoRecord], Awaitable[Artifact]]:
+        _renamed_run()
+        return self.make
+
+
+def _renamed_run() -> None:
+    warnings.warn("Stage.run is now Stage.make (Stage(make=...)); the old name goes in the next release",
+                  DeprecationWarning, stacklevel=3)
+
+
 def _as_stage(obj: object) -> Stage:
     if isinstance(obj, Stage):
         return obj
@@ -148,20 +176,39 @@ def _as_stage(obj: object) -> Stage:
 STAGES: Registry[Stage] = Registry("construction stage", group="mtvbench.stages", coerce=_as_stage)
 for _name, _module in (("split", "split"), ("caption", "caption"), ("merge", "merge"), ("keyframes", "keyframes"),
                        ("detect", "detect"), ("objects", "objects"), ("crossscene", "crossscene"),
-                       ("score", "suitability"), ("generate", "generate"), ("checklists", "checklists")):
+                       ("suitability", "suitability"), ("generate", "generate"), ("checklists", "checklists")):
     STAGES.add(_name, f"mtvbench.construct.stages.{_module}:STAGE")
+
+#: built-in stages renamed after workspaces were made: the stage (and its model role) -> the name its artifacts
+#: and journal rows keep, and which still answers for one release as a command, config section and role
+STORED_NAMES: dict[str, str] = {"suitability": "score"}
+_STAGE_OF = {old: new for new, old in STORED_NAMES.items()}
+
+
+def stored_name(stage: str) -> str:
+    """The name the artifacts and journal rows of ``stage`` are stored under."""
+    return STORED_NAMES.get(stage, stage)
+
+
+def stage_of(stored: str) -> str:
+    """The stage whose artifacts and journal rows are stored under ``stored``."""
+    return _STAGE_OF.get(stored, stored)
 
 
 def register_stage(name: str, stage: Stage) -> Stage:
     """Add a construction stage (``mtvbench build NAME``, and the end of ``build all``).
 
     Args:
-        name: the stage's name; it names its artifact file and journal rows, so it must not be taken.
+        name: the stage's name; it names its artifact file and journal rows, so it must not be taken (nor be
+            the stored name of a renamed stage, :data:`STORED_NAMES`).
         stage: what the stage is made from and how it runs.
 
     Returns:
         ``stage``."""
-    STAGES.add(name, stage, origin=stage.run.__module__)
+    if name in _STAGE_OF:
+        raise RegistryError(f"construction stage {name!r}: the artifacts of the built-in stage {_STAGE_OF[name]!r} "
+                            f"are stored under this name", hint="give the stage another name")
+    STAGES.add(name, stage, origin=stage.make.__module__)
     return stage
 
 
@@ -187,5 +234,5 @@ def roles() -> tuple[Role, ...]:
     return tuple(dict.fromkeys(s.role for s in loadable_stages().values() if s.role is not None))
 
 
-__all__ = ["STAGES", "Role", "Stage", "StageContext", "loadable_stages", "register_stage", "roles", "stage_names",
-           "text_digest"]
+__all__ = ["STAGES", "STORED_NAMES", "Role", "Stage", "StageContext", "loadable_stages", "register_stage", "roles",
+           "stage_names", "stage_of", "stored_name", "text_digest"]

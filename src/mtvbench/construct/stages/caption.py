@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.llm import StageModel, failure, gather_all, ranges_frames, text_check
-from mtvbench.construct.records import Artifact, Failure, VideoRecord
+from mtvbench.construct.artifacts import Artifact, Failure, VideoRecord
+from mtvbench.construct.calls import StageModel, failure, gather_all, ranges_frames, text_check
 from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.stages.split import SplitResult
 from mtvbench.media.cache import fingerprint
@@ -60,13 +60,13 @@ async def caption_clips(video: str, path: Path, split: SplitResult, model: Stage
     return out
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> Captions:
+async def _make(ctx: StageContext, v: VideoRecord) -> Captions:
     n = ctx.config.section(CaptionSettings).frames
     return await caption_clips(v.name, Path(v.path), ctx.artifact(v, "split", SplitResult), ctx.model("caption"),
                                n, ctx.frames(n), ctx.config.max_attempts)
 
 
-STAGE = Stage(run=_run, artifact=Captions,
+STAGE = Stage(make=_make, artifact=Captions,
               help="2. Caption each clip with an MLLM (frames from the clip only).", upstream=("split",),
               role="caption", settings_model=CaptionSettings, old_keys={"caption_frames": "frames"},
               settings=lambda ctx: {"frames": ctx.frames(ctx.config.section(CaptionSettings).frames).key()},

@@ -14,8 +14,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from mtvbench.checklist_gen.generator import CHECKLIST_REASK, checklist_check, checklist_request
-from mtvbench.construct.llm import StageModel, failure, gather_all
-from mtvbench.construct.records import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
+from mtvbench.construct.artifacts import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
+from mtvbench.construct.calls import StageModel, failure, gather_all
 from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.stages.generate import GenerateResult
 from mtvbench.data.schema import ChecklistItem, is_model_turn
@@ -74,13 +74,13 @@ async def make_checklists(video: str, generated: GenerateResult, model: StageMod
     return out
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> ChecklistResult:
+async def _make(ctx: StageContext, v: VideoRecord) -> ChecklistResult:
     s = ctx.config.section(ChecklistSettings)
     return await make_checklists(v.name, ctx.artifact(v, "generate", GenerateResult), ctx.model("checklist"),
                                  s.items, ctx.config.max_attempts, s.exact_split)
 
 
-STAGE = Stage(run=_run, artifact=ChecklistResult,
+STAGE = Stage(make=_make, artifact=ChecklistResult,
               help="11. Generate checklists (Figure 16) for the evaluated rounds.", upstream=("generate",),
               role="checklist", settings_model=ChecklistSettings,
               old_keys={"checklist_items": "items", "checklist_exact_split": "exact_split"},

@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.records import Artifact, VideoRecord
+from mtvbench.construct.artifacts import Artifact, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.construct.stages.merge import MergeResult
 from mtvbench.construct.stages.objects import ObjectsResult
@@ -109,14 +109,14 @@ def retrieve_units(video: str, merge: MergeResult, objects: ObjectsResult | None
     return result
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> CrossSceneResult:
+async def _make(ctx: StageContext, v: VideoRecord) -> CrossSceneResult:
     c = ctx.config
     objects = ctx.artifact(v, "objects", ObjectsResult) if c.objects else None
     return retrieve_units(v.name, ctx.artifact(v, "merge", MergeResult), objects, c.section(CrossSceneSettings),
                           ctx.textsim())
 
 
-STAGE = Stage(run=_run, artifact=CrossSceneResult,
+STAGE = Stage(make=_make, artifact=CrossSceneResult,
               help="8. Group segments sharing objects or themes into cross-scene units.",
               upstream=("merge", "objects"), settings_model=CrossSceneSettings,
               settings=lambda ctx: {"crossscene": ctx.config.section(CrossSceneSettings).model_dump(mode="json"),

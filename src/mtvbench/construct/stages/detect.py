@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
+from mtvbench.construct.artifacts import Artifact, VideoRecord
 from mtvbench.construct.detector import Box, Detector, is_yolo, load_detector
-from mtvbench.construct.records import Artifact, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.construct.stages.keyframes import KeyFrames
 from mtvbench.util.files import atomic_write_bytes, ensure_dir
@@ -73,7 +73,7 @@ def _detect_with(detector: Detector, video: str, video_dir: str, keyframes: KeyF
     return detect_objects(video, Path(video_dir), keyframes, detector)
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> Detections:
+async def _make(ctx: StageContext, v: VideoRecord) -> Detections:
     keyframes = ctx.artifact(v, "keyframes", KeyFrames)
     cluster = ctx.cluster()
     if cluster is not None:  # the detector runs on the cluster (a GPU actor), loaded there once
@@ -83,7 +83,7 @@ async def _run(ctx: StageContext, v: VideoRecord) -> Detections:
     return await asyncio.to_thread(detect_objects, v.name, ctx.ws.video_dir(v.name), keyframes, ctx.detector())
 
 
-STAGE = Stage(run=_run, artifact=Detections,
+STAGE = Stage(make=_make, artifact=Detections,
               help="5. Detect objects on key frames (YOLO11 via ultralytics) and save crops.",
               upstream=("keyframes",), object_stage=True, settings=lambda ctx: {"detector": ctx.detector_name()},
               needs=("detect", (("ultralytics", "ultralytics"),)), needs_when=lambda config: is_yolo(config.detector),

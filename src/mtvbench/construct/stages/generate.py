@@ -43,12 +43,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.llm import LazyFrames, StageModel, failure, gather_all, ranges_frames
-from mtvbench.construct.records import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
+from mtvbench.construct.artifacts import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
+from mtvbench.construct.calls import LazyFrames, StageModel, failure, gather_all, ranges_frames
 from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.stages.crossscene import CrossSceneResult, Unit
 from mtvbench.construct.stages.split import SplitResult
-from mtvbench.construct.stages.suitability import PROBE_UNIT, ScoreResult, material, where
+from mtvbench.construct.stages.suitability import PROBE_UNIT, SuitabilityResult, material, where
 from mtvbench.data.schema import ALL_ROUNDS_TASKS, TASKS, Task
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
@@ -307,7 +307,7 @@ def dialogue_check(task: Task, whole_video: bool):  # noqa: ANN201 - Check[list[
     return check
 
 
-async def generate_dialogues(video: str, path: Path, units: list[Unit], scores: ScoreResult, model: StageModel,
+async def generate_dialogues(video: str, path: Path, units: list[Unit], scores: SuitabilityResult, model: StageModel,
                              duration_s: float, num_frames: int = 32, max_attempts: int = 3,
                              frame_settings: FrameSettings | None = None) -> GenerateResult:
     settings = frame_settings or FrameSettings(num_frames=num_frames, max_side=448)
@@ -335,17 +335,18 @@ async def generate_dialogues(video: str, path: Path, units: list[Unit], scores: 
     return out
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> GenerateResult:
+async def _make(ctx: StageContext, v: VideoRecord) -> GenerateResult:
     n = ctx.config.section(GenerateSettings).frames
     split = ctx.artifact(v, "split", SplitResult)
+    rated = ctx.artifact(v, "suitability", SuitabilityResult)
     return await generate_dialogues(v.name, Path(v.path), ctx.artifact(v, "crossscene", CrossSceneResult).units,
-                                    ctx.artifact(v, "score", ScoreResult), ctx.model("generate"), split.duration_s,
-                                    n, ctx.config.max_attempts, ctx.frames(n))
+                                    rated, ctx.model("generate"), split.duration_s, n, ctx.config.max_attempts,
+                                    ctx.frames(n))
 
 
-STAGE = Stage(run=_run, artifact=GenerateResult,
+STAGE = Stage(make=_make, artifact=GenerateResult,
               help="10. Generate 5-8 round dialogues (Figures 8-14), checked and re-asked.",
-              upstream=("split", "crossscene", "score"), role="generate", settings_model=GenerateSettings,
+              upstream=("split", "crossscene", "suitability"), role="generate", settings_model=GenerateSettings,
               old_keys={"generate_frames": "frames"},
               settings=lambda ctx: {"frames": ctx.frames(ctx.config.section(GenerateSettings).frames).key()},
               prompts=lambda: text_digest(REASK_SUFFIX, *(generation_prompt(t, PROBE_UNIT, w)

@@ -25,7 +25,7 @@ import av
 import numpy as np
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.records import Artifact, VideoRecord
+from mtvbench.construct.artifacts import Artifact, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.errors import MissingExtraError
 from mtvbench.media.frames import VideoError
@@ -147,12 +147,12 @@ def extract_keyframes(video: str, path: Path, out_dir: Path, settings: KeyFrameS
     return result
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> KeyFrames:
+async def _make(ctx: StageContext, v: VideoRecord) -> KeyFrames:
     return await ctx.offload(extract_keyframes, v.name, Path(v.path), ctx.ws.video_dir(v.name) / "keyframes",
                              ctx.config.section(KeyFrameSettings))
 
 
-STAGE = Stage(run=_run, artifact=KeyFrames,
+STAGE = Stage(make=_make, artifact=KeyFrames,
               help="4. Key frames at 2 FPS: sharp, not a near-repeat (histogram similarity <= 0.9).",
               from_video=True, object_stage=True, settings_model=KeyFrameSettings,
               settings=lambda ctx: {"keyframes": ctx.config.section(KeyFrameSettings).model_dump(mode="json")},

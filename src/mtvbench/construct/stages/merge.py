@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.llm import StageModel, failure
-from mtvbench.construct.records import Artifact, Failure, VideoRecord
+from mtvbench.construct.artifacts import Artifact, Failure, VideoRecord
+from mtvbench.construct.calls import StageModel, failure
 from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.stages.caption import Captions
 from mtvbench.construct.stages.split import SplitResult
@@ -147,7 +147,7 @@ async def merge_clips(video: str, split: SplitResult, captions: Captions, model:
     return result
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> MergeResult:
+async def _make(ctx: StageContext, v: VideoRecord) -> MergeResult:
     m = ctx.config.section(MergeSettings)
     textsim = ctx.textsim() if m.prefilter_below is not None else None
     return await merge_clips(v.name, ctx.artifact(v, "split", SplitResult), ctx.artifact(v, "caption", Captions),
@@ -160,7 +160,7 @@ def _settings(ctx: StageContext) -> dict[str, Any]:
             "textsim": (ctx.config.text_embedder or "lexical") if m.prefilter_below is not None else None}
 
 
-STAGE = Stage(run=_run, artifact=MergeResult,
+STAGE = Stage(make=_make, artifact=MergeResult,
               help="3. Merge adjacent clips of the same scene (LLM judgement, two passes).",
               upstream=("split", "caption"), role="merge", settings=_settings, settings_model=MergeSettings,
               old_keys={"merge_passes": "passes", "merge_prefilter_below": "prefilter_below"},

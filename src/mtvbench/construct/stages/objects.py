@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
+from mtvbench.construct.artifacts import Artifact, Failure, VideoRecord
+from mtvbench.construct.calls import LazyFrames, StageModel, failure, gather_all, text_check
 from mtvbench.construct.clipframes import image_frames
-from mtvbench.construct.llm import LazyFrames, StageModel, failure, gather_all, text_check
-from mtvbench.construct.records import Artifact, Failure, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.stages.detect import Detection, Detections
 from mtvbench.construct.stages.merge import MergeResult
@@ -267,13 +267,13 @@ async def build_objects(video: str, video_dir: Path, detections: Detections, mer
                          complete=not any(f.kind == "error" for f in failures))
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> ObjectsResult:
+async def _make(ctx: StageContext, v: VideoRecord) -> ObjectsResult:
     return await build_objects(v.name, ctx.ws.video_dir(v.name), ctx.artifact(v, "detect", Detections),
                                ctx.artifact(v, "merge", MergeResult), ctx.model("caption"),
                                ctx.config.section(BankSettings), ctx.textsim(), ctx.config.max_attempts)
 
 
-STAGE = Stage(run=_run, artifact=ObjectsResult,
+STAGE = Stage(make=_make, artifact=ObjectsResult,
               help="6-7. Caption object crops and build the object memory bank (persistent IDs).",
               upstream=("detect", "merge"), role="caption", object_stage=True, settings_model=BankSettings,
               section="bank",

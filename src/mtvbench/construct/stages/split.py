@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from mtvbench.construct.artifacts import Artifact, VideoRecord
 from mtvbench.construct.clipframes import shown_timeline
-from mtvbench.construct.records import Artifact, VideoRecord
 from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.errors import MissingExtraError
 from mtvbench.media.frames import VideoError
@@ -95,11 +95,11 @@ def split_video(video: str, path: Path, settings: SplitSettings | None = None) -
                        clips=clips)
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> SplitResult:
+async def _make(ctx: StageContext, v: VideoRecord) -> SplitResult:
     return await ctx.offload(split_video, v.name, Path(v.path), ctx.config.section(SplitSettings))
 
 
-STAGE = Stage(run=_run, artifact=SplitResult,
+STAGE = Stage(make=_make, artifact=SplitResult,
               help="1. Split videos into shot clips (PySceneDetect).", from_video=True, settings_model=SplitSettings,
               settings=lambda ctx: {"split": ctx.config.section(SplitSettings).model_dump(mode="json")},
               needs=("build", (("scenedetect", "scenedetect"), ("cv2", "opencv-python-headless"))))

@@ -1,8 +1,10 @@
 """Stage 9 — task suitability: the MLLM rates each unit for each of the six tasks on 1-6.
 
-The stage is named ``score`` (``mtvbench build score``; its artifact ``score.json`` and its
-journal rows keep that name, so existing workspaces resume); nothing here is the evaluation's
-scoring (:mod:`mtvbench.scoring`).
+The stage is ``suitability`` (``mtvbench build suitability``, the ``suitability`` section of the build config
+and model role); its artifact ``score.json`` and its journal rows keep the name it had before
+(:data:`~mtvbench.construct.stages.STORED_NAMES`), so existing workspaces resume. Its values are *ratings*
+(stored as ``scores`` and ``min_score``, and spelled "score" in the prompt and its re-asks, which the call
+journal's keys depend on); "score" otherwise names the benchmark's scores (:mod:`mtvbench.scoring`).
 
 Paper §3.2: "we prompt MLLMs to evaluate the scene's capabilities, scoring them on a scale
 from 1 to 6. Only those tasks that receive a score of 5 or 6 are selected". One call per
@@ -20,39 +22,39 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from mtvbench.construct.llm import StageModel, failure, gather_all, ranges_frames
-from mtvbench.construct.records import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
+from mtvbench.construct.artifacts import Artifact, Failure, Shortfall, VideoRecord, after_asks, given_up
+from mtvbench.construct.calls import StageModel, failure, gather_all, ranges_frames
 from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.stages.crossscene import CrossSceneResult, Unit
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
 from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
-from mtvbench.prompts.generation import SCORE_PROMPT, TASK_DEFINITIONS
+from mtvbench.prompts.generation import SUITABILITY_PROMPT, TASK_DEFINITIONS
 from mtvbench.records import GenerationRequest
 from mtvbench.util.jsonio import extract_json_object
 from mtvbench.util.timecodes import hms
 
-SCORE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Reply with the JSON object only.")
+SUITABILITY_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Reply with the JSON object only.")
 
 
-class ScoreSettings(BaseModel):
-    """The ``score`` section of the build config."""
+class SuitabilitySettings(BaseModel):
+    """The ``suitability`` section of the build config."""
 
     frames: int = Field(16, description="frames sampled from each unit for its suitability ratings")
     #: tasks rated at least this (of 1-6) get a dialogue (the paper's: 5)
     min_score: int = 5
 
 
-class UnitScores(BaseModel):
+class UnitRatings(BaseModel):
     unit: str
     scores: dict[str, int]
     selected: list[Task]
 
 
-class ScoreResult(Artifact):
+class SuitabilityResult(Artifact):
     min_score: int = 5
-    units: dict[str, UnitScores] = Field(default_factory=dict)
+    units: dict[str, UnitRatings] = Field(default_factory=dict)
     failures: list[Failure] = Field(default_factory=list)
 
     def shortfall(self) -> Shortfall | None:
@@ -90,13 +92,13 @@ def material(unit: Unit) -> str:
     return "\n".join(f"Scene {k} ({hms(s)} to {hms(e)}): {c}" for k, ((s, e), c) in enumerate(pairs, 1))
 
 
-def score_prompt(unit: Unit) -> str:
+def suitability_prompt(unit: Unit) -> str:
     tasks = "\n".join(f"- {t.value}: {t.label} — {TASK_DEFINITIONS[t]}" for t in TASKS)
     shape = "{" + ", ".join(f'"{t.value}": 1-6' for t in TASKS) + "}"
-    return SCORE_PROMPT.format(where=where(unit), material=material(unit), tasks=tasks, shape=shape)
+    return SUITABILITY_PROMPT.format(where=where(unit), material=material(unit), tasks=tasks, shape=shape)
 
 
-def _as_score(v: object) -> int | None:
+def _as_rating(v: object) -> int | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)) and float(v).is_integer():
@@ -104,18 +106,18 @@ def _as_score(v: object) -> int | None:
     if isinstance(v, str) and (m := re.match(r"\s*(\d+)", v)):
         return int(m.group(1))
     if isinstance(v, dict):
-        return _as_score(v.get("score"))
+        return _as_rating(v.get("score"))
     return None
 
 
-def parse_scores(text: str) -> tuple[dict[Task, int], list[str]]:
+def parse_ratings(text: str) -> tuple[dict[Task, int], list[str]]:
     """(scores found, problems). Problems name missing tasks and out-of-range scores."""
     found: dict[Task, int] = {}
     obj = extract_json_object(text)
     if obj is not None:
         for k, v in obj.items():
             t = _ALIASES.get(_norm(str(k)))
-            sc = _as_score(v)
+            sc = _as_rating(v)
             if t is not None and sc is not None:
                 found[t] = sc
     if len(found) < len(TASKS):
@@ -128,30 +130,30 @@ def parse_scores(text: str) -> tuple[dict[Task, int], list[str]]:
     return found, problems
 
 
-def scores_check(text: str) -> dict[Task, int] | Rejected:
-    scores, problems = parse_scores(text)
+def ratings_check(text: str) -> dict[Task, int] | Rejected:
+    scores, problems = parse_ratings(text)
     return Rejected(problems) if problems else scores
 
 
-async def score_units(video: str, path: Path, units: list[Unit], model: StageModel, min_score: int = 5,
-                      num_frames: int = 16, max_attempts: int = 3,
-                      frame_settings: FrameSettings | None = None) -> ScoreResult:
+async def rate_units(video: str, path: Path, units: list[Unit], model: StageModel, min_score: int = 5,
+                     num_frames: int = 16, max_attempts: int = 3,
+                     frame_settings: FrameSettings | None = None) -> SuitabilityResult:
     settings = frame_settings or FrameSettings(num_frames=num_frames, max_side=448)
     video_fp = await asyncio.to_thread(fingerprint, path)
-    policy = ReaskPolicy(max_attempts, SCORE_REASK)
+    policy = ReaskPolicy(max_attempts, SUITABILITY_REASK)
 
     async def rate_unit(unit: Unit):  # noqa: ANN202 - AskOutcome[dict[Task, int]]
         item = f"unit/{unit.id}"
         frames = ranges_frames(video_fp, path, unit.ranges, num_frames, settings)
-        return await ask(model.caller(video, "score", item, frames),
-                         GenerationRequest(id=item, prompt=score_prompt(unit)), scores_check, policy)
+        return await ask(model.caller(video, "suitability", item, frames),
+                         GenerationRequest(id=item, prompt=suitability_prompt(unit)), ratings_check, policy)
 
     outcomes = await gather_all(rate_unit(u) for u in units)
-    out = ScoreResult(video=video, min_score=min_score)
+    out = SuitabilityResult(video=video, min_score=min_score)
     for unit, res in zip(units, outcomes):
         if res.ok:
             scores = res.value
-            out.units[unit.id] = UnitScores(unit=unit.id, scores={t.value: s for t, s in scores.items()},
+            out.units[unit.id] = UnitRatings(unit=unit.id, scores={t.value: s for t, s in scores.items()},
                                             selected=[t for t in TASKS if scores[t] >= min_score])
         else:
             out.failures.append(failure(f"unit/{unit.id}", res))
@@ -164,19 +166,20 @@ PROBE_UNIT = Unit(id="S0", kind="cross", segments=[0, 1], ranges=[(0.0, 1.0), (2
                   objects=["obj001"], object_lines=["- obj001 (x): {c}"])
 
 
-async def _run(ctx: StageContext, v: VideoRecord) -> ScoreResult:
-    s = ctx.config.section(ScoreSettings)
-    return await score_units(v.name, Path(v.path), ctx.artifact(v, "crossscene", CrossSceneResult).units,
-                             ctx.model("score"), s.min_score, s.frames, ctx.config.max_attempts, ctx.frames(s.frames))
+async def _make(ctx: StageContext, v: VideoRecord) -> SuitabilityResult:
+    s = ctx.config.section(SuitabilitySettings)
+    return await rate_units(v.name, Path(v.path), ctx.artifact(v, "crossscene", CrossSceneResult).units,
+                            ctx.model("suitability"), s.min_score, s.frames, ctx.config.max_attempts,
+                            ctx.frames(s.frames))
 
 
 def _settings(ctx: StageContext) -> dict[str, object]:
-    s = ctx.config.section(ScoreSettings)
+    s = ctx.config.section(SuitabilitySettings)
     return {"frames": ctx.frames(s.frames).key(), "min_score": s.min_score}
 
 
-STAGE = Stage(run=_run, artifact=ScoreResult,
+STAGE = Stage(make=_make, artifact=SuitabilityResult,
               help="9. Task suitability: rate every unit for the six tasks (1-6); keep those rated 5-6.",
-              upstream=("crossscene",), role="score", settings=_settings, settings_model=ScoreSettings,
+              upstream=("crossscene",), role="suitability", settings=_settings, settings_model=SuitabilitySettings,
               old_keys={"score_frames": "frames", "min_score": "min_score"},
-              prompts=lambda: text_digest(score_prompt(PROBE_UNIT)))
+              prompts=lambda: text_digest(suitability_prompt(PROBE_UNIT)))

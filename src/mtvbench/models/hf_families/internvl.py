@@ -17,7 +17,7 @@ question = the ``FrameK: <image>`` lines of every frame + the prompt, and ``HIST
 chat turns as ``(user, assistant)`` tuples (an empty list on a first turn), so InternVL's own
 ``chat()`` puts the image tokens where it puts them for the script; one tile per frame.
 
-Settings (``extra``): ``input_size`` (448), ``max_num`` (1), ``use_thumbnail`` (True),
+Backend options (``--model-option KEY=VALUE``): ``input_size`` (448), ``max_num`` (1), ``use_thumbnail`` (True),
 ``dtype``, ``device_map``, ``use_flash_attn`` (True on CUDA).
 """
 
@@ -111,13 +111,13 @@ class InternVLEngine:
         self.torch = torch
         self.transformers_version = str(transformers.__version__)
         self.options = options
-        extra = options.extra
-        self.size = int(extra.get("input_size", 448))
-        self.max_num = int(extra.get("max_num", 1))
-        self.use_thumbnail = bool(extra.get("use_thumbnail", True))
-        kwargs: dict[str, Any] = {"dtype": torch_dtype(torch, extra.get("dtype")), "low_cpu_mem_usage": True,
+        own = options.options
+        self.size = int(own.get("input_size", 448))
+        self.max_num = int(own.get("max_num", 1))
+        self.use_thumbnail = bool(own.get("use_thumbnail", True))
+        kwargs: dict[str, Any] = {"dtype": torch_dtype(torch, own.get("dtype")), "low_cpu_mem_usage": True,
                                   "trust_remote_code": True,
-                                  "use_flash_attn": bool(extra.get("use_flash_attn", torch.cuda.is_available()))}
+                                  "use_flash_attn": bool(own.get("use_flash_attn", torch.cuda.is_available()))}
         dm = device_map(torch, options)
         if dm is not None:
             kwargs["device_map"] = dm

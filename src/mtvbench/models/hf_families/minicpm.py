@@ -7,7 +7,7 @@ per frame). MiniCPM-V 4.5 also takes ``temporal_ids``: each frame's time in unit
 1 by default: no frame packing); and ``enable_thinking`` (its "deep thinking" mode, off for the
 paper's row). MiniCPM-o loads with ``init_audio`` / ``init_tts`` off.
 
-Settings (``extra``): ``max_slice_nums``, ``use_image_id``, ``packing``, ``time_scale``,
+Backend options (``--model-option KEY=VALUE``): ``max_slice_nums``, ``use_image_id``, ``packing``, ``time_scale``,
 ``enable_thinking``, ``init_audio``, ``init_tts``, ``dtype``, ``attn_implementation`` (``sdpa``).
 """
 
@@ -40,15 +40,15 @@ def build_msgs(images: Sequence[Any], prompt: str) -> list[dict[str, Any]]:
 
 def chat_kwargs(request: GenerationRequest, params: GenParams, options: BackendOptions, v45: bool) -> dict[str, Any]:
     """Everything ``model.chat`` gets besides the model and tokenizer."""
-    extra = options.extra
+    own = options.options
     frames = request.frames
     images = frames.images() if frames is not None else []
     kw: dict[str, Any] = {
         "msgs": build_msgs(images, request.prompt),
         "sampling": params.do_sample,
         "max_new_tokens": params.max_new_tokens,
-        "use_image_id": bool(extra.get("use_image_id", False)),
-        "max_slice_nums": int(extra.get("max_slice_nums", 1)),
+        "use_image_id": bool(own.get("use_image_id", False)),
+        "max_slice_nums": int(own.get("max_slice_nums", 1)),
     }
     if params.do_sample:
         kw.update({k: v for k, v in (("temperature", params.temperature), ("top_p", params.top_p),
@@ -59,10 +59,10 @@ def chat_kwargs(request: GenerationRequest, params: GenParams, options: BackendO
     if system:
         kw["system_prompt"] = system
     if v45:
-        kw["enable_thinking"] = bool(extra.get("enable_thinking", False))
+        kw["enable_thinking"] = bool(own.get("enable_thinking", False))
         if frames is not None and len(frames):
-            kw["temporal_ids"] = temporal_ids(frames.timestamps, int(extra.get("packing", 1)),
-                                              float(extra.get("time_scale", 0.1)))
+            kw["temporal_ids"] = temporal_ids(frames.timestamps, int(own.get("packing", 1)),
+                                              float(own.get("time_scale", 0.1)))
     return kw
 
 
@@ -73,13 +73,13 @@ class MiniCPMEngine:
         torch, transformers = require_torch()
         self.torch = torch
         self.options = options
-        extra = options.extra
+        own = options.options
         self.v45 = is_v45(checkpoint)
-        kwargs: dict[str, Any] = {"trust_remote_code": True, "dtype": torch_dtype(torch, extra.get("dtype")),
-                                  "attn_implementation": extra.get("attn_implementation", "sdpa")}
+        kwargs: dict[str, Any] = {"trust_remote_code": True, "dtype": torch_dtype(torch, own.get("dtype")),
+                                  "attn_implementation": own.get("attn_implementation", "sdpa")}
         if "minicpm-o" in checkpoint.lower().replace("_", "-"):
-            kwargs.update(init_vision=True, init_audio=bool(extra.get("init_audio", False)),
-                          init_tts=bool(extra.get("init_tts", False)))
+            kwargs.update(init_vision=True, init_audio=bool(own.get("init_audio", False)),
+                          init_tts=bool(own.get("init_tts", False)))
         model = transformers.AutoModel.from_pretrained(checkpoint, **kwargs).eval()
         self.model = model.cuda() if torch.cuda.is_available() else model
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, trust_remote_code=True)

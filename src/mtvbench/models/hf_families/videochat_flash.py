@@ -4,7 +4,7 @@ Its remote code decodes and samples the video file itself; we pass the video pat
 ``max_num_frames`` = the run's frame count (128 in the paper), so the frames it sees are its
 own uniform sample, not necessarily the exact frames of our sampler.
 
-Settings (``extra``): ``mm_llm_compress`` (False), ``dtype``.
+Backend options (``--model-option KEY=VALUE``): ``mm_llm_compress`` (False), ``dtype``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from mtvbench.records import GenerationRequest
 
 def chat_kwargs(request: GenerationRequest, params: GenParams) -> dict[str, Any]:
     frames = request.frames
-    video = request.extra.get("video") or (frames.video if frames is not None else None)
+    video = request.options.get("video") or (frames.video if frames is not None else None)
     if video is None:
         raise ValueError("videochat_flash: needs the video path (from the frames record)")
     return {"video_path": str(video), "user_prompt": request.prompt, "chat_history": None, "return_history": False,
@@ -36,9 +36,9 @@ class VideoChatFlashEngine:
         self.torch = torch
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, trust_remote_code=True)
         model = transformers.AutoModel.from_pretrained(checkpoint, trust_remote_code=True)
-        model = model.to(torch_dtype(torch, options.extra.get("dtype")))
+        model = model.to(torch_dtype(torch, options.options.get("dtype")))
         self.model = (model.cuda() if torch.cuda.is_available() else model).eval()
-        self.model.config.mm_llm_compress = bool(options.extra.get("mm_llm_compress", False))
+        self.model.config.mm_llm_compress = bool(options.options.get("mm_llm_compress", False))
 
     def run(self, requests: Sequence[GenerationRequest], params: GenParams) -> list[RawOutput]:
         outs = []

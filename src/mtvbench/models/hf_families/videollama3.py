@@ -1,10 +1,10 @@
 """VideoLLaMA3 through its remote-code processor (``conversation=...``) and ``generate``.
 
 Its processor decodes the video file itself; we pass the path with ``max_frames`` = the run's
-frame count (128 in the paper) and ``fps`` (``extra["fps"]``, default 1), so it samples its own
+frame count (128 in the paper) and ``fps`` (``options["fps"]``, default 1), so it samples its own
 frames. The system turn is the preset's system prompt, else the model card's default.
 
-Settings (``extra``): ``fps``, ``dtype``, ``device_map``, ``attn_implementation``.
+Backend options (``--model-option KEY=VALUE``): ``fps``, ``dtype``, ``device_map``, ``attn_implementation``.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ DEFAULT_SYSTEM = "You are a helpful assistant."
 
 def conversation(request: GenerationRequest, options: BackendOptions) -> list[dict[str, Any]]:
     frames = request.frames
-    video = request.extra.get("video") or (frames.video if frames is not None else None)
+    video = request.options.get("video") or (frames.video if frames is not None else None)
     content: list[dict[str, Any]] = []
     if video is not None:
         content.append({"type": "video", "video": {"video_path": str(video),
-                                                   "fps": float(options.extra.get("fps", 1)),
+                                                   "fps": float(options.options.get("fps", 1)),
                                                    "max_frames": len(frames) if frames is not None else 128}})
     content.append({"type": "text", "text": request.prompt})
     return [{"role": "system", "content": system_of(request, options) or DEFAULT_SYSTEM},
@@ -39,13 +39,13 @@ class VideoLLaMA3Engine:
         torch, transformers = require_torch()
         self.torch = torch
         self.options = options
-        self.dtype = torch_dtype(torch, options.extra.get("dtype"))
+        self.dtype = torch_dtype(torch, options.options.get("dtype"))
         kwargs: dict[str, Any] = {"trust_remote_code": True, "dtype": self.dtype}
         dm = device_map(torch, options)
         if dm is not None:
             kwargs["device_map"] = dm
-        if options.extra.get("attn_implementation"):
-            kwargs["attn_implementation"] = options.extra["attn_implementation"]
+        if options.options.get("attn_implementation"):
+            kwargs["attn_implementation"] = options.options["attn_implementation"]
         self.model = transformers.AutoModelForCausalLM.from_pretrained(checkpoint, **kwargs).eval()
         self.processor = transformers.AutoProcessor.from_pretrained(checkpoint, trust_remote_code=True)
 

@@ -7,7 +7,7 @@
 const MTV = (() => {
   const TOKEN = "mtvbench-review-token";
   const USER = "mtvbench-review-user";
-  const ROLE = "mtvbench-review-role";
+  const JOB = "mtvbench-review-role";  // a stored key: it keeps its earlier name, so a signed-in browser stays in
 
   // A login link carries the token in the URL fragment (#token=...), which the browser never
   // sends to the server; keep it in this browser and take it out of the address bar.
@@ -16,7 +16,7 @@ const MTV = (() => {
     if (m) {
       localStorage.setItem(TOKEN, decodeURIComponent(m[1]));
       localStorage.removeItem(USER);
-      localStorage.removeItem(ROLE);
+      localStorage.removeItem(JOB);
       history.replaceState(null, "", location.pathname + location.search);
     }
   }
@@ -28,7 +28,7 @@ const MTV = (() => {
     if (token) h["Authorization"] = "Bearer " + token;
     else if (user) {
       h["X-Review-User"] = encodeURIComponent(user);
-      h["X-Review-Role"] = localStorage.getItem(ROLE) || "annotator";
+      h["X-Review-Job"] = localStorage.getItem(JOB) || "annotator";
     }
     return h;
   }
@@ -433,17 +433,17 @@ const MTV = (() => {
     if (main) main.focus({ preventScroll: true });
   }
 
-  // {name, role, mode, criteria, ...}; name is null when this browser is not signed in
+  // {name, job, mode, criteria, ...}; name is null when this browser is not signed in
   async function session() { return api("GET", "/api/session"); }
 
-  function signIn(name, role) {
+  function signIn(name, job) {
     localStorage.removeItem(TOKEN);
     localStorage.setItem(USER, name);
-    localStorage.setItem(ROLE, role);
+    localStorage.setItem(JOB, job);
   }
 
   function signOut() {
-    for (const k of [TOKEN, USER, ROLE]) localStorage.removeItem(k);
+    for (const k of [TOKEN, USER, JOB]) localStorage.removeItem(k);
     location.href = "/";
   }
 
@@ -454,17 +454,17 @@ const MTV = (() => {
     const me = await session();
     const slot = document.getElementById("me");
     document.body.dataset.work = me.work;
-    document.body.dataset.roles = (me.roles || []).join(",");
+    document.body.dataset.jobs = (me.jobs || []).join(",");
     if (!me.name) {
       if (slot) slot.replaceChildren(el("a", { href: "/", text: "sign in" }));
       document.body.dataset.mode = me.mode;
       return null;
     }
     if (slot) {
-      slot.replaceChildren(el("span", { class: "who-am-i", text: me.name + " · " + me.role }),
+      slot.replaceChildren(el("span", { class: "who-am-i", text: me.name + " · " + me.job }),
         el("button", { type: "button", class: "link", text: "sign out", onclick: signOut }));
     }
-    document.body.dataset.role = me.role;
+    document.body.dataset.job = me.job;
     return me;
   }
 

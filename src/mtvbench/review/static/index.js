@@ -22,7 +22,7 @@
     $("signin").hidden = true;
     $("home").hidden = false;
     const sample = me.sample ? " · raters' sample: up to " + me.sample.per_task + " per task, seed " + me.sample.seed : "";
-    $("hello").textContent = "Signed in as " + me.name + " (" + me.role + ") · " + me.items + " dialogues from " +
+    $("hello").textContent = "Signed in as " + me.name + " (" + me.job + ") · " + me.items + " dialogues from " +
       me.source.kind + " " + me.source.name + sample + (me.mode === "open" ? " · open mode (loopback, no tokens)" : "");
     if (me.source_error) toast("The source could not be reloaded: " + me.source_error, "error");
     const task = $("f-task").value;
@@ -40,7 +40,7 @@
     }
     // an annotator's rows carry no status and no count of decisions (the blind rule); a senior's do
     for (const r of items) {
-      const href = (me.role === "senior" && r.status === "needs_adjudication" ? "/senior?id=" : "/annotate?id=") + encodeURIComponent(r.id);
+      const href = (me.job === "senior" && r.status === "needs_adjudication" ? "/senior?id=" : "/annotate?id=") + encodeURIComponent(r.id);
       const status = r.status === null ? "–" : r.status.replace("_", " ") + (r.referred ? " · " + r.referred + " handed over" : "");
       tb.append(el("tr", {},
         el("td", {}, el("a", { href, text: r.id })),
@@ -59,8 +59,8 @@
     if (!me) {
       $("signin").hidden = false;
       $("home").hidden = true;
-      const roles = (document.body.dataset.roles || "annotator,senior").split(",");
-      $("role").replaceChildren(...roles.map((r) => el("option", { value: r, text: r === "senior" ? "senior annotator" : r })));
+      const jobs = (document.body.dataset.jobs || "annotator,senior").split(",");
+      $("job").replaceChildren(...jobs.map((j) => el("option", { value: j, text: j === "senior" ? "senior annotator" : j })));
       if (document.body.dataset.mode === "token") {
         $("signin-form").hidden = true;
         $("signin-help").textContent = "This server gives every annotator a login link (`mtvbench review add-user`); open yours.";
@@ -68,7 +68,7 @@
       }
       $("signin-form").addEventListener("submit", async (ev) => {
         ev.preventDefault();
-        signIn($("name").value.trim(), $("role").value);
+        signIn($("name").value.trim(), $("job").value);
         const again = await requireSession().catch((e) => { toast(e.message, "error"); return null; });
         if (again) showList(again); else toast("The server refused this name: letters, digits, spaces and . _ - @ only.", "error");
       });

@@ -53,12 +53,12 @@
     if (!pairs.children.length) pairs.append(row(["no dialogue has two decisions yet"]));
     const ab = $("annotators");
     ab.replaceChildren();
-    $("annotator-head").replaceChildren(...["name", "role", "done", "open", "accept / revise / reject", "handed to senior",
+    $("annotator-head").replaceChildren(...["name", "job", "done", "open", "accept / revise / reject", "handed to senior",
       "adjudicated", "mean active time", "median active time"].map((h) => el("th", { text: h })),
     ...withItems.map((t) => el("th", { text: t.label, title: "done / open" })));
     for (const a of p.annotators) {
       const d = a.decisions;
-      ab.append(row([a.name, a.role || "–", a.done, a.open, (d.accept || 0) + " / " + (d.revise || 0) + " / " + (d.reject || 0),
+      ab.append(row([a.name, a.job || "–", a.done, a.open, (d.accept || 0) + " / " + (d.revise || 0) + " / " + (d.reject || 0),
         a.referred, a.adjudicated, duration(a.seconds_mean), duration(a.seconds_median),
         ...withItems.map((t) => { const x = a.by_task[t.task]; return x ? x.done + " / " + x.open : "0 / 0"; })]));
     }

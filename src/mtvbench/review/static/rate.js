@@ -198,11 +198,11 @@
   async function main() {
     me = await requireSession();
     if (!me) { location.href = "/"; return; }
-    if (me.role !== "rater") {
+    if (me.job !== "rater") {
       $("workspace").hidden = true;
       $("done").hidden = false;
       $("done").replaceChildren(el("h2", { text: "Raters rate" }),
-        el("p", {}, "You are signed in as " + me.role + "; see the ", el("a", { href: "/progress", text: "progress" }), "."));
+        el("p", {}, "You are signed in as " + me.job + "; see the ", el("a", { href: "/progress", text: "progress" }), "."));
       return;
     }
     clock = activeClock($("player"));

@@ -207,7 +207,7 @@
   async function main() {
     me = await requireSession();
     if (!me) { location.href = "/"; return; }
-    if (me.role !== "senior") {
+    if (me.job !== "senior") {
       $("empty").hidden = false;
       $("empty").replaceChildren(el("h2", { text: "For senior annotators" }),
         el("p", { text: "You are signed in as an annotator (" + me.name + ")." }));

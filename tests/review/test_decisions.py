@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mtvbench.data.schema import ChecklistItem, Task
-from mtvbench.review.diffs import compare, word_diff
-from mtvbench.review.model import (
+from mtvbench.review.decisions import (
     Annotation,
     Edit,
     ReviewError,
@@ -16,6 +15,7 @@ from mtvbench.review.model import (
     content_hash,
     status_of,
 )
+from mtvbench.review.diffs import compare, word_diff
 from mtvbench.util.timecodes import ranges_in, segments
 
 

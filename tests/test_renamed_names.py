@@ -1,0 +1,140 @@
+"""Names renamed so that each word means one thing (issue 17 item 8; the glossary in docs/architecture.md) keep
+working for one release: the old module or keyword gives the same object, with a DeprecationWarning that names
+the new spelling."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mtvbench.construct.stages import STAGES, register_stage, stage_of, stored_name
+from mtvbench.construct.workspace import Workspace
+from mtvbench.registry import RegistryError
+from tests.support.run_helpers import cli
+
+OLD_WS = Path(__file__).resolve().parent / "fixtures" / "workspaces" / "main-af4e2a6-offline"
+
+#: (old module, a name in it, the module it moved to)
+MOVED_MODULES = [
+    ("mtvbench.construct.records", "Artifact", "mtvbench.construct.artifacts"),
+    ("mtvbench.construct.records", "VideoRecord", "mtvbench.construct.artifacts"),
+    ("mtvbench.construct.llm", "StageModel", "mtvbench.construct.calls"),
+    ("mtvbench.construct.llm", "text_check", "mtvbench.construct.calls"),
+    ("mtvbench.review.model", "ReviewItem", "mtvbench.review.decisions"),
+    ("mtvbench.review.model", "status_of", "mtvbench.review.decisions"),
+    ("mtvbench.util.tables", "csv_records", "mtvbench.util.rowfiles"),
+]
+
+
+@pytest.mark.parametrize(("old", "name", "new"), MOVED_MODULES)
+def test_a_moved_module_still_gives_its_names_with_a_warning(old: str, name: str, new: str) -> None:
+    with pytest.warns(DeprecationWarning, match=f"{old}.{name} is now {new}.{name}"):
+        value = getattr(importlib.import_module(old), name)
+    assert value is getattr(importlib.import_module(new), name)
+
+
+def test_stage_run_is_now_make() -> None:
+    from pydantic import BaseModel
+
+    from mtvbench import Stage
+
+    async def make(ctx: object, v: object) -> BaseModel:
+        return BaseModel()
+
+    new = Stage(make=make, artifact=BaseModel, help="h")  # type: ignore[arg-type]
+    with pytest.warns(DeprecationWarning, match=r"Stage.run is now Stage.make"):
+        old = Stage(run=make, artifact=BaseModel, help="h")  # type: ignore[arg-type]
+    assert old == new and old.make is make
+    with pytest.warns(DeprecationWarning, match=r"Stage.run is now Stage.make"):
+        assert new.run is make
+
+
+def test_the_suitability_stage_answers_to_its_old_name_score_and_keeps_its_stored_name(tmp_path: Path) -> None:
+    """``build score``, ``--score-frames``, a ``score:`` section and ``models: {score: ...}`` still work, with a
+    warning each; a workspace built before the rename resumes: its ``score.json`` is the suitability stage's."""
+    ws = shutil.copytree(OLD_WS / "ws", tmp_path / "ws")
+    raw = shutil.copytree(OLD_WS / "raw", tmp_path / "raw")
+    config = tmp_path / "build.yaml"
+    config.write_text("score: {min_score: 5}\nmodels: {score: offline}\n")
+    res = cli("build", "score", "-w", ws, "--videos", raw, "-m", "offline", "--no-objects", "--score-frames", "16",
+              "--config", config)
+    out = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "mtvbench build score is now mtvbench build suitability" in out
+    assert "--score-frames is now --suitability-frames" in out
+    assert "the build section 'score' is now 'suitability'" in out
+    assert "the model role 'score' is now 'suitability'" in out
+    assert re.search(r"^suitability\s+match\s+skipped", res.output, re.MULTILINE), res.output
+    assert stored_name("suitability") == "score" and stage_of("score") == "suitability"
+    assert Workspace(ws).path("match", "suitability") == ws / "videos" / "match" / "score.json"
+
+
+def test_no_stage_may_take_the_stored_name_of_a_renamed_one() -> None:
+    with pytest.raises(RegistryError, match="'score': the artifacts of the built-in stage 'suitability'"):
+        register_stage("score", STAGES.get("suitability"))
+
+
+def test_the_review_jobs_keep_their_old_names_in_the_moved_module() -> None:
+    from mtvbench.review import decisions
+
+    with pytest.warns(DeprecationWarning, match="mtvbench.review.model.WORK_ROLES is now "
+                                                "mtvbench.review.decisions.WORK_JOBS"):
+        from mtvbench.review.model import WORK_ROLES
+    assert WORK_ROLES is decisions.WORK_JOBS
+
+
+def _cli_old(*args: object) -> str:
+    res = cli(*args)
+    out = " ".join(res.output.split())
+    assert "No such option" not in out, out
+    return out
+
+
+def test_renamed_flags_of_the_hand_written_commands_still_work_with_a_warning(tmp_path: Path) -> None:
+    out = _cli_old("checklists", "--data", tmp_path / "none", "--generator", "openai:x", "--base-url",
+                   "http://127.0.0.1:9/v1", "--api-key-env", "MTV_NO_SUCH_KEY_VAR", "--out", tmp_path / "o")
+    assert "--generator is now --model" in out and "--base-url is now --model-base-url" in out
+    assert "--api-key-env is now --model-api-key-env" in out
+    assert "--model-api-key-env: environment variable MTV_NO_SUCH_KEY_VAR is not set" in out
+    out = _cli_old("cache", "clear", "--no-frames", "--cache-dir", tmp_path / "f", "--scene-cache", tmp_path / "s",
+                   "--dry-run")
+    assert "--frames/--no-frames is now --keep-frames" in out and "scenes: would remove 0 entries" in out
+    assert "frames: would remove" not in out
+    out = _cli_old("models", "--json")
+    assert "--json is now --format json" in out and '"name": "qwen3-vl-8b-instruct"' in cli("models", "--json").output
+    assert "--to is now --out" in _cli_old("download", "--to", tmp_path / "d", "--offline")
+    (tmp_path / "file").write_text("x")
+    assert "--workdir is now --out" in _cli_old("demo", "--workdir", tmp_path / "file", "--quiet")
+    assert "--cache-dir is now --scene-cache" in _cli_old("scenes", tmp_path / "none", "--cache-dir", tmp_path / "c")
+
+
+def test_renamed_review_flags_still_work_with_a_warning(tmp_path: Path) -> None:
+    pytest.importorskip("starlette", reason="the review web app needs mtvbench[review]")
+    ws = shutil.copytree(OLD_WS / "ws", tmp_path / "ws")
+    out = _cli_old("review", "add-user", ws, "lead", "--role", "senior")
+    assert "--role is now --job" in out and "#token=" in out and "for lead (senior)" in out
+    out = _cli_old("review", "serve", ws, "--per-task", "2")
+    assert "--per-task is now --sample-per-task" in out
+    assert "--sample-per-task and --seed choose the raters' sample of a run directory" in out
+
+
+def test_backend_options_are_options_in_code_and_extra_where_stored() -> None:
+    """"extra" names a pip extra; a role's own backend options are ``options`` in code, and keep their stored key
+    ``extra`` in YAML, config.yaml and the constructor."""
+    from mtvbench import BackendOptions, GenerationRequest
+
+    opts = BackendOptions(extra={"input": "upload"})
+    assert opts.options == {"input": "upload"}
+    assert opts.model_dump(exclude_defaults=True) == {"extra": {"input": "upload"}}
+    with pytest.warns(DeprecationWarning, match="BackendOptions.extra is now BackendOptions.options"):
+        assert opts.extra is opts.options
+    with pytest.warns(DeprecationWarning, match=r"GenerationRequest\(extra=...\): give options=..."):
+        req = GenerationRequest(id="r", prompt="p", extra={"video": "v.mp4"})
+    assert req.options == {"video": "v.mp4"}
+    assert GenerationRequest(id="r", prompt="p", options={"video": "v.mp4"}).options == req.options
+    with pytest.warns(DeprecationWarning, match="GenerationRequest.extra is now GenerationRequest.options"):
+        assert req.extra == {"video": "v.mp4"}
