@@ -453,4 +453,6 @@ def test_the_session_says_the_job_and_the_old_header_still_names_it(sample: Path
     assert me["name"] == "lead" and me["job"] == "senior" and me["jobs"] == ["annotator", "senior"]
     old = c.get("/api/session", headers={"X-Review-User": quote("lead"), "X-Review-Role": "senior"}).json()
     assert old["job"] == "senior"
-    assert c.get("/api/session", headers=who("x", "boss")).status_code == 401
+    bad = c.get("/api/session", headers=who("x", "boss")).json()
+    assert bad["name"] is None and bad["job"] is None and "job must be one of" in bad["error"]
+    assert c.get("/api/items", headers=who("x", "boss")).status_code == 401
