@@ -24,12 +24,16 @@ import io
 import json
 import keyword
 import re
+import sys
 import tokenize
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WINDOW = 6
+
+sys.path.insert(0, str(ROOT / "tests"))
+from test_import_graph import cycles  # noqa: E402  (one Tarjan, the test's: the figure is what the test checks)
 
 
 def shape_lines(text: str) -> list[tuple[int, str]]:
@@ -108,37 +112,6 @@ def _imports(tree: ast.AST) -> set[str]:
             out |= {f"{node.module}.{a.name}" for a in node.names}
         stack.extend(ast.iter_child_nodes(node))
     return out
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                found.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
 
 
 #: a string that spells a path of the released layout (docstrings are not counted)
