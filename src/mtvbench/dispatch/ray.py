@@ -60,12 +60,13 @@ import asyncio
 import contextlib
 import math
 import os
+import signal
 import socket
 import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -225,6 +226,21 @@ def _wait_listening(host: str, port: int, end: float, shown: str, timeout_s: flo
             raise RayExecutorError(f"cannot join the Ray cluster at {shown}: nothing answered at {host}:{port} within "
                                    f"{timeout_s:g} s (ray.connect_timeout_s; last: {last})", hint=JOIN_HINT)
         time.sleep(min(0.5, left))
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT raises :class:`KeyboardInterrupt` in the driver's blocking steps (joining, starting replicas):
+    ``asyncio.run``'s own handler only cancels the main task, which a step that blocks the loop never sees."""
+    old = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or old in (None, signal.SIG_IGN):
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def _last_line(e: BaseException) -> str:
@@ -584,7 +600,9 @@ class ReplicaPool:
         infos: list[dict[str, Any]] = [{} for _ in self.slots]
         pending = {a.ready.remote(): i for i, a in enumerate(self.slots)}
         while pending:
-            done, _ = ray.wait(list(pending), num_returns=1, timeout=max(0.0, end - time.monotonic()))
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=min(0.5, max(0.0, end - time.monotonic())))
+            if not done and time.monotonic() < end:  # short waits: SIGINT is seen between them
+                continue
             if not done:
                 raise RayExecutorError(f"the model replicas of {self.spec.spec} were not up within "
                                        f"{self.settings.stall_s:g} s (ray.stall_s): {free_resources(ray)}",
@@ -971,7 +989,8 @@ class RayDispatcher:
 
     def _ray(self) -> Any:
         if self._joined is None:
-            self._connection = connect(self.ray, self.address, self.settings)
+            with interruptible():
+                self._connection = connect(self.ray, self.address, self.settings)
             self._joined = self._connection is not None
         return self.ray
 
@@ -984,7 +1003,8 @@ class RayDispatcher:
                            ReplicaSpec(spec=spec, options=opts.model_dump(mode="json"), env=env,
                                        frames_held=self.videos_in_flight), n, self.concurrency, self.settings)
         self._pools.append(pool)
-        infos = pool.start()
+        with interruptible():
+            infos = pool.start()
         self.replicas += infos
         pool.breaker = breaker
         if breaker is None and infos[0]["breaker"]:  # a backend of construction: its own breaker, here
@@ -1082,7 +1102,8 @@ class RayDispatcher:
             cls = ray.remote(num_cpus=self.settings.task_cpus, num_gpus=num_gpus)(Holder)
             actor = cls.remote(factory, *args)
             try:
-                ray.get(actor.ready.remote(), timeout=self.settings.stall_s)
+                with interruptible():
+                    ray.get(actor.ready.remote(), timeout=self.settings.stall_s)
             except ray.exceptions.RayTaskError as e:
                 ray.kill(actor, no_restart=True)
                 raise task_error(ray, e) from None
