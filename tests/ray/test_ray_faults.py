@@ -56,7 +56,10 @@ def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.Compl
 
 
 def _errors(stderr: str) -> list[str]:
-    return [x for x in stderr.splitlines() if x.startswith(("error:", "hint:"))]
+    """The error message and its hint: the lines from the first ``error:`` on."""
+    lines = [x for x in stderr.splitlines() if x.strip()]
+    first = next((i for i, x in enumerate(lines) if x.startswith("error:")), len(lines))
+    return lines[first:]
 
 
 def _answers(run: Path) -> dict[str, str]:
@@ -201,10 +204,12 @@ def _kill_during(cluster: LocalCluster, args: list[str], run: Path, kill_at: lis
     killed_at = []
     try:
         for at in kill_at:
-            while stored_ok(run) < at and proc.poll() is None:
+            victims: list[int] = []
+            while proc.poll() is None and not victims:
                 time.sleep(0.05)
-            victims = cluster.replica_pids() if kill == "replica" else [cluster.second_raylet()]
-            if proc.poll() is not None or not victims:
+                if stored_ok(run) >= at:
+                    victims = cluster.replica_pids() if kill == "replica" else [cluster.second_raylet()]
+            if not victims:
                 break
             os.kill(victims[0], signal.SIGKILL)
             killed_at.append(time.monotonic())
