@@ -260,3 +260,16 @@ def test_a_killed_raylet_ends_in_a_finished_or_resumable_run(cluster: LocalClust
             _finished_or_resumable(sample, srv, tmp_path, run, code, err, cluster)
     finally:
         cluster.add_node()  # the cluster has its two nodes again for the next test
+
+
+def test_a_stall_is_reported_with_what_waits_and_ends_the_run_incomplete(cluster: LocalCluster, sample: Path,
+                                                                          tmp_path: Path) -> None:
+    run = tmp_path / "ray"
+    cfg = _config(tmp_path / "ray.yaml", {"stall_s": 4})
+    with LoopbackServer(ServerState(faults=Faults(slow_every=1, slow_s=60))) as srv:  # no answer comes back
+        done = _run(_args(sample, srv.url, tmp_path, run, "--concurrency", 2, "--model-option", "timeout_s=120",
+                          "--executor", "ray", "--ray-address", cluster.address, "--config", cfg))
+    assert done.returncode == 3, done.stderr
+    assert "nothing came back from the Ray cluster for" in done.stderr, done.stderr
+    assert "call(s) in flight" in done.stderr and "(ray.stall_s=4)" in done.stderr
+    assert _status(run) == "INCOMPLETE" and "Traceback" not in done.stderr
