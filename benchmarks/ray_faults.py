@@ -4,7 +4,7 @@
     python benchmarks/ray_faults.py --replica-kills 3 --raylet-kills 2 --seed 7
 
 Starts the tests' two-raylet cluster on this machine (tests/ray/cluster.py) and the tests' loopback
-OpenAI-compatible server (every model call takes ``--slow-s``), runs the bundled sample once with the
+OpenAI-compatible server (a new one per run: every model call takes ``--slow-s``), runs the bundled sample once with the
 local executor (the baseline), then for each trial runs it with ``--executor ray --ray-address`` and
 SIGKILLs, once a random number of answers (0 to ``--latest``) is stored, either one ``ray::Replica``
 or the second node's raylet (the node is started again after the trial). Each trial ends as:
@@ -51,6 +51,13 @@ class Trial:
     kill_to_exit: float | None
     resume_equal: bool
     error: str = ""
+
+
+def server(slow_s: float) -> LoopbackServer:
+    """The loopback server of one run: every model call's first attempt takes ``slow_s`` seconds."""
+    srv = LoopbackServer(ServerState(faults=Faults(slow_every=1, slow_s=slow_s)))
+    srv.httpd.handle_error = lambda *_: None  # type: ignore[method-assign]  # a killed replica's broken pipes
+    return srv
 
 
 def command(data: Path, url: str, tmp: Path, out: Path, *extra: str) -> list[str]:
@@ -126,23 +133,25 @@ def main() -> None:
     cfg = tmp / "ray.yaml"
     cfg.write_text(f"ray:\n  stall_s: {a.stall_s}\n")
     trials: list[Trial] = []
-    with LocalCluster() as cluster, LoopbackServer(ServerState(faults=Faults(slow_every=1, slow_s=a.slow_s))) as srv:
-        base = subprocess.run(command(data, srv.url, tmp, tmp / "local"), env=ray_env(), capture_output=True,
-                              text=True)
+    with LocalCluster() as cluster:
+        with server(a.slow_s) as srv:
+            base = subprocess.run(command(data, srv.url, tmp, tmp / "local"), env=ray_env(), capture_output=True,
+                                  text=True)
         assert base.returncode == 0, base.stderr
         baseline = answers(tmp / "local")
         plan = ["replica"] * a.replica_kills + ["raylet"] * a.raylet_kills
         for i, kind in enumerate(plan):
             run, at = tmp / f"ray-{i}", random.randint(0, a.latest)
-            args = command(data, srv.url, tmp, run, "--concurrency", "2", "--executor", "ray",
-                           "--ray-address", cluster.address, "--config", str(cfg))
-            outcome, seconds, err = trial(cluster, kind, at, args, run, a.hang_s)
-            if kind == "raylet":
-                cluster.add_node()
-            if outcome == "failed loudly":
-                again = subprocess.run(args, env=ray_env(), capture_output=True, text=True, timeout=600)
-                if again.returncode != 0:
-                    outcome = f"failed loudly, resume exit {again.returncode}"
+            with server(a.slow_s) as srv:  # a new server: its first answer to each request is the slow one
+                args = command(data, srv.url, tmp, run, "--concurrency", "2", "--executor", "ray",
+                               "--ray-address", cluster.address, "--config", str(cfg))
+                outcome, seconds, err = trial(cluster, kind, at, args, run, a.hang_s)
+                if kind == "raylet":
+                    cluster.add_node()
+                if outcome == "failed loudly":
+                    again = subprocess.run(args, env=ray_env(), capture_output=True, text=True, timeout=600)
+                    if again.returncode != 0:
+                        outcome = f"failed loudly, resume exit {again.returncode}"
             equal = status(run) == "complete" and answers(run) == baseline
             last = [x for x in err.splitlines() if x.startswith("error:")]
             trials.append(Trial(kind, at, outcome, seconds, equal, last[0][:160] if last else ""))
