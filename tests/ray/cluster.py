@@ -84,12 +84,34 @@ class LocalCluster:
     def start(self) -> LocalCluster:
         try:
             self._start("--head", f"--port={self.port}", "--include-dashboard=false")
-            self._start(f"--address={self.address}", '--resources={"node2": 1}')
-            self.wait_nodes(2)
+            self.add_node()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def add_node(self) -> None:
+        """Start a second node (again, after :meth:`kill_second_raylet`) and wait until it is up."""
+        before = set(self.alive_nodes()) if self.pids() else set()
+        self._start(f"--address={self.address}", '--resources={"node2": 1}')
+        end = time.monotonic() + 60
+        while not set(self.alive_nodes()) - before:
+            assert time.monotonic() < end, "the second Ray node did not come up"
+            time.sleep(0.5)
+
+    def second_raylet(self) -> int:
+        """The pid of the second node's raylet (its resources name ``node2``)."""
+        procs = _processes()
+        found = [p for p in self.pids() if "/raylet/raylet " in procs[p][1] and "node2,1" in procs[p][1]
+                 and _running(p)]
+        assert len(found) == 1, f"expected one raylet of the second node, found {found}"
+        return found[0]
+
+    def kill_second_raylet(self) -> int:
+        """SIGKILL the second node's raylet (its node dies); its pid."""
+        pid = self.second_raylet()
+        os.kill(pid, signal.SIGKILL)
+        return pid
 
     def query(self, code: str) -> Any:
         """``code`` run in a driver of this cluster (``ray`` imported and connected); prints JSON."""
@@ -100,14 +122,9 @@ class LocalCluster:
             raise RuntimeError(done.stderr[-2000:])
         return json.loads(done.stdout.strip().splitlines()[-1])
 
-    def wait_nodes(self, n: int, timeout: float = 60) -> None:
-        end = time.monotonic() + timeout
-        while True:
-            alive = self.query("print(json.dumps(sum(1 for x in ray.nodes() if x['Alive'])))")
-            if alive >= n or time.monotonic() > end:
-                assert alive >= n, f"only {alive} of {n} Ray nodes came up"
-                return
-            time.sleep(0.5)
+    def alive_nodes(self) -> list[str]:
+        """The ids of the nodes the cluster counts as alive."""
+        return self.query("print(json.dumps([x['NodeID'] for x in ray.nodes() if x['Alive']]))")
 
     def pids(self) -> list[int]:
         """The cluster's processes: every one naming its folder, and their descendants."""

@@ -4,6 +4,7 @@ every reply committed by the driver to the one call journal, and a rerun asks no
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -76,3 +77,26 @@ def test_build_all_on_the_cluster_equals_a_local_build(cluster: LocalCluster, tm
     assert "on 2 node(s), 4 split/key-frame task(s), 2 detection call(s)" in ray.stderr
     assert n_again == 0  # a rerun asks nothing: every stage is current
     assert (tmp_path / "ray" / "videos").is_dir() and any((tmp_path / "ray" / "videos").rglob("crops/*"))
+
+
+def test_a_detector_the_nodes_cannot_import_is_one_line_exit_2(cluster: LocalCluster, tmp_path: Path) -> None:
+    videos = _videos(tmp_path / "raw")
+    driver_only = tmp_path / "driver_only"  # on the driver's path, not on the nodes'
+    driver_only.mkdir()
+    (driver_only / "driver_only_detector.py").write_text(
+        "from tests.support.detector import make_detector\n\n\ndef make():\n    return make_detector()\n")
+    env = ray_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(driver_only), env["PYTHONPATH"]])
+    ws = tmp_path / "ws"
+    with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
+        args = ["build", "all", "--workspace", ws, "--videos", videos, "--model", "openai:builder", "--model-base-url",
+                srv.url, "--detector", "driver_only_detector:make", "--executor", "ray",
+                "--ray-address", cluster.address]
+        done = subprocess.run(mtvbench_cmd(*[str(a) for a in args]), env=env, capture_output=True, text=True,
+                              timeout=600)
+        asked = len(srv.state.requests)
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = [x for x in done.stderr.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1 and "cannot import driver_only_detector" in errors[0], done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    assert asked == 0 and not (ws / "dataset").exists()  # stopped before any stage ran

@@ -62,3 +62,35 @@ def test_the_driver_never_loads_a_local_engine() -> None:
     model = driver_model("hf:/nowhere/checkpoint", BackendOptions())
     assert isinstance(model, RemoteEngine) and model.name == "hf:/nowhere/checkpoint" and model.needs_frames
     assert driver_model("oracle", BackendOptions()).name == "oracle"
+
+
+def test_the_local_instance_has_no_dashboard_unless_asked_and_the_ports_set(tmp_path: Path) -> None:
+    from mtvbench.config import LocalRaySettings
+    from mtvbench.dispatch.raylocal import start_args
+
+    args = start_args(LocalRaySettings(), tmp_path)
+    assert "--include-dashboard=false" in args and "--disable-usage-stats" in args
+    assert sum(a.startswith("--port=") for a in args) == 1  # a free port of its own, never Ray's 6379 by default
+    args = start_args(LocalRaySettings(dashboard=True, dashboard_port=8300, port=7000, node_manager_port=7001,
+                                       object_manager_port=7002, min_worker_port=7100, max_worker_port=7199,
+                                       client_port=7003, dashboard_agent_port=7004, metrics_port=7005), tmp_path)
+    for flag in ("--include-dashboard=true", "--dashboard-port=8300", "--port=7000", "--node-manager-port=7001",
+                 "--object-manager-port=7002", "--min-worker-port=7100", "--max-worker-port=7199",
+                 "--ray-client-server-port=7003", "--dashboard-agent-listen-port=7004", "--metrics-export-port=7005"):
+        assert flag in args
+    base = {"data": tmp_path, "model": "oracle", "judge": "offline", "out": tmp_path / "r"}
+    with pytest.raises(ConfigError) as e:
+        build_config({**base, "ray": {"connect_timeout_s": 0, "local": {"port": 70000, "min_worker_port": 9,
+                                                                        "max_worker_port": 8}}})
+    msg = str(e.value)
+    assert "ray.connect_timeout_s" in msg and "ray.local.port" in msg
+
+
+def test_no_key_reaches_the_environment_of_the_local_instance() -> None:
+    from mtvbench.dispatch.raylocal import instance_env
+    from mtvbench.util.secrets import register_secret
+
+    register_secret("value-read-by-a-backend-0123")
+    env = instance_env({"OPENAI_API_KEY": "sk-1", "MY_TOKEN": "t", "HF_SECRET": "s", "PATH": "/bin",
+                        "ODD_NAME": "value-read-by-a-backend-0123", "RAY_ADDRESS": "h:1", "RAY_AUTH_MODE": "token"})
+    assert env == {"PATH": "/bin", "RAY_AUTH_MODE": "token"}

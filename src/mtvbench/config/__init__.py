@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from mtvbench.config.loading import MAX_CONFIG_BYTES, load_settings_file, load_yaml, loads_yaml_strict
 from mtvbench.config.resolve import apply_preset, preset_overrides
-from mtvbench.config.roles import ExecutorName, Price, RaySettings, RoleSettings
+from mtvbench.config.roles import ExecutorName, LocalRaySettings, Price, RaySettings, RoleSettings
 from mtvbench.config.runconfig import (
     AUTHORS_SCRIPTS,
     IN_PROCESS_BACKENDS,
@@ -40,6 +40,6 @@ from mtvbench.errors import ConfigError
 
 __all__ = ["AUTHORS_SCRIPTS", "DEFAULT_PROTOCOL", "IN_PROCESS_BACKENDS", "MAX_CONFIG_BYTES", "NOT_REPRODUCED",
            "RECORDED_IDENTITY_KEYS", "RECORD_KEYS", "REMOVED_SETTINGS", "RUN_SCHEMA_VERSION", "ConfigError",
-           "ContextMode", "ExecutorName", "Price", "RaySettings", "RoleSettings", "RunConfig", "apply_preset",
-           "build_config", "identity_differences", "load_settings_file", "load_yaml", "loads_yaml_strict",
-           "parse_tasks", "preset_overrides", "stored_protocol", "validate_settings"]
+           "ContextMode", "ExecutorName", "LocalRaySettings", "Price", "RaySettings", "RoleSettings", "RunConfig",
+           "apply_preset", "build_config", "identity_differences", "load_settings_file", "load_yaml",
+           "loads_yaml_strict", "parse_tasks", "preset_overrides", "stored_protocol", "validate_settings"]

@@ -1,6 +1,7 @@
 """The settings a run and a build share: a role's connection and generation settings
 (:class:`RoleSettings`, strict :class:`~mtvbench.models.settings.BackendOptions` with ranges), the Ray
-resources (:class:`RaySettings`) and prices (:class:`Price`).
+resources, deadlines and local instance (:class:`RaySettings`, :class:`LocalRaySettings`) and prices
+(:class:`Price`).
 
 Ranges: ``temperature >= 0``, ``0 < top_p <= 1``, ``max_tokens >= 1``, ``repetition_penalty > 0``,
 ``-2 <= presence_penalty <= 2``, ``0 <= min_p <= 1``, ``timeout_s > 0``, ``max_retries >= 0``;
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from mtvbench.config.validation import CHECK_ENVIRONMENT, STRICT
 from mtvbench.models.endpoints import key_variable_problem
@@ -90,6 +91,44 @@ class RoleSettings(BackendOptions):
 ExecutorName = Literal["local", "ray"]
 
 
+def _port() -> Any:
+    """An optional TCP port (unset: Ray's choice)."""
+    return Field(None, ge=1, le=65535)
+
+
+class LocalRaySettings(BaseModel):
+    """The Ray instance a run or build starts on this machine when it joins no cluster
+    (:mod:`mtvbench.dispatch.raylocal`): no dashboard unless asked, and its ports. A port left unset is
+    Ray's choice, except the head's (GCS) port: a free one, so that two runs on one machine never meet."""
+
+    model_config = STRICT
+
+    #: seconds for the instance to come up (``ray start``); then one error, nothing written
+    start_timeout_s: float = Field(120, gt=0)
+    #: Ray's dashboard (a web server on ``dashboard_port``, Ray's default 8265)
+    dashboard: bool = False
+    dashboard_port: int | None = _port()
+    #: the head's (GCS) port
+    port: int | None = _port()
+    node_manager_port: int | None = _port()
+    object_manager_port: int | None = _port()
+    #: the ports of the worker processes: from ``min_worker_port`` to ``max_worker_port``
+    min_worker_port: int | None = _port()
+    max_worker_port: int | None = _port()
+    #: the Ray Client server (started only when Ray's client dependencies are installed; Ray's default 10001)
+    client_port: int | None = _port()
+    #: the dashboard agent (Ray's default 52365) and the metrics export port
+    dashboard_agent_port: int | None = _port()
+    metrics_port: int | None = _port()
+
+    @model_validator(mode="after")
+    def _worker_ports(self) -> LocalRaySettings:
+        low, high = self.min_worker_port, self.max_worker_port
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"min_worker_port ({low}) must be <= max_worker_port ({high})")
+        return self
+
+
 class RaySettings(BaseModel):
     """Resources of ``--executor ray`` (:mod:`mtvbench.dispatch.ray`, for run and build).
     How work is spread never changes a result: none of this is part of a run's identity."""
@@ -109,3 +148,11 @@ class RaySettings(BaseModel):
     detect_gpus: float = Field(0, ge=0)
     #: times a video's unfinished turns are sent to a new replica after the one running them died
     max_retries: int = Field(3, ge=0)
+    #: seconds to join the cluster at ``--ray-address`` (and the instance started for the run, once it is up);
+    #: then one error naming the address, exit 2, nothing written
+    connect_timeout_s: float = Field(30, gt=0)
+    #: seconds without any progress (an answer, a video's frames, a replica up) while work waits on the
+    #: cluster: the waiting work is given up for this run (exit 3, INCOMPLETE, resumable), saying what waited
+    stall_s: float = Field(300, gt=0)
+    #: the Ray instance started for the run when there is no ``--ray-address``
+    local: LocalRaySettings = Field(default_factory=LocalRaySettings)

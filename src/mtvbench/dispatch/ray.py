@@ -14,22 +14,44 @@ self-context chain, the stop test) is the local run's. What goes to the cluster:
 - **Frames** (run) are decoded in Ray tasks through the same :class:`~mtvbench.media.cache.FrameCache`
   (its folder should be on storage every node sees, so each video is decoded once for every run and
   sweep; the cache is keyed by content, so a node-local folder is only slower), on the node of the
-  video's replica when it has room. They go into Ray's object store once per video; the replica
-  resolves them once and every turn of the video reuses them. Videos are dealt to the least busy
-  replica; at most ``videos_in_flight`` videos per replica hold frames at a time.
+  video's replica when it has a free CPU, else wherever one is free. They go into Ray's object store
+  once per video; the replica resolves them once and every turn of the video reuses them. Videos are
+  dealt to the least busy replica; at most ``videos_in_flight`` videos per replica hold frames at a time.
 - **Per-video computations** (build: split, key frames) run as Ray tasks (``ray.task_cpus``), and an
-  object that is expensive to make (build: the detector) lives in a :class:`Holder` actor, made once.
+  object that is expensive to make (build: the detector) lives in a :class:`Holder` actor, made once
+  and checked before anything is written (a factory that fails there fails as it would locally).
 
-**A replica or node that dies.** Its slot gets a new replica and the calls that were in flight on it
-are asked there again (their answers never reached the writer); nothing recorded is asked again. A
-video whose replicas died more than ``ray.max_retries`` times leaves its remaining turns for the next
-run (a build's call: an error result).
+**Joining.** ``--ray-address`` is joined within ``ray.connect_timeout_s`` (an address where nothing
+answers is one error naming it, exit 2, before anything is written; SIGINT/SIGTERM end the wait at
+any time); without it a Ray instance is started on this machine for the run (:mod:`.raylocal`: no
+key in its environment, no dashboard, its own ports, ended with the driver whatever ends it).
+
+**Failures: one classification.** A call's failure is classified in its replica by the same code as
+in one process (:mod:`mtvbench.models.resilience`); what the replica's breaker counted comes back
+with the answer and is counted on the driver's one breaker (the replicas' own never open), so the
+exit codes and hints are the local run's (a key refused by every call: exit 2, "check its URL, key
+and model name"). An error a replica raises is raised here as it was raised.
+
+**Workers lost: finish or fail loudly, never hang.**
+
+- A replica that dies: its slot gets a new replica, on the node the dead one held resources on
+  (its CPUs come back there, so the other nodes keep theirs for the frame tasks); the calls in
+  flight on it are asked there again (their answers never reached the writer); nothing recorded is
+  asked again. A video whose replicas died (or whose frames were lost) more than ``ray.max_retries``
+  times leaves its remaining turns for the next run (a build's call: an error result).
+- A node that dies: while the living nodes cannot hold every replica plus ``ray.task_cpus`` for the
+  frame tasks, the newest replicas are retired (checked every few seconds) and their videos move to
+  the others; frames lost with the node are decoded again.
+- A stall: when nothing comes back from the cluster (no answer, no frames, no replica up) for
+  ``ray.stall_s`` while work waits, the waiting work is given up for this run and the run ends
+  (exit 3, INCOMPLETE, resumable) with one warning that says what waited (calls per replica, videos
+  waiting for frames, the cluster's free resources).
 
 **Keys.** The judge runs in the driver, so its key never leaves this process. The model's key (only
-the variable the endpoint rules pick for the model's URL) is handed to each replica in memory, as an
-argument of the actor, which puts it in its own process environment. It is never put in a Ray
-``runtime_env``: Ray's runtime-env agent writes every runtime env it creates, environment variables
-included, to its log files on each node.
+the variable the endpoint rules pick for the model's URL; a local engine's Hugging Face token) is
+handed to each replica in memory, as an argument of the actor, which puts it in its own process
+environment. It is never put in a Ray ``runtime_env``: Ray's runtime-env agent writes every runtime
+env it creates, environment variables included, to its log files on each node.
 """
 
 from __future__ import annotations
@@ -38,9 +60,15 @@ import asyncio
 import contextlib
 import math
 import os
+import signal
+import socket
+import sys
+import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -55,12 +83,14 @@ from mtvbench.dispatch import (
     run_videos,
 )
 from mtvbench.dispatch.local import CallGate
+from mtvbench.dispatch.raylocal import LocalRay
 from mtvbench.errors import MissingExtraError, MtvbenchError
 from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import FrameSettings, VideoError, VideoFrames
 from mtvbench.models.backend import BackendBase, abilities, generate_many, video_done
 from mtvbench.models.endpoints import gemini_endpoint, openai_endpoint, use_vertex
 from mtvbench.models.registry import create_backend, parse_spec
+from mtvbench.models.resilience import BreakerEvent, CircuitBreaker, breaker_events, breaker_of
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult
 
@@ -72,6 +102,10 @@ T = TypeVar("T")
 
 #: backends that load a model (one per replica); the driver never loads them
 LOCAL_ENGINES = ("hf", "vllm")
+#: the Hugging Face token variables a local engine's replica gets (a gated checkpoint), in memory
+HF_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+#: seconds between two looks of the watchdog at most (capacity, stall)
+WATCH_EVERY_S = 2.0
 
 
 def require_ray() -> Any:
@@ -87,23 +121,134 @@ class RayExecutorError(MtvbenchError):
     """The cluster cannot be used as asked (not reachable, no room for a replica)."""
 
 
-def connect(ray: Any, address: str | None) -> bool:
-    """Join the cluster at ``address`` (``auto``, ``HOST:PORT``), or start a Ray instance on this
-    machine when it is None; True when this call connected (and so disconnects at the end)."""
+class ClusterLostError(MtvbenchError):
+    """The cluster lost the workers of a computation more often than ``ray.max_retries`` allows."""
+
+    exit_code = 3
+
+
+# ------------------------------------------------------------------------------ joining
+JOIN_HINT = ("start it with `ray start --head` (and `ray start --address HEAD:PORT` on the other nodes), then pass "
+             "--ray-address auto or HEAD:PORT; a cluster that is slow to answer: raise ray.connect_timeout_s")
+
+
+@dataclass
+class Connection:
+    """This driver's connection to Ray, and the instance it started (None: it joined a cluster)."""
+
+    ray: Any
+    local: LocalRay | None = None
+
+    def close(self) -> None:
+        try:
+            self.ray.shutdown()
+        finally:
+            if self.local is not None:
+                self.local.stop()
+
+
+def connect(ray: Any, address: str | None, settings: RaySettings) -> Connection | None:
+    """Join the cluster at ``address`` (``auto``, ``HOST:PORT``), or start a Ray instance on this machine
+    for the run when it is None (:mod:`.raylocal`); None when Ray was joined already (by the caller)."""
     if ray.is_initialized():
-        return False
+        return None
+    if address:
+        join(ray, address, settings.connect_timeout_s)
+        return Connection(ray)
+    local = LocalRay(settings.local)
     try:
-        if address:
-            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-        else:
-            ray.init(log_to_driver=False, logging_level="ERROR", include_dashboard=False)
-    except (ConnectionError, RuntimeError, ValueError) as e:
-        raise RayExecutorError(f"cannot join the Ray cluster at {address or 'a new local instance'}: {e}",
-                               hint="start it with `ray start --head` (and `ray start --address HEAD:PORT` on the "
-                                    "other nodes), then pass --ray-address auto or HEAD:PORT") from e
-    return True
+        join(ray, local.start(), settings.connect_timeout_s, "the Ray instance started for the run")
+    except BaseException:
+        local.stop()
+        raise
+    return Connection(ray, local)
 
 
+def join(ray: Any, address: str, timeout_s: float, shown: str | None = None) -> None:
+    """``ray.init(address)`` within ``timeout_s`` seconds: nothing listening there, or no answer as a Ray
+    cluster, is one :class:`RayExecutorError` naming ``shown`` (the address). The wait is short steps of
+    this thread, so SIGINT and SIGTERM end it at any time."""
+    shown = shown or address
+    end = time.monotonic() + timeout_s
+    target = bootstrap_address(ray, address, shown)
+    host, _, port = target.rpartition(":")
+    if "://" not in target and host and port.isdigit():
+        _wait_listening(host.strip("[]"), int(port), end, shown, timeout_s)
+    box: dict[str, BaseException | None] = {}
+
+    def init() -> None:
+        try:
+            ray.init(address=target, log_to_driver=False, logging_level="ERROR")
+            box["done"] = None
+        except BaseException as e:  # noqa: BLE001 - said in the driver's thread
+            box["done"] = e
+
+    worker = threading.Thread(target=init, name="mtvbench-ray-join", daemon=True)
+    worker.start()
+    while "done" not in box:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise RayExecutorError(f"cannot join the Ray cluster at {shown}: no answer as a Ray cluster within "
+                                   f"{timeout_s:g} s (ray.connect_timeout_s)", hint=JOIN_HINT)
+        worker.join(min(left, 0.2))
+    if box["done"] is not None:
+        e = box["done"]
+        raise RayExecutorError(f"cannot join the Ray cluster at {shown}: {type(e).__name__}: {_last_line(e)}",
+                               hint=JOIN_HINT) from None
+
+
+def bootstrap_address(ray: Any, address: str, shown: str) -> str:
+    """``HOST:PORT`` of the head for ``auto`` (the cluster ``ray start`` started on this machine,
+    or ``RAY_ADDRESS``); any other address as it is."""
+    if address != "auto":
+        return address
+    try:
+        from ray._private.services import canonicalize_bootstrap_address_or_die
+    except ImportError:  # pragma: no cover - another Ray layout: Ray resolves it
+        return address
+    try:
+        return str(canonicalize_bootstrap_address_or_die(address))
+    except (ConnectionError, ValueError, OSError) as e:
+        raise RayExecutorError(f"cannot join the Ray cluster at {shown}: {_last_line(e)}", hint=JOIN_HINT) from None
+
+
+def _wait_listening(host: str, port: int, end: float, shown: str, timeout_s: float) -> None:
+    """Until something accepts a connection at ``host:port`` (a head starting up gets the whole
+    deadline), else one error."""
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=max(0.1, min(2.0, end - time.monotonic()))).close()
+            return
+        except OSError as e:
+            last = e.strerror or type(e).__name__
+        left = end - time.monotonic()
+        if left <= 0:
+            raise RayExecutorError(f"cannot join the Ray cluster at {shown}: nothing answered at {host}:{port} within "
+                                   f"{timeout_s:g} s (ray.connect_timeout_s; last: {last})", hint=JOIN_HINT)
+        time.sleep(min(0.5, left))
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT raises :class:`KeyboardInterrupt` in the driver's blocking steps (joining, starting replicas):
+    ``asyncio.run``'s own handler only cancels the main task, which a step that blocks the loop never sees."""
+    old = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or old in (None, signal.SIG_IGN):
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _last_line(e: BaseException) -> str:
+    """The last non-empty line of an error's text (Ray's errors carry the remote traceback above it)."""
+    return next((x.strip() for x in reversed(str(e).strip().splitlines()) if x.strip()), type(e).__name__)
+
+
+# ------------------------------------------------------------------------------ sizing
 def default_replicas(ray: Any, settings: RaySettings, most: int) -> int:
     """How many replicas run: ``settings.replicas``, else one per node, or with ``num_gpus`` as many
     as the cluster's GPUs hold; at most ``most`` (the videos to run). The replicas hold their CPUs
@@ -123,14 +268,22 @@ def default_replicas(ray: Any, settings: RaySettings, most: int) -> int:
         n = max(1, min(n, most))
     else:
         n = max(1, min(n, most))
-    need_cpus, need_gpus = n * settings.num_cpus + settings.task_cpus, n * settings.num_gpus
-    if need_cpus > cpus or need_gpus > gpus:
-        raise RayExecutorError(
-            f"{n} model replica(s) of {settings.num_cpus:g} CPU(s) and {settings.num_gpus:g} GPU(s), plus "
-            f"{settings.task_cpus:g} CPU(s) for the frame tasks, do not fit in the cluster ({cpus:g} CPUs, "
-            f"{gpus:g} GPUs)",
-            hint="lower ray.replicas, ray.num_cpus, ray.task_cpus or ray.num_gpus (--ray-gpus), or add nodes")
+    why = no_room(ray, settings, n)
+    if why is not None:
+        raise RayExecutorError(why, hint="lower ray.replicas, ray.num_cpus, ray.task_cpus or ray.num_gpus "
+                                         "(--ray-gpus), or add nodes")
     return n
+
+
+def no_room(ray: Any, settings: RaySettings, n: int) -> str | None:
+    """Why the cluster's living nodes cannot hold ``n`` replicas and ``task_cpus`` beside them (None: they can)."""
+    have = ray.cluster_resources()
+    cpus, gpus = float(have.get("CPU", 0)), float(have.get("GPU", 0))
+    if n * settings.num_cpus + settings.task_cpus <= cpus and n * settings.num_gpus <= gpus:
+        return None
+    return (f"{n} model replica(s) of {settings.num_cpus:g} CPU(s) and {settings.num_gpus:g} GPU(s), plus "
+            f"{settings.task_cpus:g} CPU(s) for the frame tasks, do not fit in the cluster ({cpus:g} CPUs, "
+            f"{gpus:g} GPUs)")
 
 
 def replica_class(ray: Any, settings: RaySettings) -> Any:
@@ -143,8 +296,7 @@ def replica_class(ray: Any, settings: RaySettings) -> Any:
 
 def start_error(spec: str, e: BaseException) -> RayExecutorError:
     """A replica that could not be created (its backend failed on its node): the error's last line."""
-    last = next((line.strip() for line in reversed(str(e).strip().splitlines()) if line.strip()), type(e).__name__)
-    return RayExecutorError(f"a model replica of {spec} could not start on the cluster: {last}",
+    return RayExecutorError(f"a model replica of {spec} could not start on the cluster: {_last_line(e)}",
                             hint="its traceback is in the Ray logs of its node; every node needs the model's "
                                  "extras and its checkpoint at the same path")
 
@@ -156,11 +308,18 @@ def task_error(ray: Any, e: BaseException) -> BaseException:
 
 
 def lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
-    """What a dead replica, worker or node looks like to the driver."""
+    """What a dead replica, worker or node (or an object lost with it) looks like to the driver."""
     ex = ray.exceptions
     return tuple(getattr(ex, n) for n in ("RayActorError", "ActorUnavailableError", "WorkerCrashedError",
                                           "NodeDiedError", "ObjectLostError", "OwnerDiedError",
                                           "LocalRayletDiedError") if hasattr(ex, n))
+
+
+def node_affinity(node: str, spill: bool) -> Any:
+    """Prefer ``node``; elsewhere when it is gone, and with ``spill`` also when it has no room now."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node, soft=True, _spill_on_unavailable=spill)
 
 
 # ------------------------------------------------------------------------------ what travels
@@ -184,11 +343,23 @@ class RemoteCall:
     frames: Any = None
 
 
+@dataclass
+class Answered:
+    """What a replica sends back: the result (or results) of a call, and what its breaker counted on
+    the way (the driver counts the same on its one breaker)."""
+
+    value: Any
+    events: list[BreakerEvent] = field(default_factory=list)
+
+
 def replica_options(spec: str, options: BackendOptions) -> tuple[BackendOptions, dict[str, str]]:
     """The options a replica uses and the one key variable it gets: the URL and key the endpoint
     rules chose here (:mod:`mtvbench.models.endpoints`), so a replica sends exactly what a local
-    run would, whatever its node's environment holds."""
+    run would, whatever its node's environment holds; a local engine gets the Hugging Face token
+    that is set here (a gated checkpoint), if any."""
     prefix, _ = parse_spec(spec)
+    if prefix in LOCAL_ENGINES:
+        return options, {k: v for k in HF_TOKEN_ENVS if (v := os.environ.get(k))}
     if prefix == "openai":
         ep = openai_endpoint(options)
     elif prefix == "gemini" and not (use_vertex() and not options.api_key_env):
@@ -236,25 +407,38 @@ def decode_frames(path: str, settings: dict[str, Any], cache_root: str | None
 
 
 class Replica:
-    """A Ray actor: one backend (one model for local engines), answering the calls the driver sends."""
+    """A Ray actor: one backend (one model for local engines), answering the calls the driver sends.
+    Its backend's breaker never opens here: what it counts goes back with each answer (:class:`Answered`)
+    and the driver's breaker decides, for every replica."""
 
     def __init__(self, spec: ReplicaSpec):
         os.environ.update(spec.env)  # this actor's own process; the key's variable only
         self.spec = spec
         self.model = create_backend(spec.spec, BackendOptions.model_validate(spec.options))
+        breaker = breaker_of(self.model)
+        if breaker is not None:
+            breaker.threshold = sys.maxsize
         self._frames: OrderedDict[str, asyncio.Future[VideoFrames]] = OrderedDict()
 
     def ready(self) -> dict[str, Any]:
         import ray
 
+        breaker = breaker_of(self.model)
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "version": __version__,
-                "name": self.model.name, "batch_size": abilities(self.model).batch_size}
+                "name": self.model.name, "batch_size": abilities(self.model).batch_size,
+                "url": breaker.url if breaker is not None else None, "breaker": breaker is not None}
 
-    async def generate(self, call: RemoteCall) -> GenerationResult:
-        return await self.model.generate(await self._request(call))
+    async def generate(self, call: RemoteCall) -> Answered:
+        request = await self._request(call)
+        with breaker_events() as events:
+            result = await self.model.generate(request)
+        return Answered(result, events)
 
-    async def generate_batch(self, calls: list[RemoteCall]) -> list[GenerationResult]:
-        return await generate_many(self.model, [await self._request(c) for c in calls])
+    async def generate_batch(self, calls: list[RemoteCall]) -> Answered:
+        requests = [await self._request(c) for c in calls]
+        with breaker_events() as events:
+            results = await generate_many(self.model, requests)
+        return Answered(results, events)
 
     async def end_video(self, frames: list[Any]) -> None:
         """The video of the frames ref ``frames[0]`` is done here: the backend frees what it held for it, and
@@ -290,22 +474,44 @@ class Replica:
 
 class Holder:
     """A Ray actor holding one object made once on its node (construction: the detector); ``call`` runs
-    ``fn(obj, *args)`` there."""
+    ``fn(obj, *args)`` there. A user error of the factory (a detector that cannot be imported there) is
+    kept and raised by ``ready`` and ``call``, so the driver reports it as a local run would."""
 
     def __init__(self, factory: Callable[..., Any], *args: Any):
-        self.obj = factory(*args)
+        self.error: MtvbenchError | None = None
+        try:
+            self.obj = factory(*args)
+        except MtvbenchError as e:
+            self.error = e
+
+    def ready(self) -> None:
+        if self.error is not None:
+            raise self.error
 
     def call(self, fn: Callable[..., T], *args: Any) -> T:
+        self.ready()
         return fn(self.obj, *args)
 
 
 # ------------------------------------------------------------------------------ driver side
 class ReplicaLost(Exception):
-    """The replica a call went to died (or its node did) before it answered."""
+    """The replica a call went to died (or its node did, or it was retired) before it answered."""
 
     def __init__(self, actor: Any):
         super().__init__("model replica lost")
         self.actor = actor
+
+
+class FramesLost(Exception):
+    """The frames a call needed were lost with their node (and could not be made again by Ray)."""
+
+
+class _Abandoned(Exception):
+    """The watchdog gave the lane's work up."""
+
+
+class FramesNotMade(VideoError):
+    """A video's frames were not made this run (the cluster stalled, or lost them too often)."""
 
 
 class ReplicaModel:
@@ -322,40 +528,60 @@ class ReplicaModel:
         return await self._send("generate_batch", list(calls))
 
     async def _send(self, method: str, arg: Any) -> Any:
-        actor, ray = self.pool.slots[self.slot], self.pool.ray
+        pool, ray = self.pool, self.pool.ray
+        actor = pool.slots[self.slot]
+        if actor is None:  # retired while the call waited for the gate
+            raise ReplicaLost(None)
         try:
-            return await getattr(actor, method).remote(arg)
-        except self.pool.lost as e:
-            raise ReplicaLost(actor) from e
+            answered = await getattr(actor, method).remote(arg)
         except ray.exceptions.RayTaskError as e:
-            raise task_error(ray, e) from None
+            cause = task_error(ray, e)
+            if isinstance(cause, pool.lost):
+                raise FramesLost from None
+            raise cause from None
+        except pool.lost as e:
+            raise ReplicaLost(actor) from e
+        pool.answered(self.slot, actor, answered.events)
+        return answered.value
 
 
 class ReplicaPool:
-    """The replicas of one model, one call gate each; a dead one is replaced in its slot."""
+    """The replicas of one model, one call gate each; a dead one is replaced in its slot, one the
+    cluster no longer holds is retired (module docstring). ``breaker``: the driver's breaker that
+    counts what the replicas' breakers counted (None: the backend has none)."""
 
-    def __init__(self, ray: Any, cls: Any, spec: ReplicaSpec, n: int, concurrency: int):
-        self.ray, self.cls, self.spec = ray, cls, spec
+    def __init__(self, ray: Any, cls: Any, spec: ReplicaSpec, n: int, concurrency: int, settings: RaySettings):
+        self.ray, self.cls, self.spec, self.settings = ray, cls, spec, settings
         self.lost = lost_errors(ray)
-        self.slots = [self._new() for _ in range(n)]
+        self.slots: list[Any | None] = [self._new() for _ in range(n)]
         self.load = [0] * n
         self.nodes: dict[int, str] = {}
         self.gates: list[CallGate[RemoteCall]] = []
+        self.breaker: CircuitBreaker | None = None
         #: calls (or batches) in flight on each replica: ``concurrency`` split over them
         self.concurrency = max(1, math.ceil(concurrency / n))
         self.replaced = 0
+        #: when each slot's replica was started, and whether it answered since
+        self.started = [time.monotonic()] * n
+        self.up = [False] * n
+        #: slots retired (why), and the replicas retired on purpose (not deaths)
+        self.retired: dict[int, str] = {}
+        self._retired_actors: list[Any] = []
+        #: the last time anything came back from the replicas (an answer, a replica up)
+        self.progress_at = time.monotonic()
+        self.note: Callable[[str], None] = lambda message: None
         self._closed = False
 
-    def _new(self) -> Any:
-        return self.cls.remote(self.spec)
+    def _new(self, node: str | None = None) -> Any:
+        if node is None:
+            return self.cls.remote(self.spec)
+        return self.cls.options(scheduling_strategy=node_affinity(node, spill=False)).remote(self.spec)
 
     def start(self) -> list[dict[str, Any]]:
-        """Wait until every replica is up (its backend created, its model loaded); their node, pid,
-        mtvbench version and backend name. A replica that cannot start is one :class:`RayExecutorError`."""
-        try:
-            infos = self.ray.get([a.ready.remote() for a in self.slots])
-        except self.ray.exceptions.RayActorError as e:
-            raise start_error(self.spec.spec, e) from None
+        """Wait until every replica is up (its backend created, its model loaded; ``ray.stall_s`` at most);
+        their node, pid, mtvbench version and backend name. A replica that cannot start is one
+        :class:`RayExecutorError`."""
+        infos = self._ready()
         other = sorted({info["version"] for info in infos} - {__version__})
         if other:
             raise RayExecutorError(f"the cluster's nodes run mtvbench {', '.join(other)}, this driver {__version__}",
@@ -363,55 +589,165 @@ class ReplicaPool:
         self.nodes = {i: info["node"] for i, info in enumerate(infos)}
         self.gates = [CallGate(ReplicaModel(self, i, info["batch_size"]), self.concurrency)
                       for i, info in enumerate(infos)]
+        self.up = [True] * len(infos)
+        self.progress()
         return list(infos)
+
+    def _ready(self) -> list[dict[str, Any]]:
+        """The ready info of every replica; one that died starting (its process or node, not its backend) is
+        started again, ``ray.max_retries`` times at most."""
+        ray, end, deaths = self.ray, time.monotonic() + self.settings.stall_s, 0
+        infos: list[dict[str, Any]] = [{} for _ in self.slots]
+        pending = {a.ready.remote(): i for i, a in enumerate(self.slots)}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=min(0.5, max(0.0, end - time.monotonic())))
+            if not done and time.monotonic() < end:  # short waits: SIGINT is seen between them
+                continue
+            if not done:
+                raise RayExecutorError(f"the model replicas of {self.spec.spec} were not up within "
+                                       f"{self.settings.stall_s:g} s (ray.stall_s): {free_resources(ray)}",
+                                       hint="lower ray.replicas or the resources of a replica, or raise "
+                                            "ray.stall_s for a model that loads slowly")
+            i = pending.pop(done[0])
+            try:
+                infos[i] = ray.get(done[0])
+            except ray.exceptions.RayActorError as e:
+                if getattr(e, "actor_init_failed", False) or deaths >= self.settings.max_retries:
+                    raise start_error(self.spec.spec, e) from None
+                deaths += 1
+                ray.kill(self.slots[i], no_restart=True)
+                self.slots[i] = self._new()
+                pending[self.slots[i].ready.remote()] = i
+        return infos
 
     def stop_when(self, stopped: Callable[[], bool]) -> None:
         """Nothing more is sent once ``stopped()`` is true."""
         for gate in self.gates:
             gate.stopped = stopped
 
-    def pick(self) -> int:
-        return min(range(len(self.slots)), key=lambda i: self.load[i])
+    def progress(self) -> None:
+        self.progress_at = time.monotonic()
+
+    def answered(self, slot: int, actor: Any, events: list[BreakerEvent]) -> None:
+        """A call came back from ``actor``: count what its breaker counted, note the progress."""
+        if self.breaker is not None:
+            for event in events:
+                event.apply(self.breaker)
+        if self.slots[slot] is actor:
+            self.up[slot] = True
+        self.progress()
+
+    def live(self) -> list[int]:
+        return [i for i, a in enumerate(self.slots) if a is not None]
+
+    def pick(self) -> int | None:
+        """The least busy living slot (None: every one was retired)."""
+        live = self.live()
+        return min(live, key=lambda i: self.load[i]) if live else None
+
+    def none_left(self) -> str:
+        return "no model replica is left on the cluster (" + "; ".join(self.retired.values()) + ")"
+
+    def retired_on_purpose(self, actor: Any) -> bool:
+        return any(a is actor for a in self._retired_actors)
 
     def replace(self, i: int, dead: Any) -> bool:
-        """A new replica in slot ``i`` unless ``dead`` was replaced already; True when this call replaced it."""
+        """A new replica in slot ``i`` unless ``dead`` was replaced already (True when this call replaced
+        it): on ``dead``'s node, whose resources come back; the slot is retired instead when the cluster
+        no longer holds its replicas with room for the frame tasks (another slot is left)."""
         if self.slots[i] is not dead:
             return False
         self.ray.kill(dead, no_restart=True)
-        self.slots[i] = self._new()
-        self.nodes.pop(i, None)
+        node = self.nodes.pop(i, None)
+        why = no_room(self.ray, self.settings, len(self.live()))
+        if why is not None and len(self.live()) > 1:
+            self._retire(i, why)
+            return True
+        self.slots[i] = self._new(node)
+        self.started[i], self.up[i] = time.monotonic(), False
         self.replaced += 1
         return True
 
+    def fit(self) -> None:
+        """Retire the newest replicas while the living nodes cannot hold them with room for the frame tasks
+        (a node was lost); the last one stays."""
+        live = self.live()
+        while len(live) > 1:
+            why = no_room(self.ray, self.settings, len(live))
+            if why is None:
+                return
+            newest = max(live, key=lambda j: self.started[j])
+            self._retire(newest, why)
+            live.remove(newest)
+
+    def _retire(self, i: int, why: str) -> None:
+        actor, self.slots[i] = self.slots[i], None
+        self.nodes.pop(i, None)
+        self.retired[i] = why
+        if actor is not None:
+            self._retired_actors.append(actor)
+            self.ray.kill(actor, no_restart=True)
+        self.note(f"model replica {i + 1} retired (its videos go to the others): {why}")
+
+    def waiting(self) -> list[str]:
+        """What each slot is doing, for a stall report."""
+        now, out = time.monotonic(), []
+        for i, actor in enumerate(self.slots):
+            if actor is None:
+                out.append(f"replica {i + 1} retired")
+                continue
+            state = (f"on node {self.nodes[i][:12]}" if i in self.nodes else
+                     "up" if self.up[i] else f"started {now - self.started[i]:.0f} s ago, not up yet")
+            busy = self.gates[i].in_flight if i < len(self.gates) else 0
+            out.append(f"replica {i + 1} ({state}): {busy} call(s) in flight")
+        return out
+
     async def close(self) -> None:
-        """Close every replica's backend (30 s at most), then end them."""
+        """Close the backend of every replica that is up (30 s at most), then end them all."""
         if self._closed:
             return
         self._closed = True
-        closing = asyncio.gather(*(a.close.remote() for a in self.slots), return_exceptions=True)
+        up = [a for i, a in enumerate(self.slots) if a is not None and self.up[i]]
+        closing = asyncio.gather(*(a.close.remote() for a in up), return_exceptions=True)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(closing, 30)
         for a in self.slots:
-            self.ray.kill(a, no_restart=True)
+            if a is not None:
+                self.ray.kill(a, no_restart=True)
+
+
+def free_resources(ray: Any) -> str:
+    """The cluster's free and total CPUs and GPUs, in words."""
+    free, total = ray.available_resources(), ray.cluster_resources()
+    parts = [f"{float(free.get(k, 0)):g} of {float(total.get(k, 0)):g} {k}s free" for k in ("CPU", "GPU")
+             if total.get(k)]
+    return "the cluster has " + (", ".join(parts) or "no CPUs or GPUs")
 
 
 class RemoteBackend(BackendBase):
     """A :class:`~mtvbench.models.backend.ModelBackend` whose calls run on a pool's replicas (least busy
-    first; construction's model roles); a call whose replica died is asked again on its replacement."""
+    first; construction's model roles); a call whose replica died is asked again on its replacement.
+    Its breaker counts what the replicas' breakers counted, and opens as a local backend's does."""
 
     def __init__(self, pool: ReplicaPool, name: str, max_retries: int):
         self.pool, self.name, self.max_retries = pool, name, max_retries
+        self.breaker = pool.breaker
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         died = 0
         while True:
+            if self.breaker is not None:
+                self.breaker.check()  # open: nothing more is sent (CircuitOpenError), as locally
             slot = self.pool.pick()
+            if slot is None:
+                return GenerationResult(outcome="error", error=f"{self.name}: {self.pool.none_left()}")
             self.pool.load[slot] += 1
             try:
                 return await self.pool.gates[slot].call(RemoteCall(request))
             except ReplicaLost as e:
-                died += 1
-                self.pool.replace(slot, e.actor)
+                if e.actor is not None and not self.pool.retired_on_purpose(e.actor):
+                    died += 1
+                    self.pool.replace(slot, e.actor)
                 if died > self.max_retries:
                     return GenerationResult(outcome="error", error=f"{self.name}: the model replica died {died} times "
                                             f"(ray.max_retries={self.max_retries})")
@@ -424,32 +760,84 @@ class RemoteBackend(BackendBase):
 
 class _RayLane:
     """One video of a run on the cluster: its replica slot, its frames decoded in a Ray task, its calls
-    through the slot's gate, its replicas' deaths counted."""
+    through the slot's gate, its replicas' deaths (and lost frames) counted, given up by the watchdog
+    when the cluster stalls."""
 
     def __init__(self, d: RayDispatcher, state: VideoState, writer: TurnWriter, pool: ReplicaPool):
         self.d, self.state, self.writer, self.pool = d, state, writer, pool
         self.slot = pool.pick()
-        pool.load[self.slot] += 1
+        if self.slot is not None:
+            pool.load[self.slot] += 1
         self.dead: list[Any] = []
-        self.given_up: str | None = None
+        self.tries = 0
+        self.given_up: str | None = d.stalled or (None if self.slot is not None else self.pool.none_left())
+        self.reported = False
+        self.frames_ref: Any = None
+        self.waiting_frames = False
+        self.calls = 0
+        self._redecode: asyncio.Future[Any] | None = None
+        self._sent_to: list[Any] = []
+        self._abandoned: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        d.lanes.add(self)
 
+    async def _or_abandoned(self, aw: Awaitable[T]) -> T:
+        """``aw``, unless the watchdog gives this lane up first (:class:`_Abandoned`)."""
+        task = asyncio.ensure_future(aw)
+        try:
+            await asyncio.wait([task, self._abandoned], return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if task.done():
+            return task.result()
+        task.cancel()
+        raise _Abandoned
+
+    def abandon(self, why: str) -> None:
+        """The watchdog gives this video's waiting work up for this run."""
+        self.given_up = self.given_up or why
+        if not self._abandoned.done():
+            self._abandoned.set_result(None)
+
+    # frames ---------------------------------------------------------------------------
     async def frames(self, job: VideoJob) -> Any:
         """An object ref of the video's frames, decoded in a Ray task (on the replica's node when it
         has room); None when the model reads no frames."""
+        if self.given_up is not None:
+            self.reported = True
+            raise FramesNotMade(self.given_up)
         if not abilities(self.d.model).needs_frames:
             return None
-        opts: dict[str, Any] = {}
-        node = self.pool.nodes.get(self.slot)
-        if node is not None:
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        try:
+            self.frames_ref = await self._decode(job)
+        except FramesNotMade:
+            self.reported = True
+            raise
+        return self.frames_ref
 
-            opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=True)
+    async def _decode(self, job: VideoJob) -> Any:
         settings = self.d.frame_settings.model_dump(mode="json") if self.d.frame_settings else {}
         while True:
+            if self.given_up is not None:
+                raise FramesNotMade(self.given_up)
+            node = self.pool.nodes.get(self.slot) if self.slot is not None else None
+            opts = {} if node is None else {"scheduling_strategy": node_affinity(node, spill=True)}
             root = self.d.cache_root
             status, frames = self.d.decode.options(**opts).remote(str(job.path), settings,
                                                                   None if root is None else str(root))
-            failed = await status
+            self.waiting_frames = True
+            try:
+                failed = await self._or_abandoned(status)
+            except _Abandoned:
+                raise FramesNotMade(self.given_up or "given up") from None
+            except self.pool.ray.exceptions.RayTaskError as e:
+                raise task_error(self.pool.ray, e) from None
+            except self.pool.lost as e:  # its worker or node died after Ray's own retries
+                self._count(f"the task decoding its frames was lost ({type(e).__name__})")
+                continue
+            finally:
+                self.waiting_frames = False
+            self.pool.progress()
             if failed is None:
                 return frames
             kind, detail = failed
@@ -459,51 +847,111 @@ class _RayLane:
             self.d.cache_root = None  # the frame cache cannot be written: frames in memory from now on
             self.writer.warn(frame_cache_warning(root, OSError(*detail)))
 
+    async def _frames_lost(self, ref: Any) -> None:
+        """The frames ``ref`` were lost with their node: decoded again, once for every call that found out."""
+        if ref is self.frames_ref and self._redecode is None:
+            if not self._count("its frames were lost with their node"):
+                return
+            self._redecode = asyncio.ensure_future(self._decode(self.state.job))
+        if self._redecode is None:
+            return
+        try:
+            self.frames_ref = await self._redecode
+        except VideoError as e:
+            self.given_up = self.given_up or e.message
+        finally:
+            self._redecode = None
+
     def request_frames(self, frames: Any) -> None:
         return None  # they travel beside the request, as an object ref
 
+    # calls ------------------------------------------------------------------------------
     async def call(self, request: GenerationRequest, frames: Any) -> GenerationResult:
-        while True:
-            if self.given_up is not None:
-                raise NotAsked
-            try:
-                return await self.pool.gates[self.slot].call(RemoteCall(request, frames))
-            except ReplicaLost as e:
-                if self.writer.stopped:
-                    raise NotSent from None
-                self._lost(e.actor)
+        self.calls += 1
+        try:
+            while True:
+                if self.given_up is not None:
+                    raise NotAsked
+                if self.slot is None or self.pool.slots[self.slot] is None:
+                    self._move()
+                    continue
+                call = RemoteCall(request, None if frames is None else self.frames_ref)
+                try:
+                    result = await self._or_abandoned(self.pool.gates[self.slot].call(call))
+                except _Abandoned:
+                    raise NotAsked from None
+                except ReplicaLost as e:
+                    if self.writer.stopped:
+                        raise NotSent from None
+                    self._lost(e.actor)
+                    continue
+                except FramesLost:
+                    if self.writer.stopped:
+                        raise NotSent from None
+                    await self._frames_lost(call.frames)
+                    continue
+                actor = self.pool.slots[self.slot]
+                if not any(a is actor for a in self._sent_to):
+                    self._sent_to.append(actor)
+                return result
+        finally:
+            self.calls -= 1
+
+    def _count(self, why: str) -> bool:
+        """One more try of this video; False (and the video given up) past ``ray.max_retries``."""
+        self.tries += 1
+        most = self.d.settings.max_retries
+        if self.tries > most:
+            self.given_up = self.given_up or f"{why}, {self.tries} times (ray.max_retries={most})"
+            return False
+        return True
+
+    def _lost(self, actor: Any) -> None:
+        """The replica of a call is gone: a new one in the slot (a death counts as a try of the video),
+        or the video moves to another slot (its slot was retired)."""
+        if actor is not None and not self.pool.retired_on_purpose(actor) and not any(a is actor for a in self.dead):
+            self.dead.append(actor)
+            assert self.slot is not None
+            self.pool.replace(self.slot, actor)
+            self.d.retried_videos += 1
+            if self._count("its model replica died"):
+                self.writer.progress.note("ray", f"{self.state.job.video}: its model replica was lost; "
+                                                 f"{self.state.left} turns not stored yet go to a new replica")
+        if self.slot is None or self.pool.slots[self.slot] is None:
+            self._move()
+
+    def _move(self) -> None:
+        """To the least busy living slot (none left: the video is given up)."""
+        new = self.pool.pick()
+        if new is None:
+            self.given_up = self.given_up or self.pool.none_left()
+            return
+        if self.slot is not None:
+            self.pool.load[self.slot] -= 1
+        self.slot = new
+        self.pool.load[new] += 1
 
     async def video_done(self, frames: Any) -> None:
         """Its replica frees what it held for the video (a replica that died held nothing any more)."""
-        if frames is None:
+        actor = self.pool.slots[self.slot] if self.slot is not None else None
+        if frames is None or actor is None or not any(a is actor for a in self._sent_to):
             return
-        actor = self.pool.slots[self.slot]
         try:
-            await actor.end_video.remote([frames])
-        except self.pool.lost:
+            await self._or_abandoned(actor.end_video.remote([self.frames_ref]))
+        except (_Abandoned, *self.pool.lost):
             return
         except self.pool.ray.exceptions.RayTaskError as e:
-            raise task_error(self.pool.ray, e) from None
-
-    def _lost(self, actor: Any) -> None:
-        """The video's replica died: a new one in its slot, unless the video ran out of tries."""
-        if any(a is actor for a in self.dead):
-            return  # another call of this video found out already
-        self.dead.append(actor)
-        self.pool.replace(self.slot, actor)
-        self.d.retried_videos += 1
-        tries, most = len(self.dead), self.d.settings.max_retries
-        if tries > most:
-            self.given_up = f"its model replica died {tries} times (ray.max_retries={most})"
-            return
-        self.writer.progress.note("ray", f"{self.state.job.video}: its model replica was lost; {self.state.left} "
-                                         "turns not stored yet go to a new replica")
+            cause = task_error(self.pool.ray, e)
+            if not isinstance(cause, self.pool.lost):
+                raise cause from None
 
     def close(self) -> None:
-        self.pool.load[self.slot] -= 1
-        if self.given_up is not None:
-            self.writer.video_failed(self.state.job.video, f"{self.given_up}; {self.state.not_asked} turns not asked "
-                                                           "(run the same command again)")
+        if self.slot is not None:
+            self.pool.load[self.slot] -= 1
+        self.d.lanes.discard(self)
+        if self.given_up is not None and not self.reported and self.state.not_asked:
+            self.writer.video_failed(self.state.job.video, f"{self.given_up}; {self.state.not_asked} turns not "
+                                                           "asked (run the same command again)")
 
 
 class RayDispatcher:
@@ -511,7 +959,9 @@ class RayDispatcher:
     Ray is joined (or started) on first use; :meth:`aclose` leaves it when this dispatcher joined it."""
 
     name = "ray"
-    remote_calls = True
+    #: False: the replicas' failures are counted on the driver model's own breaker (:class:`Answered`), as a
+    #: local backend counts them; the writer counts only for a backend without a breaker (``hf:``, ``vllm:``)
+    remote_calls = False
 
     def __init__(self, address: str | None, settings: RaySettings, concurrency: int, *, videos_in_flight: int = 1,
                  frame_settings: FrameSettings | None = None, cache_root: Path | None = None):
@@ -522,10 +972,14 @@ class RayDispatcher:
         self.model: ModelBackend | None = None
         self._spec: tuple[str, BackendOptions] | None = None
         self._joined: bool | None = None
+        self._connection: Connection | None = None
         self.pool: ReplicaPool | None = None
         self._pools: list[ReplicaPool] = []
         self._holders: dict[tuple[Any, ...], Any] = {}
         self.decode: Any = None
+        #: the videos in flight, and why the run's waiting work was given up (the watchdog found a stall)
+        self.lanes: set[_RayLane] = set()
+        self.stalled: str | None = None
         #: what ran on the cluster: replicas started (their ready info), per-video tasks, held-object calls,
         #: videos sent to a new replica after theirs died
         self.replicas: list[dict[str, Any]] = []
@@ -535,18 +989,26 @@ class RayDispatcher:
 
     def _ray(self) -> Any:
         if self._joined is None:
-            self._joined = connect(self.ray, self.address)
+            with interruptible():
+                self._connection = connect(self.ray, self.address, self.settings)
+            self._joined = self._connection is not None
         return self.ray
 
-    def _pool(self, spec: str, options: BackendOptions, most: int) -> ReplicaPool:
+    def _pool(self, spec: str, options: BackendOptions, most: int, breaker: CircuitBreaker | None = None
+              ) -> ReplicaPool:
         ray = self._ray()
         opts, env = replica_options(spec, options)
         n = default_replicas(ray, self.settings, most)
         pool = ReplicaPool(ray, replica_class(ray, self.settings),
                            ReplicaSpec(spec=spec, options=opts.model_dump(mode="json"), env=env,
-                                       frames_held=self.videos_in_flight), n, self.concurrency)
+                                       frames_held=self.videos_in_flight), n, self.concurrency, self.settings)
         self._pools.append(pool)
-        self.replicas += pool.start()
+        with interruptible():
+            infos = pool.start()
+        self.replicas += infos
+        pool.breaker = breaker
+        if breaker is None and infos[0]["breaker"]:  # a backend of construction: its own breaker, here
+            pool.breaker = CircuitBreaker(infos[0]["name"], infos[0]["url"], opts.breaker_threshold)
         return pool
 
     # evaluation --------------------------------------------------------------------------
@@ -563,7 +1025,7 @@ class RayDispatcher:
             return
         if self._spec is None:
             raise RuntimeError("RayDispatcher.start needs the model: call driver_model() first")
-        self.pool = self._pool(*self._spec, max(1, videos))
+        self.pool = self._pool(*self._spec, max(1, videos), breaker=breaker_of(self.model))
 
     async def run(self, jobs: Sequence[VideoJob], writer: TurnWriter) -> None:
         if not jobs:
@@ -575,11 +1037,40 @@ class RayDispatcher:
         writer.progress.note("ray", f"{len(self.replicas)} model replica(s) of {pool.spec.spec} on {nodes} node(s)")
         self.decode = self.ray.remote(num_cpus=self.settings.task_cpus, num_returns=2)(decode_frames)
         pool.stop_when(lambda: writer.stopped)
+        pool.note = partial(writer.progress.note, "ray")
+        pool.progress()
 
         def open_lane(state: VideoState) -> _RayLane:
             return _RayLane(self, state, writer, pool)
 
-        await run_videos(jobs, writer, self.videos_in_flight * len(pool.slots), open_lane)
+        await run_videos(jobs, writer, self.videos_in_flight * len(pool.slots), open_lane,
+                         watchdog=partial(self._watch, writer, pool))
+
+    async def _watch(self, writer: TurnWriter, pool: ReplicaPool) -> None:
+        """Beside the videos: retire the replicas the cluster no longer holds (:meth:`ReplicaPool.fit`),
+        and give the waiting work up when nothing came back for ``ray.stall_s``."""
+        every = min(WATCH_EVERY_S, self.settings.stall_s / 4)
+        while True:
+            await asyncio.sleep(every)
+            pool.fit()
+            idle = time.monotonic() - pool.progress_at
+            if self.lanes and idle > self.settings.stall_s:
+                self.stalled = self._stall_report(pool, idle)
+                writer.warn(self.stalled)
+                for lane in list(self.lanes):
+                    lane.abandon(f"given up after {idle:.0f} s without progress on the cluster (ray.stall_s)")
+                return
+
+    def _stall_report(self, pool: ReplicaPool, idle: float) -> str:
+        waiting = pool.waiting()
+        frames = sorted(lane.state.job.video for lane in self.lanes if lane.waiting_frames)
+        if frames:
+            waiting.append(f"{len(frames)} video(s) waiting for their frames ({', '.join(frames[:5])})")
+        calls = sum(lane.calls for lane in self.lanes)
+        return (f"nothing came back from the Ray cluster for {idle:.0f} s (ray.stall_s={self.settings.stall_s:g}) "
+                f"while {calls} turn(s) of {len(self.lanes)} video(s) waited: " + "; ".join(waiting)
+                + f"; {free_resources(self.ray)}. The waiting work is given up for this run: run the same command "
+                  "again")
 
     # construction ------------------------------------------------------------------------
     def backend(self, spec: str, options: BackendOptions) -> RemoteBackend:
@@ -596,14 +1087,35 @@ class RayDispatcher:
             return await task.remote(*args)
         except ray.exceptions.RayTaskError as e:
             raise task_error(ray, e) from None
+        except lost_errors(ray) as e:  # after Ray's own retries of the task
+            raise ClusterLostError(f"the cluster lost the worker of {getattr(fn, '__name__', 'a task')} "
+                                   f"({type(e).__name__}): {_last_line(e)}",
+                                   hint="run the same command again: what is done is kept") from None
 
-    def holder(self, factory: Callable[..., Any], *args: Any, num_gpus: float = 0) -> Any:
-        """A :class:`Holder` actor of ``factory(*args)`` (made once per factory and arguments)."""
+    def holder(self, factory: Callable[..., Any], *args: Any, num_gpus: float = 0, what: str = "the detector") -> Any:
+        """A :class:`Holder` actor of ``factory(*args)`` (made once per factory and arguments), up: a user
+        error of the factory is raised here as it was raised (as a local build raises it), another failure
+        to start it is one :class:`RayExecutorError`."""
         key = (factory, *args)
         if key not in self._holders:
             ray = self._ray()
             cls = ray.remote(num_cpus=self.settings.task_cpus, num_gpus=num_gpus)(Holder)
-            self._holders[key] = cls.remote(factory, *args)
+            actor = cls.remote(factory, *args)
+            try:
+                with interruptible():
+                    ray.get(actor.ready.remote(), timeout=self.settings.stall_s)
+            except ray.exceptions.RayTaskError as e:
+                ray.kill(actor, no_restart=True)
+                raise task_error(ray, e) from None
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as e:
+                ray.kill(actor, no_restart=True)
+                timed_out = isinstance(e, ray.exceptions.GetTimeoutError)
+                why = (f"not up within {self.settings.stall_s:g} s (ray.stall_s): {free_resources(ray)}" if timed_out
+                       else _last_line(e))
+                raise RayExecutorError(f"{what} could not start on the cluster: {why}",
+                                       hint="its traceback is in the Ray logs of its node; every node needs the "
+                                            "extras and modules it imports") from None
+            self._holders[key] = actor
         return self._holders[key]
 
     async def call_held(self, holder: Any, fn: Callable[..., T], *args: Any) -> T:
@@ -613,22 +1125,29 @@ class RayDispatcher:
             return await holder.call.remote(fn, *args)
         except self.ray.exceptions.RayTaskError as e:
             raise task_error(self.ray, e) from None
+        except lost_errors(self.ray) as e:
+            raise ClusterLostError(f"the cluster lost the actor holding {getattr(fn, '__name__', 'an object')}'s "
+                                   f"object ({type(e).__name__})",
+                                   hint="run the same command again: what is done is kept") from None
 
     # ending -------------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """End the replicas and held objects, and leave Ray when this dispatcher joined it."""
-        for pool in self._pools:
-            await pool.close()
-        self._pools, self.pool = [], None
-        for actor in self._holders.values():
-            self.ray.kill(actor, no_restart=True)
-        self._holders = {}
-        if self._joined:
-            self.ray.shutdown()
-            self._joined = None
+        """End the replicas and held objects, and leave Ray (and end the instance started for the run)
+        when this dispatcher joined it."""
+        try:
+            for pool in self._pools:
+                await pool.close()
+            for actor in self._holders.values():
+                self.ray.kill(actor, no_restart=True)
+        finally:
+            self._pools, self.pool, self._holders = [], None, {}
+            connection, self._connection, self._joined = self._connection, None, None
+            if connection is not None:
+                connection.close()
 
 
-__all__ = ["Holder", "LOCAL_ENGINES", "RayDispatcher", "RayExecutorError", "RemoteBackend", "RemoteCall",
-           "RemoteEngine", "Replica", "ReplicaLost", "ReplicaModel", "ReplicaPool", "ReplicaSpec", "connect",
-           "decode_frames", "default_replicas", "driver_model", "lost_errors", "replica_class", "replica_options",
-           "require_ray", "start_error", "task_error"]
+__all__ = ["Answered", "ClusterLostError", "Connection", "FramesLost", "FramesNotMade", "HF_TOKEN_ENVS", "Holder",
+           "LOCAL_ENGINES", "RayDispatcher", "RayExecutorError", "RemoteBackend", "RemoteCall", "RemoteEngine",
+           "Replica", "ReplicaLost", "ReplicaModel", "ReplicaPool", "ReplicaSpec", "bootstrap_address", "connect",
+           "decode_frames", "default_replicas", "driver_model", "free_resources", "join", "lost_errors", "no_room",
+           "node_affinity", "replica_class", "replica_options", "require_ray", "start_error", "task_error"]

@@ -27,7 +27,10 @@ judge, which calls one of them):
 - the circuit breaker of the endpoint (:class:`CircuitBreaker`): ``breaker_threshold`` failed
   calls in a row open it, also after earlier successes; once open nothing new is sent
   (:class:`CircuitOpenError`, exit 3; exit 2 when no call ever succeeded and the server refused
-  the request itself), calls in flight finish their current attempt.
+  the request itself), calls in flight finish their current attempt. Where the calls run in other
+  processes (Ray replicas), each process records what its breaker counted (:func:`breaker_events`)
+  and the driver counts the same events on its one breaker (:meth:`BreakerEvent.apply`): one
+  classification, one breaker, the same exit codes and hints as in one process.
 
 :func:`capped_http_client` builds the HTTP client the SDKs are given (``http_client=`` /
 ``httpx_async_client=``): it enforces ``max_response_bytes`` while the body is read, so memory
@@ -39,6 +42,7 @@ Messages name the URL and quote the server's own words (:func:`quote_server_text
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import json
@@ -47,6 +51,8 @@ import re
 import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
@@ -343,6 +349,44 @@ class CircuitOpenError(MtvbenchError):
         self.exit_code = exit_code
 
 
+@dataclass(frozen=True)
+class BreakerEvent:
+    """One count of a breaker: a call that ended with a reply, or a failure with what the breaker's
+    message and exit code need."""
+
+    failed: bool
+    message: str | None = None
+    refused: bool = False
+    hint: str | None = None
+
+    def apply(self, breaker: CircuitBreaker) -> None:
+        """Count this event on ``breaker`` (the driver's, for a call made in a Ray replica)."""
+        if self.failed:
+            breaker.failure(self.message, self.refused, self.hint)
+        else:
+            breaker.success()
+
+
+_EVENTS: ContextVar[list[BreakerEvent] | None] = ContextVar("mtvbench_breaker_events", default=None)
+
+
+@contextlib.contextmanager
+def breaker_events() -> Iterator[list[BreakerEvent]]:
+    """Every count a breaker makes in this context (this call's task), in order."""
+    events: list[BreakerEvent] = []
+    token = _EVENTS.set(events)
+    try:
+        yield events
+    finally:
+        _EVENTS.reset(token)
+
+
+def _noted(event: BreakerEvent) -> None:
+    events = _EVENTS.get()
+    if events is not None:
+        events.append(event)
+
+
 class CircuitBreaker:
     """Counts failures in a row at one endpoint; at ``threshold`` it opens for good (this run).
 
@@ -363,12 +407,14 @@ class CircuitBreaker:
         self.is_open = False
 
     def success(self) -> None:
+        _noted(BreakerEvent(False))
         self.successes += 1
         if not self.is_open:
             self.failures_in_row = 0
 
     def failure(self, message: str | None, refused: bool = False, hint: str | None = None) -> None:
         """Count a failed call (or refused connection); ``refused``: the server refused the request itself."""
+        _noted(BreakerEvent(True, message, refused, hint))
         self.failures_in_row += 1
         self.last_error = message
         self._last_refused = refused

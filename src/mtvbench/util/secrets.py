@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Mapping
 
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET)", re.IGNORECASE)
 _KEYLIKE = re.compile(r"\b(sk|AIza|key)[-_][A-Za-z0-9*_\-]{8,}")
@@ -37,6 +38,14 @@ def _secret_values(named_like_keys: bool) -> list[str]:
         values.update(v for k, v in os.environ.items()
                       if v and len(v) >= MIN_SECRET_LEN and _SECRET_ENV.search(k))
     return sorted(values, key=len, reverse=True)  # longest first: a key that contains another
+
+
+def secret_variables(environ: Mapping[str, str]) -> set[str]:
+    """The variables of ``environ`` that hold a key: named like one (``*KEY*``, ``*TOKEN*``, ``*SECRET*``),
+    or holding the value of a key a backend read (:func:`register_secret`), whatever their name."""
+    with _SECRETS_LOCK:
+        read = set(_SECRETS)
+    return {k for k, v in environ.items() if _SECRET_ENV.search(k) or (v and v in read)}
 
 
 def scrub_secret_values(text: str | None, named_like_keys: bool = False) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -73,13 +74,20 @@ def _detect_with(detector: Detector, video: str, video_dir: str, keyframes: KeyF
     return detect_objects(video, Path(video_dir), keyframes, detector)
 
 
+def _held_detector(ctx: StageContext) -> Any:
+    """The detector's actor on the cluster (a GPU actor), loaded there once; made (and checked) in the
+    preflight, so a detector that cannot be loaded there stops the build before anything is written."""
+    c, cluster = ctx.config, ctx.cluster()
+    assert cluster is not None
+    return cluster.holder(load_detector, c.detector, c.detector_weights, num_gpus=c.ray.detect_gpus)
+
+
 async def _make(ctx: StageContext, v: VideoRecord) -> Detections:
     keyframes = ctx.artifact(v, "keyframes", KeyFrames)
     cluster = ctx.cluster()
-    if cluster is not None:  # the detector runs on the cluster (a GPU actor), loaded there once
-        c = ctx.config
-        detector = cluster.holder(load_detector, c.detector, c.detector_weights, num_gpus=c.ray.detect_gpus)
-        return await cluster.call_held(detector, _detect_with, v.name, str(ctx.ws.video_dir(v.name)), keyframes)
+    if cluster is not None:
+        return await cluster.call_held(_held_detector(ctx), _detect_with, v.name, str(ctx.ws.video_dir(v.name)),
+                                       keyframes)
     return await asyncio.to_thread(detect_objects, v.name, ctx.ws.video_dir(v.name), keyframes, ctx.detector())
 
 
@@ -87,4 +95,4 @@ STAGE = Stage(make=_make, artifact=Detections,
               help="5. Detect objects on key frames (YOLO11 via ultralytics) and save crops.",
               upstream=("keyframes",), object_stage=True, settings=lambda ctx: {"detector": ctx.detector_name()},
               needs=("detect", (("ultralytics", "ultralytics"),)), needs_when=lambda config: is_yolo(config.detector),
-              prepare=lambda ctx: ctx.detector() if ctx.cluster() is None else None)
+              prepare=lambda ctx: ctx.detector() if ctx.cluster() is None else _held_detector(ctx))
