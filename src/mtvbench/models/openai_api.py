@@ -211,6 +211,9 @@ def sent_fields(params: dict[str, Any]) -> dict[str, Any]:
 class OpenAIBackend(BackendBase):
     """``openai:MODEL``: any OpenAI-compatible chat-completions server."""
 
+    #: OpenAI's automatic prompt caching, vLLM's and SGLang's prefix caching
+    prefix_cache = True
+
     def __init__(self, model: str, options: BackendOptions):
         if not model:
             raise ConfigError("openai: needs a model name, e.g. openai:gpt-4o")
