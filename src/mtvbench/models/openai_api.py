@@ -8,9 +8,10 @@ by :mod:`mtvbench.models.endpoints`; keys are never stored.
 
 Every call goes through :class:`~mtvbench.models.resilience.Resilient`; this module only
 classifies. A call is one POST with httpx (the body written once, the reply read through the size cap):
-no SDK layer lies between an answer and the next request, where it cost more CPU than the HTTP client. A 200 reply that is not JSON, has no choices, or has no content (finish_reason
-``stop`` or missing) is retryable; no content with finish_reason ``length`` is a final
-``empty`` (the model spent its tokens, e.g. thinking); ``content_filter`` is a final ``blocked``.
+no SDK layer lies between an answer and the next request, where it cost more CPU than the HTTP client.
+A 200 reply that is not JSON, has no choices, or has no content (finish_reason ``stop`` or
+missing) is retryable; no content with finish_reason ``length`` is a final ``empty`` (the model spent
+its tokens, e.g. thinking); ``content_filter`` is a final ``blocked``.
 A 400/422 that names request fields the server does not accept (``transformers serve``:
 "Unexpected fields in the request: {'top_k', ...}") says which values were sent, which a preset
 gave, and the flag or YAML key that drops each; a 5xx answer to a video part says that the server
