@@ -128,6 +128,8 @@ class Runner:
         #: judge runs waiting for a worker: (turn id, round, answer, verdict key, judge run)
         self.judge_queue: deque[tuple[str, Round, str, ResultKey, int]] = deque()
         self.judge_workers = cfg.judge_concurrency or cfg.concurrency
+        #: workers still taking judge runs (one that found the queue empty is not, even before its task ends)
+        self.judge_active = 0
         self.judge_tasks: set[asyncio.Task[None]] = set()
         self.answers: dict[str, str] = {}
         #: a backend that calls a server counts its failures itself (models.resilience); a local one, or one
@@ -253,8 +255,13 @@ class Runner:
         todo = [i for i in runs if (tid, key.fingerprint, i) not in self._judged]
         if len(todo) < len(runs):
             self.progress.advance("judging", len(runs) - len(todo))
-        self.judge_queue.extend((tid, rnd, answer, key, run) for run in todo)
-        for _ in range(min(len(todo), self.judge_workers - len(self.judge_tasks))):  # a running worker holds a run
+        self._queue_judge_runs([(tid, rnd, answer, key, run) for run in todo])
+
+    def _queue_judge_runs(self, runs: Sequence[tuple[str, Round, str, ResultKey, int]]) -> None:
+        """Queue judge runs and start a worker for each that no running worker will take."""
+        self.judge_queue.extend(runs)
+        for _ in range(min(len(runs), self.judge_workers - self.judge_active)):
+            self.judge_active += 1
             task = asyncio.create_task(self._judge_worker())
             self.judge_tasks.add(task)
             task.add_done_callback(self._task_done)
@@ -262,8 +269,11 @@ class Runner:
     async def _judge_worker(self) -> None:
         """Judge queued runs one after another until none is left (or the run stopped: not asked, not stored,
         asked on the next run)."""
-        while self.judge_queue and not self.stopped:
-            await self._judge_run(*self.judge_queue.popleft())
+        try:
+            while self.judge_queue and not self.stopped:
+                await self._judge_run(*self.judge_queue.popleft())
+        finally:  # in the step that found the queue empty: a run queued after it starts a new worker
+            self.judge_active -= 1
 
     async def _judge_run(self, tid: str, rnd: Round, answer: str, key: ResultKey, run: int) -> None:
         try:
