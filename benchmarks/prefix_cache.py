@@ -1,7 +1,7 @@
 """How much of the frame prefill a provider's prefix cache saves under mtvbench's request order.
 
-    python benchmarks/prefix_cache.py                      # 1000 dialogues / 135 videos, 4 and 128 frames
-    python benchmarks/prefix_cache.py --frames 4 --orders today,cache-aware   # once `run --cache-order` exists
+    python benchmarks/prefix_cache.py                      # 1000 dialogues / 135 videos, 4 and 128 frames, both orders
+    python benchmarks/prefix_cache.py --frames 4 --orders today,cache-aware
 
 A server **in its own process** (an OpenAI-compatible asyncio HTTP/1.1 server: ``python
 benchmarks/prefix_cache.py --serve``) simulates a provider's prefix cache: a model request's frame prefix
@@ -26,8 +26,9 @@ beforehand) reports:
   frames, 16 in flight per role, a video's requests together, each answer's 3 judge requests when it
   arrives) to the same server; **throughput ratio** = its wall time / mtvbench's.
 
-``--orders``: ``today`` (the order of today's dispatcher) and ``cache-aware`` (passes ``--cache-order on``
-to ``mtvbench run``: the switch for issue 20 part 1; a run that does not know the flag is reported as such).
+``--orders``: ``today`` (every turn of a video sent at once: ``mtvbench run --cache-order off``) and
+``cache-aware`` (``--cache-order on``, the default for ``openai:``: a video's first turn alone, the others once
+it was answered).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ class CacheServer:
         cut = body.rfind(TEXT_PART)
         role = "model" if b'"image_url"' in body[: max(cut, 0)] else "judge"
         prefix = body[:cut] if role == "model" else b""
-        images = prefix.count(b'"image_url"')
+        images = prefix.count(b'"type": "image_url"')  # (each part also names its "image_url" field)
         prefix_tokens = images * self.frame_tokens
         text_tokens = (len(body) - len(prefix)) // 4 if role == "model" else len(body) // 4
         now = time.perf_counter()
@@ -195,7 +196,7 @@ def measure_run(srv: ServerProcess, data: Path, work: Path, frames: int, order: 
     prices = work / "prices.yaml"
     prices.write_text(json.dumps({"prices": {"model": {"input": a.price_input, "output": a.price_output,
                                                        "cached_input": a.price_cached}}}))
-    extra = ["--cache-order", "on"] if order == "cache-aware" else []
+    extra = ["--cache-order", "on" if order == "cache-aware" else "off"]
     cmd = [sys.executable, "-m", "mtvbench", "run", *run_args(data, srv.url, frames, cache, a), "--out", str(out),
            "--config", str(prices), "--quiet", *extra]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
@@ -205,9 +206,7 @@ def measure_run(srv: ServerProcess, data: Path, work: Path, frames: int, order: 
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
         said = proc.stderr + proc.stdout
-        why = ("mtvbench run has no --cache-order yet (issue 20 part 1)" if "--cache-order" in said
-               else said.strip()[-300:])
-        return {"frames": frames, "order": order, "error": [why]}
+        return {"frames": frames, "order": order, "error": [said.strip()[-300:]]}
     st = srv.call("GET /stats")
     usage = json.loads((out / "scores.json").read_text())["usage"]["model"]
     n, ideal = ideal_cached(data, frames, a.frame_tokens)
@@ -217,6 +216,8 @@ def measure_run(srv: ServerProcess, data: Path, work: Path, frames: int, order: 
             "cached_over_ideal": st["cached_tokens"] / ideal if ideal else 0.0,
             "stored_cached": usage["cached_tokens"], "cost": usage["cost"],
             "judge_busy": st["busy"]["judge"] / max(1e-9, st["last_s"] - (st["first_s"] or st["last_s"])),
+            # perf_counter is the system's monotonic clock: the server's times and this process's compare
+            "before_first_s": (st["first_s"] or t0) - t0, "after_last_s": t0 + seconds - st["last_s"],
             "estimate_s": est["seconds"],
             "estimate_cached": est["model_role"]["cached_tokens"]["cache_aware" if order == "cache-aware"
                                                                   else "today"]}
@@ -285,7 +286,7 @@ def main() -> None:
     ap.add_argument("--dialogues", type=int, default=1000)
     ap.add_argument("--video-frames", type=int, default=150, help="frames per generated video (15 fps)")
     ap.add_argument("--frames", default="4,128")
-    ap.add_argument("--orders", default="today", help="today, cache-aware (comma-separated)")
+    ap.add_argument("--orders", default="today,cache-aware", help="today, cache-aware (comma-separated)")
     ap.add_argument("--latency", type=float, default=0.25, help="base seconds per request")
     ap.add_argument("--prefill-s", type=float, default=2e-6, help="seconds per uncached prompt token")
     ap.add_argument("--frame-tokens", type=int, default=258, help="prompt tokens per frame (Gemini's per image)")
@@ -308,14 +309,17 @@ def main() -> None:
             for order in a.orders.split(","):
                 rows.append(measure_run(srv, data, a.dir, frames, order.strip(), a))
             srv.call("POST /reset")
-            clients[frames] = asyncio.run(minimal_client(srv.url, data, frames, a.dir / f"cache-{frames}f", a))
+            seconds = asyncio.run(minimal_client(srv.url, data, frames, a.dir / f"cache-{frames}f", a))
+            st = srv.call("GET /stats")
+            clients[frames] = {"seconds": seconds,
+                               "judge_busy": st["busy"]["judge"] / max(1e-9, st["last_s"] - st["first_s"])}
     finally:
         srv.close()
     print(f"{a.dialogues} dialogues, {a.videos} videos, golden context, 3 judge runs, concurrency {a.concurrency}; "
           f"server: own process, latency {a.latency}s + {a.prefill_s:g}s per uncached token, {a.frame_tokens} "
           f"tokens per frame, TTL {a.ttl:g}s; {os.cpu_count()} CPUs")
-    print("frames | order | cached / ideal | wall s | minimal client s | throughput ratio | judge slots busy | "
-          "cost | estimate s | estimate's cached / measured")
+    print("frames | order | cached / ideal | wall s (before first request + after last reply) | minimal client s | "
+          "throughput ratio | judge slots busy: mtvbench / client | cost | estimate s | estimate's cached / measured")
     for r in rows:
         if "error" in r:
             print(f"{r['frames']} | {r['order']} | not run: {' '.join(r['error'])}")
@@ -323,9 +327,10 @@ def main() -> None:
         client = clients[r["frames"]]
         est = r["estimate_cached"]
         ratio = f"{est / r['cached']:.2f}" if est is not None and r["cached"] else "–"
-        print(f"{r['frames']} | {r['order']} | {r['cached_over_ideal']:.3f} | {r['seconds']:.1f} | {client:.1f} | "
-              f"{client / r['seconds']:.2f} | {r['judge_busy']:.1f} | {r['cost']:.4f} | {r['estimate_s']:.2f} | "
-              f"{ratio}")
+        print(f"{r['frames']} | {r['order']} | {r['cached_over_ideal']:.3f} | {r['seconds']:.1f} "
+              f"({r['before_first_s']:.1f} + {r['after_last_s']:.1f}) | {client['seconds']:.1f} | "
+              f"{client['seconds'] / r['seconds']:.3f} | {r['judge_busy']:.1f} / {client['judge_busy']:.1f} | "
+              f"{r['cost']:.4f} | {r['estimate_s']:.2f} | {ratio}")
     if a.json:
         a.json.write_text(json.dumps({"rows": rows, "minimal_client_s": clients}, indent=2))
 

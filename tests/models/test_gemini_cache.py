@@ -132,3 +132,29 @@ def test_context_cache_needs_inline_frames_and_a_positive_ttl() -> None:
     with pytest.raises(ConfigError, match="context_cache_ttl_s"):
         create_backend("gemini:m", BackendOptions(api_key_env=KEY_ENV, extra={"context_cache": True,
                                                                               "context_cache_ttl_s": 0}))
+
+
+@pytest.mark.parametrize("context", ["golden", "self", "none"])
+def test_inline_frames_are_a_byte_identical_prefix_of_every_turn_of_a_video(dataset: Path, tmp_path: Path,
+                                                                           context: str) -> None:
+    """Without an explicit cache (Gemini's implicit caching): every request of a video carries the same system
+    instruction and the same inline frame parts, in the same encoding, before its text (Figure 15's order)."""
+    write_video(dataset / "videos" / "vid1.mp4", n_frames=40)  # the two videos differ
+    with GeminiServer() as srv:
+        cfg = run_cfg(dataset, tmp_path / "run", srv.url, tmp_path / "cache")
+        model = cfg.model_settings.model_copy(update={"system": "You watch videos."})
+        evaluate(cfg.model_copy(update={"context": context, "model_settings": model}))
+    prefixes: dict[str, set[bytes]] = {}
+    for r in srv.state.requests:
+        body = json.loads(r["raw"])
+        parts = [p for c in body["contents"] for p in c["parts"]]
+        assert "text" in parts[-1] and len(parts) == 5 and all("text" not in p for p in parts[:-1])  # frames first
+        assert body["systemInstruction"]["parts"] == [{"text": "You watch videos."}]
+        raw = r["raw"]
+        start = raw.index(b'"contents"')
+        prefix = raw[start: raw.index(b'{"text"', start)]  # every part before the text: the frames
+        video = "vid0" if any(f"about the {s} clip?" in r["text"] for s in ("object_reference", "summary",
+                                                                            "topic_shifting")) else "vid1"
+        prefixes.setdefault(video, set()).add(prefix)
+    assert sorted(prefixes) == ["vid0", "vid1"] and all(len(p) == 1 for p in prefixes.values())
+    assert prefixes["vid0"] != prefixes["vid1"]

@@ -24,7 +24,8 @@ SLOW = "Question 1 about the object_reference clip?"
 def test_self_context_dialogues_go_on_while_another_waits(dataset: Path, tmp_path: Path) -> None:
     """object_reference and summary share vid0; the first round of object_reference takes 1.5 s. In
     self context each dialogue is its own chain: summary's later rounds are asked meanwhile (a
-    wave-by-wave loop would hold them until the slow round returned)."""
+    wave-by-wave loop would hold them until the slow round returned). Today's order: under the
+    cache-aware order every turn of vid0 waits for its first one (tests/dispatch/test_cache_order.py)."""
 
     def reply(text: str, n: int) -> str:
         if text.endswith(SLOW):
@@ -33,7 +34,7 @@ def test_self_context_dialogues_go_on_while_another_waits(dataset: Path, tmp_pat
 
     with LoopbackServer(ServerState(model_reply=reply)) as srv:
         scores, summary = evaluate(cfg_for(dataset, tmp_path / "run", srv.url, tmp_path / "cache", context="self",
-                                           judge_runs=1))
+                                           judge_runs=1, cache_order="off"))
     model = [r for r in srv.state.requests if not r["judge"]]
     slow = next(r for r in model if r["text"].endswith(SLOW))
     summary_rounds = [r for r in model if "about the summary clip?" in r["text"].rsplit("Current question: ", 1)[-1]]

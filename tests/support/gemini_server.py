@@ -285,7 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
             st.requests.append({"model": model, "text": text, "inline": n_inline, "files": file_uris,
                                 "cached_content": cache_name, "cached_images": cached_images,
                                 "system": body.get("systemInstruction"), "config": body.get("generationConfig", {}),
-                                "safety": body.get("safetySettings"), "attempt": attempt})
+                                "safety": body.get("safetySettings"), "attempt": attempt, "raw": raw})
             missing = [u for u in file_uris if self._file_missing(u)]
         if missing:
             self._send(400, {"error": {"code": 400, "message": f"unknown file {missing[0]}",

@@ -19,8 +19,8 @@
 - ``prefix_cache``: a provider's prefix cache. Every reply then reports
   ``usage.prompt_tokens_details.cached_tokens``: a model request's frame prefix (its system message and
   image parts) counts as cached (5 tokens per image) when an earlier request with the same prefix was
-  answered before this one arrived; requests in flight together do not share it. ``cached`` lists what
-  each reply reported.
+  answered before this one arrived (it counts as answered as its reply is written); requests in flight
+  together do not share it. ``cached`` lists what each reply reported.
 """
 
 from __future__ import annotations
@@ -208,8 +208,10 @@ def _huge_reply(model: str, n: int, compressed: bool = False) -> bytes:
 
 class _Handler(BaseHTTPRequestHandler):
     state: ServerState
-    #: the frame prefix of the request being answered (:func:`frame_prefix`)
+    #: the frame prefix of the request being answered (:func:`frame_prefix`), and whether it was cached when
+    #: the request arrived
     _prefix = ""
+    _hit = False
 
     def log_message(self, *args: Any) -> None:  # quiet
         return
@@ -250,8 +252,9 @@ class _Handler(BaseHTTPRequestHandler):
                                  "total_tokens": 17 + 5 * n_img}
         if self.state.prefix_cache:
             with self.state.lock:
-                hit = n_img > 0 and self._prefix in self.state.prefixes
-                usage["prompt_tokens_details"] = {"cached_tokens": 5 * n_img if hit else 0}
+                usage["prompt_tokens_details"] = {"cached_tokens": 5 * n_img if self._hit else 0}
+                if n_img:  # answered: a request that arrives from now on finds this prefix cached
+                    self.state.prefixes.add(self._prefix)
                 self.state.cached.append((n_img == 0, usage["prompt_tokens_details"]["cached_tokens"]))
         return {
             "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
@@ -327,15 +330,13 @@ class _Handler(BaseHTTPRequestHandler):
             attempt = st.attempts[key]
             ordinal = len(st.attempts)  # distinct bodies seen so far
             st.requests.append({"key": key, "judge": is_judge, "text": text, "images": n_img,
-                                "attempt": attempt, "body": body, "t": time.time()})
+                                "attempt": attempt, "body": body, "raw": raw, "t": time.time()})
             st.auth_headers.append(self.headers.get("Authorization", ""))
+            self._hit = n_img > 0 and self._prefix in st.prefixes
             n_requests = len(st.requests)
         if st.faults.die_after is not None and n_requests == st.faults.die_after:
             self._die()
         self._answer(body, key, text, n_img, is_judge, attempt, ordinal)
-        if st.prefix_cache and n_img:  # answered: later requests with this prefix find it cached
-            with st.lock:
-                st.prefixes.add(self._prefix)
 
     def _answer(self, body: dict[str, Any], key: str, text: str, n_img: int, is_judge: bool, attempt: int,
                 ordinal: int) -> None:

@@ -34,6 +34,8 @@ from mtvbench.prompts import InferenceStyle
 from mtvbench.protocol import ProtocolName
 
 ContextMode = Literal["golden", "self", "none"]
+#: ``run --cache-order``: a video's first turn alone, its other turns once it was answered (or every turn at once)
+CacheOrder = Literal["on", "off"]
 #: the ``authors`` protocol's inference styles, by the authors' script they reproduce
 AUTHORS_SCRIPTS: dict[str, str] = {"qwen-script": "authors: eval/infer_qwen25vl.py",
                                    "internvl-script": "authors: eval/infer_internvl.py"}
@@ -124,6 +126,11 @@ class RunConfig(BaseModel):
     decode_workers: int | None = Field(None, ge=1, description="videos decoded at a time, in threads that hold no "
                                                                "call slot (default: 2, or 1 on one CPU)")
     judge_concurrency: int | None = Field(None, ge=1, description="judge calls in flight (default: --concurrency)")
+    #: how the turns are ordered, not what they ask: not part of the identity
+    cache_order: CacheOrder | None = Field(None, description="on | off: send a video's first turn alone and its "
+                                           "other turns once it was answered, so they find its frames in the "
+                                           "provider's or engine's prefix cache (default: on for openai, gemini "
+                                           "and vllm, off for hf)")
     limit: int | None = Field(None, ge=1, description="at most N dialogues per task")
     cache_dir: Path | None = Field(None, description="frame cache folder")
     seed: int = Field(0, description="seed of the bootstrap confidence intervals")
@@ -208,6 +215,11 @@ class RunConfig(BaseModel):
     @property
     def backend_spec(self) -> str:
         return self.model_spec or self.model
+
+    @property
+    def first_alone(self) -> bool | None:
+        """``cache_order`` as a dispatcher takes it (None: the model backend's default)."""
+        return None if self.cache_order is None else self.cache_order == "on"
 
     @property
     def selected_tasks(self) -> tuple[Task, ...]:

@@ -18,6 +18,14 @@ memory bound: frames are held for at most that many videos), then its frames are
 dispatcher gets them (the video's :class:`Lane`), then its dialogues run side by side. Every turn: the
 writer builds the request, the lane sends it, the writer records the result the moment it exists.
 
+**One request order** (:class:`VideoOrder`). With the cache-aware order (``run --cache-order``, on by
+default for a backend that declares a prefix cache: :func:`cache_order`) a video's first turn is sent
+alone and ahead of the turns already waiting for a call slot, and the video's other turns are released
+once it was answered: then they find the video's frame prefix in the provider's (or engine's) cache,
+which a turn sent at the same moment cannot. ``held`` stays the memory bound: the next videos are taken
+(decoded) while the turns of the first ones run, and their first turns jump the queue, so the call slots
+stay full. Without it, every turn of a video is sent at once.
+
 **One chain rule** (:func:`run_dialogue`). Rounds that build on the model's own earlier answers (self
 context: :attr:`DialogueTurns.chained`) are asked in order, each once the one before was recorded; a
 round the writer did not record as an answer (``record`` returned False: the call failed, or its
@@ -25,8 +33,8 @@ result could not be stored; or it was not sent at all) stops its dialogue, and t
 reported as not asked (asked on the next run). Rounds that do not build on each other are asked at once.
 
 Where later work plugs in: a watchdog beside the videos (``run_videos(watchdog=...)``, e.g. a stall
-detector that reads the gates' ``in_flight`` and ``last_done``), and the order of a video's turns
-(``_video_held``: one place for every dispatcher).
+detector that reads the gates' ``in_flight`` and ``last_done``); the order of a video's turns is
+:class:`VideoOrder`, one place for every dispatcher.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from mtvbench.media.frames import VideoError
+from mtvbench.models.backend import abilities
 from mtvbench.models.resilience import CircuitOpenError
 from mtvbench.util.files import describe_os_error
 
@@ -138,8 +147,9 @@ class Lane(Protocol):
         """The frames the writer puts into a request (None when they travel beside it)."""
         ...
 
-    async def call(self, request: GenerationRequest, frames: Any) -> GenerationResult:
-        """One model call; :class:`NotSent` or :class:`NotAsked` when it was not made."""
+    async def call(self, request: GenerationRequest, frames: Any, first: bool = False) -> GenerationResult:
+        """One model call (``first``: a video's first turn under the cache-aware order, sent ahead of the calls
+        waiting for a slot); :class:`NotSent` or :class:`NotAsked` when it was not made."""
         ...
 
     async def video_done(self, frames: Any) -> None:
@@ -227,13 +237,42 @@ class VideoState:
         return self.job.turns - self.recorded - self.not_asked
 
 
+def cache_order(setting: bool | None, model: Any) -> bool:
+    """Whether a run uses the cache-aware order: ``setting`` (``run --cache-order on|off``), else on exactly
+    for a backend that declares a prefix cache (:attr:`~mtvbench.models.backend.BackendBase.prefix_cache`)."""
+    return abilities(model).prefix_cache if setting is None else setting
+
+
+class VideoOrder:
+    """The order of one video's turns (the module docstring): every turn at once, or (``first_alone``, the
+    cache-aware order) the first turn asked alone, marked ``first`` so it goes ahead of the calls waiting for
+    a slot, and the others once it was answered (or was not asked: they go on without it)."""
+
+    def __init__(self, first_alone: bool):
+        self._first_taken = not first_alone
+        self._answered = asyncio.Event()
+        if not first_alone:
+            self._answered.set()
+
+    async def ask(self, turn: Callable[[bool], Awaitable[bool]]) -> bool:
+        """``turn(first)`` when this video's order lets it go; its result."""
+        if not self._first_taken:
+            self._first_taken = True
+            try:
+                return await turn(True)
+            finally:
+                self._answered.set()
+        await self._answered.wait()
+        return await turn(False)
+
+
 async def run_videos(jobs: Sequence[VideoJob], writer: TurnWriter, held: int,
                      open_lane: Callable[[VideoState], Lane],
-                     watchdog: Callable[[], Awaitable[None]] | None = None) -> None:
+                     watchdog: Callable[[], Awaitable[None]] | None = None, *, first_alone: bool = False) -> None:
     """Every job through the pipeline (module docstring); ``watchdog()`` runs beside them until they end
-    (an error it raises ends the run)."""
+    (an error it raises ends the run); ``first_alone``: the cache-aware order (:class:`VideoOrder`)."""
     slots = asyncio.Semaphore(held)  # asyncio semaphores wake waiters in order
-    videos = asyncio.gather(*(_video(VideoState(job), writer, slots, open_lane) for job in jobs))
+    videos = asyncio.gather(*(_video(VideoState(job), writer, slots, open_lane, first_alone) for job in jobs))
     if watchdog is None:
         await videos
         return
@@ -254,21 +293,21 @@ async def run_videos(jobs: Sequence[VideoJob], writer: TurnWriter, held: int,
 
 
 async def _video(state: VideoState, writer: TurnWriter, slots: asyncio.Semaphore,
-                 open_lane: Callable[[VideoState], Lane]) -> None:
+                 open_lane: Callable[[VideoState], Lane], first_alone: bool) -> None:
     try:
         async with slots:
             if writer.stopped:
                 return
             lane = open_lane(state)
             try:
-                await _video_held(state, writer, lane)
+                await _video_held(state, writer, lane, VideoOrder(first_alone))
             finally:
                 lane.close()
     except Exception as e:  # noqa: BLE001 - the writer decides: a user error stops the run, once
         writer.fail(e)
 
 
-async def _video_held(state: VideoState, writer: TurnWriter, lane: Lane) -> None:
+async def _video_held(state: VideoState, writer: TurnWriter, lane: Lane, order: VideoOrder) -> None:
     job = state.job
     try:
         frames = await lane.frames(job)
@@ -278,9 +317,13 @@ async def _video_held(state: VideoState, writer: TurnWriter, lane: Lane) -> None
         writer.progress.advance("frames")
         return
     writer.progress.advance("frames")
+
+    def ask(d: Dialogue) -> Callable[[Round], Awaitable[bool]]:
+        return lambda r: order.ask(partial(_turn, state, writer, lane, d, r, frames))
+
     try:
-        await asyncio.gather(*(run_dialogue(t, partial(_turn, state, writer, lane, t.dialogue, frames=frames),
-                                            partial(_not_asked, state, writer)) for t in job.dialogues))
+        await asyncio.gather(*(run_dialogue(t, ask(t.dialogue), partial(_not_asked, state, writer))
+                               for t in job.dialogues))
     finally:
         await lane.video_done(frames)
 
@@ -290,12 +333,13 @@ def _not_asked(state: VideoState, writer: TurnWriter, n: int) -> None:
     writer.turns_not_asked(n)
 
 
-async def _turn(state: VideoState, writer: TurnWriter, lane: Lane, d: Dialogue, r: Round, *, frames: Any) -> bool:
+async def _turn(state: VideoState, writer: TurnWriter, lane: Lane, d: Dialogue, r: Round, frames: Any,
+                first: bool) -> bool:
     if writer.stopped:  # not sent, not stored: asked on the next run
         return False
     request = writer.request(d, r, lane.request_frames(frames))
     try:
-        result = await lane.call(request, frames)
+        result = await lane.call(request, frames, first)
     except NotSent:
         return False
     except NotAsked:
@@ -309,4 +353,4 @@ async def _turn(state: VideoState, writer: TurnWriter, lane: Lane, d: Dialogue, 
 
 
 __all__ = ["DialogueTurns", "Dispatcher", "Lane", "NotAsked", "NotSent", "Progress", "TurnWriter", "VideoJob",
-           "VideoState", "frame_cache_warning", "run_dialogue", "run_videos"]
+           "VideoOrder", "VideoState", "cache_order", "frame_cache_warning", "run_dialogue", "run_videos"]

@@ -9,9 +9,12 @@ The videos go through :func:`~mtvbench.dispatch.run_videos` with three stages in
    first videos are in flight the next videos are decoded.
 2. **Turns.** In golden/none context every pending round of a video is asked at once; in self
    context each dialogue is a chain whose next round is asked when the previous one was
-   recorded, while the dialogues of a video run side by side.
+   recorded, while the dialogues of a video run side by side. Under the cache-aware order
+   (:class:`~mtvbench.dispatch.VideoOrder`) a video's first turn goes alone and the others
+   once it was answered.
 3. **One call gate.** Every model call passes :class:`CallGate`: at most ``concurrency``
-   calls (or batches) in flight; a batching backend (``hf:``, ``vllm:``) gets up to
+   calls (or batches) in flight, taken in order, a video's first turn under the cache-aware
+   order ahead of the others; a batching backend (``hf:``, ``vllm:``) gets up to
    ``batch_size`` ready requests at once, gathered across every video in flight.
 
 A video's slot is released when its last turn is recorded, so memory stays bounded by the
@@ -23,13 +26,14 @@ model roles (the backends themselves).
 from __future__ import annotations
 
 import asyncio
+import heapq
 import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from mtvbench.dispatch import NotSent, TurnWriter, VideoJob, VideoState, run_videos
+from mtvbench.dispatch import NotSent, TurnWriter, VideoJob, VideoState, cache_order, run_videos
 from mtvbench.models.backend import abilities, generate_many, video_done
 from mtvbench.models.registry import create_backend
 
@@ -57,17 +61,51 @@ def default_decode_workers() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
+class Slots:
+    """``n`` slots taken in order of arrival, except that an ``urgent`` taker goes ahead of every one
+    waiting (a video's first turn under the cache-aware order). A freed slot is handed to the next
+    waiter directly."""
+
+    def __init__(self, n: int):
+        self.free = n
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []  # (0 urgent / 1 not, arrival, waiter)
+        self._arrivals = 0
+
+    async def acquire(self, urgent: bool = False) -> None:
+        if self.free > 0 and not self._waiting:
+            self.free -= 1
+            return
+        self._arrivals += 1
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (0 if urgent else 1, self._arrivals, waiter))
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # handed a slot as it was cancelled: pass it on
+                self.release()
+            raise
+
+    def release(self) -> None:
+        while self._waiting:
+            waiter = heapq.heappop(self._waiting)[2]
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.free += 1
+
+
 class CallGate(Generic[C]):
-    """The one way to the model: ``concurrency`` calls (or batches) in flight; a backend with
+    """The one way to the model: ``concurrency`` calls (or batches) in flight, taken in order (a video's
+    first turn under the cache-aware order ahead of the others: :class:`Slots`); a backend with
     ``generate_batch`` and ``batch_size`` gets the ready requests in batches, across videos.
     ``stopped`` is checked once a slot is free: a stopped run sends nothing more."""
 
     def __init__(self, model: CallTarget[C], concurrency: int, stopped: Callable[[], bool] = lambda: False):
         self.model = model
         self.stopped = stopped
-        self.sem = asyncio.Semaphore(concurrency)
+        self.slots = Slots(concurrency)
         self.batch_size = abilities(model).batch_size
-        self._queue: list[tuple[C, asyncio.Future[GenerationResult]]] = []
+        self._queue: list[tuple[C, bool, asyncio.Future[GenerationResult]]] = []
         self._flushing = False
         #: calls (or batches) in flight right now, and the largest number seen
         self.in_flight = 0
@@ -75,10 +113,12 @@ class CallGate(Generic[C]):
         #: when the last call (or batch) ended (``time.monotonic``; 0: none yet): what a stall detector reads
         self.last_done = 0.0
 
-    async def call(self, request: C) -> GenerationResult:
+    async def call(self, request: C, first: bool = False) -> GenerationResult:
+        """One call (``first``: ahead of the calls waiting for a slot)."""
         if self.batch_size:
-            return await self._batched(request)
-        async with self.sem:
+            return await self._batched(request, first)
+        await self.slots.acquire(first)
+        try:
             if self.stopped():
                 raise NotSent
             self._enter(1)
@@ -86,6 +126,8 @@ class CallGate(Generic[C]):
                 return await self.model.generate(request)
             finally:
                 self._leave(1)
+        finally:
+            self.slots.release()
 
     def _enter(self, n: int) -> None:
         self.in_flight += n
@@ -95,9 +137,9 @@ class CallGate(Generic[C]):
         self.in_flight -= n
         self.last_done = time.monotonic()
 
-    async def _batched(self, request: C) -> GenerationResult:
+    async def _batched(self, request: C, first: bool) -> GenerationResult:
         fut: asyncio.Future[GenerationResult] = asyncio.get_running_loop().create_future()
-        self._queue.append((request, fut))
+        self._queue.append((request, first, fut))
         if not self._flushing:
             self._flushing = True
             asyncio.get_running_loop().create_task(self._flush())
@@ -112,28 +154,31 @@ class CallGate(Generic[C]):
             await asyncio.sleep(0)
         try:
             while self._queue:
+                self._queue.sort(key=lambda q: not q[1])  # first turns first (a stable sort keeps the rest in order)
                 batch, self._queue = self._queue[: self.batch_size], self._queue[self.batch_size:]
                 asyncio.get_running_loop().create_task(self._run_batch(batch))
                 await asyncio.sleep(0)
         finally:
             self._flushing = False
 
-    async def _run_batch(self, batch: list[tuple[C, asyncio.Future[GenerationResult]]]) -> None:
-        async with self.sem:
+    async def _run_batch(self, batch: list[tuple[C, bool, asyncio.Future[GenerationResult]]]) -> None:
+        await self.slots.acquire(any(first for _, first, _ in batch))
+        try:
+            if self.stopped():
+                raise NotSent
+            self._enter(len(batch))
             try:
-                if self.stopped():
-                    raise NotSent
-                self._enter(len(batch))
-                try:
-                    results = await generate_many(self.model, [r for r, _ in batch])  # type: ignore[arg-type]
-                finally:
-                    self._leave(len(batch))
-            except BaseException as e:  # noqa: BLE001 - every waiting turn gets the error
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(e)
-                return
-        for (_, fut), res in zip(batch, results):
+                results = await generate_many(self.model, [r for r, _, _ in batch])  # type: ignore[arg-type]
+            finally:
+                self._leave(len(batch))
+        except BaseException as e:  # noqa: BLE001 - every waiting turn gets the error
+            for _, _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(e)
+            return
+        finally:
+            self.slots.release()
+        for (_, _, fut), res in zip(batch, results):
             if not fut.done():
                 fut.set_result(res)
 
@@ -154,8 +199,9 @@ class _LocalLane:
     def request_frames(self, frames: VideoFrames | None) -> VideoFrames | None:
         return frames
 
-    async def call(self, request: GenerationRequest, frames: VideoFrames | None) -> GenerationResult:
-        return await self.gate.call(request)
+    async def call(self, request: GenerationRequest, frames: VideoFrames | None, first: bool = False
+                   ) -> GenerationResult:
+        return await self.gate.call(request, first)
 
     async def video_done(self, frames: VideoFrames | None) -> None:
         if frames is not None:
@@ -172,9 +218,11 @@ class LocalDispatcher:
     remote_calls = False
 
     def __init__(self, concurrency: int = 1, videos_in_flight: int = 1, decode_workers: int | None = None,
-                 model: ModelBackend | None = None):
+                 model: ModelBackend | None = None, cache_order: bool | None = None):
         self.concurrency = concurrency
         self.videos_in_flight = videos_in_flight
+        #: the cache-aware order (:func:`~mtvbench.dispatch.cache_order`; None: the model's default)
+        self.cache_order = cache_order
         self.decode_workers = decode_workers or default_decode_workers()
         #: the model under test (:meth:`driver_model` creates it)
         self.model = model
@@ -197,7 +245,8 @@ class LocalDispatcher:
             def open_lane(state: VideoState) -> _LocalLane:
                 return lane
 
-            await run_videos(jobs, writer, self.videos_in_flight, open_lane)
+            await run_videos(jobs, writer, self.videos_in_flight, open_lane,
+                             first_alone=cache_order(self.cache_order, self.model))
 
     def backend(self, spec: str, options: BackendOptions) -> ModelBackend:
         return create_backend(spec, options)
@@ -209,4 +258,4 @@ class LocalDispatcher:
         return None
 
 
-__all__ = ["CallGate", "CallTarget", "LocalDispatcher", "default_decode_workers"]
+__all__ = ["CallGate", "CallTarget", "LocalDispatcher", "Slots", "default_decode_workers"]

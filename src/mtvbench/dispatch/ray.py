@@ -79,6 +79,7 @@ from mtvbench.dispatch import (
     TurnWriter,
     VideoJob,
     VideoState,
+    cache_order,
     frame_cache_warning,
     run_videos,
 )
@@ -426,7 +427,8 @@ class Replica:
         breaker = breaker_of(self.model)
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "version": __version__,
                 "name": self.model.name, "batch_size": abilities(self.model).batch_size,
-                "url": breaker.url if breaker is not None else None, "breaker": breaker is not None}
+                "url": breaker.url if breaker is not None else None, "breaker": breaker is not None,
+                "prefix_cache": abilities(self.model).prefix_cache}
 
     async def generate(self, call: RemoteCall) -> Answered:
         request = await self._request(call)
@@ -515,10 +517,11 @@ class FramesNotMade(VideoError):
 
 
 class ReplicaModel:
-    """What a slot's call gate sends to: the slot's current replica (its ``batch_size`` that replica's)."""
+    """What a slot's call gate sends to: the slot's current replica (its ``batch_size`` and ``prefix_cache``
+    that replica's backend's)."""
 
-    def __init__(self, pool: ReplicaPool, slot: int, batch_size: int):
-        self.pool, self.slot, self.batch_size = pool, slot, batch_size
+    def __init__(self, pool: ReplicaPool, slot: int, batch_size: int, prefix_cache: bool = False):
+        self.pool, self.slot, self.batch_size, self.prefix_cache = pool, slot, batch_size, prefix_cache
         self.name = pool.spec.spec
 
     async def generate(self, call: RemoteCall) -> GenerationResult:
@@ -587,7 +590,7 @@ class ReplicaPool:
             raise RayExecutorError(f"the cluster's nodes run mtvbench {', '.join(other)}, this driver {__version__}",
                                    hint="install the same mtvbench version on every node")
         self.nodes = {i: info["node"] for i, info in enumerate(infos)}
-        self.gates = [CallGate(ReplicaModel(self, i, info["batch_size"]), self.concurrency)
+        self.gates = [CallGate(ReplicaModel(self, i, info["batch_size"], info["prefix_cache"]), self.concurrency)
                       for i, info in enumerate(infos)]
         self.up = [True] * len(infos)
         self.progress()
@@ -866,7 +869,7 @@ class _RayLane:
         return None  # they travel beside the request, as an object ref
 
     # calls ------------------------------------------------------------------------------
-    async def call(self, request: GenerationRequest, frames: Any) -> GenerationResult:
+    async def call(self, request: GenerationRequest, frames: Any, first: bool = False) -> GenerationResult:
         self.calls += 1
         try:
             while True:
@@ -877,7 +880,7 @@ class _RayLane:
                     continue
                 call = RemoteCall(request, None if frames is None else self.frames_ref)
                 try:
-                    result = await self._or_abandoned(self.pool.gates[self.slot].call(call))
+                    result = await self._or_abandoned(self.pool.gates[self.slot].call(call, first))
                 except _Abandoned:
                     raise NotAsked from None
                 except ReplicaLost as e:
@@ -964,10 +967,13 @@ class RayDispatcher:
     remote_calls = False
 
     def __init__(self, address: str | None, settings: RaySettings, concurrency: int, *, videos_in_flight: int = 1,
-                 frame_settings: FrameSettings | None = None, cache_root: Path | None = None):
+                 frame_settings: FrameSettings | None = None, cache_root: Path | None = None,
+                 cache_order: bool | None = None):
         self.ray = require_ray()
         self.address, self.settings, self.concurrency = address, settings, concurrency
         self.videos_in_flight = videos_in_flight
+        #: the cache-aware order (None: the replicas' backend's default, :func:`~mtvbench.dispatch.cache_order`)
+        self.cache_order = cache_order
         self.frame_settings, self.cache_root = frame_settings, cache_root
         self.model: ModelBackend | None = None
         self._spec: tuple[str, BackendOptions] | None = None
@@ -1044,7 +1050,8 @@ class RayDispatcher:
             return _RayLane(self, state, writer, pool)
 
         await run_videos(jobs, writer, self.videos_in_flight * len(pool.slots), open_lane,
-                         watchdog=partial(self._watch, writer, pool))
+                         watchdog=partial(self._watch, writer, pool),
+                         first_alone=cache_order(self.cache_order, pool.gates[0].model))
 
     async def _watch(self, writer: TurnWriter, pool: ReplicaPool) -> None:
         """Beside the videos: retire the replicas the cluster no longer holds (:meth:`ReplicaPool.fit`),

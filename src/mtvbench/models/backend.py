@@ -7,11 +7,12 @@ key goes to which URL: :mod:`.endpoints`) live elsewhere and are shared by all b
 backends are found by the prefix of a spec in :mod:`.registry`.
 
 **Abilities are declared, never guessed.** What a backend may do beyond ``generate`` (skip frame
-decoding, read the golden answer, take batches, carry a circuit breaker, free what it held for a video
-when its turns are done) is declared on :class:`BackendBase`, which every backend of mtvbench derives
-from, with the defaults of a plain backend. Callers read them through :func:`abilities` and
-:func:`video_done` only: a backend of another package that does not derive from :class:`BackendBase`
-gets what it declares the old way (attributes of the same names), else the defaults, in that one place.
+decoding, read the golden answer, take batches, carry a circuit breaker, reuse a prompt prefix it saw
+before, free what it held for a video when its turns are done) is declared on :class:`BackendBase`,
+which every backend of mtvbench derives from, with the defaults of a plain backend. Callers read them
+through :func:`abilities` and :func:`video_done` only: a backend of another package that does not
+derive from :class:`BackendBase` gets what it declares the old way (attributes of the same names), else
+the defaults, in that one place.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class BackendBase:
     batch_size: int = 0
     #: the :class:`~mtvbench.models.resilience.CircuitBreaker` of a backend that calls a server
     breaker: Any = None
+    #: True: a prompt prefix of an earlier request that was answered is served from a cache (a provider's prompt
+    #: caching, an engine's prefix caching), so the dispatcher's cache-aware order is on by default for it
+    prefix_cache: bool = False
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         raise NotImplementedError
@@ -78,6 +82,7 @@ class Abilities:
     #: 0: it does not batch
     batch_size: int = 0
     breaker: Any = None
+    prefix_cache: bool = False
 
 
 def abilities(backend: Any) -> Abilities:
@@ -86,13 +91,15 @@ def abilities(backend: Any) -> Abilities:
     :class:`BackendBase` existed), else the defaults. The one place that reads them."""
     if isinstance(backend, BackendBase):
         return Abilities(needs_frames=bool(backend.needs_frames), reads_golden_answer=bool(backend.reads_golden_answer),
-                         batch_size=max(0, int(backend.batch_size or 0)), breaker=backend.breaker)
+                         batch_size=max(0, int(backend.batch_size or 0)), breaker=backend.breaker,
+                         prefix_cache=bool(backend.prefix_cache))
     default = Abilities()
     batches = callable(getattr(backend, "generate_batch", None))
     return Abilities(needs_frames=bool(getattr(backend, "needs_frames", default.needs_frames)),
                      reads_golden_answer=bool(getattr(backend, "reads_golden_answer", default.reads_golden_answer)),
                      batch_size=max(0, int(getattr(backend, "batch_size", 0) or 0)) if batches else 0,
-                     breaker=getattr(backend, "breaker", None))
+                     breaker=getattr(backend, "breaker", None),
+                     prefix_cache=bool(getattr(backend, "prefix_cache", default.prefix_cache)))
 
 
 async def video_done(backend: Any, frames: VideoFrames) -> None:

@@ -207,6 +207,8 @@ class GeminiBackend(BackendBase):
 
     #: True in both modes: upload mode reads the video path from the frames record
     needs_frames = True
+    #: Gemini's implicit caching (and the explicit context cache, made by a video's first turn)
+    prefix_cache = True
 
     def __init__(self, model: str, options: BackendOptions):
         _require_sdk()

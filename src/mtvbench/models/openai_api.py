@@ -7,9 +7,11 @@ sends them as one video part instead, for vLLM servers). Which key goes to which
 by :mod:`mtvbench.models.endpoints`; keys are never stored.
 
 Every call goes through :class:`~mtvbench.models.resilience.Resilient`; this module only
-classifies. A 200 reply that is not JSON, has no choices, or has no content (finish_reason
-``stop`` or missing) is retryable; no content with finish_reason ``length`` is a final
-``empty`` (the model spent its tokens, e.g. thinking); ``content_filter`` is a final ``blocked``.
+classifies. A call is one POST with httpx (the body written once, the reply read through the size cap):
+no SDK layer lies between an answer and the next request, where it cost more CPU than the HTTP client.
+A 200 reply that is not JSON, has no choices, or has no content (finish_reason ``stop`` or
+missing) is retryable; no content with finish_reason ``length`` is a final ``empty`` (the model spent
+its tokens, e.g. thinking); ``content_filter`` is a final ``blocked``.
 A 400/422 that names request fields the server does not accept (``transformers serve``:
 "Unexpected fields in the request: {'top_k', ...}") says which values were sent, which a preset
 gave, and the flag or YAML key that drops each; a 5xx answer to a video part says that the server
@@ -23,9 +25,9 @@ import json
 import uuid
 from typing import Any
 
-import openai
-import openai._base_client as _sdk
+import httpx
 
+from mtvbench import __version__
 from mtvbench.errors import ConfigError
 from mtvbench.media.frames import VideoFrames
 from mtvbench.models.backend import BackendBase, split_thinking
@@ -46,8 +48,8 @@ from mtvbench.models.resilience import (
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationConfig, GenerationRequest, GenerationResult, Usage
 
-#: the response class of the HTTP library the installed SDK uses (httpx, or httpx2 in newer ones)
-_SDK_RESPONSE = (getattr(_sdk, "httpx2", None) or _sdk.httpx).Response  # type: ignore[attr-defined]
+#: the connection pool of the OpenAI SDK's own client (one connection per call in flight, reused)
+_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
 #: stands for the frames in a request until the body is written: a NUL (escaped in JSON) and a
 #: random id, so no text of a prompt can be it
 _FRAMES = f"\x00mtvbench-frames-{uuid.uuid4().hex}"
@@ -211,6 +213,9 @@ def sent_fields(params: dict[str, Any]) -> dict[str, Any]:
 class OpenAIBackend(BackendBase):
     """``openai:MODEL``: any OpenAI-compatible chat-completions server."""
 
+    #: OpenAI's automatic prompt caching, vLLM's and SGLang's prefix caching
+    prefix_cache = True
+
     def __init__(self, model: str, options: BackendOptions):
         if not model:
             raise ConfigError("openai: needs a model name, e.g. openai:gpt-4o")
@@ -222,15 +227,13 @@ class OpenAIBackend(BackendBase):
         self.video_part = bool(options.options.get("video_part", False))
         #: the generation fields every request sends (a 400/422 may name some as not accepted)
         self.sent = sent_fields(openai_generation_params(options.generation(), options.options))
-        self.calls = Resilient(self.name, self.endpoint.url, options, self._classify)
+        self.calls = Resilient(self.name, self.endpoint.url, options, lambda e: transport_failure(e, self.url))
         self.breaker = self.calls.breaker
-        self.client = openai.AsyncOpenAI(
-            api_key=self.endpoint.key,
-            base_url=self.endpoint.url,
-            timeout=options.timeout_s,
-            max_retries=0,  # retries are the one wrapper's (models.resilience)
-            http_client=capped_http_client(openai.DefaultAsyncHttpxClient, options),
-        )
+        #: a call is one POST of a body written once, its reply read and classified here: no SDK layer between
+        #: an answer and the next request (that layer cost more CPU per call than the HTTP client itself)
+        self.client = capped_http_client(httpx.AsyncClient, options, limits=_LIMITS, follow_redirects=True)
+        self.headers = {"Authorization": f"Bearer {self.endpoint.key}", "Content-Type": "application/json",
+                        "Accept": "application/json", "User-Agent": f"mtvbench/{__version__}"}
 
     def _params(self, request: GenerationRequest) -> dict[str, Any]:
         """The request: messages, then the generation settings of this call (the options with the
@@ -243,25 +246,22 @@ class OpenAIBackend(BackendBase):
         messages = build_messages(request, g.system, video_part=self.video_part, placeholder=True)
         return {"model": self.model, "messages": messages, **openai_generation_params(g, self.options.options)}
 
-    def _classify(self, e: BaseException) -> CallFailure | None:
-        if isinstance(e, openai.APIStatusError):
-            status = e.status_code
-            msg = http_error_message(status, self.url, e.response.content)
-            hint = self.endpoint.auth_hint() if status in (401, 403) else None
-            if hint:
-                msg = f"{msg} ({hint})"
-            if status >= 500 and self.video_part:
-                msg = (f"{msg} (the server may not accept video parts, video_part=true: send the frames as images "
-                       f"with {self.options.option_advice('video_part', 'false')})")
-            if status in RETRYABLE_STATUS or status >= 500:
-                return RetryableError(msg, retry_after=parse_retry_after(e.response.headers))
-            rejected = rejected_fields(e.response.content, self.sent) if status in (400, 422) else []
-            if rejected:
-                return self._rejected(msg, rejected)
-            return FatalError(msg)
-        if isinstance(e, openai.APIConnectionError):  # APITimeoutError included; the cause says what happened
-            return transport_failure(e, self.url) or RetryableError(f"connection to {self.url} failed: {e}")
-        return None
+    def _status_failure(self, response: httpx.Response) -> CallFailure:
+        """A reply with an error status: retryable (429, 5xx, ...) or final, with what the server said."""
+        status = response.status_code
+        msg = http_error_message(status, self.url, response.content)
+        hint = self.endpoint.auth_hint() if status in (401, 403) else None
+        if hint:
+            msg = f"{msg} ({hint})"
+        if status >= 500 and self.video_part:
+            msg = (f"{msg} (the server may not accept video parts, video_part=true: send the frames as images "
+                   f"with {self.options.option_advice('video_part', 'false')})")
+        if status in RETRYABLE_STATUS or status >= 500:
+            return RetryableError(msg, retry_after=parse_retry_after(response.headers))
+        rejected = rejected_fields(response.content, self.sent) if status in (400, 422) else []
+        if rejected:
+            return self._rejected(msg, rejected)
+        return FatalError(msg)
 
     def _rejected(self, msg: str, fields: list[str]) -> FatalError:
         """A 400/422 naming fields the server does not accept: which values were sent (and which a
@@ -275,14 +275,15 @@ class OpenAIBackend(BackendBase):
                           f"{self.options.drop_advice(fields)}", hint=hint)
 
     async def _once(self, body: bytes) -> GenerationResult:
-        raw = await self.client.post("/chat/completions", cast_to=_SDK_RESPONSE, content=body,
-                                     options={"headers": {"Content-Type": "application/json"}})
-        return parse_completion(raw.content, self.url)
+        response = await self.client.post(self.url, content=body, headers=self.headers)
+        if not response.is_success:
+            raise self._status_failure(response)
+        return parse_completion(response.content, self.url)
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         body = request_body(self._params(request), request.frames, self.video_part)
         return await self.calls.generate(lambda: self._once(body))
 
     async def aclose(self) -> None:
-        await self.client.close()
+        await self.client.aclose()
 

@@ -117,6 +117,9 @@ def engine_kwargs(checkpoint: str, options: BackendOptions) -> dict[str, Any]:
 class VLLMBackend(BackendBase):
     """``vllm:CHECKPOINT``: vLLM's offline engine in this process, every ready turn batched."""
 
+    #: vLLM's automatic prefix caching
+    prefix_cache = True
+
     def __init__(self, checkpoint: str, options: BackendOptions):
         if not checkpoint:
             raise ConfigError("vllm: needs a checkpoint, e.g. vllm:Qwen/Qwen3-VL-8B-Instruct")

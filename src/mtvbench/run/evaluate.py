@@ -83,11 +83,12 @@ def dispatcher_for(cfg: RunConfig, cache_root: Path | None) -> Dispatcher:
     """Where the run's model calls run: this process (also for stored answers, ``answers_from``), or a Ray
     cluster (``executor: ray``; without the extra one error, before anything is written)."""
     if cfg.executor != "ray" or cfg.answers_from is not None:
-        return LocalDispatcher(cfg.concurrency, cfg.videos_in_flight, cfg.decode_workers)
+        return LocalDispatcher(cfg.concurrency, cfg.videos_in_flight, cfg.decode_workers, cache_order=cfg.first_alone)
     from mtvbench.dispatch.ray import RayDispatcher
 
     return RayDispatcher(cfg.ray_address, cfg.ray, cfg.concurrency, videos_in_flight=cfg.videos_in_flight,
-                         frame_settings=cfg.frame_settings(), cache_root=cache_root)
+                         frame_settings=cfg.frame_settings(), cache_root=cache_root,
+                         cache_order=cfg.first_alone)
 
 
 async def _close(*backends: ModelBackend | Judge | None) -> None:

@@ -7,9 +7,13 @@ are reported) and it is the only writer of the run store. *How* the model under 
 (frames decoded ahead, bounded calls, batches, other processes or machines) is the dispatcher's
 job (:mod:`mtvbench.dispatch`): the runner is its :class:`~mtvbench.dispatch.TurnWriter`,
 so the dispatcher calls :meth:`Runner.request` to build a turn's request and :meth:`Runner.record`
-with each result, which stores it, updates the breaker and spawns the judge runs of a scored turn
-(and says whether a self-context dialogue goes on). The judge runs in this process (async calls,
-bounded by ``judge_concurrency``).
+with each result, which stores it, updates the breaker and queues the judge runs of a scored turn
+(and says whether a self-context dialogue goes on). The judge runs in this process: ``judge_concurrency``
+workers take the queued judge runs in order, each sending its next request as soon as its last answer
+is stored (no task per judge run waits for a slot, and no wake-up of another task lies between an
+answer and the next request). While the turns run, the objects made before (modules, the dataset, the
+plan) are kept out of the garbage collector's full passes (:func:`~mtvbench.util.heap.long_lived`),
+which would otherwise stop the event loop, and every call in flight with it, for up to hundreds of ms.
 
 A result that cannot be stored (disk full) stops the run cleanly: no new call is started, the
 calls in flight finish, and the one error is raised at the end. A frame cache that cannot be
@@ -19,7 +23,7 @@ written is replaced by an in-memory one with a warning.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -45,6 +49,7 @@ from mtvbench.run.identity import (
 )
 from mtvbench.run.plan import build_request, rounds_to_call
 from mtvbench.run.store import FINAL_JUDGE, FINAL_OUTCOMES, RunStore
+from mtvbench.util.heap import long_lived
 
 
 @dataclass
@@ -119,8 +124,12 @@ class Runner:
         self.progress = progress or RunProgress()
         self.summary = RunSummary()
         self.dispatcher = dispatcher or LocalDispatcher(cfg.concurrency, cfg.videos_in_flight, cfg.decode_workers,
-                                                        model=model)
-        self.judge_sem = asyncio.Semaphore(cfg.judge_concurrency or cfg.concurrency)
+                                                        model=model, cache_order=cfg.first_alone)
+        #: judge runs waiting for a worker: (turn id, round, answer, verdict key, judge run)
+        self.judge_queue: deque[tuple[str, Round, str, ResultKey, int]] = deque()
+        self.judge_workers = cfg.judge_concurrency or cfg.concurrency
+        #: workers still taking judge runs (one that found the queue empty is not, even before its task ends)
+        self.judge_active = 0
         self.judge_tasks: set[asyncio.Task[None]] = set()
         self.answers: dict[str, str] = {}
         #: a backend that calls a server counts its failures itself (models.resilience); a local one, or one
@@ -237,6 +246,7 @@ class Runner:
 
     # judging ----------------------------------------------------------------------------
     def _spawn_judging(self, dialogue: Dialogue, rnd: Round, runs: Sequence[int]) -> None:
+        """Queue the judge runs of ``rnd`` that its answer has no verdict for, and start workers for them."""
         tid = dialogue.turn_id(rnd.index)
         answer = self._answer(dialogue, rnd)
         assert rnd.checklist and answer is not None
@@ -245,30 +255,42 @@ class Runner:
         todo = [i for i in runs if (tid, key.fingerprint, i) not in self._judged]
         if len(todo) < len(runs):
             self.progress.advance("judging", len(runs) - len(todo))
-        for run in todo:
-            async def judge_run(run: int = run) -> None:
-                try:
-                    async with self.judge_sem:
-                        if self.stopped:  # not asked, not stored: asked on the next run
-                            return
-                        v = await self.judge.judge(answer, rnd, run)
-                except CircuitOpenError as e:  # the judge endpoint's breaker is open: not sent, not stored
-                    self.abort(e)
-                    return
-                if not self._store_verdict(tid, v, key):
-                    return
-                self.summary.judge_calls += 1
-                if v.status == "error":
-                    self.summary.judge_errors += 1
-                    self.summary.last_judge_error = v.error
-                elif v.status == "unparsed":
-                    self.summary.judge_unparsed += 1
-                    self.summary.last_judge_error = v.error
-                self.progress.advance("judging")
+        self._queue_judge_runs([(tid, rnd, answer, key, run) for run in todo])
 
-            task = asyncio.create_task(judge_run())
+    def _queue_judge_runs(self, runs: Sequence[tuple[str, Round, str, ResultKey, int]]) -> None:
+        """Queue judge runs and start a worker for each that no running worker will take."""
+        self.judge_queue.extend(runs)
+        for _ in range(min(len(runs), self.judge_workers - self.judge_active)):
+            self.judge_active += 1
+            task = asyncio.create_task(self._judge_worker())
             self.judge_tasks.add(task)
             task.add_done_callback(self._task_done)
+
+    async def _judge_worker(self) -> None:
+        """Judge queued runs one after another until none is left (or the run stopped: not asked, not stored,
+        asked on the next run)."""
+        try:
+            while self.judge_queue and not self.stopped:
+                await self._judge_run(*self.judge_queue.popleft())
+        finally:  # in the step that found the queue empty: a run queued after it starts a new worker
+            self.judge_active -= 1
+
+    async def _judge_run(self, tid: str, rnd: Round, answer: str, key: ResultKey, run: int) -> None:
+        try:
+            v = await self.judge.judge(answer, rnd, run)
+        except CircuitOpenError as e:  # the judge endpoint's breaker is open: not sent, not stored
+            self.abort(e)
+            return
+        if not self._store_verdict(tid, v, key):
+            return
+        self.summary.judge_calls += 1
+        if v.status == "error":
+            self.summary.judge_errors += 1
+            self.summary.last_judge_error = v.error
+        elif v.status == "unparsed":
+            self.summary.judge_unparsed += 1
+            self.summary.last_judge_error = v.error
+        self.progress.advance("judging")
 
     # inference (the dispatcher's TurnWriter) -------------------------------------------
     def request(self, dialogue: Dialogue, rnd: Round, frames: VideoFrames | None) -> GenerationRequest:
@@ -335,6 +357,18 @@ class Runner:
         self.summary.pending_turns += n
         self.progress.advance("inference", n)
 
+    async def _ask_and_judge(self, jobs: list[VideoJob], judge_todo: list[tuple[Dialogue, Round, list[int]]]) -> None:
+        """Every job through the dispatcher and every judge run through the workers, until both are done."""
+        for d, r, runs in judge_todo:
+            self._spawn_judging(d, r, runs)
+        try:
+            await self.dispatcher.run(jobs, self)
+            while self.judge_tasks:
+                await asyncio.gather(*list(self.judge_tasks))
+        finally:
+            for t in list(self.judge_tasks):
+                t.cancel()
+
     async def execute(self) -> RunSummary:
         by_video, judge_todo = self._plan()
         for line in invalidation_lines(self.summary):
@@ -346,15 +380,8 @@ class Runner:
         self.progress.start("frames", len(jobs))
         self.progress.start("inference", sum(j.turns for j in jobs))
         self.progress.start("judging", n_judge)
-        for d, r, runs in judge_todo:
-            self._spawn_judging(d, r, runs)
-        try:
-            await self.dispatcher.run(jobs, self)
-            while self.judge_tasks:
-                await asyncio.gather(*list(self.judge_tasks))
-        finally:
-            for t in list(self.judge_tasks):
-                t.cancel()
+        with long_lived():
+            await self._ask_and_judge(jobs, judge_todo)
         if self._fatal:
             raise self._fatal
         if self._abort:
