@@ -9,8 +9,11 @@ from tests.support.datasets import make_dataset
 
 @pytest.fixture(autouse=True)
 def _user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Caches that default to the user's (video probe verdicts, frames, scenes) go to a temporary folder."""
-    monkeypatch.setenv("MTVBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "user-cache"))
+    """Caches and settings that default to the user's (video probe verdicts, frames, scenes; ultralytics'
+    settings file) go to a temporary folder of this session (of this worker under pytest-xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    monkeypatch.setenv("MTVBENCH_CACHE", str(base / "user-cache"))
+    monkeypatch.setenv("YOLO_CONFIG_DIR", str(base / "ultralytics"))
 
 
 @pytest.fixture
