@@ -30,8 +30,9 @@ from tests.support.datasets import make_dataset
 
 _NEEDS = ("torch", "transformers", "fastapi", "uvicorn", "openai", "accelerate")
 _MISSING = [m for m in _NEEDS if importlib.util.find_spec(m) is None]
-pytestmark = pytest.mark.skipif(bool(_MISSING), reason=f"transformers serve needs {', '.join(_MISSING)} "
-                                                       "(pip install 'transformers[serving]' torch)")
+_WHY = (f"transformers serve needs mtvbench[hf] and transformers[serving] ({', '.join(_MISSING)} not installed): "
+        "pip install 'mtvbench[hf]' 'transformers[serving]'")
+pytestmark = pytest.mark.skipif(bool(_MISSING), reason=_WHY)
 #: how long the server may take to import and load the tiny model on a busy 2-core machine
 START_S = 240
 
