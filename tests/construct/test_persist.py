@@ -24,6 +24,7 @@ from mtvbench.construct.stages.checklists import ChecklistResult
 from mtvbench.construct.stages.generate import GenerateResult
 from mtvbench.construct.workspace import Workspace
 from tests.support.build_replies import Scripted
+from tests.support.extras import needs
 from tests.support.openai_server import LoopbackServer, ServerState
 from tests.support.scene_videos import BLUE, RED, Scene, three_scene_video, write_scenes
 
@@ -267,7 +268,7 @@ def test_missing_api_key_is_one_line_and_writes_nothing(short_ws: dict, tmp_path
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     _short(tmp_path / "raw" / "short.mp4")
     fresh = runner.invoke(app, ["build", "all", "-w", str(tmp_path / "ws"), "--videos", str(tmp_path / "raw"),
-                                "--model", "openai:gpt-4o"])
+                                "--model", "openai:gpt-4o", "--detector", "tests.support.detector:make_detector"])
     assert fresh.exit_code == 2, fresh.output
     lines = [x for x in fresh.output.splitlines() if x.strip()]
     assert len(lines) <= 2 and lines[0].startswith("error: no API key") and "OPENAI_API_KEY" in lines[0]
@@ -368,6 +369,7 @@ def test_a_bad_video_fails_its_stage_and_the_others_go_on(tmp_path: Path) -> Non
     assert not (tmp_path / "ws" / "videos" / "broken" / "split.json").exists()
 
 
+@needs("detect", "ultralytics")  # no --detector: the default YOLO11 detector's package is checked up front
 def test_rerun_without_model_or_detector_keeps_finished_work(short_ws: dict, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

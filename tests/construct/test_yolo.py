@@ -16,6 +16,7 @@ import pytest
 from mtvbench.construct.detector import Detector, DetectorError, YoloDetector, load_detector
 from mtvbench.construct.stages.detect import detect_objects
 from mtvbench.construct.stages.keyframes import extract_keyframes
+from tests.support.extras import require
 
 
 def test_missing_weights_is_a_clear_error(tmp_path: Path) -> None:
@@ -29,8 +30,7 @@ def test_missing_weights_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.torch
 def test_yolo11_from_config_runs_on_key_frames(scene_video: Path, tmp_path: Path) -> None:
-    pytest.importorskip("torch")
-    pytest.importorskip("ultralytics")
+    require("detect", "torch", "ultralytics")
     det = YoloDetector("yolo11n.yaml", conf=0.0, imgsz=160, device="cpu", max_det=5)
     assert isinstance(det, Detector) and det.name == "yolo:yolo11n.yaml"
     boxes = det.detect(np.zeros((120, 160, 3), np.uint8) + 128)

@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
+from tests.support.extras import require
+
+require("hf", "torch", "transformers")
 
 import av  # noqa: E402
 import numpy as np  # noqa: E402

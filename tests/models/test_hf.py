@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
+from tests.support.extras import require
+
+require("hf", "torch", "transformers")
 
 from typer.testing import CliRunner  # noqa: E402
 

@@ -10,7 +10,6 @@ torch; without them the tests are skipped, saying which module is missing.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import socket
@@ -27,11 +26,13 @@ from typer.testing import CliRunner
 
 from mtvbench.cli import app
 from tests.support.datasets import make_dataset
+from tests.support.extras import missing
 
 _NEEDS = ("torch", "transformers", "fastapi", "uvicorn", "openai", "accelerate")
-_MISSING = [m for m in _NEEDS if importlib.util.find_spec(m) is None]
-pytestmark = pytest.mark.skipif(bool(_MISSING), reason=f"transformers serve needs {', '.join(_MISSING)} "
-                                                       "(pip install 'transformers[serving]' torch)")
+_MISSING = missing(*_NEEDS)
+_WHY = (f"transformers serve needs mtvbench[hf] and transformers[serving] ({', '.join(_MISSING)} not installed): "
+        "pip install 'mtvbench[hf]' 'transformers[serving]'")
+pytestmark = pytest.mark.skipif(bool(_MISSING), reason=_WHY)
 #: how long the server may take to import and load the tiny model on a busy 2-core machine
 START_S = 240
 

@@ -147,7 +147,8 @@ class LocalCluster:
 
     def stop(self) -> None:
         pids = self.pids()
-        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
+        # Ray's daemons (GCS server, raylets) outlive a SIGTERM by many seconds: a short grace, then SIGKILL
+        for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 2.0)):
             for p in pids:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(p, sig)

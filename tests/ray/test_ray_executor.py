@@ -28,6 +28,7 @@ if not sys.platform.startswith("linux"):  # pragma: no cover
 
 from mtvbench.data.sample import materialize  # noqa: E402
 from tests.ray.cluster import LocalCluster, cluster_fixture, ray_env  # noqa: E402
+from tests.support.extras import require  # noqa: E402
 from tests.support.openai_server import Faults, LoopbackServer, ServerState, always  # noqa: E402
 from tests.support.run_helpers import mtvbench_cmd, stored_ok  # noqa: E402
 
@@ -100,8 +101,7 @@ def test_api_model_on_two_nodes_equals_local_and_key_stays_in_memory(cluster: Lo
 
 
 def test_tiny_hf_model_on_two_replicas_equals_local(cluster: LocalCluster, sample: Path, tmp_path: Path) -> None:
-    pytest.importorskip("torch", reason="the tiny hf: model needs the torch test group")
-    pytest.importorskip("transformers", reason="the tiny hf: model needs the torch test group")
+    require("hf", "torch", "transformers")
     from tests.support.tiny_hf import build_tiny_llava
 
     model = build_tiny_llava(tmp_path / "llava")  # on storage both nodes see, as a checkpoint must be
@@ -178,8 +178,7 @@ def test_a_failing_endpoint_opens_the_breaker_across_replicas(cluster: LocalClus
 
 def test_a_replica_that_cannot_start_is_one_error_and_leaves_no_run_directory(cluster: LocalCluster, sample: Path,
                                                                              tmp_path: Path) -> None:
-    pytest.importorskip("torch", reason="the hf: backend needs the torch test group")
-    pytest.importorskip("transformers", reason="the hf: backend needs the torch test group")
+    require("hf", "torch", "transformers")
     missing = tmp_path / "no-such-checkpoint"
     out = tmp_path / "run"
     ray = _run("run", "--data", sample, "--model", f"hf:{missing}", "--judge", "offline", "--out", out, "--quiet",

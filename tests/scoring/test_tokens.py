@@ -17,6 +17,7 @@ from mtvbench.scoring.tokens import (
     openai_tiles,
     text_tokens,
 )
+from tests.support.extras import needs
 
 CONFIGS = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "checkpoint_configs"
 
@@ -85,6 +86,7 @@ PROMPT = ("You're an AI assistant helping to answer questions about a video. Con
           "Current question: Where does the square go after that?")
 
 
+@needs("hf", "torch", "torchvision", "transformers")  # the processors, built from config
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
 @pytest.mark.parametrize(("frames", "size", "as_video"), [(128, (720, 405), True), (32, (640, 360), True),
                                                           (8, (720, 405), False)])
