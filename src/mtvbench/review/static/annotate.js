@@ -10,6 +10,7 @@
   const $ = (id) => document.getElementById(id);
   let me = null;
   let item = null;
+  let loads = 0; // loads started (a load that is not the latest one started draws nothing)
   let mode = "read"; // read | revise | reject
   let current = 0; // index into item.rounds
   let seek = () => {};
@@ -95,8 +96,11 @@
   }
 
   async function load(id) {
+    const ticket = ++loads; // the latest load wins (an undo right after a submit, while the next one loads)
     if (drafts.dirty()) await drafts.flush();
-    item = await api("GET", "/api/items/" + itemPath(id) + "?claim=1");
+    const fetched = await api("GET", "/api/items/" + itemPath(id) + "?claim=1");
+    if (ticket !== loads) return;
+    item = fetched;
     const url = "/annotate?id=" + encodeURIComponent(item.id);
     if (location.pathname + location.search !== url) history.replaceState(null, "", url);
     seek = videoPanel($("player"), $("chips"), item);
@@ -118,7 +122,9 @@
   }
 
   async function next(after) {
+    const ticket = loads;
     const id = await nextId(after);
+    if (ticket !== loads) return; // something else was opened meanwhile
     if (!id) {
       await queueDone(drafts, $("workspace"), $("done"), "/annotate");
       item = null;
