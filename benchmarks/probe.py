@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.videogen import write_video  # noqa: E402
 
-from mtvbench.media import cache as frame_cache  # noqa: E402
+from mtvbench.media import fingerprint  # noqa: E402
 from mtvbench.media.frames import FrameSettings, sample_frames  # noqa: E402
 from mtvbench.media.probe import ProbeCache, check_video  # noqa: E402
 
@@ -57,7 +57,7 @@ def main() -> None:
             t, check = _timed(check_video, p, ProbeCache(d / "cache"))
             assert check.ok, check.problem
             cold.append(t)
-            frame_cache._FP_MEMO.clear()  # a new process would not have it
+            fingerprint._FP_MEMO.clear()  # a new process would not have it
             t, check = _timed(check_video, p, ProbeCache(d / "cache"))
             assert check.cached
             warm.append(t)
