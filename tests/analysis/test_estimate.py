@@ -130,3 +130,18 @@ def test_the_report_shows_the_estimate_beside_what_the_run_used(dataset: Path, t
     html = (tmp_path / "rep" / "report.html").read_text()
     section = html[html.index("Estimate vs actual"):]
     assert "<td>estimate</td>" in section and "<td>actual</td>" in section
+
+
+def test_a_served_preset_is_estimated_before_its_server_exists(dataset: Path, no_calls: None,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``estimate`` calls nothing, so a preset run on a server the user starts needs no URL yet (``run`` does)."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    res = cli("estimate", "--data", dataset, "--model", "qwen3-vl-8b-instruct@openai", "--judge", "offline",
+              "--frames", "4", "--format", "json")
+    assert res.exit_code == 0, res.output
+    est = json.loads(res.stdout)
+    assert est["model_role"]["requests"] == 12 and est["model_role"]["prompt_tokens"] > 0
+    refused = cli("run", "--data", dataset, "--model", "qwen3-vl-8b-instruct@openai", "--judge", "offline",
+                  "--frames", "4", "--out", dataset.parent / "never")
+    assert refused.exit_code == 2 and "--model-base-url" in refused.output
+    assert not (dataset.parent / "never").exists()

@@ -415,7 +415,7 @@ def command(
     require_settings(values, ("data", "model", "judge"))
     out = values.get("out")
     values.setdefault("out", Path(".mtvbench-estimate"))
-    cfg = build_config(values, str(config) if config else "command line", flags=origins)
+    cfg = build_config(values, str(config) if config else "command line", flags=origins, needs_server=False)
     cfg = cfg.model_copy(update={"data": dataset_path(cfg.data)})
     est = estimate_config(cfg, from_run_dir, latency)
     print_tables([estimate_table(est)], output_format, json_obj=est.model_dump(mode="json"))

@@ -93,7 +93,7 @@ def preset_overrides(values: dict[str, Any], preset_settings: dict[str, Any], fr
     return out
 
 
-def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
+def apply_preset(values: dict[str, Any], *, needs_server: bool = True) -> dict[str, Any]:
     """Resolve the protocol (given, else the run directory's own, else ``authors``) and ``model`` through the
     preset registry (models/presets.yaml).
 
@@ -103,7 +103,9 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
     recorded in ``preset_overrides`` (:func:`preset_overrides`).
     The model option ``served_name`` names the checkpoint on an OpenAI-compatible server
     (``PRESET@openai``); ``checkpoint`` runs the preset on a local copy of its weights (``hf``/``vllm``:
-    ``--model qwen3-vl-8b-instruct --model-option checkpoint=/models/Qwen3-VL-8B-Instruct``)."""
+    ``--model qwen3-vl-8b-instruct --model-option checkpoint=/models/Qwen3-VL-8B-Instruct``).
+    ``needs_server=False`` (``estimate``, which calls nothing) does not ask for the URL of a server the
+    user starts."""
     from mtvbench.models.presets import get_preset, resolve_model
     from mtvbench.models.registry import UnknownModelError
 
@@ -132,7 +134,7 @@ def apply_preset(values: dict[str, Any]) -> dict[str, Any]:
         out["preset_overrides"] = preset_overrides(values, {**preset_settings, OPTIONS_KEY: options.options}, frames)
         out.setdefault("inference", preset.inference(protocol))
         _check_preset_key(preset.name, options.api_key_env, given)
-        if (spec.startswith("openai:") and not preset.closed and not merged.get("base_url")
+        if (needs_server and spec.startswith("openai:") and not preset.closed and not merged.get("base_url")
                 and not os.environ.get("OPENAI_BASE_URL")):
             how = f" (e.g. `{preset.serve}`)" if preset.serve else ""
             raise UnknownModelError(

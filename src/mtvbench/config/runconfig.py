@@ -283,8 +283,8 @@ def _json_values(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
-def build_config(values: dict[str, Any], source: str = "settings", flags: Mapping[str, str] | None = None
-                 ) -> RunConfig:
+def build_config(values: dict[str, Any], source: str = "settings", flags: Mapping[str, str] | None = None,
+                 *, needs_server: bool = True) -> RunConfig:
     """The run settings from plain values (a YAML mapping, flags), checked strictly.
 
     Args:
@@ -292,6 +292,8 @@ def build_config(values: dict[str, Any], source: str = "settings", flags: Mappin
             ``model`` supplies its backend, generation and frame settings, given values win.
         source: names the values in messages (a file name, ``command line``).
         flags: dotted setting -> the flag that gave it, so a bad value is named by its flag.
+        needs_server: False where nothing will be called (``estimate``): a preset served by a server the
+            user starts does not need its URL yet.
 
     Returns:
         The settings.
@@ -308,6 +310,7 @@ def build_config(values: dict[str, Any], source: str = "settings", flags: Mappin
     for key, message in REMOVED_SETTINGS.items():
         if key in values:
             raise ConfigError(f"{source}: {message}")
-    cfg = validate_settings(RunConfig, values, source, flags=flags, prepare=apply_preset)
+    cfg = validate_settings(RunConfig, values, source, flags=flags,
+                            prepare=lambda v: apply_preset(v, needs_server=needs_server))
     mark_origins(cfg, values)
     return cfg
