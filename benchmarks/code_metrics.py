@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 WINDOW = 6
 
 sys.path.insert(0, str(ROOT / "tests"))
-from test_import_graph import cycles  # noqa: E402  (one Tarjan, the test's: the figure is what the test checks)
+# the import graph as the test counts it (one Tarjan, one reading of imports): the figure is what the test checks
+from test_import_graph import cycles, import_targets  # noqa: E402
 
 
 def shape_lines(text: str) -> list[tuple[int, str]]:
@@ -97,23 +98,6 @@ def module_name(src: Path, path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(tree: ast.AST) -> set[str]:
-    out: set[str] = set()
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            stack.extend(node.orelse)
-            continue
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            out.add(node.module)
-            out |= {f"{node.module}.{a.name}" for a in node.names}
-        stack.extend(ast.iter_child_nodes(node))
-    return out
-
-
 #: a string that spells a path of the released layout (docstrings are not counted)
 LAYOUT = re.compile(r"mtqa/|_CheckList")
 
@@ -136,7 +120,7 @@ def metrics(src: Path) -> dict[str, object]:
         for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         and node.end_lineno is not None and node.end_lineno - node.lineno + 1 > 60)
     modules = {module_name(src, p): p for p in paths}
-    graph = {m: {t for t in _imports(trees[str(p.relative_to(src))]) if t in modules and t != m}
+    graph = {m: {t for t in import_targets(trees[str(p.relative_to(src))]) if t in modules and t != m}
              for m, p in modules.items()}
     spelled = [(name, node.lineno) for name, tree in trees.items() for node in _strings(tree)
                if LAYOUT.search(node.value)]

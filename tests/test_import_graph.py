@@ -115,6 +115,24 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def import_targets(tree: ast.AST) -> set[str]:
+    """What a module imports, ``if TYPE_CHECKING:`` left out: each module named, and for
+    ``from PACKAGE import NAME`` also ``PACKAGE.NAME`` (the module of that name, when there is one)."""
+    out: set[str] = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
 def file_edges(package: str) -> dict[str, set[str]]:
     """Module -> the modules of ``package`` it imports (``package`` itself included)."""
     modules = {module_name(p): p for p in SRC.rglob("*.py")}
@@ -122,10 +140,7 @@ def file_edges(package: str) -> dict[str, set[str]]:
     for name, path in modules.items():
         if not (name == package or name.startswith(package + ".")):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        targets = {module for module, _ in _imports(tree)}
-        targets |= {f"{node.module}.{a.name}" for node in ast.walk(tree)
-                    if isinstance(node, ast.ImportFrom) and node.module for a in node.names}
+        targets = import_targets(ast.parse(path.read_text(encoding="utf-8")))
         graph[name] |= {t for t in targets if t in modules and t != name
                         and (t == package or t.startswith(package + "."))}
     return graph
