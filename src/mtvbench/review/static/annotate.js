@@ -6,7 +6,7 @@
 (() => {
   const { api, el, itemPath, toast, toastAction, videoPanel, renderRounds, collectEdits, editorValues, setEditorValues,
     editsAsValues, collectMarks, setMarks, criteriaPanel, activeClock, draftKeeper, focusPage, requireSession,
-    shortcut, helpOverlay, playRange, playPause, openFirst, nextId, queueDone, postDecision, undoLast } = MTV;
+    shortcut, helpOverlay, playRange, playPause, openFirst, openNext, queueDone, postDecision, undoLast } = MTV;
   const $ = (id) => document.getElementById(id);
   let me = null;
   let item = null;
@@ -121,16 +121,11 @@
     document.title = item.id + " · annotate";
   }
 
-  async function next(after) {
-    const ticket = loads;
-    const id = await nextId(after);
-    if (ticket !== loads) return; // something else was opened meanwhile
-    if (!id) {
+  function next(after) {
+    return openNext(after, () => loads, load, async () => {
       await queueDone(drafts, $("workspace"), $("done"), "/annotate");
       item = null;
-      return;
-    }
-    await load(id);
+    });
   }
 
   // The body of a decision, or null (with a message) when something is missing.

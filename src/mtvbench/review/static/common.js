@@ -510,6 +510,15 @@ const MTV = (() => {
     return (await api("GET", "/api/next" + (after ? "?after=" + encodeURIComponent(after) : ""))).id;
   }
 
+  // Open this person's next dialogue (after `after`) with load(id), or done() when none is left; nothing happens
+  // when another dialogue was opened meanwhile (`opened()`: the loads started so far; the latest one wins).
+  async function openNext(after, opened, load, done) {
+    const ticket = opened();
+    const id = await nextId(after);
+    if (ticket !== opened()) return;
+    if (id) await load(id); else await done();
+  }
+
   // Nothing left for this person: what was typed is saved, the "done" panel replaces the work.
   async function queueDone(drafts, workspace, done, path) {
     if (drafts.dirty()) await drafts.flush();
@@ -560,7 +569,7 @@ const MTV = (() => {
   }
 
   return { api, el, itemPath, hms, duration, toast, toastAction, segmentsInto, videoPanel, roundSection, renderRounds, collectEdits,
-    shortcut, helpOverlay, playRange, playPause, openFirst, nextId, queueDone, postDecision, undoLast,
+    shortcut, helpOverlay, playRange, playPause, openFirst, nextId, openNext, queueDone, postDecision, undoLast,
     editorValues, setEditorValues, editsAsValues, collectMarks, setMarks, criteriaPanel, activeClock, draftKeeper,
     focusPage, fieldKey, session, signIn, signOut, requireSession, takeTokenFromUrl, isTyping, FIELD_LABEL };
 })();

@@ -6,7 +6,7 @@
 
 (() => {
   const { api, el, itemPath, toast, toastAction, videoPanel, roundSection, segmentsInto, activeClock, draftKeeper,
-    focusPage, requireSession, shortcut, helpOverlay, playRange, playPause, openFirst, nextId, queueDone, postDecision,
+    focusPage, requireSession, shortcut, helpOverlay, playRange, playPause, openFirst, openNext, queueDone, postDecision,
     undoLast } = MTV;
   const $ = (id) => document.getElementById(id);
   let me = null;
@@ -137,16 +137,11 @@
     document.title = item.id + " · rate";
   }
 
-  async function next(after) {
-    const mine = loads;
-    const id = await nextId(after);
-    if (mine !== loads) return; // something else was opened meanwhile
-    if (!id) {
+  function next(after) {
+    return openNext(after, () => loads, load, async () => {
       await queueDone(drafts, $("workspace"), $("done"), "/rate");
       item = null;
-      return;
-    }
-    await load(id);
+    });
   }
 
   async function submit() {
