@@ -4,7 +4,6 @@ reason), one pipeline every dispatcher runs videos through, and the moved names 
 from __future__ import annotations
 
 import asyncio
-import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -105,19 +104,6 @@ def test_the_pipeline_reports_every_turn_it_does_not_ask() -> None:
     assert sorted(writer.recorded) == [("a", 1), ("b", 1), ("b", 2)]
     assert writer.not_asked == 2 + 2 and writer.failed == {"v2": "v2: not a video"} and writer.frames_done == 2
     assert model.ended == ["frames of v1"]  # the backend was told once v1's turns were done (v2 had no frames)
-
-
-def test_moved_names_still_import_with_a_warning() -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        from mtvbench.run.executor import CallGate as old_gate
-        from mtvbench.run.ray_executor import connect as old_connect
-    assert old_gate is CallGate
-    assert old_connect.__module__ == "mtvbench.dispatch.ray"
-    messages = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
-    assert any("mtvbench.dispatch.local.CallGate" in m for m in messages), messages
-    with pytest.raises(ImportError):
-        from mtvbench.run.executor import LocalExecutor  # noqa: F401 - its shape changed: LocalDispatcher
 
 
 def test_a_watchdog_error_ends_the_run() -> None:
