@@ -20,8 +20,6 @@ OLD_WS = Path(__file__).resolve().parent / "fixtures" / "workspaces" / "main-af4
 
 #: (old module, a name in it, the module it moved to)
 MOVED_MODULES = [
-    ("mtvbench.construct.llm", "StageModel", "mtvbench.construct.calls"),
-    ("mtvbench.construct.llm", "text_check", "mtvbench.construct.calls"),
     ("mtvbench.review.model", "ReviewItem", "mtvbench.review.decisions"),
     ("mtvbench.review.model", "status_of", "mtvbench.review.decisions"),
     ("mtvbench.util.tables", "csv_records", "mtvbench.util.rowfiles"),
