@@ -20,8 +20,6 @@ OLD_WS = Path(__file__).resolve().parent / "fixtures" / "workspaces" / "main-af4
 
 #: (old module, a name in it, the module it moved to)
 MOVED_MODULES = [
-    ("mtvbench.review.model", "ReviewItem", "mtvbench.review.decisions"),
-    ("mtvbench.review.model", "status_of", "mtvbench.review.decisions"),
     ("mtvbench.util.tables", "csv_records", "mtvbench.util.rowfiles"),
 ]
 
@@ -72,15 +70,6 @@ def test_the_suitability_stage_answers_to_its_old_name_score_and_keeps_its_store
 def test_no_stage_may_take_the_stored_name_of_a_renamed_one() -> None:
     with pytest.raises(RegistryError, match="'score': the artifacts of the built-in stage 'suitability'"):
         register_stage("score", STAGES.get("suitability"))
-
-
-def test_the_review_jobs_keep_their_old_names_in_the_moved_module() -> None:
-    from mtvbench.review import decisions
-
-    with pytest.warns(DeprecationWarning, match="mtvbench.review.model.WORK_ROLES is now "
-                                                "mtvbench.review.decisions.WORK_JOBS"):
-        from mtvbench.review.model import WORK_ROLES
-    assert WORK_ROLES is decisions.WORK_JOBS
 
 
 def _cli_old(*args: object) -> str:
