@@ -20,7 +20,6 @@ OLD_WS = Path(__file__).resolve().parent / "fixtures" / "workspaces" / "main-af4
 
 #: (old module, a name in it, the module it moved to)
 MOVED_MODULES = [
-    ("mtvbench.util.tables", "csv_records", "mtvbench.util.rowfiles"),
 ]
 
 
