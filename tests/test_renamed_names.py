@@ -4,7 +4,6 @@ the new spelling."""
 
 from __future__ import annotations
 
-import importlib
 import re
 import shutil
 from pathlib import Path
@@ -17,18 +16,6 @@ from mtvbench.registry import RegistryError
 from tests.support.run_helpers import cli
 
 OLD_WS = Path(__file__).resolve().parent / "fixtures" / "workspaces" / "main-af4e2a6-offline"
-
-#: (old module, a name in it, the module it moved to)
-MOVED_MODULES = [
-]
-
-
-@pytest.mark.parametrize(("old", "name", "new"), MOVED_MODULES)
-def test_a_moved_module_still_gives_its_names_with_a_warning(old: str, name: str, new: str) -> None:
-    with pytest.warns(DeprecationWarning, match=f"{old}.{name} is now {new}.{name}"):
-        value = getattr(importlib.import_module(old), name)
-    assert value is getattr(importlib.import_module(new), name)
-
 
 def test_stage_run_is_now_make() -> None:
     from pydantic import BaseModel
