@@ -92,12 +92,6 @@ class GenerationConfig(BaseModel):
         given, else a temperature above 0."""
         return bool(self.do_sample) if self.do_sample is not None else bool(self.temperature and self.temperature > 0)
 
-    def __call__(self) -> GenerationConfig:
-        """``request.generation()``: the spelling of the release before ``generation`` was a field (one release)."""
-        warnings.warn("GenerationRequest.generation() is now a field: use request.generation (no call)",
-                      DeprecationWarning, stacklevel=2)
-        return self
-
 
 def _is_set(key: str, value: Any) -> bool:
     return value is not None and not (key in ("system", "max_tokens") and not value)
