@@ -120,23 +120,13 @@ class Usage(BaseModel):
 
 #: a request that sets no generation setting of its own (frozen: one shared instance)
 _NOTHING_SET = GenerationConfig()
-#: the generation settings a request had as fields of its own before it carried ``generation`` (one release)
-_FLAT_REQUEST_FIELDS = (*GenerationConfig.CALL_FIELDS, "system")
-
-
-def _moved_to_generation(name: str) -> property:
-    def read(self: GenerationRequest) -> Any:
-        warnings.warn(f"GenerationRequest.{name} is now request.generation.{name}", DeprecationWarning, stacklevel=2)
-        return getattr(self.generation, name)
-
-    return property(read, doc=f"``request.generation.{name}`` (the spelling of the release before; one release)")
 
 
 class GenerationRequest(BaseModel):
     """What one call asks of a model: the text, the frames, and the generation settings it sets itself
     (``generation``; a backend merges them over its options: ``options.settings_for(request.generation)``)."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     id: str
     prompt: str
@@ -157,12 +147,6 @@ class GenerationRequest(BaseModel):
     #: and ``request.extra`` are the old spelling (one release, with a warning)
     options: dict[str, Any] = Field(default_factory=dict)
 
-    max_tokens = _moved_to_generation("max_tokens")
-    temperature = _moved_to_generation("temperature")
-    top_p = _moved_to_generation("top_p")
-    top_k = _moved_to_generation("top_k")
-    system = _moved_to_generation("system")
-
     @property
     def extra(self) -> dict[str, Any]:
         """The old name of :attr:`options` (one release, with a warning)."""
@@ -172,21 +156,11 @@ class GenerationRequest(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _flat_settings(cls, data: Any) -> Any:
-        """``GenerationRequest(max_tokens=8)`` and ``extra=``: the spellings of the release before (one release, with
-        a warning)."""
+        """``extra=``: the spelling of the release before (one release, with a warning)."""
         if isinstance(data, dict) and "extra" in data:
             warnings.warn("GenerationRequest(extra=...): give options=... instead", DeprecationWarning, stacklevel=4)
             data = {**{k: v for k, v in data.items() if k != "extra"}, "options": data["extra"]}
-        if not isinstance(data, dict) or not any(k in data for k in _FLAT_REQUEST_FIELDS):
-            return data
-        flat = [k for k in _FLAT_REQUEST_FIELDS if k in data]
-        warnings.warn(f"GenerationRequest({', '.join(f'{k}=...' for k in flat)}): give "
-                      f"generation=GenerationConfig({', '.join(f'{k}=...' for k in flat)}) instead",
-                      DeprecationWarning, stacklevel=4)
-        base = data.get("generation")
-        settings = base.settings() if isinstance(base, GenerationConfig) else dict(base or {})
-        rest = {k: v for k, v in data.items() if k not in _FLAT_REQUEST_FIELDS}
-        return {**rest, "generation": {**settings, **{k: data[k] for k in flat}}}
+        return data
 
 
 class GenerationResult(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from mtvbench.construct.journal import request_key
 from mtvbench.data.schema import ChecklistItem
 from mtvbench.ledger.keys import canonical_json, digest, parts_digest, pyjson_digest, sha1_digest, text_digest
-from mtvbench.records import GenerationRequest
+from mtvbench.records import GenerationConfig, GenerationRequest
 from mtvbench.review.decisions import content_hash
 from mtvbench.review.store import token_digest
 
@@ -24,7 +24,8 @@ def test_the_one_digest_is_sha256_of_canonical_json() -> None:
 
 def test_the_compatibility_digests_give_the_stored_keys() -> None:
     assert text_digest("one", "two") == "a0ef70c43442d404"  # stage prompt digests
-    req = GenerationRequest(id="r/1", prompt="Describe ü", system="sys", max_tokens=10, temperature=0.2,
+    req = GenerationRequest(id="r/1", prompt="Describe ü",
+                            generation=GenerationConfig(system="sys", max_tokens=10, temperature=0.2),
                             extra={"b": 1, "a": "x"})
     assert request_key("openai:m", req, "frames-key") == \
         "db114cd9d09d27f75dac0728184d22e3c79854951a709f073bc6c6360c2404c4"  # call-journal keys

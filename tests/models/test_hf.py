@@ -24,7 +24,7 @@ from mtvbench.models.hf_families import detect_family  # noqa: E402
 from mtvbench.models.local import GenParams, RawOutput, build_messages  # noqa: E402
 from mtvbench.models.registry import create_backend, register_backend  # noqa: E402
 from mtvbench.models.settings import BackendOptions  # noqa: E402
-from mtvbench.records import GenerationRequest  # noqa: E402
+from mtvbench.records import GenerationConfig, GenerationRequest  # noqa: E402
 from mtvbench.run.evaluate import evaluate  # noqa: E402
 from mtvbench.run.store import RunStore  # noqa: E402
 from tests.support.datasets import write_video  # noqa: E402
@@ -160,7 +160,8 @@ class _ScriptedEngine:
 def test_batches_group_by_params_split_thinking_and_record_errors() -> None:
     engine = _ScriptedEngine()
     backend = HFBackend("scripted", BackendOptions(max_tokens=32), engine=engine)
-    reqs = [GenerationRequest(id="a", prompt="p"), GenerationRequest(id="b", prompt="p", max_tokens=8),
+    reqs = [GenerationRequest(id="a", prompt="p"),
+            GenerationRequest(id="b", prompt="p", generation=GenerationConfig(max_tokens=8)),
             GenerationRequest(id="c", prompt="p"), GenerationRequest(id="blank", prompt="p")]
     out = asyncio.run(backend.generate_batch(reqs))
     assert [c[0] for c in engine.calls] == [["a", "c", "blank"], ["b"]]  # one parameter set per pass

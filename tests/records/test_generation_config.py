@@ -30,7 +30,8 @@ def test_options_read_their_generation_settings_also_in_the_old_backend_option_s
     g = opts.generation()
     assert (g.max_tokens, g.temperature, g.system, g.do_sample, g.repetition_penalty, g.min_p, g.seed) == (
         64, 0.5, "sys", False, 1.1, 0.05, 3)
-    request = GenerationRequest(id="r", prompt="p", temperature=0.9, max_tokens=8, system="")
+    request = GenerationRequest(id="r", prompt="p",
+                                generation=GenerationConfig(temperature=0.9, max_tokens=8, system=""))
     call = opts.settings_for(request.generation)
     assert (call.temperature, call.max_tokens, call.system) == (0.9, 8, "sys")  # an empty system is not set
     assert opts.repetition_penalty == 1.1 and opts.options == {"x": 1}  # moved from extra to its field
@@ -46,7 +47,7 @@ def test_options_read_their_generation_settings_also_in_the_old_backend_option_s
 def test_every_backend_maps_the_same_merged_settings() -> None:
     opts = BackendOptions(max_tokens=50, temperature=0.6, top_p=0.8, top_k=20,
                           extra={"repetition_penalty": 1.05, "presence_penalty": 1.5})
-    request = GenerationRequest(id="r", prompt="p", temperature=0.2)
+    request = GenerationRequest(id="r", prompt="p", generation=GenerationConfig(temperature=0.2))
     g = opts.settings_for(request.generation)
     assert openai_generation_params(g, {}) == {"max_tokens": 50, "temperature": 0.2, "top_p": 0.8,
                                                "presence_penalty": 1.5,
@@ -71,14 +72,3 @@ def test_one_shape_options_are_a_generation_config_and_requests_carry_one() -> N
     assert (call.temperature, call.max_tokens, call.system) == (0.9, 64, "sys")  # an empty system is not set
     assert type(call) is GenerationConfig and opts.generation() == GenerationConfig(max_tokens=64, temperature=0.5,
                                                                                     system="sys")
-
-
-def test_the_spellings_of_the_release_before_still_work_with_a_warning() -> None:
-    with pytest.warns(DeprecationWarning, match=r"generation=GenerationConfig\(max_tokens=\.\.\., system=\.\.\.\)"):
-        old = GenerationRequest(id="r", prompt="p", max_tokens=8, system="S")
-    assert old.generation == GenerationConfig(max_tokens=8, system="S")
-    with pytest.warns(DeprecationWarning, match=r"request\.generation\.max_tokens"):
-        assert old.max_tokens == 8
-    with pytest.warns(DeprecationWarning):
-        both = GenerationRequest(id="r", prompt="p", generation=GenerationConfig(top_p=0.5), temperature=0.1)
-    assert (both.generation.top_p, both.generation.temperature) == (0.5, 0.1)
