@@ -96,16 +96,10 @@ def test_renamed_review_flags_still_work_with_a_warning(tmp_path: Path) -> None:
 def test_backend_options_are_options_in_code_and_extra_where_stored() -> None:
     """"extra" names a pip extra; a role's own backend options are ``options`` in code, and keep their stored key
     ``extra`` in YAML, config.yaml and the constructor."""
-    from mtvbench import BackendOptions, GenerationRequest
+    from mtvbench import BackendOptions
 
     opts = BackendOptions(extra={"input": "upload"})
     assert opts.options == {"input": "upload"}
     assert opts.model_dump(exclude_defaults=True) == {"extra": {"input": "upload"}}
     with pytest.warns(DeprecationWarning, match="BackendOptions.extra is now BackendOptions.options"):
         assert opts.extra is opts.options
-    with pytest.warns(DeprecationWarning, match=r"GenerationRequest\(extra=...\): give options=..."):
-        req = GenerationRequest(id="r", prompt="p", extra={"video": "v.mp4"})
-    assert req.options == {"video": "v.mp4"}
-    assert GenerationRequest(id="r", prompt="p", options={"video": "v.mp4"}).options == req.options
-    with pytest.warns(DeprecationWarning, match="GenerationRequest.extra is now GenerationRequest.options"):
-        assert req.extra == {"video": "v.mp4"}

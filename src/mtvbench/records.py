@@ -23,10 +23,9 @@ them needs another's module for a record.
 
 from __future__ import annotations
 
-import warnings
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from mtvbench.media.frames import VideoFrames
 from mtvbench.util.jsonio import YesNo
@@ -143,24 +142,8 @@ class GenerationRequest(BaseModel):
     keep_thinking: bool = False
     #: the generation settings this call sets itself (None: the options' value)
     generation: GenerationConfig = _NOTHING_SET
-    #: backend options of this call alone (e.g. ``video``: the video file a backend may upload); ``extra=``
-    #: and ``request.extra`` are the old spelling (one release, with a warning)
+    #: backend options of this call alone (e.g. ``video``: the video file a backend may upload)
     options: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        """The old name of :attr:`options` (one release, with a warning)."""
-        warnings.warn("GenerationRequest.extra is now GenerationRequest.options", DeprecationWarning, stacklevel=2)
-        return self.options
-
-    @model_validator(mode="before")
-    @classmethod
-    def _flat_settings(cls, data: Any) -> Any:
-        """``extra=``: the spelling of the release before (one release, with a warning)."""
-        if isinstance(data, dict) and "extra" in data:
-            warnings.warn("GenerationRequest(extra=...): give options=... instead", DeprecationWarning, stacklevel=4)
-            data = {**{k: v for k, v in data.items() if k != "extra"}, "options": data["extra"]}
-        return data
 
 
 class GenerationResult(BaseModel):

@@ -26,7 +26,7 @@ def test_the_compatibility_digests_give_the_stored_keys() -> None:
     assert text_digest("one", "two") == "a0ef70c43442d404"  # stage prompt digests
     req = GenerationRequest(id="r/1", prompt="Describe ü",
                             generation=GenerationConfig(system="sys", max_tokens=10, temperature=0.2),
-                            extra={"b": 1, "a": "x"})
+                            options={"b": 1, "a": "x"})
     assert request_key("openai:m", req, "frames-key") == \
         "db114cd9d09d27f75dac0728184d22e3c79854951a709f073bc6c6360c2404c4"  # call-journal keys
     ck = {2: [ChecklistItem(key="Q1", question="ü?", expected="Yes")]}
