@@ -91,15 +91,3 @@ def test_renamed_review_flags_still_work_with_a_warning(tmp_path: Path) -> None:
     out = _cli_old("review", "serve", ws, "--per-task", "2")
     assert "--per-task is now --sample-per-task" in out
     assert "--sample-per-task and --seed choose the raters' sample of a run directory" in out
-
-
-def test_backend_options_are_options_in_code_and_extra_where_stored() -> None:
-    """"extra" names a pip extra; a role's own backend options are ``options`` in code, and keep their stored key
-    ``extra`` in YAML, config.yaml and the constructor."""
-    from mtvbench import BackendOptions
-
-    opts = BackendOptions(extra={"input": "upload"})
-    assert opts.options == {"input": "upload"}
-    assert opts.model_dump(exclude_defaults=True) == {"extra": {"input": "upload"}}
-    with pytest.warns(DeprecationWarning, match="BackendOptions.extra is now BackendOptions.options"):
-        assert opts.extra is opts.options

@@ -72,3 +72,12 @@ def test_one_shape_options_are_a_generation_config_and_requests_carry_one() -> N
     assert (call.temperature, call.max_tokens, call.system) == (0.9, 64, "sys")  # an empty system is not set
     assert type(call) is GenerationConfig and opts.generation() == GenerationConfig(max_tokens=64, temperature=0.5,
                                                                                     system="sys")
+
+
+def test_backend_options_are_options_in_code_and_extra_where_stored() -> None:
+    """"extra" names a pip extra; a role's own backend options are ``options`` in code, and keep their stored key
+    ``extra`` in YAML, config.yaml and the constructor."""
+    opts = BackendOptions(extra={"input": "upload"})
+    assert opts.options == {"input": "upload"}
+    assert opts.model_dump(exclude_defaults=True) == {"extra": {"input": "upload"}}
+    assert not hasattr(opts, "extra")

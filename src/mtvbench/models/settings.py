@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -128,8 +127,7 @@ class BackendOptions(GenerationConfig, ConnectionSettings):
     """Settings a backend may read: the connection (:class:`ConnectionSettings`), the generation settings
     (it *is* a :class:`~mtvbench.records.GenerationConfig`, with the same fields), and :attr:`options`: the
     backend's own options (``--model-option KEY=VALUE``), whose key is ``extra`` wherever they are given or
-    stored (YAML, config.yaml, ``BackendOptions(extra=...)``): a stored key keeps its spelling. ``options.extra``
-    is the old name of the attribute (one release, with a warning)."""
+    stored (YAML, config.yaml, ``BackendOptions(extra=...)``): a stored key keeps its spelling."""
 
     model_config = ConfigDict(frozen=False, serialize_by_alias=True)
 
@@ -148,13 +146,6 @@ class BackendOptions(GenerationConfig, ConnectionSettings):
             return data
         options = {k: v for k, v in data[OPTIONS_KEY].items() if k not in _FROM_OPTIONS}
         return {**moved, **data, OPTIONS_KEY: options}
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        """The old name of :attr:`options` (one release, with a warning)."""
-        warnings.warn("BackendOptions.extra is now BackendOptions.options (the YAML key stays 'extra'); the old "
-                      "name goes in the next release", DeprecationWarning, stacklevel=2)
-        return self.options
 
     @property
     def origin(self) -> SettingsOrigin:
