@@ -17,22 +17,6 @@ from tests.support.run_helpers import cli
 
 OLD_WS = Path(__file__).resolve().parent / "fixtures" / "workspaces" / "main-af4e2a6-offline"
 
-def test_stage_run_is_now_make() -> None:
-    from pydantic import BaseModel
-
-    from mtvbench import Stage
-
-    async def make(ctx: object, v: object) -> BaseModel:
-        return BaseModel()
-
-    new = Stage(make=make, artifact=BaseModel, help="h")  # type: ignore[arg-type]
-    with pytest.warns(DeprecationWarning, match=r"Stage.run is now Stage.make"):
-        old = Stage(run=make, artifact=BaseModel, help="h")  # type: ignore[arg-type]
-    assert old == new and old.make is make
-    with pytest.warns(DeprecationWarning, match=r"Stage.run is now Stage.make"):
-        assert new.run is make
-
-
 def test_the_suitability_stage_answers_to_its_old_name_score_and_keeps_its_stored_name(tmp_path: Path) -> None:
     """``build score``, ``--score-frames``, a ``score:`` section and ``models: {score: ...}`` still work, with a
     warning each; a workspace built before the rename resumes: its ``score.json`` is the suitability stage's."""

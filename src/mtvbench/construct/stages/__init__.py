@@ -26,7 +26,6 @@ a command (``mtvbench build score``), a build-config section and a model role in
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -101,8 +100,8 @@ def _no_settings(ctx: StageContext) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class _StageFields:
-    """The fields of a :class:`Stage`."""
+class Stage:
+    """One construction stage (see the module docstring)."""
 
     #: make the stage's artifact for one video (its upstream artifacts are current)
     make: Callable[[StageContext, VideoRecord], Awaitable[Artifact]]
@@ -144,27 +143,6 @@ class _StageFields:
         if self.needs is None or (self.needs_when is not None and not self.needs_when(config)):
             return None
         return self.needs
-
-
-class Stage(_StageFields):
-    """One construction stage (see the module docstring). ``make`` was called ``run`` before ("run" names an
-    evaluation): ``Stage(run=...)`` and ``stage.run`` work for one release, with a DeprecationWarning."""
-
-    def __init__(self, *args: Any, run: Callable[..., Awaitable[Artifact]] | None = None, **kwargs: Any) -> None:
-        if run is not None:
-            _renamed_run()
-            kwargs["make"] = run
-        super().__init__(*args, **kwargs)
-
-    @property
-    def run(self) -> Callable[[StageContext, VideoRecord], Awaitable[Artifact]]:
-        _renamed_run()
-        return self.make
-
-
-def _renamed_run() -> None:
-    warnings.warn("Stage.run is now Stage.make (Stage(make=...)); the old name goes in the next release",
-                  DeprecationWarning, stacklevel=3)
 
 
 def _as_stage(obj: object) -> Stage:
