@@ -53,8 +53,7 @@ class GenerationConfig(BaseModel):
 
     #: the settings a request may set for itself (besides ``system``), also fields of the backend options
     CALL_FIELDS: ClassVar[tuple[str, ...]] = ("max_tokens", "temperature", "top_p", "top_k")
-    #: the settings that were backend options before they were fields (``--model-option KEY=VALUE``,
-    #: ``extra:`` in a config, still read there): a run's fingerprint reads them with the backend options
+    #: the settings a request does not set for itself: a run's fingerprint reads them with the backend options
     OPTION_FIELDS: ClassVar[tuple[str, ...]] = ("do_sample", "repetition_penalty", "presence_penalty", "min_p",
                                                 "seed")
 

@@ -221,9 +221,8 @@ def test_preset_values_overridden_are_recorded(tmp_path: Path, monkeypatch: pyte
         "base_url": "http://h/v1", "extra": {"served_name": "m", "max_retries": 1}}) == []
     assert _overrides(tmp_path, frame_size="448x448") == ["frame size"]
     assert _overrides(tmp_path, model_settings={"top_k": None}) == ["top_k"]  # a preset value dropped
-    assert _overrides(tmp_path, model_settings={"system": "Be brief.", "extra": {
-        "repetition_penalty": 1.1, "extra_body": {"top_k": 5}}}) == ["system prompt", "repetition_penalty",
-                                                                      "extra_body.top_k"]
+    assert _overrides(tmp_path, model_settings={"system": "Be brief.", "repetition_penalty": 1.1, "extra": {
+        "extra_body": {"top_k": 5}}}) == ["system prompt", "repetition_penalty", "extra_body.top_k"]
     assert _overrides(tmp_path, "internvl3.5-8b", frame_size=[448, 448]) == []
     assert _overrides(tmp_path, "internvl3.5-8b", max_side=448) == ["frame size"]
     assert _overrides(tmp_path, "openai:gpt-4o", frames=8, model_settings={"temperature": 1.0}) == []  # no preset

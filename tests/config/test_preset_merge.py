@@ -41,11 +41,11 @@ def test_a_preset_run_merges_the_given_extra_body_into_the_presets(tmp_path: Pat
     assert dropped.preset_overrides == ["extra_body.stop_token_ids"]
 
 
-def test_a_generation_setting_given_as_a_model_option_wins_over_the_presets_field(tmp_path: Path) -> None:
-    """--model-option repetition_penalty=1.2 (the older spelling) on a preset that sets 1.05: the given value is
-    the one sent, as the run's "modified: repetition_penalty" says."""
+def test_a_given_generation_setting_wins_over_the_presets_field(tmp_path: Path) -> None:
+    """--repetition-penalty 1.2 on a preset that sets 1.05: the given value is the one sent, as the run's
+    "modified: repetition_penalty" says."""
     assert resolve_model("qwen2.5-vl-7b", protocol="paper")[1].repetition_penalty == 1.05
-    cfg = _cfg(tmp_path, "qwen2.5-vl-7b", {"extra": {"repetition_penalty": 1.2}})
+    cfg = _cfg(tmp_path, "qwen2.5-vl-7b", {"repetition_penalty": 1.2})
     assert cfg.model_settings.repetition_penalty == 1.2 and "repetition_penalty" not in cfg.model_settings.options
     assert cfg.preset_overrides == ["repetition_penalty"]
     dropped = _cfg(tmp_path, "qwen2.5-vl-7b", {"repetition_penalty": None, "top_k": 5})

@@ -130,11 +130,10 @@ def test_generation_params_and_greedy_determinism(tiny_model: Path, tmp_path: Pa
     asyncio.run(backend.aclose())
     assert len(a) == 3 and a[0].raw_text == a[1].raw_text == a[2].raw_text == b.raw_text  # greedy, padding-safe
     assert all(r.usage.completion_tokens <= 5 for r in a)
-    p = GenParams.of(reqs[0], BackendOptions(temperature=0.7, top_p=0.8, top_k=20,
-                                             extra={"repetition_penalty": 1.05}))
+    p = GenParams.of(reqs[0], BackendOptions(temperature=0.7, top_p=0.8, top_k=20, repetition_penalty=1.05))
     assert p.hf_kwargs() == {"max_new_tokens": 1024, "do_sample": True, "temperature": 0.7, "top_p": 0.8,
                              "top_k": 20, "repetition_penalty": 1.05}
-    greedy = GenParams.of(reqs[0], BackendOptions(temperature=0.6, extra={"do_sample": False}))
+    greedy = GenParams.of(reqs[0], BackendOptions(temperature=0.6, do_sample=False))
     assert greedy.hf_kwargs()["do_sample"] is False and greedy.hf_kwargs()["temperature"] is None
 
 

@@ -242,9 +242,10 @@ def test_given_extra_body_adds_to_the_presets(tmp_path: Path) -> None:
 
 
 def test_generation_mapping_of_the_openai_backend() -> None:
-    def params(**extra: Any) -> dict[str, Any]:
+    def params(**given: Any) -> dict[str, Any]:
+        extra = {k: given.pop(k) for k in list(given) if k not in BackendOptions.model_fields}
         opts = BackendOptions(base_url="http://127.0.0.1:9/v1", max_tokens=64, temperature=0.3, top_p=0.9, top_k=5,
-                              extra=extra)
+                              extra=extra, **given)
         return OpenAIBackend("m", opts)._params(GenerationRequest(id="t", prompt="hi"))
 
     p = params(repetition_penalty=1.05, presence_penalty=1.5, min_p=0.1, do_sample=True)
@@ -253,7 +254,7 @@ def test_generation_mapping_of_the_openai_backend() -> None:
     assert p["extra_body"] == {"top_k": 5, "repetition_penalty": 1.05, "min_p": 0.1}
     assert params(extra_body={"top_k": 7, "chat_template_kwargs": {"enable_thinking": False}})["extra_body"] == {
         "top_k": 7, "chat_template_kwargs": {"enable_thinking": False}}  # an explicit extra_body wins
-    greedy = OpenAIBackend("m", BackendOptions(base_url="http://127.0.0.1:9/v1", extra={"do_sample": False}))
+    greedy = OpenAIBackend("m", BackendOptions(base_url="http://127.0.0.1:9/v1", do_sample=False))
     assert greedy._params(GenerationRequest(id="t", prompt="hi"))["temperature"] == 0.0
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from mtvbench.config import RoleSettings
 from mtvbench.models.gemini import GeminiBackend
 from mtvbench.models.local import GenParams
 from mtvbench.models.openai_api import openai_generation_params
-from mtvbench.models.settings import BackendOptions
+from mtvbench.models.settings import GENERATION_SETTINGS, BackendOptions, setting_flag
 from mtvbench.models.vllm_engine import sampling_kwargs
 from mtvbench.records import GenerationConfig, GenerationRequest
 
@@ -24,9 +25,9 @@ def test_merge_lets_set_values_win() -> None:
     assert GenerationConfig(do_sample=True).sampling and not GenerationConfig().sampling
 
 
-def test_options_read_their_generation_settings_also_in_the_old_backend_option_spelling() -> None:
-    opts = BackendOptions(max_tokens=64, temperature=0.5, system="sys",
-                          extra={"do_sample": False, "repetition_penalty": 1.1, "min_p": 0.05, "seed": 3, "x": 1})
+def test_options_read_their_generation_settings_and_refuse_them_as_backend_options() -> None:
+    opts = BackendOptions(max_tokens=64, temperature=0.5, system="sys", do_sample=False, repetition_penalty=1.1,
+                          min_p=0.05, seed=3, extra={"x": 1})
     g = opts.generation()
     assert (g.max_tokens, g.temperature, g.system, g.do_sample, g.repetition_penalty, g.min_p, g.seed) == (
         64, 0.5, "sys", False, 1.1, 0.05, 3)
@@ -34,19 +35,22 @@ def test_options_read_their_generation_settings_also_in_the_old_backend_option_s
                                 generation=GenerationConfig(temperature=0.9, max_tokens=8, system=""))
     call = opts.settings_for(request.generation)
     assert (call.temperature, call.max_tokens, call.system) == (0.9, 8, "sys")  # an empty system is not set
-    assert opts.repetition_penalty == 1.1 and opts.options == {"x": 1}  # moved from extra to its field
-    assert BackendOptions(repetition_penalty=1.0, extra={"repetition_penalty": 2.0}).repetition_penalty == 1.0
-    with pytest.raises(ValidationError, match="repetition_penalty"):
-        BackendOptions(extra={"repetition_penalty": "high"})
-    # run fingerprints read these as they read them when they were backend options: old run directories
-    # resume without asking anything again
-    old = {"do_sample": True, "repetition_penalty": 1.05, "video_part": True, "extra_body": {"min_p": 0.1}}
-    assert BackendOptions(extra=old).answer_options() == old
+    assert opts.repetition_penalty == 1.1 and opts.options == {"x": 1}
+    for setting in GENERATION_SETTINGS:  # each one error naming its flag
+        flag = setting_flag(setting, "model")
+        with pytest.raises(ValidationError, match=rf"'{setting}' is a setting of its own, not a backend option: "
+                                                  rf"give it as {setting} \({flag} for the model\)"):
+            RoleSettings(extra={setting: 1})
+    assert RoleSettings(extra={"timeout_s": 5}).timeout_s == 5  # a call-path setting is still read there
+    # run fingerprints read the settings a request does not carry with the backend options
+    options = {"video_part": True, "extra_body": {"min_p": 0.1}}
+    assert BackendOptions(do_sample=True, repetition_penalty=1.05, extra=options).answer_options() == {
+        "do_sample": True, "extra_body": {"min_p": 0.1}, "repetition_penalty": 1.05, "video_part": True}
 
 
 def test_every_backend_maps_the_same_merged_settings() -> None:
-    opts = BackendOptions(max_tokens=50, temperature=0.6, top_p=0.8, top_k=20,
-                          extra={"repetition_penalty": 1.05, "presence_penalty": 1.5})
+    opts = BackendOptions(max_tokens=50, temperature=0.6, top_p=0.8, top_k=20, repetition_penalty=1.05,
+                          presence_penalty=1.5)
     request = GenerationRequest(id="r", prompt="p", generation=GenerationConfig(temperature=0.2))
     g = opts.settings_for(request.generation)
     assert openai_generation_params(g, {}) == {"max_tokens": 50, "temperature": 0.2, "top_p": 0.8,

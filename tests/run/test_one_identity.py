@@ -24,7 +24,7 @@ def _cfg(tmp_path: Path, settings: dict[str, Any] | None = None, judge: dict[str
 
 ANSWER_CHANGING = [{"temperature": 0.3}, {"max_tokens": 64}, {"top_k": 5}, {"system": "Be brief."},
                    {"repetition_penalty": 1.1}, {"seed": 3}, {"extra": {"video_part": True}},
-                   {"extra": {"extra_body": {"min_tokens": 2}}}, {"extra": {"repetition_penalty": 1.1}}]
+                   {"extra": {"extra_body": {"min_tokens": 2}}}]
 
 
 @pytest.mark.parametrize("setting", ANSWER_CHANGING, ids=lambda s: str(s))

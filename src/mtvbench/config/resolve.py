@@ -26,7 +26,6 @@ from mtvbench.models.settings import (
     BackendOptions,
     SettingsOrigin,
 )
-from mtvbench.records import GenerationConfig
 
 if TYPE_CHECKING:
     from mtvbench.config.runconfig import RunConfig
@@ -76,11 +75,9 @@ def preset_overrides(values: dict[str, Any], preset_settings: dict[str, Any], fr
     model is called (URL, key variable, ``served_name``, timeouts, concurrency) is not a preset value."""
     given = dict(values.get("model_settings") or {})
     given_options = dict(given.get(OPTIONS_KEY) or {})
-    # a generation setting given in the older spelling (--model-option repetition_penalty=1.05) is its field
-    moved = {k: given_options.pop(k) for k in GenerationConfig.OPTION_FIELDS if k in given_options}
     preset_options = dict(preset_settings.get(OPTIONS_KEY) or {})
     top = {k: v for k, v in given.items() if k != OPTIONS_KEY}
-    out = _changed({**top, **{k: v for k, v in moved.items() if k not in top}}, preset_settings)
+    out = _changed(top, preset_settings)
     out += _changed(given_options, preset_options)
     if frames is not None and "frames" in values and values["frames"] != frames.num_frames:
         out.append("frames")

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_va
 
 from mtvbench.config.validation import CHECK_ENVIRONMENT, STRICT
 from mtvbench.models.endpoints import key_variable_problem
-from mtvbench.models.settings import BackendOptions
+from mtvbench.models.settings import GENERATION_SETTINGS, BackendOptions, setting_flag
 
 #: generation and connection settings: field -> (test, the rule in words)
 _RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
@@ -76,8 +76,10 @@ class RoleSettings(BackendOptions):
     def _options(cls, v: dict[str, Any]) -> dict[str, Any]:
         for key in v:
             if key in BackendOptions.model_fields:
-                raise ValueError(f"{key!r} is a setting of its own, not a backend option: "
-                                 f"give it as {key} (or its flag), not inside extra / --model-option")
+                flag = setting_flag(key, "model") if key in GENERATION_SETTINGS else None
+                raise ValueError(f"{key!r} is a setting of its own, not a backend option: give it as {key} "
+                                 + (f"({flag} for the model)" if flag else "(or its flag)")
+                                 + ", not inside extra / --model-option")
         body = v.get("extra_body")
         if body is not None and not isinstance(body, dict):
             raise ValueError(f"extra_body must be a mapping of request fields (e.g. {{top_k: 20}}), "

@@ -5,11 +5,11 @@ generation settings) with the connection (:class:`ConnectionSettings`) and the b
 (:attr:`BackendOptions.options`; given and stored under the key ``extra`` in YAML and a run directory's
 config.yaml, "extra" otherwise naming a pip extra). Every generation setting (:data:`GENERATION_SETTINGS`) is
 a field of its own, spelled the same in YAML (``model_settings: {top_k: 20}``) and on the command line (``--top-k 20``,
-:func:`setting_flag`); ``null`` / ``none`` means "not set", which drops a preset's value. The old
-spelling as a backend option (``--model-option repetition_penalty=1.05``, ``extra: {do_sample: false}``)
-is still read and moved to the field. Two merges, each in one place: a preset's options with the
-user's settings on top (:meth:`BackendOptions.merge`: a value given wins, ``null`` included), and a
-call's settings, the options with the request's own values on top (:meth:`BackendOptions.settings_for`,
+:func:`setting_flag`); ``null`` / ``none`` means "not set", which drops a preset's value. Given as a backend
+option (``--model-option repetition_penalty=1.05``, ``extra: {do_sample: false}``) it is refused
+(:class:`~mtvbench.config.RoleSettings`) with one error naming its flag. Two merges, each in one place: a
+preset's options with the user's settings on top (:meth:`BackendOptions.merge`: a value given wins, ``null``
+included), and a call's settings, the options with the request's own values on top (:meth:`BackendOptions.settings_for`,
 :meth:`mtvbench.records.GenerationConfig.merge`); no backend merges them itself. What of the options
 can change an answer, for a run's identity and its fingerprints, is said once:
 :meth:`BackendOptions.answer_settings`. The call-path settings (``timeout_s`` .. ``breaker_threshold``) are
@@ -42,9 +42,8 @@ OPERATIONAL_OPTIONS = frozenset({
 })
 #: every generation setting: a field of :class:`BackendOptions` and (for the model) a flag of ``run``
 GENERATION_SETTINGS = (*GenerationConfig.CALL_FIELDS, *GenerationConfig.OPTION_FIELDS, "system")
-#: the settings that are moved from the backend options to their field (the old ``--model-option KEY=VALUE``
-#: spelling)
-_FROM_OPTIONS = (*CALL_SETTINGS, *GenerationConfig.OPTION_FIELDS)
+#: the settings that are moved from the backend options to their field (``--model-option timeout_s=60``)
+_FROM_OPTIONS = CALL_SETTINGS
 #: the key of the backend options in YAML, config.yaml and ``BackendOptions(extra=...)``: a stored key
 OPTIONS_KEY = "extra"
 
@@ -137,8 +136,8 @@ class BackendOptions(GenerationConfig, ConnectionSettings):
     @model_validator(mode="before")
     @classmethod
     def _settings_from_options(cls, data: Any) -> Any:
-        """A call-path or generation setting given as a backend option (``--model-option timeout_s=60``,
-        the old ``extra: {repetition_penalty: 1.05}``) sets the field, unless the field is given itself."""
+        """A call-path setting given as a backend option (``--model-option timeout_s=60``) sets the field, unless
+        the field is given itself."""
         if not isinstance(data, dict) or not isinstance(data.get(OPTIONS_KEY), dict):
             return data
         moved = {k: v for k, v in data[OPTIONS_KEY].items() if k in _FROM_OPTIONS}

@@ -187,7 +187,7 @@ def settings_from_flags(values: Mapping[str, Any], given: Mapping[str, Any], fla
             before = target.get(leaf) or {}
             target[leaf] = {**before, **options} if isinstance(before, dict) else before
             origins.update({f"{flag.key}.{k}": name for k in options})
-            # a setting of its own given as an option (`--model-option repetition_penalty=1.05`) is moved
+            # a setting of its own given as an option (`--model-option timeout_s=60`) is moved
             # to its field: a bad value there is still named by the flag
             origins.update({f"{flag.key.rpartition('.')[0]}.{k}": name for k in options
                             if k in RoleSettings.model_fields})
