@@ -18,7 +18,6 @@ from mtvbench.construct import config as build_config
 from mtvbench.construct.config import BuildConfig, assemble
 from mtvbench.construct.stages import Stage, loadable_stages, stage_names
 from mtvbench.construct.stages.caption import CaptionSettings
-from mtvbench.construct.stages.suitability import SuitabilitySettings
 from mtvbench.errors import ConfigError
 from mtvbench.registry import RegistryError
 from mtvbench.run import flags as rf
@@ -122,25 +121,6 @@ def test_an_old_flag_spelling_works_with_a_warning_and_names_itself(tmp_path: Pa
     assert not (tmp_path / "ws").exists()
     cfg = build_settings(None, {"base_url": "http://x/v1", "model_base_url": None})
     assert cfg.backend.base_url == "http://x/v1"
-
-
-def test_old_config_keys_are_read_into_their_section_with_a_warning(tmp_path: Path) -> None:
-    f = tmp_path / "build.yaml"
-    f.write_text("caption_frames: 4\nmin_score: 6\nmerge_passes: 1\nsplit: {min_scene_len: 9}\n")
-    cfg = build_settings(f, {})
-    assert cfg.section(CaptionSettings).frames == 4 and cfg.section(SuitabilitySettings).min_score == 6
-    assert cfg.merge.passes == 1 and cfg.split.min_scene_len == 9
-    assert cfg.renamed == ["the build setting 'caption_frames' is now 'caption.frames'",
-                           "the build setting 'merge_passes' is now 'merge.passes'",
-                           "the build setting 'min_score' is now 'suitability.min_score'"]
-    assert "caption_frames" not in cfg.model_dump()
-    res = CliRunner().invoke(app, ["build", "split", "-w", str(tmp_path / "ws"), "--config", str(f),
-                                   "--videos", str(tmp_path / "none")])
-    assert res.exit_code == 2
-    assert "warning: the build setting 'caption_frames' is now 'caption.frames'" in " ".join(res.output.split())
-    f.write_text("caption_frames: 4\ncaption: {frames: 8}\n")
-    with pytest.raises(ConfigError, match=r"build\.yaml: 'caption_frames' is the old spelling of 'caption\.frames'"):
-        build_settings(f, {})
 
 
 def test_yes_no_flags_set_their_setting(tmp_path: Path) -> None:

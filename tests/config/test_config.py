@@ -160,14 +160,14 @@ def test_yaml_merge_keys_may_override(tmp_path: Path) -> None:
 def test_build_config_file_is_strict(tmp_path: Path) -> None:
     cfgfile = tmp_path / "build.yaml"
     cfgfile.write_text("modle: openai:x\nbackend: {temprature: 0.3, top_p: 2}\nsplit: {detectr: content}\n"
-                       "caption_frames: yes\n")
+                       "caption: {frames: yes}\n")
     res = CliRunner().invoke(app, ["build", "split", "-w", str(tmp_path / "ws"), "--config", str(cfgfile)])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert _errors(res.output) == [
         f"unknown setting 'modle' in {cfgfile} (did you mean 'model'?)",
         f"unknown setting 'backend.temprature' in {cfgfile} (did you mean 'backend.temperature'?)",
         f"unknown setting 'split.detectr' in {cfgfile} (did you mean 'split.detector'?)",
-        f"{cfgfile}: field 'caption_frames': must be a number, not a yes/no value (got True)",
+        f"{cfgfile}: field 'caption.frames': must be a number, not a yes/no value (got True)",
         f"{cfgfile}: field 'backend.top_p': must be in (0, 1] (got 2)",
     ]
     assert not (tmp_path / "ws").exists()

@@ -2,24 +2,16 @@
 synthetic video, ``mtvbench build all -m offline --no-objects``, then two review decisions each on two
 dialogues, made by commit af4e2a6; ``raw/`` holds the video byte for byte) opens and resumes: every stage is
 skipped, nothing is asked again, the artifacts and the review decisions are kept; a lost artifact is
-rebuilt from the call journal without asking. ``stage-settings.json`` holds what that commit recorded as
-each built-in stage's settings under four configs (model, prompt digests, frame and rule settings): a
-stage whose recorded settings changed would be redone, so they must not change."""
+rebuilt from the call journal without asking."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from mtvbench.construct.config import BuildConfig
-from mtvbench.construct.pipeline import Builder
-from mtvbench.construct.stages import stage_of
-from mtvbench.construct.workspace import Workspace
 from tests.support.run_helpers import cli
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "workspaces" / "main-af4e2a6-offline"
@@ -67,15 +59,3 @@ def test_a_lost_artifact_of_an_old_workspace_is_rebuilt_from_its_journal(old_ws:
     assert journal_rows(ws) == rows
     assert artifacts(ws)["generate.json"] == before["generate.json"]  # the same dialogues, so checklists kept
     assert artifacts(ws)["checklists.json"] == before["checklists.json"]
-
-
-@pytest.mark.parametrize("name", sorted(json.loads((FIXTURE / "stage-settings.json").read_text())))
-def test_stage_settings_are_recorded_as_before(name: str, tmp_path: Path) -> None:
-    recorded = json.loads((FIXTURE / "stage-settings.json").read_text())[name]
-    old = set(recorded["config"]) & set(BuildConfig.OLD_KEYS)  # flat keys of that commit, read with a warning
-    with pytest.warns(DeprecationWarning) if old else contextlib.nullcontext():
-        config = BuildConfig.model_validate(recorded["config"])
-    assert sorted(config.renamed) == sorted(f"the build setting '{k}' is now '{BuildConfig.section_key(a)}.{f}'"
-                                            for k, (a, f) in BuildConfig.OLD_KEYS.items() if k in old)
-    builder = Builder(Workspace(tmp_path), config)
-    assert {stored: builder.settings(stage_of(stored)) for stored in recorded["settings"]} == recorded["settings"]

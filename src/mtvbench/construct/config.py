@@ -15,11 +15,9 @@ backend settings as a run's are. ``mtvbench build``'s flags are derived from it
 (:func:`mtvbench.cli.construct.build_flags`, with :mod:`mtvbench.run.flags`): every field with a
 description is a flag, a section's as ``--SECTION-FIELD`` (``--split-detector``, ``--caption-frames``).
 
-Spellings of an earlier mtvbench (the flat ``caption_frames``, ``merge_passes``, ``min_score``, ...:
-each stage lists its own as :attr:`~mtvbench.construct.stages.Stage.old_keys`; the section and model
-role of a renamed stage, :data:`~mtvbench.construct.stages.STORED_NAMES`: ``score:`` and ``models: {score:
-...}`` for ``suitability``) are still read into their place, with a warning naming the new spelling
-(:attr:`BuildSettings.renamed`).
+Spellings of an earlier mtvbench (the section and model role of a renamed stage,
+:data:`~mtvbench.construct.stages.STORED_NAMES`: ``score:`` and ``models: {score: ...}`` for ``suitability``)
+are still read into their place, with a warning naming the new spelling (:attr:`BuildSettings.renamed`).
 """
 
 from __future__ import annotations
@@ -73,8 +71,6 @@ class BuildSettings(BaseModel):
 
     #: the stage sections of this class: key -> stage name (set by :func:`assemble`)
     SECTIONS: ClassVar[dict[str, str]] = {}
-    #: old flat key -> (section attribute, field) (set by :func:`assemble`)
-    OLD_KEYS: ClassVar[dict[str, tuple[str, str]]] = {}
     #: old section key of a renamed stage -> its section attribute (set by :func:`assemble`)
     OLD_SECTIONS: ClassVar[dict[str, str]] = {}
     _renamed: list[str] = PrivateAttr(default_factory=list)
@@ -89,16 +85,6 @@ class BuildSettings(BaseModel):
     @model_validator(mode="after")
     def _old_spellings(self) -> BuildSettings:
         """Move values given in an earlier spelling into their section (see the module docstring)."""
-        for old, (attr, name) in self.OLD_KEYS.items():
-            if old not in self.model_fields_set:
-                continue
-            section = getattr(self, attr)
-            new = f"{self.section_key(attr)}.{name}"
-            if name in section.model_fields_set:
-                raise ValueError(f"'{old}' is the old spelling of '{new}': give only '{new}'")
-            setattr(self, attr, section.model_copy(update={name: getattr(self, old)}))
-            setattr(self, old, None)
-            self._rename(f"the build setting '{old}' is now '{new}'")
         for old, attr in self.OLD_SECTIONS.items():
             if old in self.model_fields_set:  # its values, with those given in the new section (a flag) on top
                 given = getattr(self, attr)
@@ -148,7 +134,6 @@ def assemble(stages: Mapping[str, Stage]) -> type[BuildSettings]:
         RegistryError: a stage's section key is taken (by a build setting or by another stage)."""
     fields: dict[str, Any] = {}
     sections: dict[str, str] = {}
-    old_keys: dict[str, tuple[str, str]] = {}
     old_sections: dict[str, str] = {}
     for name, stage in stages.items():
         if stage.settings_model is None:
@@ -161,21 +146,17 @@ def assemble(stages: Mapping[str, Stage]) -> type[BuildSettings]:
         fields[attr] = (stage.settings_model, Field(default_factory=stage.settings_model,
                                                     alias=key if key != attr else None))
         sections[key] = name
-        for old, field in stage.old_keys.items():
-            fields[old] = (stage.settings_model.model_fields[field].annotation | None, Field(None, exclude=True))
-            old_keys[old] = (attr, field)
         if name in STORED_NAMES and key == name:  # a renamed stage: its old section key is still read
             fields[STORED_NAMES[name]] = (stage.settings_model | None, Field(None, exclude=True))
             old_sections[STORED_NAMES[name]] = attr
     model = create_model("BuildConfig", __base__=BuildSettings, __module__=__name__, **fields)
     model.__doc__ = BuildSettings.__doc__
-    model.SECTIONS, model.OLD_KEYS, model.OLD_SECTIONS = sections, old_keys, old_sections
+    model.SECTIONS, model.OLD_SECTIONS = sections, old_sections
     return model
 
 
 def _fingerprint(stages: Mapping[str, Stage]) -> tuple[Any, ...]:
-    return tuple((name, s.settings_model, s.section, tuple(s.old_keys.items())) for name, s in stages.items()
-                 if s.settings_model is not None)
+    return tuple((name, s.settings_model, s.section) for name, s in stages.items() if s.settings_model is not None)
 
 
 #: the build settings of the stages registered when mtvbench was imported (the built-ins, and those of

@@ -26,7 +26,7 @@ a command (``mtvbench build score``), a build-config section and a model role in
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -125,9 +125,6 @@ class Stage:
     settings_model: type[BaseModel] | None = None
     #: the build-config key of its settings (default: the stage's name)
     section: str | None = None
-    #: top-level build settings of an earlier mtvbench that are now fields of its section (old key ->
-    #: field): still read, with a warning naming the new spelling
-    old_keys: Mapping[str, str] = field(default_factory=dict)
     #: a digest of the prompt templates it renders (a template change redoes the stage)
     prompts: Callable[[], str] | None = None
     #: (extra, modules) it imports, checked before anything is written

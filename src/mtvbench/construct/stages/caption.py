@@ -68,6 +68,6 @@ async def _make(ctx: StageContext, v: VideoRecord) -> Captions:
 
 STAGE = Stage(make=_make, artifact=Captions,
               help="2. Caption each clip with an MLLM (frames from the clip only).", upstream=("split",),
-              role="caption", settings_model=CaptionSettings, old_keys={"caption_frames": "frames"},
+              role="caption", settings_model=CaptionSettings,
               settings=lambda ctx: {"frames": ctx.frames(ctx.config.section(CaptionSettings).frames).key()},
               prompts=lambda: text_digest(CLIP_CAPTION_PROMPT))

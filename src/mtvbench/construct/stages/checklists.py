@@ -83,6 +83,5 @@ async def _make(ctx: StageContext, v: VideoRecord) -> ChecklistResult:
 STAGE = Stage(make=_make, artifact=ChecklistResult,
               help="11. Generate checklists (Figure 16) for the evaluated rounds.", upstream=("generate",),
               role="checklist", settings_model=ChecklistSettings,
-              old_keys={"checklist_items": "items", "checklist_exact_split": "exact_split"},
               settings=lambda ctx: ctx.config.section(ChecklistSettings).model_dump(mode="json"),
               prompts=lambda: text_digest(render_checklist_prompt("{q}", "{a}", 5)))

@@ -347,7 +347,6 @@ async def _make(ctx: StageContext, v: VideoRecord) -> GenerateResult:
 STAGE = Stage(make=_make, artifact=GenerateResult,
               help="10. Generate 5-8 round dialogues (Figures 8-14), checked and re-asked.",
               upstream=("split", "crossscene", "suitability"), role="generate", settings_model=GenerateSettings,
-              old_keys={"generate_frames": "frames"},
               settings=lambda ctx: {"frames": ctx.frames(ctx.config.section(GenerateSettings).frames).key()},
               prompts=lambda: text_digest(REASK_SUFFIX, *(generation_prompt(t, PROBE_UNIT, w)
                                                           for t in TASKS for w in (False, True))))

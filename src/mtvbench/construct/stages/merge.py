@@ -163,6 +163,5 @@ def _settings(ctx: StageContext) -> dict[str, Any]:
 STAGE = Stage(make=_make, artifact=MergeResult,
               help="3. Merge adjacent clips of the same scene (LLM judgement, two passes).",
               upstream=("split", "caption"), role="merge", settings=_settings, settings_model=MergeSettings,
-              old_keys={"merge_passes": "passes", "merge_prefilter_below": "prefilter_below"},
               prompts=lambda: text_digest(MERGE_PROMPT),
               prepare=lambda ctx: ctx.textsim() if ctx.config.text_embedder else None)

@@ -181,5 +181,4 @@ def _settings(ctx: StageContext) -> dict[str, object]:
 STAGE = Stage(make=_make, artifact=SuitabilityResult,
               help="9. Task suitability: rate every unit for the six tasks (1-6); keep those rated 5-6.",
               upstream=("crossscene",), role="suitability", settings=_settings, settings_model=SuitabilitySettings,
-              old_keys={"score_frames": "frames", "min_score": "min_score"},
               prompts=lambda: text_digest(suitability_prompt(PROBE_UNIT)))
