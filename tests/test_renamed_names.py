@@ -4,38 +4,16 @@ the new spelling."""
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from mtvbench.construct.stages import STAGES, register_stage, stage_of, stored_name
-from mtvbench.construct.workspace import Workspace
+from mtvbench.construct.stages import STAGES, register_stage
 from mtvbench.registry import RegistryError
 from tests.support.run_helpers import cli
 
 OLD_WS = Path(__file__).resolve().parent / "fixtures" / "workspaces" / "main-af4e2a6-offline"
-
-def test_the_suitability_stage_answers_to_its_old_name_score_and_keeps_its_stored_name(tmp_path: Path) -> None:
-    """``build score``, ``--score-frames``, a ``score:`` section and ``models: {score: ...}`` still work, with a
-    warning each; a workspace built before the rename resumes: its ``score.json`` is the suitability stage's."""
-    ws = shutil.copytree(OLD_WS / "ws", tmp_path / "ws")
-    raw = shutil.copytree(OLD_WS / "raw", tmp_path / "raw")
-    config = tmp_path / "build.yaml"
-    config.write_text("score: {min_score: 5}\nmodels: {score: offline}\n")
-    res = cli("build", "score", "-w", ws, "--videos", raw, "-m", "offline", "--no-objects", "--score-frames", "16",
-              "--config", config)
-    out = " ".join(res.output.split())
-    assert res.exit_code == 0, res.output
-    assert "mtvbench build score is now mtvbench build suitability" in out
-    assert "--score-frames is now --suitability-frames" in out
-    assert "the build section 'score' is now 'suitability'" in out
-    assert "the model role 'score' is now 'suitability'" in out
-    assert re.search(r"^suitability\s+match\s+skipped", res.output, re.MULTILINE), res.output
-    assert stored_name("suitability") == "score" and stage_of("score") == "suitability"
-    assert Workspace(ws).path("match", "suitability") == ws / "videos" / "match" / "score.json"
-
 
 def test_no_stage_may_take_the_stored_name_of_a_renamed_one() -> None:
     with pytest.raises(RegistryError, match="'score': the artifacts of the built-in stage 'suitability'"):

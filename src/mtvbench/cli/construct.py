@@ -108,10 +108,7 @@ def build_settings(config: Path | None, given: dict[str, Any]) -> BuildSettings:
     strictly (unknown keys with a suggestion, bad values named by file and key or by flag)."""
     data: dict[str, Any] = load_settings_file(config, "build config file") if config is not None else {}
     values, origins = settings_from_flags(data, given, BUILD_FLAGS)
-    cfg = load_build_config(values, str(config) if config else "command line", origins)
-    for line in cfg.renamed:
-        warn(f"{line} (the old spelling still works in this release)")
-    return cfg
+    return load_build_config(values, str(config) if config else "command line", origins)
 
 
 class RichBuildProgress(RichRunProgress, BuildProgress):

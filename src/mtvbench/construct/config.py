@@ -14,22 +14,17 @@ It validates itself: unknown keys are errors with a suggestion, values are check
 backend settings as a run's are. ``mtvbench build``'s flags are derived from it
 (:func:`mtvbench.cli.construct.build_flags`, with :mod:`mtvbench.run.flags`): every field with a
 description is a flag, a section's as ``--SECTION-FIELD`` (``--split-detector``, ``--caption-frames``).
-
-Spellings of an earlier mtvbench (the section and model role of a renamed stage,
-:data:`~mtvbench.construct.stages.STORED_NAMES`: ``score:`` and ``models: {score: ...}`` for ``suitability``)
-are still read into their place, with a warning naming the new spelling (:attr:`BuildSettings.renamed`).
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from mtvbench.config import ExecutorName, RaySettings, RoleSettings, validate_settings
-from mtvbench.construct.stages import STAGES, STORED_NAMES, Stage, loadable_stages
+from mtvbench.construct.stages import STAGES, Stage, loadable_stages
 from mtvbench.extras import require_backend, require_modules
 from mtvbench.registry import RegistryError
 
@@ -71,9 +66,6 @@ class BuildSettings(BaseModel):
 
     #: the stage sections of this class: key -> stage name (set by :func:`assemble`)
     SECTIONS: ClassVar[dict[str, str]] = {}
-    #: old section key of a renamed stage -> its section attribute (set by :func:`assemble`)
-    OLD_SECTIONS: ClassVar[dict[str, str]] = {}
-    _renamed: list[str] = PrivateAttr(default_factory=list)
 
     @field_validator("concurrency")
     @classmethod
@@ -81,37 +73,6 @@ class BuildSettings(BaseModel):
         if v < 1:
             raise ValueError("must be >= 1")
         return v
-
-    @model_validator(mode="after")
-    def _old_spellings(self) -> BuildSettings:
-        """Move values given in an earlier spelling into their section (see the module docstring)."""
-        for old, attr in self.OLD_SECTIONS.items():
-            if old in self.model_fields_set:  # its values, with those given in the new section (a flag) on top
-                given = getattr(self, attr)
-                setattr(self, attr, getattr(self, old).model_copy(
-                    update={k: getattr(given, k) for k in given.model_fields_set}))
-                setattr(self, old, None)
-                self._rename(f"the build section '{old}' is now '{self.section_key(attr)}'")
-        self._old_roles()
-        return self
-
-    def _old_roles(self) -> None:
-        """``models: {OLD: SPEC}`` for the model role of a renamed stage (:data:`STORED_NAMES`)."""
-        for new, old in STORED_NAMES.items():
-            if old in self.models:
-                if new in self.models:
-                    raise ValueError(f"models: '{old}' is the old name of the role '{new}': give only '{new}'")
-                self.models = {(new if k == old else k): v for k, v in self.models.items()}
-                self._rename(f"the model role '{old}' is now '{new}' (models: {{{new}: ...}})")
-
-    def _rename(self, line: str) -> None:
-        self._renamed.append(line)
-        warnings.warn(line, DeprecationWarning, stacklevel=3)
-
-    @property
-    def renamed(self) -> list[str]:
-        """One line per setting given in an earlier spelling (read all the same)."""
-        return list(self._renamed)
 
     @classmethod
     def section_key(cls, attr: str) -> str:
@@ -134,7 +95,6 @@ def assemble(stages: Mapping[str, Stage]) -> type[BuildSettings]:
         RegistryError: a stage's section key is taken (by a build setting or by another stage)."""
     fields: dict[str, Any] = {}
     sections: dict[str, str] = {}
-    old_sections: dict[str, str] = {}
     for name, stage in stages.items():
         if stage.settings_model is None:
             continue
@@ -146,12 +106,9 @@ def assemble(stages: Mapping[str, Stage]) -> type[BuildSettings]:
         fields[attr] = (stage.settings_model, Field(default_factory=stage.settings_model,
                                                     alias=key if key != attr else None))
         sections[key] = name
-        if name in STORED_NAMES and key == name:  # a renamed stage: its old section key is still read
-            fields[STORED_NAMES[name]] = (stage.settings_model | None, Field(None, exclude=True))
-            old_sections[STORED_NAMES[name]] = attr
     model = create_model("BuildConfig", __base__=BuildSettings, __module__=__name__, **fields)
     model.__doc__ = BuildSettings.__doc__
-    model.SECTIONS, model.OLD_SECTIONS = sections, old_sections
+    model.SECTIONS = sections
     return model
 
 
@@ -185,9 +142,7 @@ def load_build_config(values: Mapping[str, Any], source: str = "settings",
 
     Raises:
         ConfigError: every problem at once, one line each."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # the caller reports ``renamed``
-        return validate_settings(build_config_type(), values, source, flags=flags)
+    return validate_settings(build_config_type(), values, source, flags=flags)
 
 
 def require_stages(stages: Iterable[str], *, objects: bool = True, detector: str | None = None) -> None:
