@@ -58,7 +58,6 @@ from mtvbench.render.console import (
     say,
     styled,
     warn,
-    warn_renamed,
 )
 from mtvbench.render.tables import Col, TextTable, Value
 from mtvbench.review.decisions import ReviewQueue
@@ -235,18 +234,16 @@ def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str
         raise typer.Exit(code)
 
 
-def _stage_command(stage: str, help_text: str, old: str | None = None) -> None:
-    """``mtvbench build STAGE``; with ``old``, the hidden command of the stage's earlier name, which warns."""
+def _stage_command(stage: str, help_text: str) -> None:
+    """``mtvbench build STAGE``."""
 
-    @build_app.command(old or stage, help=help_text, hidden=old is not None)
+    @build_app.command(stage, help=help_text)
     @with_flags(BUILD_FLAGS)
     def command(given: dict[str, Any], workspace: WS, videos: Videos = None, video: Only = None, force: Force = False,
                 config: Config = None) -> None:
-        if old is not None:
-            warn_renamed(f"mtvbench build {old}", f"mtvbench build {stage}")
         _run([stage], workspace, videos, video, build_settings(config, given), force)
 
-    command.__name__ = f"build_{old or stage}"
+    command.__name__ = f"build_{stage}"
 
 
 def _stage_help(stage: str) -> str:
@@ -259,8 +256,6 @@ def _stage_help(stage: str) -> str:
 
 for _stage in stage_names():
     _stage_command(_stage, _stage_help(_stage))
-for _stage, _old in STORED_NAMES.items():
-    _stage_command(_stage, _stage_help(_stage), old=_old)
 
 
 @build_app.command("export", help="12. Write the released layout, metadata.json and the review queue.")
