@@ -1,6 +1,5 @@
 """``mtvbench build``'s flags come from the build settings as ``run``'s come from the run settings: a described
-setting is a flag, a stage's settings section adds its described fields as ``--SECTION-FIELD``; renamed flags
-and config keys keep working with a warning naming the new spelling."""
+setting is a flag, a stage's settings section adds its described fields as ``--SECTION-FIELD``."""
 
 from __future__ import annotations
 
@@ -22,8 +21,10 @@ from mtvbench.errors import ConfigError
 from mtvbench.registry import RegistryError
 from mtvbench.run import flags as rf
 
-#: the flags every build command took before they were derived (mtvbench at commit af4e2a6)
-BEFORE = {"--workspace", "-w", "--videos", "--video", "--model", "-m", "--base-url", "--api-key-env", "--concurrency",
+#: the flags every build command took before they were derived (mtvbench at commit af4e2a6), with --base-url and
+#: --api-key-env spelled as run spells them
+BEFORE = {"--workspace", "-w", "--videos", "--video", "--model", "-m", "--model-base-url", "--model-api-key-env",
+          "--concurrency",
           "--force", "--config", "--detector", "--detector-weights", "--split-detector", "--no-objects",
           "--retry-failed", "--no-retry-failed"}
 BEFORE_ALL = BEFORE - {"--split-detector"} | {"--out", "--accepted-only", "--no-accepted-only", "--executor",
@@ -56,17 +57,17 @@ def test_every_described_setting_is_a_flag_with_its_help() -> None:
             "--model-option"} <= set(flags)
     assert "--judge-base-url" not in flags and "--models" not in flags and "--stage-settings" not in flags
     assert flags["--split-detector"].key == "split.detector" and flags["--caption-frames"].type is int
-    assert flags["--model"].short == "-m" and flags["--model-base-url"].old_names == ("--base-url",)
+    assert flags["--model"].short == "-m"
     assert flags["--model-base-url"].key == "backend.base_url" and flags["--model-option"].key == "backend.extra"
     out = CliRunner().invoke(app, ["build", "caption", "--help"], env={"COLUMNS": "300"}).output
     for name in ("--caption-frames", "--split-detector", "--model-base-url", "--no-objects", "--temperature"):
         assert name in out
     assert CaptionSettings.model_fields["frames"].description in out
-    assert "--base-url " not in out  # an old spelling is not shown
+    assert "--base-url " not in out
 
 
 @pytest.mark.parametrize("command", [*stage_names()[:10], "all"])
-def test_every_flag_of_the_previous_release_is_still_taken(command: str) -> None:
+def test_every_build_command_takes_the_flags_it_took_before_they_were_derived(command: str) -> None:
     assert (BEFORE_ALL if command == "all" else BEFORE) <= _options(command)
 
 
@@ -99,28 +100,15 @@ def test_a_stage_registered_after_import_is_read_from_the_config(monkeypatch: py
 
 def test_flags_go_over_the_file_and_name_themselves() -> None:
     values = {"caption": {"frames": 4}, "backend": {"temperature": 0.1}, "split": {"threshold": 2.0}}
-    given = {"caption_frames": 6, "split_detector": "adaptive", "base_url": "http://x/v1", "model_option": ["k=1"],
-             "objects": False, "model": "openai:m"}
+    given = {"caption_frames": 6, "split_detector": "adaptive", "model_base_url": "http://x/v1",
+             "model_option": ["k=1"], "objects": False, "model": "openai:m"}
     out, origins = rf.settings_from_flags(values, given, BUILD_FLAGS)
     assert out == {"caption": {"frames": 6}, "split": {"threshold": 2.0, "detector": "adaptive"}, "objects": False,
                    "model": "openai:m", "backend": {"temperature": 0.1, "base_url": "http://x/v1", "extra": {"k": 1}}}
     assert origins == {"caption.frames": "--caption-frames", "split.detector": "--split-detector",
-                       "backend.base_url": "--base-url", "backend.extra.k": "--model-option", "objects": "--objects",
-                       "model": "--model"}
+                       "backend.base_url": "--model-base-url", "backend.extra.k": "--model-option",
+                       "objects": "--objects", "model": "--model"}
     assert values["caption"] == {"frames": 4}  # the file's values are not changed in place
-
-
-def test_an_old_flag_spelling_works_with_a_warning_and_names_itself(tmp_path: Path) -> None:
-    res = CliRunner().invoke(app, ["build", "split", "-w", str(tmp_path / "ws"), "--base-url", "ftp://x",
-                                   "--api-key-env", "MTV_NO_SUCH_KEY_VAR"])
-    assert res.exit_code == 2 and "Traceback" not in res.output
-    out = " ".join(res.output.split())
-    assert "warning: --base-url is now --model-base-url" in out and "--api-key-env is now --model-api-key-env" in out
-    assert "--base-url: must be an http:// or https:// URL" in out
-    assert "--api-key-env: environment variable MTV_NO_SUCH_KEY_VAR is not set" in out
-    assert not (tmp_path / "ws").exists()
-    cfg = build_settings(None, {"base_url": "http://x/v1", "model_base_url": None})
-    assert cfg.backend.base_url == "http://x/v1"
 
 
 def test_yes_no_flags_set_their_setting(tmp_path: Path) -> None:

@@ -101,9 +101,6 @@ OLD_SPELLINGS: dict[tuple[str, str], str] = {
     ("review add-user", "--role"): "--job",
     ("run", "--prompt-style"): "--protocol",  # removed before: refused with a message naming --protocol
 }
-#: build's old spellings, on every command that takes the build settings
-BUILD_OLD = {"--base-url": "--model-base-url", "--api-key-env": "--model-api-key-env",
-             "--score-frames": "--suitability-frames"}
 
 
 def test_the_walk_sees_every_command() -> None:
@@ -162,7 +159,7 @@ def test_every_hidden_spelling_is_an_old_one_whose_new_spelling_is_there() -> No
         if not o.hidden or o.command in HIDDEN_COMMANDS:
             continue
         old = o.name
-        new = OLD_SPELLINGS.get((o.command, old)) or (BUILD_OLD.get(old) if o.command.startswith("build ") else None)
+        new = OLD_SPELLINGS.get((o.command, old))
         assert new is not None, f"{o.command} {old}: a hidden option that is not a listed old spelling"
         assert new in by_command[o.command], f"{o.command}: {old} is old for {new}, which it lacks"
     assert HIDDEN_COMMANDS == []

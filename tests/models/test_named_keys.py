@@ -68,8 +68,8 @@ def test_a_variable_named_in_a_config_file_or_by_a_preset_is_named_with_its_plac
 def test_build_and_checklists_refuse_an_unset_key_variable_before_writing(tmp_path: Path) -> None:
     with LoopbackServer() as srv:
         code, out = _run("build", "all", "-w", str(tmp_path / "ws"), "--model", "openai:builder",
-                         "--base-url", srv.url, "--api-key-env", UNSET)
-        assert code == 2 and f"--api-key-env: environment variable {UNSET} is not set" in out
+                         "--model-base-url", srv.url, "--model-api-key-env", UNSET)
+        assert code == 2 and f"--model-api-key-env: environment variable {UNSET} is not set" in out
         data = make_dataset(tmp_path / "data")
         code, out = _run("checklists", "--data", str(data), "--model", "openai:ck", "--model-base-url", srv.url,
                          "--model-api-key-env", UNSET, "--out", str(tmp_path / "copy"))

@@ -24,8 +24,8 @@ flags, :mod:`mtvbench.run.flags`): every described field of
 :class:`~mtvbench.construct.config.BuildConfig` (``--concurrency``, ``--detector``, ``--no-objects``,
 ...), every described field of a stage's section (``--split-detector``, ``--caption-frames``, ...), the
 model's connection and generation settings as ``run`` spells them (``--model-base-url``,
-``--model-api-key-env``, ``--temperature``, ``--model-option``; ``--base-url`` and ``--api-key-env``
-are the old spellings). Every ``build`` command takes the same settings flags.
+``--model-api-key-env``, ``--temperature``, ``--model-option``). Every ``build`` command takes the same
+settings flags.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from mtvbench.construct.config import BuildConfig, BuildSettings, build_config_t
 from mtvbench.construct.export import ExportReport
 from mtvbench.construct.pipeline import Builder, BuildProgress, StageReport
 from mtvbench.construct.review_queue import adjudicate, load_queue, record_review
-from mtvbench.construct.stages import STAGES, STORED_NAMES, stage_names
+from mtvbench.construct.stages import STAGES, stage_names
 from mtvbench.construct.workspace import Workspace, discover_videos
 from mtvbench.registry import RegistryError
 from mtvbench.render.console import (
@@ -80,23 +80,12 @@ Out = Annotated[Path | None, typer.Option("--out", help="Dataset folder (default
 AcceptedOnly = Annotated[bool, typer.Option(help="Only dialogues accepted in review.")]
 
 
-#: old spelling -> the flag it is now
-_OLD_NAMES = {"--model-base-url": ("--base-url",), "--model-api-key-env": ("--api-key-env",)}
-
-
-def _old_names(flag: Flag) -> tuple[str, ...]:
-    """The earlier spellings of a flag: those above, and a renamed stage's section flags (``--score-frames``)."""
-    section, _, field = flag.key.partition(".")
-    renamed = (f"--{STORED_NAMES[section]}-{field.replace('_', '-')}",) if field and section in STORED_NAMES else ()
-    return _OLD_NAMES.get(flag.name, ()) + renamed
-
-
 def build_flags(config: type[BuildSettings] | None = None) -> list[Flag]:
     """The settings flags of every ``mtvbench build`` command, derived from the build settings (see module doc)."""
     config = config or build_config_type()
     sections = {key: config.model_fields[key.replace("-", "_")].annotation for key in config.SECTIONS}
     flags = settings_flags(config, sections) + role_flags({"model": "backend"}) + [option_flag("model", "backend")]
-    return [replace(f, short="-m" if f.key == "model" else None, old_names=_old_names(f)) for f in flags]
+    return [replace(f, short="-m" if f.key == "model" else None) for f in flags]
 
 
 BUILD_FLAGS = build_flags(BuildConfig)

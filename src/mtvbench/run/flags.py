@@ -15,8 +15,6 @@ like its YAML key; a generation flag takes ``none`` to drop a preset's value (``
 ``model_settings: {top_k: null}``). ``--model-option`` / ``--judge-option`` ``KEY=VALUE`` set backend
 options (values read as YAML). A new setting is therefore one field with a description; nothing
 here changes. ``sweep`` takes the same flags except the ones it sweeps (:func:`sweep_flags`).
-A renamed flag keeps its old spelling (:attr:`Flag.old_names`) for one release: still read, with a
-warning naming the new one, and a bad value is named by the spelling that was typed.
 
 :func:`settings_from_flags` puts the given flags over the ``--config`` values and records which
 flag gave each setting, so that a bad value is named by its flag (``--temperature: must be a
@@ -39,7 +37,6 @@ from pydantic import BaseModel
 from mtvbench.config import RoleSettings, RunConfig, loads_yaml_strict
 from mtvbench.errors import ConfigError
 from mtvbench.models.settings import GENERATION_SETTINGS, OPTIONS_KEY, setting_flag
-from mtvbench.render.console import warn_renamed
 
 _SIMPLE = (bool, int, float, str, Path)
 #: what a generation flag takes to drop a value (a preset's): ``--top-k none``
@@ -72,8 +69,6 @@ class Flag:
     metavar: str | None = None
     #: a short spelling (``-m``)
     short: str | None = None
-    #: earlier spellings, still read with a warning naming :attr:`name` (``--base-url``)
-    old_names: tuple[str, ...] = ()
 
 
 def _cli_type(annotation: Any) -> Any:
@@ -172,7 +167,7 @@ def settings_from_flags(values: Mapping[str, Any], given: Mapping[str, Any], fla
     out: dict[str, Any] = dict(values)
     origins: dict[str, str] = {}
     for flag in flags:
-        name, value = _given(flag, given)
+        name, value = flag.name, given.get(flag.param)
         if value is None or (flag.options and not value):
             continue
         *parents, leaf = flag.key.split(".")
@@ -195,15 +190,6 @@ def settings_from_flags(values: Mapping[str, Any], given: Mapping[str, Any], fla
             target[leaf] = value
             origins[flag.key] = name
     return out, origins
-
-
-def _given(flag: Flag, given: Mapping[str, Any]) -> tuple[str, Any]:
-    """(the spelling that was typed, its value): the flag's own, else an old spelling, else (name, None)."""
-    for name in (flag.name, *flag.old_names):
-        value = given.get(_param(name) if name != flag.name else flag.param)
-        if value is not None and not (flag.options and not value):
-            return name, value
-    return flag.name, None
 
 
 def require_settings(values: Mapping[str, Any], keys: tuple[str, ...]) -> None:
@@ -252,17 +238,11 @@ def with_flags(flags: list[Flag]) -> Callable[[Callable[..., Any]], Callable[...
         own = list(inspect.signature(fn, eval_str=True).parameters.values())[1:]
         params = [_option(f.param, f.type, _spelled(f), *([f.short] if f.short else []), help=f.help,
                           metavar=f.metavar) for f in flags]
-        old = {_param(name): (name, f.name) for f in flags for name in f.old_names}
-        params += [_option(param, f.type, name, hidden=True) for f in flags for name in f.old_names
-                   for param in [_param(name)]]
         params += [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
-        names = {f.param for f in flags} | set(old)
+        names = {f.param for f in flags}
 
         def command(**kwargs: Any) -> Any:
             given = {k: v for k, v in kwargs.items() if k in names}
-            for param, (name, new) in old.items():
-                if given.get(param) not in (None, []):
-                    warn_renamed(name, new)
             return fn(given, **{k: v for k, v in kwargs.items() if k not in names})
 
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
