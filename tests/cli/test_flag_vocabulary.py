@@ -88,17 +88,6 @@ RESERVED = {"role": "the part a model plays (model, judge, a build stage's role)
 
 #: (command, old spelling) -> the spelling that replaced it on that command
 OLD_SPELLINGS: dict[tuple[str, str], str] = {
-    **{(c, "--base-url"): "--model-base-url" for c in ("checklists",)},
-    **{(c, "--api-key-env"): "--model-api-key-env" for c in ("checklists",)},
-    ("checklists", "--generator"): "--model",
-    ("download", "--to"): "--out",
-    ("demo", "--workdir"): "--out",
-    ("scenes", "--cache-dir"): "--scene-cache",
-    ("cache clear", "--frames"): "--keep-frames",
-    ("cache clear", "--scenes"): "--keep-scenes",
-    ("models", "--json"): "--format",
-    ("review serve", "--per-task"): "--sample-per-task",
-    ("review add-user", "--role"): "--job",
     ("run", "--prompt-style"): "--protocol",  # removed before: refused with a message naming --protocol
 }
 

@@ -262,7 +262,7 @@ def test_a_snapshot_link_pointing_outside_the_hub_cache_is_never_followed(hub_en
 
 
 def test_download_to_a_folder(hub_env: Path, tmp_path: Path) -> None:
-    r = CliRunner().invoke(app, ["download", "NJU-LINK/MT-Video-Bench", "--to", str(tmp_path / "mtvb"),
+    r = CliRunner().invoke(app, ["download", "NJU-LINK/MT-Video-Bench", "--out", str(tmp_path / "mtvb"),
                                  "--revision", "main"])
     assert r.exit_code == 0, r.output
     _assert_valid(tmp_path / "mtvb")
@@ -274,7 +274,7 @@ def test_offline_without_the_files_is_one_clear_error(tmp_path: Path, monkeypatc
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hf-cache"))
     monkeypatch.setenv("MTVBENCH_CACHE", str(tmp_path / "mtv-cache"))
-    r = CliRunner().invoke(app, ["download", "--offline", "--to", str(tmp_path / "data")])
+    r = CliRunner().invoke(app, ["download", "--offline", "--out", str(tmp_path / "data")])
     assert r.exit_code == 2, r.output
     assert "not (completely) in the local Hugging Face cache" in r.output and "Traceback" not in r.output
     assert "run `mtvbench download` once with network access" in r.output

@@ -18,7 +18,7 @@ from mtvbench.analysis.breakdowns import SCENE_BINS, scene_bin
 from mtvbench.analysis.metadata import SceneCache, SceneSettings, dialogue_ranges
 from mtvbench.analysis.stats import load_dialogues
 from mtvbench.extras import require_scene_detection
-from mtvbench.render.console import dataset_path, old_spelling, renamed, say
+from mtvbench.render.console import dataset_path, say
 from mtvbench.util.files import atomic_write_text
 
 
@@ -44,12 +44,10 @@ def command(
     threshold: Annotated[float, typer.Option(help="ContentDetector threshold")] = 27.0,
     min_scene_len: Annotated[int, typer.Option(help="shortest scene, frames")] = 15,
     out: Annotated[Path | None, typer.Option(help="also write per-dialogue counts (JSON) here")] = None,
-    cache_dir: Annotated[Path | None, old_spelling("--cache-dir")] = None,
 ) -> None:
     """Estimate scene counts per dialogue (PySceneDetect) and cache them for `report`.
 
     Counts cover the time ranges the dialogue's questions name, or the whole video when none."""
-    scene_cache = renamed(scene_cache, cache_dir, "--cache-dir", "--scene-cache")  # --cache-dir: the frame cache
     require_scene_detection()
     res = scene_counts(dataset_path(path), SceneCache(scene_cache, SceneSettings(threshold=threshold,
                                                                                min_scene_len=min_scene_len)))

@@ -28,9 +28,7 @@ from mtvbench.render.console import (
     dataset_path,
     err_console,
     note,
-    old_spelling,
     print_tables,
-    renamed,
     say,
 )
 from mtvbench.render.tables import Col, TextTable, Value
@@ -85,11 +83,9 @@ def download(
     offline: Annotated[bool, typer.Option(help="only the local Hugging Face cache (like HF_HUB_OFFLINE=1)")] = False,
     force: Annotated[bool, typer.Option(help="lay the folder out again even if it is complete")] = False,
     strict: Annotated[bool, typer.Option(help="validation warnings count as errors")] = False,
-    to: Annotated[Path | None, old_spelling("--to")] = None,
 ) -> None:
     """Download MT-Video-Bench from the Hugging Face Hub (gated: accept its terms first), lay it out as
     mtqa/ checklist/ videos/ (unpacking video archives) and validate it. Rerun to resume."""
-    out = renamed(out, to, "--to", "--out")
     spec = HubSpec.parse(repo if repo.startswith(HF_PREFIX) else HF_PREFIX + repo)
     if revision:
         if spec.revision and spec.revision != revision:
@@ -171,12 +167,8 @@ def cache_clear(
     keep_scenes: Annotated[bool, typer.Option("--keep-scenes", help="leave the scene-count cache as it is")] = False,
     older_than: Annotated[str | None, typer.Option(help="only entries written longer ago, e.g. 30d, 12h")] = None,
     dry_run: Annotated[bool, typer.Option(help="only say what would be removed")] = False,
-    frames: Annotated[bool | None, old_spelling("--frames/--no-frames")] = None,
-    scenes: Annotated[bool | None, old_spelling("--scenes/--no-scenes")] = None,
 ) -> None:
     """Remove cache entries (only entries it recognises; entries being written are skipped)."""
-    keep_frames = renamed(keep_frames, None if frames is None else not frames, "--frames/--no-frames", "--keep-frames")
-    keep_scenes = renamed(keep_scenes, None if scenes is None else not scenes, "--scenes/--no-scenes", "--keep-scenes")
     from mtvbench.media.cache_admin import clear, parse_age
 
     try:
@@ -214,9 +206,6 @@ def checklists(
     max_attempts: Annotated[int, typer.Option(help="asks per turn while the rules are broken")] = 3,
     exact_split: Annotated[bool, typer.Option(help="require exactly one 'No' item (target 4/1)")] = True,
     concurrency: Annotated[int, typer.Option(help="calls in flight")] = 4,
-    generator: Annotated[str | None, old_spelling("--generator")] = None,
-    base_url: Annotated[str | None, old_spelling("--base-url")] = None,
-    api_key_env: Annotated[str | None, old_spelling("--api-key-env")] = None,
 ) -> None:
     """Write missing checklists (paper Figure 16) in the released layout; resumable.
 
@@ -225,7 +214,7 @@ def checklists(
     from mtvbench.checklist_gen.fill import fill_checklists
     from mtvbench.models.registry import create_backend
 
-    spec = renamed(model, generator, "--generator", "--model")
+    spec = model
     if not spec:
         fail("missing option --model: the checklist writer, e.g. --model openai:gpt-4o")
     if out is None and not in_place:
@@ -233,8 +222,7 @@ def checklists(
              f"or --in-place (write into {checklist_dir(data)})")
     if out is not None and in_place:
         fail("--out and --in-place exclude each other")
-    options = _writer_options(renamed(model_base_url, base_url, "--base-url", "--model-base-url"),
-                              renamed(model_api_key_env, api_key_env, "--api-key-env", "--model-api-key-env"))
+    options = _writer_options(model_base_url, model_api_key_env)
     require_backend(spec, "checklist generator")
     data = dataset_path(data)
 

@@ -24,8 +24,6 @@ from mtvbench.render.console import (
     emit_json,
     make_console,
     note,
-    old_spelling,
-    renamed,
     resolve_format,
     say,
     styled,
@@ -222,10 +220,9 @@ def demo(
     out: Annotated[Path, typer.Option(help="where the sample and the runs are written")] = Path("mtvbench-demo"),
     judge_runs: Annotated[int, typer.Option(help="judge runs per turn")] = 1,
     quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
-    workdir: Annotated[Path | None, old_spelling("--workdir")] = None,
 ) -> None:
     """Offline demo on the bundled sample: oracle and refuse baselines, judged by --judge offline."""
-    workdir = renamed(out, workdir, "--workdir", "--out")
+    workdir = out
     from mtvbench.data.sample import materialize
     from mtvbench.run.evaluate import evaluate
 

@@ -16,9 +16,7 @@ from mtvbench.render.console import (
     OutputFormat,
     console,
     emit_json,
-    old_spelling,
     print_tables,
-    renamed,
     say,
     styled,
 )
@@ -107,11 +105,8 @@ def models_command(
     backends: Annotated[bool, typer.Option("--backends", help="list the backend prefixes instead, with where "
                                                               "each comes from")] = False,
     output_format: FormatOption = OutputFormat.auto,
-    as_json: Annotated[bool | None, old_spelling("--json")] = None,
 ) -> None:
     """List the model presets: `--model <preset>` runs that row of Table 2 with the paper's settings."""
-    if renamed(False, as_json, "--json", "--format json"):  # --json PATH writes a JSON file elsewhere
-        output_format = OutputFormat.json
     if backends:
         print_tables([backends_table()], output_format)
         return

@@ -23,9 +23,7 @@ from mtvbench.render.console import (
     OutputFormat,
     emit,
     note,
-    old_spelling,
     print_tables,
-    renamed,
     say,
     warn,
 )
@@ -71,18 +69,15 @@ def serve_command(path: PathArg,
                                   "paper's; all when a task has fewer). Fixed once drawn.")] = None,
                   seed: Annotated[int | None, typer.Option(
                       min=0, help="A run directory: seed of the raters' sample (default 0). Fixed once drawn.")
-                  ] = None,
-                  per_task: Annotated[int | None, old_spelling("--per-task")] = None) -> None:
+                  ] = None) -> None:
     from mtvbench.review.guidelines import load_guidelines
     from mtvbench.review.server import serve
-
-    per_task = renamed(sample_per_task, per_task, "--per-task", "--sample-per-task")  # --per-task: a row per task
 
     text = load_guidelines(guidelines) if guidelines is not None else None
     source, st = _open(path, store)
     if source.work == "rate":
-        _rating_sample(source, st, per_task, seed)
-    elif per_task is not None or seed is not None:
+        _rating_sample(source, st, sample_per_task, seed)
+    elif sample_per_task is not None or seed is not None:
         raise ConfigError("--sample-per-task and --seed choose the raters' sample of a run directory; "
                           f"{source.root} is a {source.kind}")
 
@@ -131,9 +126,8 @@ def add_user_command(path: PathArg,
                                                            "--host/--port).")] = "http://127.0.0.1:8765",
                      replace: Annotated[bool, typer.Option(help="Give an existing user a new token (the old "
                                                                 "one stops working).")] = False,
-                     store: StoreOpt = None, role: Annotated[str | None, old_spelling("--role")] = None) -> None:
+                     store: StoreOpt = None) -> None:
     source, st = _open(path, store)
-    job = renamed(job, role, "--role", "--job")
     jobs = WORK_JOBS[source.work]
     if job not in jobs:
         raise ConfigError(f"--job must be one of {', '.join(jobs)} for a {source.kind}, got {job!r}")

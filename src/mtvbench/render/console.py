@@ -11,10 +11,6 @@
   :func:`print_tables` prints :class:`~mtvbench.render.tables.TextTable` s,
   :func:`print_leaderboard` the Table 2 layout; both are the one place a table reaches stdout.
 - Progress and "wrote" messages go to stderr (:func:`note`), results to stdout.
-- A flag or command renamed so that each word means one thing (the glossary in ``docs/architecture.md``)
-  keeps its old spelling for one release: a hidden option (:func:`old_spelling`) read by :func:`renamed`,
-  with the one warning :func:`warn_renamed` naming the new spelling (derived settings flags do this through
-  ``Flag.old_names``, :mod:`mtvbench.run.flags`).
 
 The command-line package (:mod:`mtvbench.cli`) and the commands of analyses
 (:mod:`mtvbench.analysis`) print through these; the one error handler is
@@ -30,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -86,28 +82,6 @@ def note(label: str, message: str, style: str = "yellow") -> None:
 
 def warn(message: str) -> None:
     note("warning", message)
-
-
-def warn_renamed(old: str, new: str) -> None:
-    """The one warning of a renamed spelling (a flag, a command), which still works for one release."""
-    warn(f"{old} is now {new} (the old spelling still works in this release)")
-
-
-T = TypeVar("T")
-
-
-def old_spelling(name: str) -> Any:
-    """The typer option of a flag's old spelling (read with :func:`renamed`): not shown, None when not given."""
-    return typer.Option(name, hidden=True, show_default=False)
-
-
-def renamed(value: T, old_value: T | None, old: str, new: str) -> T:
-    """The value of an option whose spelling changed: the old spelling's when it was given (with the warning
-    of :func:`warn_renamed`), else the new one's."""
-    if old_value is None:
-        return value
-    warn_renamed(old, new)
-    return old_value
 
 
 def dataset_path(value: str | os.PathLike[str]) -> Path:
