@@ -4,8 +4,8 @@ The typer app is walked: every command, every option. A flag whose name says wha
 variable, where output goes, a cache folder, ...) must be that meaning's one spelling; a spelling used by
 several commands is the same kind of flag everywhere (a yes/no flag on one command is not a value on
 another); words that mean something else in mtvbench (``role``: the part a model plays; ``extra``: a pip
-extra; ``generator``, ``workdir``, ``to``: old spellings) name no flag; a hidden option is an old spelling
-that still works, listed below with the spelling that replaced it on the same command."""
+extra; ``generator``, ``workdir``, ``to``: spellings renamed before 0.1.0) name no flag; no option or command
+is hidden."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class Option:
     command: str
     names: tuple[str, ...]  # every spelling, e.g. ("--out", "-o") or ("--objects", "--no-objects")
     flag: bool  # a yes/no flag, not a value
-    hidden: bool  # the option, or its command, is hidden (an old spelling)
+    hidden: bool  # the option, or its command, is hidden
     help: str
 
     @property
@@ -86,10 +86,6 @@ RESERVED = {"role": "the part a model plays (model, judge, a build stage's role)
             "extra": "a pip extra (mtvbench[hf]); backend options are --model-option / --judge-option",
             "generator": "old spelling of checklists --model", "workdir": "old spelling of demo --out"}
 
-#: (command, old spelling) -> the spelling that replaced it on that command
-OLD_SPELLINGS: dict[tuple[str, str], str] = {
-    ("run", "--prompt-style"): "--protocol",  # removed before: refused with a message naming --protocol
-}
 
 
 def test_the_walk_sees_every_command() -> None:
@@ -140,15 +136,7 @@ def test_no_command_spells_the_suitability_stage_score() -> None:
     assert "build score" not in visible_commands and "score" in visible_commands
 
 
-def test_every_hidden_spelling_is_an_old_one_whose_new_spelling_is_there() -> None:
-    by_command: dict[str, set[str]] = defaultdict(set)
-    for o in VISIBLE:
-        by_command[o.command] |= set(o.names)
-    for o in OPTIONS:
-        if not o.hidden or o.command in HIDDEN_COMMANDS:
-            continue
-        old = o.name
-        new = OLD_SPELLINGS.get((o.command, old))
-        assert new is not None, f"{o.command} {old}: a hidden option that is not a listed old spelling"
-        assert new in by_command[o.command], f"{o.command}: {old} is old for {new}, which it lacks"
+def test_no_option_or_command_is_hidden() -> None:
+    """Every spelling a command takes is shown in its help: a rename is listed in CHANGELOG.md, not kept hidden."""
+    assert [(o.command, o.name) for o in OPTIONS if o.hidden] == []
     assert HIDDEN_COMMANDS == []

@@ -8,7 +8,7 @@ import mtvbench.config as config
 
 #: the public names of config.py before the split
 NAMES = ["AUTHORS_SCRIPTS", "ConfigError", "ContextMode", "DEFAULT_PROTOCOL", "ExecutorName", "IN_PROCESS_BACKENDS",
-         "MAX_CONFIG_BYTES", "NOT_REPRODUCED", "Price", "RECORD_KEYS", "REMOVED_SETTINGS", "RUN_SCHEMA_VERSION",
+         "MAX_CONFIG_BYTES", "NOT_REPRODUCED", "Price", "RECORD_KEYS", "RUN_SCHEMA_VERSION",
          "RaySettings", "RoleSettings", "RunConfig", "apply_preset", "build_config", "load_settings_file", "load_yaml",
          "loads_yaml_strict", "parse_tasks", "preset_overrides", "stored_protocol", "validate_settings"]
 #: module -> a name it owns

@@ -219,7 +219,7 @@ def test_protocol_picks_what_each_row_is_sent(tmp_path: Path) -> None:
     assert authors.options["generation_defaults"] == "checkpoint"
     paper = cfg("qwen3-vl-8b-instruct", protocol="paper").model_settings
     assert (paper.temperature, paper.top_p, paper.top_k) == (0.7, 0.8, 20)
-    with pytest.raises(ConfigError, match="--prompt-style .* was removed: use --protocol"):
+    with pytest.raises(ConfigError, match="unknown setting 'prompt_style'"):
         build_config({**base, "model": "oracle", "prompt_style": "authors"})
     with pytest.raises(ConfigError, match="protocol"):
         build_config({**base, "model": "oracle", "protocol": "fancy"})

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 
 from mtvbench.cli.data import check_dataset
-from mtvbench.config import REMOVED_SETTINGS, ConfigError, build_config, load_yaml
+from mtvbench.config import build_config, load_yaml
 from mtvbench.data.buildmeta import not_a_benchmark
 from mtvbench.data.layout import FOLDERS_TEXT
 from mtvbench.extras import require_backend
@@ -163,7 +163,6 @@ def run(
         "--answers-from", help="judge the answers stored in this run directory with --judge, asking the model "
                                "nothing (its dataset, model, settings, context, protocol, frames and tasks are "
                                "taken from it): the same answers under several judges (Table 3)")] = None,
-    prompt_style: Annotated[str | None, typer.Option("--prompt-style", hidden=True)] = None,
 ) -> None:
     """Evaluate a model on a dataset; rerun the same command to resume.
 
@@ -173,8 +172,6 @@ def run(
     from mtvbench.run.evaluate import evaluate
     from mtvbench.run.replay import answer_settings
 
-    if prompt_style is not None:
-        raise ConfigError(REMOVED_SETTINGS["prompt_style"])
     values, origins = settings_from_flags(load_yaml(config) if config else {}, given, RUN_FLAGS)
     source = answers_from or values.get("answers_from")
     if source is not None:

@@ -21,7 +21,6 @@ from mtvbench.config.runconfig import (
     AUTHORS_SCRIPTS,
     IN_PROCESS_BACKENDS,
     NOT_REPRODUCED,
-    REMOVED_SETTINGS,
     ContextMode,
     RunConfig,
     build_config,
@@ -39,7 +38,7 @@ from mtvbench.config.validation import validate_settings
 from mtvbench.errors import ConfigError
 
 __all__ = ["AUTHORS_SCRIPTS", "DEFAULT_PROTOCOL", "IN_PROCESS_BACKENDS", "MAX_CONFIG_BYTES", "NOT_REPRODUCED",
-           "RECORDED_IDENTITY_KEYS", "RECORD_KEYS", "REMOVED_SETTINGS", "RUN_SCHEMA_VERSION", "ConfigError",
+           "RECORDED_IDENTITY_KEYS", "RECORD_KEYS", "RUN_SCHEMA_VERSION", "ConfigError",
            "ContextMode", "ExecutorName", "LocalRaySettings", "Price", "RaySettings", "RoleSettings", "RunConfig",
            "apply_preset", "build_config", "identity_differences", "load_settings_file", "load_yaml",
            "loads_yaml_strict", "parse_tasks", "preset_overrides", "stored_protocol", "validate_settings"]

@@ -51,12 +51,6 @@ NOT_REPRODUCED: dict[str, str] = {
                        "tokens (the first 128 '<image>' lines, in the first history turn that has them) not "
                        "reproduced",
 }
-#: settings that no longer exist -> what to use instead (one error, never silently ignored)
-REMOVED_SETTINGS: dict[str, str] = {
-    "prompt_style": "--prompt-style (prompt_style) was removed: use --protocol authors (the authors' released code, "
-                    "the default: their scripts' prompts for the Qwen and InternVL rows, eval.py's judge and scoring) "
-                    "or --protocol paper (Figure 15, Figure 17, unrounded scores)",
-}
 
 
 def parse_tasks(value: Any) -> list[str]:
@@ -307,9 +301,6 @@ def build_config(values: dict[str, Any], source: str = "settings", flags: Mappin
     if found != RUN_SCHEMA_VERSION:  # a run directory's config.yaml of another format
         raise ConfigError(f"{source}: field 'schema_version': run-directory format {found!r}, "
                           f"this mtvbench reads format {RUN_SCHEMA_VERSION}")
-    for key, message in REMOVED_SETTINGS.items():
-        if key in values:
-            raise ConfigError(f"{source}: {message}")
     cfg = validate_settings(RunConfig, values, source, flags=flags,
                             prepare=lambda v: apply_preset(v, needs_server=needs_server))
     mark_origins(cfg, values)
