@@ -209,7 +209,7 @@ def test_changed_setting_redoes_the_stage_and_reuses_unchanged_calls(short_ws: d
     ws = _copy(short_ws, tmp_path)
     changed = tmp_path / "changed.json"
     cfg = json.loads(_config(ws.parent).read_text())
-    changed.write_text(json.dumps({**cfg, "checklist_exact_split": False}))  # a rule setting: replies are re-read
+    changed.write_text(json.dumps({**cfg, "checklists": {"exact_split": False}}))  # a rule setting: replies are re-read
     with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
         args = _args("checklists", ws, srv.url)
         res = runner.invoke(app, args[: args.index("--config")] + ["--config", str(changed)])
