@@ -381,3 +381,32 @@ def test_rerun_without_model_or_detector_keeps_finished_work(short_ws: dict, tmp
     (ws / "videos" / "short" / "checklists.json").unlink()
     again = runner.invoke(app, ["build", "all", "-w", str(ws), "--config", str(_config(ws.parent))])
     assert again.exit_code == 2 and "no model for the 'checklist' stage" in again.output
+
+
+def test_a_stage_is_stored_under_its_own_name_and_a_journal_of_another_format_is_refused(
+        short_ws: dict, tmp_path: Path) -> None:
+    """The suitability stage's artifact and journal rows are named ``suitability``; a workspace whose call journal
+    is of another format (format 1 stored that stage as ``score``) is refused with one error naming both
+    formats, before anything is asked or written."""
+    import sqlite3
+
+    ws = _copy(short_ws, tmp_path)
+    video = ws / "videos" / "short"
+    assert (video / "suitability.json").is_file() and not (video / "score.json").exists()
+    journal = CallJournal(ws)
+    try:
+        assert journal.count("short", "suitability") > 0 and journal.count("short", "score") == 0
+    finally:
+        journal.close()
+    (video / "generate.json").unlink()  # work to do: the journal is read
+    for found in (1, 3):
+        with sqlite3.connect(ws / "calls.sqlite") as db:
+            db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(found),))
+        db.close()
+        with LoopbackServer(ServerState(model_reply=Scripted())) as srv:
+            res = _build("all", ws, srv.url)
+            asked = len(srv.state.requests)
+        out = " ".join(res.output.split())
+        assert res.exit_code == 2, res.output
+        assert f"call-journal format {found}" in out and "reads format 2" in out and "Traceback" not in out
+        assert asked == 0 and not (video / "generate.json").exists()

@@ -26,7 +26,6 @@ from typing import TypeVar
 from mtvbench.construct.artifacts import Failure
 from mtvbench.construct.clipframes import sample_ranges_frames
 from mtvbench.construct.journal import CallJournal, request_key
-from mtvbench.construct.stages import stored_name
 from mtvbench.media.frames import FrameSettings, VideoFrames
 from mtvbench.models.ask import AskOutcome, Rejected
 from mtvbench.models.backend import BackendBase, ModelBackend
@@ -95,8 +94,8 @@ class ItemCaller(BackendBase):
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         m = self.model
         g = request.generation
-        request = request.model_copy(update={  # the id is part of the stored key: the stage's stored name
-            "id": f"{stored_name(self.stage)}/{self.video}/{request.id}",
+        request = request.model_copy(update={  # the id is part of the stored key
+            "id": f"{self.stage}/{self.video}/{request.id}",
             "generation": g.model_copy(update={
                 "max_tokens": g.max_tokens if g.max_tokens is not None else m.max_tokens,
                 "temperature": g.temperature if g.temperature is not None else m.temperature})})

@@ -1,11 +1,10 @@
 """The call journal: every model reply a build stage paid for, committed the moment it arrives.
 
 ``WS/calls.sqlite`` (the one SQLite set-up and version rule of :mod:`mtvbench.ledger.sqlite`; a
-journal written before it recorded its format is format 1 and gains the meta rows when opened)
-holds one row per reply: the video, stage (its stored name, :func:`~mtvbench.construct.stages.stored_name`:
-callers give the stage's name) and item it was asked for, a key
-(:func:`request_key`: the model, the request id with its attempt number, the prompt, the frame
-source and the generation settings) and the reply. A stage never
+journal written before it recorded its format is format 1 and gains the meta rows when opened; its format is
+the workspace's: a journal of another format is refused, naming both) holds one row per reply: the video,
+stage and item it was asked for, a key (:func:`request_key`: the model, the request id with its attempt
+number, the prompt, the frame source and the generation settings) and the reply. A stage never
 asks a request whose reply is in the journal: it reads the stored reply and parses it
 again. So a killed build (even ``kill -9``) asks again at most the calls that were in
 flight, a stage whose artifact is lost or stale is rebuilt from the stored replies
@@ -26,13 +25,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from mtvbench.construct.stages import stored_name
 from mtvbench.ledger.keys import parts_digest
 from mtvbench.ledger.sqlite import Schema, errors_named, open_db, transaction
 from mtvbench.records import GenerationRequest, GenerationResult, Outcome
 
 SCHEMA = Schema(
-    kind="call journal", version=1, records="replies", unversioned=1,  # journals before 0.4 recorded no format
+    kind="call journal", version=2, records="replies", unversioned=1,  # journals before 0.4 recorded no format
     ddl="""
 CREATE TABLE IF NOT EXISTS replies (
     video TEXT NOT NULL, stage TEXT NOT NULL, item TEXT NOT NULL, key TEXT NOT NULL,
@@ -85,19 +83,18 @@ class CallJournal:
 
     def get(self, video: str, stage: str, key: str) -> StoredReply | None:
         row = self._run("SELECT text, raw_text, outcome FROM replies WHERE video=? AND stage=? AND key=? "
-                        "AND superseded=0 ORDER BY created DESC LIMIT 1", (video, stored_name(stage), key)).fetchone()
+                        "AND superseded=0 ORDER BY created DESC LIMIT 1", (video, stage, key)).fetchone()
         return None if row is None else StoredReply(text=row[0], raw_text=row[1], outcome=row[2])
 
     def put(self, video: str, stage: str, item: str, key: str, request_id: str, model: str,
             result: GenerationResult) -> None:
         self._run("INSERT INTO replies (video, stage, item, key, request_id, model, text, raw_text, outcome, created)"
                   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                  (video, stored_name(stage), item, key, request_id, model, result.text, result.raw_text,
+                  (video, stage, item, key, request_id, model, result.text, result.raw_text,
                    result.outcome, time.time()), write=True)
 
     def supersede(self, video: str, stage: str, items: Iterable[str] | None = None) -> int:
         """Stop replaying the stored replies of ``items`` (all of the stage's when None); returns the count."""
-        stage = stored_name(stage)
         if items is None:
             return self._run("UPDATE replies SET superseded=1 WHERE video=? AND stage=? AND superseded=0",
                              (video, stage), write=True).rowcount
@@ -113,7 +110,7 @@ class CallJournal:
         if video is not None:
             sql, args = sql + " AND video=?", (*args, video)
         if stage is not None:
-            sql, args = sql + " AND stage=?", (*args, stored_name(stage))
+            sql, args = sql + " AND stage=?", (*args, stage)
         return int(self._run(sql, args).fetchone()[0])
 
     def close(self) -> None:

@@ -64,7 +64,7 @@ from mtvbench.construct.config import BuildSettings
 from mtvbench.construct.detector import Detector, DetectorError, detector_label, load_detector
 from mtvbench.construct.export import ExportReport, export_dataset
 from mtvbench.construct.journal import CallJournal
-from mtvbench.construct.stages import STAGES, Role, stage_names, stage_of, stored_name
+from mtvbench.construct.stages import STAGES, Role, stage_names
 from mtvbench.construct.textsim import TextSimilarity, make_textsim
 from mtvbench.construct.workspace import Inspection, Workspace, WorkspaceError
 from mtvbench.dispatch import Dispatcher
@@ -271,12 +271,12 @@ class Builder:
             cur = self.ws.current(v, u)
             if not cur.ok:
                 return _Decision(blocked=f"needs '{u}': {cur.problem}", run=False)
-            upstream[stored_name(u)] = cur.meta.digest  # an artifact records its inputs by their stored names
+            upstream[u] = cur.meta.digest
         if STAGES.get(stage).from_video:
             upstream["video"] = fingerprint(Path(v.path))
         found = self.ws.inspect(v.name, stage)
         recorded = found.meta.settings if found.ok else None
-        meta = ArtifactMeta(stage=stored_name(stage), upstream=upstream, settings=self.settings(stage, recorded))
+        meta = ArtifactMeta(stage=stage, upstream=upstream, settings=self.settings(stage, recorded))
         if force:
             return _Decision(meta=meta, reason="forced", found=found)
         if not found.ok:
@@ -286,7 +286,7 @@ class Builder:
         art = found.artifact
         assert art is not None
         if old.upstream != upstream:
-            changed = sorted(stage_of(k) for k in set(old.upstream) | set(upstream)
+            changed = sorted(k for k in set(old.upstream) | set(upstream)
                              if old.upstream.get(k) != upstream.get(k))
             return _Decision(meta=meta, reason="redone: made from an earlier " + ", ".join(changed), found=found)
         if old.settings != meta.settings:

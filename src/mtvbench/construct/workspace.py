@@ -5,8 +5,7 @@ Layout::
     WS/
       manifest.json                 videos registered with --videos (name, path, category)
       calls.sqlite                  every model reply, committed as it arrives (journal.py)
-      videos/<name>/<stage>.json    one pydantic artifact per stage (see artifacts.py), named by the stage's
-                                    stored name (suitability: score.json; stages.stored_name)
+      videos/<name>/<stage>.json    one pydantic artifact per stage (see artifacts.py)
       videos/<name>/keyframes/      kept key frames (JPEG)
       videos/<name>/crops/          detected object crops (JPEG)
       review_queue.json             human verification queue (export.py)
@@ -44,7 +43,7 @@ from mtvbench.construct.artifacts import (
     content_digest,
     video_name_problem,
 )
-from mtvbench.construct.stages import STAGES, stage_of, stored_name
+from mtvbench.construct.stages import STAGES
 from mtvbench.data.official import VIDEO_SUFFIXES
 from mtvbench.errors import InputError, MtvbenchError
 from mtvbench.ledger.lock import DirLock
@@ -182,8 +181,8 @@ class Workspace:
         return ensure_dir(d) if create else d
 
     def path(self, video: str, stage: str) -> Path:
-        """The artifact file of ``stage`` (named by its stored name, :func:`~.stages.stored_name`)."""
-        return self.video_dir(video, create=False) / f"{stored_name(stage)}.json"
+        """The artifact file of ``stage``."""
+        return self.video_dir(video, create=False) / f"{stage}.json"
 
     def inspect(self, video: str, stage: str) -> Inspection:
         """Read one artifact (see module doc); repeated reads of an unchanged file are free."""
@@ -212,7 +211,7 @@ class Workspace:
             err = e.errors()[0]
             where = ".".join(str(x) for x in err["loc"]) or "(top level)"
             return Inspection(stage, "corrupt", problem=f"corrupt: {p}: {where}: {err['msg']}")
-        if art.meta is None or art.meta.stage != stored_name(stage):
+        if art.meta is None or art.meta.stage != stage:
             return Inspection(stage, "unversioned", art, f"{p} has no fingerprint (written by an older mtvbench)")
         if content_digest(art) != art.meta.digest:
             return Inspection(stage, "edited", art, f"{p} was changed after the stage wrote it")
@@ -226,7 +225,7 @@ class Workspace:
     def save(self, video: str, stage: str, artifact: Artifact, meta: ArtifactMeta) -> Path:
         """Write ``artifact`` with ``meta`` (its digest is computed here)."""
         artifact.meta = meta.model_copy(update={"digest": content_digest(artifact)})
-        p = self.video_dir(video) / f"{stored_name(stage)}.json"
+        p = self.video_dir(video) / f"{stage}.json"
         atomic_write_json(p, artifact.model_dump(mode="json"))
         return p
 
@@ -241,8 +240,7 @@ class Workspace:
         if not art.complete:
             n = sum(1 for f in getattr(art, "failures", []) if f.kind == "error")
             return Inspection(stage, "incomplete", art, f"'{stage}' is incomplete ({n} failed call(s))")
-        for stored, digest in got.meta.upstream.items():
-            up = stage_of(stored)
+        for up, digest in got.meta.upstream.items():
             if up == "video":
                 try:
                     changed = fingerprint(Path(v.path)) != digest

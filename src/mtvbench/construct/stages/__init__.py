@@ -16,12 +16,8 @@ Built-in stages are listed here in pipeline order as ``"module:STAGE"`` referenc
 when used, so this module imports none of them); another package adds one through the entry-point
 group ``mtvbench.stages`` (it runs after the built-ins in ``build all``, and is ``mtvbench build NAME``
 on its own), or in code with :func:`register_stage`. Stage names are the keys of stored artifacts
-(``WS/videos/<video>/<stage>.json``) and call-journal rows, so a stored name never changes meaning. A
-built-in stage renamed after workspaces were made keeps its stored name (:data:`STORED_NAMES`: the task-
-suitability stage ``suitability`` is stored as ``score``, the word that names the benchmark's scores);
-:func:`stored_name` and :func:`stage_of` translate at the storage boundary (the workspace, the call journal,
-the artifacts' records of what they were made from), and the old name still answers for one release as
-a command (``mtvbench build score``), a build-config section and a model role in ``models:``, with a warning.
+(``WS/videos/<video>/<stage>.json``) and call-journal rows, so a stored name never changes meaning: renaming a
+built-in stage changes the workspace's format (:data:`mtvbench.construct.journal.SCHEMA`).
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ from pydantic import BaseModel
 
 from mtvbench.errors import MtvbenchError
 from mtvbench.ledger.keys import text_digest
-from mtvbench.registry import Registry, RegistryError
+from mtvbench.registry import Registry
 
 if TYPE_CHECKING:
     from mtvbench.construct.artifacts import Artifact, VideoRecord
@@ -154,35 +150,15 @@ for _name, _module in (("split", "split"), ("caption", "caption"), ("merge", "me
                        ("suitability", "suitability"), ("generate", "generate"), ("checklists", "checklists")):
     STAGES.add(_name, f"mtvbench.construct.stages.{_module}:STAGE")
 
-#: built-in stages renamed after workspaces were made: the stage (and its model role) -> the name its artifacts
-#: and journal rows keep, and which still answers for one release as a command, config section and role
-STORED_NAMES: dict[str, str] = {"suitability": "score"}
-_STAGE_OF = {old: new for new, old in STORED_NAMES.items()}
-
-
-def stored_name(stage: str) -> str:
-    """The name the artifacts and journal rows of ``stage`` are stored under."""
-    return STORED_NAMES.get(stage, stage)
-
-
-def stage_of(stored: str) -> str:
-    """The stage whose artifacts and journal rows are stored under ``stored``."""
-    return _STAGE_OF.get(stored, stored)
-
-
 def register_stage(name: str, stage: Stage) -> Stage:
     """Add a construction stage (``mtvbench build NAME``, and the end of ``build all``).
 
     Args:
-        name: the stage's name; it names its artifact file and journal rows, so it must not be taken (nor be
-            the stored name of a renamed stage, :data:`STORED_NAMES`).
+        name: the stage's name; it names its artifact file and journal rows, so it must not be taken.
         stage: what the stage is made from and how it runs.
 
     Returns:
         ``stage``."""
-    if name in _STAGE_OF:
-        raise RegistryError(f"construction stage {name!r}: the artifacts of the built-in stage {_STAGE_OF[name]!r} "
-                            f"are stored under this name", hint="give the stage another name")
     STAGES.add(name, stage, origin=stage.make.__module__)
     return stage
 
@@ -209,5 +185,5 @@ def roles() -> tuple[Role, ...]:
     return tuple(dict.fromkeys(s.role for s in loadable_stages().values() if s.role is not None))
 
 
-__all__ = ["STAGES", "STORED_NAMES", "Role", "Stage", "StageContext", "loadable_stages", "register_stage", "roles",
-           "stage_names", "stage_of", "stored_name", "text_digest"]
+__all__ = ["STAGES", "Role", "Stage", "StageContext", "loadable_stages", "register_stage", "roles",
+           "stage_names", "text_digest"]

@@ -1,8 +1,7 @@
 """Stage 9 — task suitability: the MLLM rates each unit for each of the six tasks on 1-6.
 
 The stage is ``suitability`` (``mtvbench build suitability``, the ``suitability`` section of the build config
-and model role); its artifact ``score.json`` and its journal rows keep the name it had before
-(:data:`~mtvbench.construct.stages.STORED_NAMES`), so existing workspaces resume. Its values are *ratings*
+and model role, its artifact ``suitability.json`` and its journal rows). Its values are *ratings*
 (stored as ``scores`` and ``min_score``, and spelled "score" in the prompt and its re-asks, which the call
 journal's keys depend on); "score" otherwise names the benchmark's scores (:mod:`mtvbench.scoring`).
 
