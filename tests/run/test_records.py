@@ -68,8 +68,8 @@ def test_config_of_another_format_is_refused(run: Path, found: int) -> None:
 @pytest.mark.parametrize(("name", "content"), [
     ("store.sqlite", b"this is not a database, it has been overwritten" * 100),
     ("config.yaml", b"model: [unclosed\n  : :"),
-    ("benchmark.json", b'{"schema_version": 2, "dialogues": [{"task": '),
-    ("benchmark.json", b'{"schema_version": 2, "dialogues": [{"task": "nope"}], "videos": {}}'),
+    ("benchmark.json", b'{"schema_version": %d, "dialogues": [{"task": ' % RUN_SCHEMA_VERSION),
+    ("benchmark.json", b'{"schema_version": %d, "dialogues": [{"task": "nope"}], "videos": {}}' % RUN_SCHEMA_VERSION),
 ])
 def test_corrupt_file_is_one_line_naming_it(run: Path, name: str, content: bytes) -> None:
     (run / name).write_bytes(content)

@@ -96,7 +96,7 @@ class RunConfig(BaseModel):
     out: Path = Field(description="run directory (resumable)")
     context: ContextMode = Field("golden", description="golden | self | none")
     #: ``authors`` (the released code that made Table 2) or ``paper`` (the paper's text); None: the run
-    #: directory's own when it exists (``paper`` for one made before protocols existed), else ``authors``
+    #: directory's own when it exists, else ``authors``
     protocol: ProtocolName | None = Field(None, description="authors (default: the authors' released code, "
                                           "as Table 2 was made, so scores compare with it) | paper (the paper's "
                                           "text read cleanly); a run directory keeps its own")

@@ -2,7 +2,7 @@
 
 - :data:`RUN_SCHEMA_VERSION`: the format of a run directory (store meta, config.yaml, benchmark.json);
   :data:`RECORD_KEYS`: what config.yaml records besides the settings;
-- :func:`stored_protocol`: a run directory keeps its protocol (``paper`` for one made before protocols);
+- :func:`stored_protocol`: a run directory keeps its protocol;
 - :func:`identity_differences`: the rule by which a stored run identity is compared with the current
   one. The keys of :data:`RECORDED_IDENTITY_KEYS` (the model's backend options that can change an
   answer) are recorded, not refused: a changed value is stored as the run directory's, and the
@@ -23,7 +23,7 @@ from mtvbench.protocol import ProtocolName
 
 #: version of the run-directory format (store meta, config.yaml, benchmark.json); bumped when a
 #: stored field changes meaning, so a run directory of another format is refused, not misread
-RUN_SCHEMA_VERSION = 2
+RUN_SCHEMA_VERSION = 3
 #: keys a run directory's config.yaml carries besides the settings (so it can be passed to --config)
 #: what a run directory's config.yaml records besides the settings (read back, never a setting):
 #: the format, the version that wrote it, the base URL each role actually called, and what the model was sent
@@ -38,8 +38,8 @@ RECORDED_IDENTITY_KEYS = ("model_options",)
 
 
 def stored_protocol(out: Path | str | None) -> ProtocolName | None:
-    """The protocol of the run directory ``out`` from its config.yaml: its ``protocol``, ``paper`` for a run
-    directory made before protocols existed, None when ``out`` is no run directory (yet) or unreadable."""
+    """The protocol of the run directory ``out`` from its config.yaml, None when ``out`` is no run directory (yet),
+    records none or is unreadable."""
     if out is None:
         return None
     path = Path(out) / "config.yaml"
@@ -51,7 +51,7 @@ def stored_protocol(out: Path | str | None) -> ProtocolName | None:
         return None  # reading the run directory later says what is wrong with it
     if not isinstance(data, dict):
         return None
-    found = data.get("protocol") or "paper"
+    found = data.get("protocol")
     return found if found in ("authors", "paper") else None  # type: ignore[return-value]
 
 

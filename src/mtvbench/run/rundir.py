@@ -96,25 +96,11 @@ def read_config(run_dir: Path) -> RunConfig:
         raise _other_format(path, data.get("schema_version"), data.get("mtvbench_version"))
     for key in RECORD_KEYS:
         data.pop(key, None)
-    _upgrade(path, data)
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:
         fields = "; ".join(f"field '{'.'.join(str(x) for x in err['loc'])}': {err['msg']}" for err in e.errors())
         raise RunDirError(f"{path}: {fields}") from e
-
-
-def _upgrade(path: Path, data: dict[str, Any]) -> None:
-    """A config.yaml written before protocols existed: its run is ``paper`` (Figure 15 with the paper's
-    judge and scoring). One made with the removed ``prompt_style: authors`` (the Qwen script's prompt
-    with the paper's judge) is neither protocol: refused with what to do."""
-    style = data.pop("prompt_style", "paper")
-    if style != "paper":
-        raise RunDirError(f"{path}: this run was made with --prompt-style {style}, which mtvbench no longer has "
-                          "(the Qwen script's prompt with the paper's judge and scoring)",
-                          hint="evaluate into a new --out with --protocol authors (the authors' released code) or "
-                               "--protocol paper")
-    data.setdefault("protocol", "paper")
 
 
 def write_snapshot(run_dir: Path, snapshot: RunSnapshot) -> None:
