@@ -23,10 +23,8 @@ from mtvbench.ledger.sqlite import (
     Schema,
     get_meta,
     open_db,
-    put_meta,
     transaction,
 )
-from mtvbench.review.store import ReviewStore
 from mtvbench.run.store import RunStore
 from tests.support.run_helpers import subprocess_env
 
@@ -222,25 +220,3 @@ def test_a_journal_of_an_earlier_mtvbench_gains_its_format_and_keeps_its_replies
         assert c.execute("SELECT * FROM replies ORDER BY rowid").fetchall() == before
         meta = dict(c.execute("SELECT key, value FROM meta"))
     assert meta == {"kind": '"call journal"', "schema_version": "1"}
-
-
-def test_a_review_store_of_an_earlier_mtvbench_is_migrated_and_keeps_every_decision(tmp_path: Path) -> None:
-    path = Path(shutil.copy(FIXTURES / "review" / "main-af4e2a6-sample" / "review.sqlite", tmp_path / "r.sqlite"))
-    decisions = "SELECT item_id, annotator, decision, edits, comment, at FROM reviews ORDER BY rowid"
-    with sqlite3.connect(path) as db:
-        before = db.execute(decisions).fetchall()
-        assert get_meta(db, "schema_version") == 1
-    store = ReviewStore(path, create=False)  # format 1 -> 2: the listed step, in one transaction
-    assert len(store.history()) == 7
-    with sqlite3.connect(path) as db:
-        assert db.execute(decisions).fetchall() == before
-        assert get_meta(db, "schema_version") == 2 and db.execute("SELECT criteria FROM reviews").fetchone() == (None,)
-    migrated = path.read_bytes()
-    ReviewStore(path)
-    assert path.read_bytes() == migrated  # its format is current now: nothing to add
-    db = sqlite3.connect(path)
-    put_meta(db, {"schema_version": 3})
-    db.commit()
-    db.close()
-    with pytest.raises(DatabaseFormatError, match="review-store format 3"):
-        ReviewStore(path)

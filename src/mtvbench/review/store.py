@@ -1,10 +1,8 @@
 """The one SQLite file that holds every review decision (one transaction per decision).
 
 The file has its own tables and uses the one SQLite set-up and version rule of
-:mod:`mtvbench.ledger.sqlite` (WAL, its format in the ``meta`` table, errors naming the file).
-Format 2 added the criteria and checklist marks of each decision, decisions handed to the senior,
-drafts and the stored signing key; a format-1 file is migrated in one transaction and keeps every
-decision (its decisions have no criteria: "not recorded").
+:mod:`mtvbench.ledger.sqlite` (WAL, its format in the ``meta`` table, errors naming the file); a file of
+another format is refused, naming both.
 
 Several annotators (web app threads, the ``build review`` command line, other processes)
 write to the same file at once: each decision is one ``BEGIN IMMEDIATE`` transaction that
@@ -87,23 +85,8 @@ TAKEN_NOTICE = ("two other annotators decided this dialogue: your decision, with
 ADJUDICATE_HINT = ("a senior annotator decides on the senior page of `mtvbench review serve` or with "
                    "`mtvbench build review adjudicate`")
 
-_V2_COLUMNS = (("reviews", "criteria"), ("reviews", "checklist"), ("adjudications", "criteria"),
-               ("adjudications", "checklist"), ("history", "criteria"), ("history", "checklist"),
-               ("history", "replaced"))
-
-
-def _v1_to_v2(db: sqlite3.Connection) -> None:
-    """Format 1 -> 2: the criteria and checklist marks of each decision and what a decision replaced
-    (NULL: not recorded); the new tables are created by the schema's statements afterwards."""
-    for table, column in _V2_COLUMNS:
-        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
-        if have and column not in have:
-            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
-
-
 SCHEMA = Schema(
     kind="review store", version=SCHEMA_VERSION, records="the decision", unversioned=1,
-    migrations={1: _v1_to_v2},
     ddl="""
 CREATE TABLE IF NOT EXISTS items(
   id TEXT PRIMARY KEY, pos INTEGER NOT NULL, task TEXT NOT NULL, video TEXT NOT NULL, event TEXT NOT NULL,
