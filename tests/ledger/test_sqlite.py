@@ -5,7 +5,6 @@ Real files only; the full disk is a real file-size limit (RLIMIT_FSIZE in a subp
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -14,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from mtvbench import __version__
-from mtvbench.construct.journal import CallJournal
 from mtvbench.errors import InputError, OutputError, RunDirError
 from mtvbench.ledger.sqlite import (
     DatabaseError,
@@ -28,9 +26,8 @@ from mtvbench.ledger.sqlite import (
 from mtvbench.run.store import RunStore
 from tests.support.run_helpers import subprocess_env
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 V1 = Schema(kind="thing store", version=1, ddl="CREATE TABLE IF NOT EXISTS things (name TEXT NOT NULL)",
-            records="things", unversioned=1, hint="use another file")
+            records="things", hint="use another file")
 
 
 def _add_size(db: sqlite3.Connection) -> None:
@@ -39,7 +36,7 @@ def _add_size(db: sqlite3.Connection) -> None:
 
 
 def _v3(step2) -> Schema:  # noqa: ANN001 - the migration step from 2 to 3
-    return Schema(kind="thing store", version=3, records="things", unversioned=1,
+    return Schema(kind="thing store", version=3, records="things",
                   ddl="CREATE TABLE IF NOT EXISTS things (name TEXT NOT NULL, size INTEGER, big INTEGER)",
                   migrations={1: _add_size, 2: step2})
 
@@ -122,15 +119,15 @@ def test_an_older_file_without_a_listed_step_is_refused(tmp_path: Path) -> None:
     assert e.value.hint == "use another file"
 
 
-def test_a_file_from_before_formats_were_recorded_gains_them_and_keeps_its_rows(tmp_path: Path) -> None:
+def test_a_file_without_a_recorded_format_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
     path = tmp_path / "t.sqlite"
     with sqlite3.connect(path) as c:
         c.execute("CREATE TABLE things (name TEXT NOT NULL)")
         c.execute("INSERT INTO things VALUES ('old')")
-    db = open_db(path, V1)
-    assert get_meta(db, "schema_version") == 1 and get_meta(db, "kind") == "thing store"
-    assert db.execute("SELECT name FROM things").fetchall() == [("old",)]
-    db.close()
+    before = path.read_bytes()
+    with pytest.raises(DatabaseFormatError, match=r"thing store of no recorded format .* reads format 1"):
+        open_db(path, V1)
+    assert path.read_bytes() == before
 
 
 @pytest.mark.parametrize(("tables", "match"), [
@@ -204,19 +201,3 @@ def test_a_full_disk_is_said_plainly_and_what_was_committed_stays(tmp_path: Path
         assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert 0 < c.execute("SELECT COUNT(*) FROM things").fetchone()[0] < 1000
     assert issubclass(DatabaseWriteError, OutputError) and issubclass(DatabaseWriteError, DatabaseError)
-
-
-def test_a_journal_of_an_earlier_mtvbench_gains_its_format_and_keeps_its_replies(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    shutil.copy(FIXTURES / "workspaces" / "main-af4e2a6-offline" / "ws" / "calls.sqlite", ws / "calls.sqlite")
-    with sqlite3.connect(ws / "calls.sqlite") as c:
-        before = c.execute("SELECT * FROM replies ORDER BY rowid").fetchall()
-        assert "meta" not in {n for (n,) in c.execute("SELECT name FROM sqlite_master")}
-    journal = CallJournal(ws)
-    assert journal.count() == len(before) == 139
-    journal.close()
-    with sqlite3.connect(ws / "calls.sqlite") as c:
-        assert c.execute("SELECT * FROM replies ORDER BY rowid").fetchall() == before
-        meta = dict(c.execute("SELECT key, value FROM meta"))
-    assert meta == {"kind": '"call journal"', "schema_version": "1"}

@@ -49,11 +49,12 @@ def _one_clear_error(res, *needles: str) -> None:  # noqa: ANN001 - click's Resu
 
 
 def test_store_of_another_format_is_refused_not_misread(run: Path, dataset: Path) -> None:
-    with sqlite3.connect(run / "store.sqlite") as c:  # what a store of the first format looks like
+    with sqlite3.connect(run / "store.sqlite") as c:  # a store that records no format
         c.execute("DELETE FROM meta WHERE key IN ('schema_version', 'mtvbench_version')")
     for args in (["score", run], ["run", "--data", dataset, "--model", "oracle", "--judge", "offline", "--out", run,
                                   "--judge-runs", "1"]):
-        _one_clear_error(cli(*args), "store.sqlite", "run-store format 1", f"reads format {RUN_SCHEMA_VERSION}")
+        _one_clear_error(cli(*args), "store.sqlite", "run store of no recorded format",
+                         f"reads format {RUN_SCHEMA_VERSION}")
 
 
 @pytest.mark.parametrize("found", [1, 99])

@@ -1,7 +1,6 @@
 """The call journal: every model reply a build stage paid for, committed the moment it arrives.
 
-``WS/calls.sqlite`` (the one SQLite set-up and version rule of :mod:`mtvbench.ledger.sqlite`; a
-journal written before it recorded its format is format 1 and gains the meta rows when opened; its format is
+``WS/calls.sqlite`` (the one SQLite set-up and version rule of :mod:`mtvbench.ledger.sqlite`; its format is
 the workspace's: a journal of another format is refused, naming both) holds one row per reply: the video,
 stage and item it was asked for, a key (:func:`request_key`: the model, the request id with its attempt
 number, the prompt, the frame source and the generation settings) and the reply. A stage never
@@ -30,7 +29,7 @@ from mtvbench.ledger.sqlite import Schema, errors_named, open_db, transaction
 from mtvbench.records import GenerationRequest, GenerationResult, Outcome
 
 SCHEMA = Schema(
-    kind="call journal", version=2, records="replies", unversioned=1,  # journals before 0.4 recorded no format
+    kind="call journal", version=2, records="replies",
     ddl="""
 CREATE TABLE IF NOT EXISTS replies (
     video TEXT NOT NULL, stage TEXT NOT NULL, item TEXT NOT NULL, key TEXT NOT NULL,

@@ -12,9 +12,8 @@ share a file safely.
 - a file of a newer format is refused, naming the file and both versions (upgrade mtvbench);
 - a file of an older format is migrated by the schema's listed steps (one per version) in one
   transaction, or refused when a step is missing;
-- a file without a ``schema_version`` row is of the schema's ``unversioned`` format (files written
-  before their kind recorded one), or is not of this kind at all when none of its tables is the
-  schema's;
+- a file without a ``schema_version`` row is refused: as of no recorded format when it has the schema's
+  tables, as not of this kind at all when it has none of them;
 - tables, indexes and columns added within a format (their absence means "not recorded") are added,
   empty, in one transaction; a file that lacks nothing is opened without a write;
 - a ``kind`` row naming another kind is refused (a review store given as a run store).
@@ -75,8 +74,6 @@ class Schema:
     ddl: str
     #: what a failed write could not store: "cannot write results"
     records: str = "data"
-    #: the format of a file of this kind without a ``schema_version`` row (None: such a file is refused)
-    unversioned: int | None = None
     #: version v -> the step that makes a file of format v one of format v + 1
     migrations: Mapping[int, Migration] = field(default_factory=dict)
     #: (table, column, declaration) added within the current format
@@ -193,10 +190,12 @@ def _found_version(db: sqlite3.Connection, path: Path, schema: Schema) -> int:
     if kind is not None and kind != schema.kind:
         raise schema.refusal(f"{path}: not a {schema.kind} (it is a {kind})", hint=schema.hint)
     found = get_meta(db, "schema_version")
-    if found is None and (schema.unversioned is None or not (names & schema.names())):
+    if found is None and not (names & schema.names()):
         raise schema.refusal(f"{path}: not a {schema.kind} (no format recorded, and none of its tables)",
                              hint=schema.hint)
-    found = schema.unversioned if found is None else found
+    if found is None:
+        raise schema.refusal(f"{path}: {schema.kind} of no recorded format (written by {_made_by(db)}); this "
+                             f"mtvbench ({__version__}) reads format {schema.version}", hint=schema.hint)
     if not isinstance(found, int) or found > schema.version or (
             found < schema.version and any(v not in schema.migrations for v in range(found, schema.version))):
         newer = isinstance(found, int) and found > schema.version

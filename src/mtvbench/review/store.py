@@ -86,7 +86,7 @@ ADJUDICATE_HINT = ("a senior annotator decides on the senior page of `mtvbench r
                    "`mtvbench build review adjudicate`")
 
 SCHEMA = Schema(
-    kind="review store", version=SCHEMA_VERSION, records="the decision", unversioned=1,
+    kind="review store", version=SCHEMA_VERSION, records="the decision",
     ddl="""
 CREATE TABLE IF NOT EXISTS items(
   id TEXT PRIMARY KEY, pos INTEGER NOT NULL, task TEXT NOT NULL, video TEXT NOT NULL, event TEXT NOT NULL,

@@ -55,7 +55,7 @@ class RunStoreError(DatabaseFormatError, RunDirError):
 
 
 SCHEMA = Schema(
-    kind="run store", refusal=RunStoreError, version=RUN_SCHEMA_VERSION, records="results", unversioned=1,
+    kind="run store", refusal=RunStoreError, version=RUN_SCHEMA_VERSION, records="results",
     ddl="""
 CREATE TABLE IF NOT EXISTS responses (
     turn_id TEXT NOT NULL, fingerprint TEXT NOT NULL, parts TEXT NOT NULL, prompt TEXT NOT NULL,
