@@ -116,3 +116,20 @@ def test_side_by_side_diff() -> None:
     assert [(p.op, p.text) for p in d[0].diffs[1] if p.op != "equal"] == [("delete", "red"), ("insert", "blue")]
     assert d[1].values == ["No", "Yes"]
     assert "".join(p.text for p in word_diff("a b", "a c") if p.op != "delete") == "a c"
+
+
+def test_a_review_queue_file_holding_decisions_is_refused(tmp_path) -> None:  # noqa: ANN001
+    """A queue file holds the items only (decisions are in review.sqlite): one holding decisions is refused, not
+    imported or shown."""
+    from mtvbench.errors import InputError
+    from mtvbench.review.decisions import ReviewQueue
+    from mtvbench.review.source import read_queue_file
+
+    item = make_item()
+    path = tmp_path / "review_queue.json"
+    path.write_text(ReviewQueue(items={item.id: item}).model_dump_json())
+    assert read_queue_file(path).items[item.id].content_hash == item.content_hash
+    item.annotations = [Annotation(annotator="ann1", decision="accept")]
+    path.write_text(ReviewQueue(items={item.id: item}).model_dump_json())
+    with pytest.raises(InputError, match=r"item 'v/S0/memory_recall' carries review decisions: .* review\.sqlite"):
+        read_queue_file(path)

@@ -103,23 +103,6 @@ def test_blank_names_and_bad_decisions_on_the_command_line(ws: Path) -> None:
     assert load_queue(Workspace(ws)).counts()["pending"] == 36  # nothing was recorded
 
 
-def test_decisions_of_earlier_queue_files_move_into_the_store(ws: Path) -> None:
-    """A review_queue.json written before the store existed keeps its decisions."""
-    qp = queue_path(Workspace(ws))
-    data = json.loads(qp.read_text())
-    first = next(iter(data["items"]))
-    data["items"][first]["annotations"] = [{"annotator": "old1", "decision": "accept", "note": "", "at": "t1"},
-                                           {"annotator": "old2", "decision": "reject", "note": "no", "at": "t2"}]
-    data["items"][first]["adjudication"] = {"annotator": "oldlead", "decision": "accept", "note": "", "at": "t3"}
-    qp.write_text(json.dumps(data))
-    assert not (ws / "review.sqlite").exists()
-    _cli("build", "export", "-w", str(ws))  # rewrites the queue file without decisions
-    assert "annotations" not in json.loads(qp.read_text())["items"][first]
-    it = load_queue(Workspace(ws)).items[first]
-    assert [a.annotator for a in it.annotations] == ["old1", "old2"] and it.status == "accepted"
-    assert it.adjudication is not None and it.adjudication.annotator == "oldlead"
-
-
 def test_criteria_changes_and_overwrites_on_the_command_line(ws: Path) -> None:
     from mtvbench.review.store import ReviewStore
 

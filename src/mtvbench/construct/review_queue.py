@@ -34,10 +34,7 @@ def load_queue(ws: Workspace) -> ReviewQueue:
     if not p.exists():
         return ReviewQueue()
     q = read_queue_file(p)
-    legacy = any(it.annotations or it.adjudication for it in q.items.values())
-    if legacy:  # decisions kept in the queue file by earlier versions: moved into the store once
-        ReviewStore(store_path(ws)).sync(list(q.items.values()))
-    if legacy or store_path(ws).exists():
+    if store_path(ws).exists():
         states = ReviewStore(store_path(ws)).states({i: it.content_hash for i, it in q.items.items()})
         for i, it in q.items.items():
             states[i].apply_to(it)

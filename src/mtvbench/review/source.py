@@ -45,6 +45,9 @@ def read_queue_file(path: Path) -> ReviewQueue:
     except ValidationError as e:
         raise InputError(validation_message(path, e)) from None
     for it in q.items.values():
+        if it.annotations or it.adjudication is not None or it.referrals:
+            raise InputError(f"{path}: item {it.id!r} carries review decisions: a review queue holds the items "
+                             f"only, their decisions are in {STORE_NAME}")
         it.content_hash = content_hash(it.rounds, it.checklists)
     return q
 

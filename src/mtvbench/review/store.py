@@ -303,16 +303,14 @@ class ReviewStore:
     # ------------------------------------------------------------------ items
     def sync(self, items: list[ReviewItem]) -> None:
         """Make the store's item list match ``items`` (order, content hashes); items no longer
-        there become inactive (their decisions stay). Decisions an item carries (the
-        ``review_queue.json`` of earlier mtvbench versions) are imported once."""
+        there become inactive (their decisions stay)."""
         with self._tx(write=False) as db:
             have = {r["id"]: tuple(r) for r in db.execute(
                 "SELECT id, pos, task, video, event, content_hash, active FROM items")}
         want = {it.id: (it.id, pos, it.task.value, it.video, it.event, it.content_hash, 1)
                 for pos, it in enumerate(items)}
-        legacy = [it for it in items if it.annotations or it.adjudication is not None]
         stale = [i for i, row in have.items() if i not in want and row[6]]
-        if not legacy and not stale and all(have.get(i) == row for i, row in want.items()):
+        if not stale and all(have.get(i) == row for i, row in want.items()):
             return
         with self._tx() as db:
             for row in want.values():
@@ -323,21 +321,6 @@ class ReviewStore:
                                "content_hash=excluded.content_hash, active=1", row)
             for i in stale:
                 db.execute("UPDATE items SET active=0 WHERE id=?", (i,))
-            for it in legacy:
-                self._import_legacy(db, it)
-
-    def _import_legacy(self, db: sqlite3.Connection, it: ReviewItem) -> None:
-        for a in it.annotations:
-            if self._put_review(db, it, a, insert_only=True):
-                self._log(db, it.id, it.content_hash, "review", a)
-        a = it.adjudication
-        if a is not None:
-            cur = db.execute("INSERT OR IGNORE INTO adjudications(item_id, content_hash, senior, decision, edits, "
-                             "comment, at, criteria, checklist) VALUES(?,?,?,?,?,?,?,?,?)",
-                             (it.id, it.content_hash, a.annotator, a.decision, _edits_json(a.edits), a.comment,
-                              a.at or now_iso(), _dump(a.criteria), _dump(a.checklist)))
-            if cur.rowcount:
-                self._log(db, it.id, it.content_hash, "adjudicate", a)
 
     def rows(self, active_only: bool = True) -> list[ItemRow]:
         with self._tx(write=False) as db:
@@ -442,13 +425,12 @@ class ReviewStore:
         bound = max(0.0, time.time() - opened) if opened is not None else None
         return max(0.0, min(active_seconds, bound) if bound is not None else active_seconds)
 
-    def _put_review(self, db: sqlite3.Connection, item: ReviewItem, a: Annotation, insert_only: bool = False) -> bool:
+    def _put_review(self, db: sqlite3.Connection, item: ReviewItem, a: Annotation) -> bool:
         at = a.at or now_iso()
         sql = ("INSERT INTO reviews(item_id, content_hash, annotator, decision, edits, comment, first_at, at, seconds, "
-               "criteria, checklist) VALUES(?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(item_id, content_hash, annotator) DO ")
-        sql += "NOTHING" if insert_only else ("UPDATE SET decision=excluded.decision, edits=excluded.edits, "
-                                              "comment=excluded.comment, at=excluded.at, seconds=excluded.seconds, "
-                                              "criteria=excluded.criteria, checklist=excluded.checklist")
+               "criteria, checklist) VALUES(?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(item_id, content_hash, annotator) DO "
+               "UPDATE SET decision=excluded.decision, edits=excluded.edits, comment=excluded.comment, at=excluded.at, "
+               "seconds=excluded.seconds, criteria=excluded.criteria, checklist=excluded.checklist")
         cur = db.execute(sql, (item.id, item.content_hash, a.annotator, a.decision, _edits_json(a.edits), a.comment,
                                at, at, a.seconds, _dump(a.criteria), _dump(a.checklist)))
         return cur.rowcount > 0
