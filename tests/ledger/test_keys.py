@@ -1,15 +1,11 @@
-"""mtvbench.ledger.keys: one digest; the compatibility digests give the keys earlier versions stored, bit for bit.
-
-The expected values were computed by the helpers these replace (commit af4e2a6: run/identity.digest,
-construct/records.content_digest, construct/stages.text_digest, construct/journal.request_key,
-review/model.content_hash, analysis/metadata's scene-cache key).
-"""
+"""mtvbench.ledger.keys: one digest, and the stored keys made with it, pinned: a stored key that changes shape
+changes its store's format number (and these values)."""
 
 from __future__ import annotations
 
 from mtvbench.construct.journal import request_key
 from mtvbench.data.schema import ChecklistItem
-from mtvbench.ledger.keys import canonical_json, digest, parts_digest, pyjson_digest, sha1_digest, text_digest
+from mtvbench.ledger.keys import canonical_json, digest, pyjson_digest, sha1_digest, text_digest
 from mtvbench.records import GenerationConfig, GenerationRequest
 from mtvbench.review.decisions import content_hash
 from mtvbench.review.store import token_digest
@@ -22,16 +18,15 @@ def test_the_one_digest_is_sha256_of_canonical_json() -> None:
     assert digest({"a": 1}) == digest({"a": 1}, length=64)[:32] and len(digest([1], length=64)) == 64
 
 
-def test_the_compatibility_digests_give_the_stored_keys() -> None:
-    assert text_digest("one", "two") == "a0ef70c43442d404"  # stage prompt digests
+def test_the_stored_keys_are_pinned() -> None:
+    assert text_digest("one", "two") == "33688af4ac8c7316" == digest(["one", "two"], length=16)  # prompt digests
     req = GenerationRequest(id="r/1", prompt="Describe ü",
                             generation=GenerationConfig(system="sys", max_tokens=10, temperature=0.2),
                             options={"b": 1, "a": "x"})
     assert request_key("openai:m", req, "frames-key") == \
-        "db114cd9d09d27f75dac0728184d22e3c79854951a709f073bc6c6360c2404c4"  # call-journal keys
+        "3bf9f3c696ed596a2fcbd508493cc4b78addd65a7d9d4e9bc20bbd6978cfe12b"  # call-journal keys (format 2)
     ck = {2: [ChecklistItem(key="Q1", question="ü?", expected="Yes")]}
     assert content_hash([{"User": "é?", "Assistant": "a"}], ck) == "d4b310f57b325721"  # review decisions
     assert sha1_digest("/v/x.mp4|123|456") == "33642062bced94e1"  # scene-cache file names
     assert token_digest("tok") == "1a7674eb4ee78df7e1ac439a93c3fa8e3c945784d4dec9fd8e3011738b2f1d62"  # users
-    assert parts_digest(("a", "b"), terminated=True) == parts_digest(("a", "b", ""))
     assert pyjson_digest({"é": 1}) != digest({"é": 1}, length=16)  # another text form: kept apart on purpose

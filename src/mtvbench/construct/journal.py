@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from mtvbench.ledger.keys import parts_digest
+from mtvbench.ledger.keys import digest
 from mtvbench.ledger.sqlite import Schema, errors_named, open_db, transaction
 from mtvbench.records import GenerationRequest, GenerationResult, Outcome
 
@@ -53,11 +53,11 @@ class StoredReply(BaseModel):
 
 def request_key(model: str, request: GenerationRequest, frames_key: str | None) -> str:
     """What identifies a request: model, id (with the attempt), prompt, frame source, generation settings
-    (:func:`mtvbench.ledger.keys.parts_digest`, the key every stored reply was saved under)."""
+    (:func:`mtvbench.ledger.keys.digest`, the key every stored reply is saved under)."""
     g = request.generation
-    settings = repr((g.max_tokens, g.temperature, g.top_p, g.top_k, sorted(request.options.items())))
-    return parts_digest((model, request.id, g.system or "", request.prompt, frames_key or "", settings),
-                        terminated=True)
+    return digest({"model": model, "id": request.id, "system": g.system or "", "prompt": request.prompt,
+                   "frames": frames_key or "", "generation": [g.max_tokens, g.temperature, g.top_p, g.top_k],
+                   "options": request.options}, length=64)
 
 
 class CallJournal:

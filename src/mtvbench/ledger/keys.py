@@ -8,9 +8,6 @@ spaces, non-ASCII kept, anything JSON lacks written as its ``str``) as hex digit
 kept bit-identical here, each under its own name, because a changed key would make everything stored
 under it look new: results asked again, artifacts rebuilt, review decisions taken again.
 
-- :func:`parts_digest`: SHA-256 of texts joined by NUL. Every part followed by NUL, 64 digits: the
-  request keys of the build's call journal (``WS/calls.sqlite``). NUL between parts, 16 digits
-  (:func:`text_digest`): the prompt digests a build stage records in its artifacts' settings.
 - :func:`pyjson_digest`: SHA-256 of Python's default ``json.dumps`` form (``", "``/``": "``
   separators, non-ASCII escaped), 16 digits: the content hash of a dialogue under review
   (``review.sqlite``, ``review_queue.json``), which every decision is tied to.
@@ -22,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
 from typing import Any
 
 
@@ -36,15 +32,9 @@ def digest(obj: Any, length: int = 32) -> str:
     return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:length]
 
 
-def parts_digest(parts: Sequence[str], *, terminated: bool = False, length: int = 64) -> str:
-    """Compatibility (module doc): SHA-256 of ``parts`` joined by NUL (and ended by one when ``terminated``)."""
-    text = "\x00".join(parts) + ("\x00" if terminated else "")
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
-
-
 def text_digest(*parts: str) -> str:
-    """A short digest of prompt texts (a stage's ``prompts``): :func:`parts_digest`, 16 digits."""
-    return parts_digest(parts, length=16)
+    """A short digest of prompt texts (a stage's ``prompts``): :func:`digest` of the texts, 16 digits."""
+    return digest(list(parts), length=16)
 
 
 def pyjson_digest(obj: Any, length: int = 16) -> str:

@@ -36,6 +36,7 @@ and every restart).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import sqlite3
@@ -49,7 +50,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mtvbench.errors import InputError
-from mtvbench.ledger.keys import parts_digest
 from mtvbench.ledger.sqlite import Schema, connect, open_db, transaction
 from mtvbench.review.decisions import (
     JOBS,
@@ -132,7 +132,7 @@ def now_iso() -> str:
 
 def token_digest(token: str) -> str:
     """SHA-256 of an access token (what ``users.token_sha256`` holds)."""
-    return parts_digest((token,))
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 class ConfirmRequiredError(ReviewConflictError):
