@@ -8,9 +8,6 @@ spaces, non-ASCII kept, anything JSON lacks written as its ``str``) as hex digit
 kept bit-identical here, each under its own name, because a changed key would make everything stored
 under it look new: results asked again, artifacts rebuilt, review decisions taken again.
 
-- :func:`pyjson_digest`: SHA-256 of Python's default ``json.dumps`` form (``", "``/``": "``
-  separators, non-ASCII escaped), 16 digits: the content hash of a dialogue under review
-  (``review.sqlite``, ``review_queue.json``), which every decision is tied to.
 - :func:`sha1_digest`: SHA-1 of a text, 16 digits: the file names of the scene-count cache
   (:mod:`mtvbench.analysis.metadata`), by which cached counts are found again.
 """
@@ -35,11 +32,6 @@ def digest(obj: Any, length: int = 32) -> str:
 def text_digest(*parts: str) -> str:
     """A short digest of prompt texts (a stage's ``prompts``): :func:`digest` of the texts, 16 digits."""
     return digest(list(parts), length=16)
-
-
-def pyjson_digest(obj: Any, length: int = 16) -> str:
-    """Compatibility (module doc): SHA-256 of ``json.dumps(obj, sort_keys=True, default=str)``."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:length]
 
 
 def sha1_digest(text: str, length: int = 16) -> str:

@@ -36,7 +36,7 @@ from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field
 
 from mtvbench.data.schema import ChecklistItem, Task
 from mtvbench.errors import InputError
-from mtvbench.ledger.keys import pyjson_digest
+from mtvbench.ledger.keys import digest
 from mtvbench.util.jsonio import yes_no
 
 Decision = Literal["accept", "revise", "reject"]
@@ -197,7 +197,7 @@ def content_hash(rounds: list[dict[str, Any]], checklists: dict[int, list[Checkl
                            "checklists": {str(k): [i.model_dump() for i in v] for k, v in checklists.items()}}
     if answers:
         obj["answers"] = {str(k): v for k, v in answers.items()}
-    return pyjson_digest(obj)
+    return digest(obj, length=16)
 
 
 class ReviewItem(BaseModel):

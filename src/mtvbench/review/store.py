@@ -24,8 +24,8 @@ hash), ``referrals`` (decisions handed to the senior, open until a senior decide
 (which annotator opened which item when: the queue hands an item to at most two annotators),
 ``history`` (every decision ever made, append-only: the audit trail; ``replaced`` keeps what a
 decision replaced, so that the last one can be undone), ``ratings`` (a run directory's raters: each
-rater's Yes/No answers to the checklists of a dialogue's rated turns, per content hash; added within
-format 2: a file without it has no ratings), ``drafts`` (what a person typed on an item
+rater's Yes/No answers to the checklists of a dialogue's rated turns, per content hash),
+``drafts`` (what a person typed on an item
 and has not submitted yet, per scope, item and person), ``users`` (names, jobs (column ``role``) and the SHA-256 of
 their access tokens; tokens themselves are never stored), ``signing`` (a per-name signing epoch,
 part of every signed video URL: removing a user or replacing their token moves it on, so the links
@@ -71,7 +71,7 @@ from mtvbench.review.decisions import (
     status_of,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: an annotator's claim on an item they opened but did not decide frees its slot after this long
 CLAIM_TTL_S = 3600.0
 STORE_NAME = "review.sqlite"
