@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mtvbench.construct.journal import request_key
 from mtvbench.data.schema import ChecklistItem
-from mtvbench.ledger.keys import canonical_json, digest, sha1_digest, text_digest
+from mtvbench.ledger.keys import canonical_json, digest, text_digest
 from mtvbench.records import GenerationConfig, GenerationRequest
 from mtvbench.review.decisions import content_hash
 from mtvbench.review.store import token_digest
@@ -27,5 +27,4 @@ def test_the_stored_keys_are_pinned() -> None:
         "3bf9f3c696ed596a2fcbd508493cc4b78addd65a7d9d4e9bc20bbd6978cfe12b"  # call-journal keys (format 2)
     ck = {2: [ChecklistItem(key="Q1", question="ü?", expected="Yes")]}
     assert content_hash([{"User": "é?", "Assistant": "a"}], ck) == "6e67addc6c47f676"  # review decisions (format 3)
-    assert sha1_digest("/v/x.mp4|123|456") == "33642062bced94e1"  # scene-cache file names
     assert token_digest("tok") == "1a7674eb4ee78df7e1ac439a93c3fa8e3c945784d4dec9fd8e3011738b2f1d62"  # users

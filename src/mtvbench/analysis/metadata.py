@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from mtvbench.data.schema import Dialogue
 from mtvbench.errors import MissingExtraError, MtvbenchError
-from mtvbench.ledger.keys import sha1_digest
+from mtvbench.ledger.keys import digest
 from mtvbench.util.jsonio import load_json_file
 from mtvbench.util.rowfiles import csv_records, record_keys
 
@@ -230,7 +230,7 @@ def default_scene_cache() -> Path:
 def _fingerprint(video: Path) -> str:
     st = video.stat()
     raw = f"{video.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-    return sha1_digest(raw)
+    return digest(raw, length=16)
 
 
 def _range_key(r: tuple[float, float] | None, settings: SceneSettings) -> str:

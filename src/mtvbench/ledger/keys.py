@@ -2,14 +2,10 @@
 
 :func:`digest` is the SHA-256 of the value's canonical JSON (:func:`canonical_json`: keys sorted, no
 spaces, non-ASCII kept, anything JSON lacks written as its ``str``) as hex digits, cut to ``length``
-(32 by default, 128 bits: run fingerprints; build artifacts record 24). New keys use it.
-
-**Compatibility digests.** Some stored keys were computed another way by earlier versions. They are
-kept bit-identical here, each under its own name, because a changed key would make everything stored
-under it look new: results asked again, artifacts rebuilt, review decisions taken again.
-
-- :func:`sha1_digest`: SHA-1 of a text, 16 digits: the file names of the scene-count cache
-  (:mod:`mtvbench.analysis.metadata`), by which cached counts are found again.
+(32 by default, 128 bits: run fingerprints; build artifacts record 24). Every stored key uses it (the call
+journal's request keys, a stage's prompt digest, a review item's content hash, the scene-count cache's file
+names); a stored key that changes shape changes its store's format number, since everything stored under the
+old key would look new (results asked again, artifacts rebuilt, review decisions taken again).
 """
 
 from __future__ import annotations
@@ -33,7 +29,3 @@ def text_digest(*parts: str) -> str:
     """A short digest of prompt texts (a stage's ``prompts``): :func:`digest` of the texts, 16 digits."""
     return digest(list(parts), length=16)
 
-
-def sha1_digest(text: str, length: int = 16) -> str:
-    """Compatibility (module doc): SHA-1 of ``text``."""
-    return hashlib.sha1(text.encode()).hexdigest()[:length]
