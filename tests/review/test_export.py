@@ -106,12 +106,12 @@ def test_export_refuses_to_overwrite(sample: Path, tmp_path: Path) -> None:
 
 
 def test_video_mode_symlink_is_gone_and_every_export_validates(sample: Path, tmp_path: Path) -> None:
-    """`--video-mode symlink` wrote datasets that `validate` and `run` refused: it is one error saying what
-    to use instead, and nothing is written; the exports that remain validate and hold no link."""
+    """`--video-mode symlink` (a data root holds no link) is one error naming the modes, and nothing is written;
+    the exports validate and hold no link."""
     for cmd in (["review", "export", str(sample)], ["build", "export", "-w", str(tmp_path / "ws")]):
         r = runner.invoke(app, [*cmd, "--out", str(tmp_path / "o"), "--video-mode", "symlink"])
         assert r.exit_code == 2, r.output
-        assert r.output.count("error:") == 1 and "--video-mode link" in r.output and "--video-mode copy" in r.output
+        assert r.output.count("error:") == 1 and "--video-mode must be link or copy, got 'symlink'" in r.output
         assert "Traceback" not in r.output and not (tmp_path / "o").exists() and not (tmp_path / "ws").exists()
     for mode in ("link", "copy"):
         out = tmp_path / mode

@@ -137,8 +137,6 @@ def _link_videos(src: Path, dst: Path) -> None:
     links in ``src`` are left out (the dataset's own validation names them)."""
     if src.is_symlink() or not src.is_dir():
         return
-    if dst.is_symlink():  # an --out made by an earlier mtvbench: videos/ was a link to the source's
-        dst.unlink()
     for dirpath, _, filenames in os.walk(src):
         for name in filenames:
             f = Path(dirpath) / name

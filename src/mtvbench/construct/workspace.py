@@ -212,7 +212,7 @@ class Workspace:
             where = ".".join(str(x) for x in err["loc"]) or "(top level)"
             return Inspection(stage, "corrupt", problem=f"corrupt: {p}: {where}: {err['msg']}")
         if art.meta is None or art.meta.stage != stage:
-            return Inspection(stage, "unversioned", art, f"{p} has no fingerprint (written by an older mtvbench)")
+            return Inspection(stage, "unversioned", art, f"{p} has no fingerprint (not written by a stage)")
         if content_digest(art) != art.meta.digest:
             return Inspection(stage, "edited", art, f"{p} was changed after the stage wrote it")
         return Inspection(stage, "ok", art)

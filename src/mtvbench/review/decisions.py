@@ -140,7 +140,7 @@ class Criterion(BaseModel):
 
 class Annotation(BaseModel):
     """One person's decision on one dialogue (an annotator's, or the senior's adjudication).
-    ``criteria`` and ``checklist`` are None for decisions recorded without them (earlier versions)."""
+    ``criteria`` and ``checklist`` are None for decisions recorded without them."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -150,7 +150,7 @@ class Annotation(BaseModel):
     at: str = ""
     edits: list[Edit] = Field(default_factory=list)
     #: active seconds on the dialogue before the first decision: the page visible and input (or the video
-    #: playing) within the last minute (None when decided outside the web app or by earlier versions)
+    #: playing) within the last minute (None when decided outside the web app)
     seconds: float | None = None
     #: criterion key -> met / not met with a note
     criteria: dict[str, Criterion] | None = None

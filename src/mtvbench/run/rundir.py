@@ -65,8 +65,9 @@ def run_dir_path(run_dir: Path) -> Path:
 
 def _other_format(path: Path, found: Any, made_by: Any) -> RunDirError:
     return RunDirError(
-        f"{path}: run-directory format {found if found is not None else 1} (written by "
-        f"{made_by or 'an mtvbench before 0.2'}); this mtvbench ({__version__}) reads format {RUN_SCHEMA_VERSION}",
+        f"{path}: run-directory format {found if found is not None else 'not recorded'} (written by "
+        f"{made_by or 'an mtvbench that did not record its version'}); this mtvbench ({__version__}) reads format "
+        f"{RUN_SCHEMA_VERSION}",
         hint="evaluate into a new --out, or use the mtvbench version that wrote this run directory")
 
 

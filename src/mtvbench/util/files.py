@@ -147,10 +147,7 @@ VIDEO_MODES: tuple[VideoMode, ...] = ("link", "copy")
 
 
 def video_mode(value: str, flag: str = "--video-mode") -> VideoMode:
-    """``value`` as a video mode; ``symlink`` (offered by earlier versions) is one error saying what to use."""
-    if value == "symlink":
-        raise ConfigError(f"{flag} symlink is no longer offered: a data root holds no symbolic link (validate and run "
-                          f"refuse one); use {flag} link (a hard link, no second copy of the video) or {flag} copy")
+    """``value`` as a video mode, or one error naming the modes."""
     if value not in VIDEO_MODES:
         raise ConfigError(f"{flag} must be link or copy, got {value!r}")
     return value  # type: ignore[return-value]
