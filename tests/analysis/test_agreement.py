@@ -34,7 +34,7 @@ def test_fleiss_kappa_hand_computed():
     r = [["Y", "Y", "Y"], ["Y", "Y", "N"], ["N", "N", "N"], ["Y", "N", "N"]]
     assert fleiss_kappa(r) == pytest.approx(1 / 3)
     assert fleiss_kappa([["Y", "Y"], ["N", "N"]]) == pytest.approx(1.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"Fleiss' kappa needs the same number \(>= 2\) of ratings per item"):
         fleiss_kappa([["Y", "N"], ["Y"]])
 
 

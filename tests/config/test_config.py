@@ -38,7 +38,7 @@ def test_plain_specs_pass_through_and_typos_are_clear(tmp_path: Path) -> None:
 def test_options_parse_yaml_values() -> None:
     assert parse_options(["input=upload", "batch_size=8", "x=[1, 2]"]) == {"input": "upload", "batch_size": 8,
                                                                           "x": [1, 2]}
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="--model-option 'novalue': must look like KEY=VALUE"):
         parse_options(["novalue"])
 
 

@@ -129,7 +129,7 @@ def test_a_watchdog_error_ends_the_run() -> None:
         jobs = [VideoJob("v", Path("v.mp4"), [DialogueTurns("a", [1, 2])])]  # type: ignore[list-item]
         await asyncio.wait_for(run_videos(jobs, writer, 1, lambda state: lane, watchdog), 10)  # type: ignore[arg-type]
 
-    with pytest.raises(Stalled):
+    with pytest.raises(Stalled, match="no progress"):
         asyncio.run(go())
 
 

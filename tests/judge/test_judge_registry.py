@@ -61,7 +61,7 @@ def test_a_registered_judge_is_created_by_name_with_its_argument_and_settings() 
     verdict = asyncio.run(judge.judge("anything", ROUND, 1))
     assert verdict.verdicts == {"A1": "No", "A2": "No"}
     assert create_judge("test-constant").answer == "Yes"
-    with pytest.raises(DuplicateNameError):
+    with pytest.raises(DuplicateNameError, match="'offline' is registered twice"):
         register_judge("offline")(constant)
     assert mtvbench.register_judge is register_judge
 

@@ -21,7 +21,7 @@ def test_replies_by_prompt_and_nth_call_with_failures_and_default() -> None:
     key = script.add("judge me", {"1": {"status": 500}, "2": "not json", "3": '{"A1": "Yes"}', "*": "later"})
     with ReplayServer(script) as srv:
         client = openai.OpenAI(base_url=srv.url, api_key="x", max_retries=0)
-        with pytest.raises(openai.InternalServerError):
+        with pytest.raises(openai.InternalServerError, match="Error code: 500"):
             _ask(client, "judge me")
         got = [_ask(client, "judge me"), _ask(client, "judge me", parts=False), _ask(client, "judge me"),
                _ask(client, "something else")]

@@ -70,7 +70,8 @@ def test_wait_says_who_it_waits_for_then_takes_the_lock(tmp_path: Path, holder: 
 
     with _lock(tmp_path).acquire(wait=True, on_wait=on_wait):
         assert len(waiting) == 1 and f"pid {holder.pid}" in waiting[0]
-        with pytest.raises(BusyError):  # held now: another open file of this process is refused too
+        # held now: another open file of this process is refused too
+        with pytest.raises(BusyError, match=": held by "):
             _lock(tmp_path).acquire()
 
 

@@ -84,9 +84,9 @@ def test_internvl_indices_short_and_exact_videos() -> None:
 
 @pytest.mark.parametrize("bad", [(0, 4), (4, 0)])
 def test_index_rules_reject_empty(bad: tuple[int, int]) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=rf"need n >= 1 and k >= 1, got n={bad[0]}, k={bad[1]}"):
         qwen_script_indices(*bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=rf"need n >= 1 and k >= 1, got n={bad[0]}, k={bad[1]}"):
         internvl_script_indices(bad[0], 25.0, bad[1])
 
 

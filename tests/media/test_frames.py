@@ -80,7 +80,7 @@ def test_uniform_indices_properties() -> None:
 
 @pytest.mark.parametrize(("total", "num"), [(0, 3), (5, 0)])
 def test_uniform_indices_rejects(total: int, num: int) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"(total|num) must be >= 1, got 0"):
         uniform_indices(total, num)
 
 
@@ -122,11 +122,11 @@ def test_settings_key_and_validation() -> None:
     assert FrameSettings(size=(448, 448), num_frames=32).key() == "n32-448x448-q90"
     # a bilinear resize is another entry; the default key is unchanged, so old caches stay valid
     assert FrameSettings(interpolation="BILINEAR").key() == "n128-m720-q90-bilinear"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"num_frames\n  Input should be greater than or equal to 1"):
         FrameSettings(num_frames=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"size: width and height must be 1 to 8192 px, got \(0, 10\)"):
         FrameSettings(size=(0, 10))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="Instance is frozen"):
         FrameSettings().num_frames = 3  # type: ignore[misc]  # frozen
 
 

@@ -130,7 +130,7 @@ async def test_an_open_breaker_sends_nothing(monkeypatch: pytest.MonkeyPatch) ->
                                                       breaker_threshold=2))
         try:
             first = [await b.generate(GenerationRequest(id=str(i), prompt=f"q{i}")) for i in range(2)]
-            with pytest.raises(CircuitOpenError):
+            with pytest.raises(CircuitOpenError, match="2 failures in a row"):
                 await b.generate(GenerationRequest(id="late", prompt="q-late"))
         finally:
             await b.aclose()

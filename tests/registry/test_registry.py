@@ -20,7 +20,7 @@ def test_a_name_is_taken_once() -> None:
     reg.add("a", 1)
     with pytest.raises(DuplicateNameError, match="thing 'a' is registered twice"):
         reg.add("a", 2)
-    with pytest.raises(DuplicateNameError):
+    with pytest.raises(DuplicateNameError, match="thing 'a' is registered twice"):
         reg.register("a")(lambda: None)
     assert reg.get("a") == 1
 
@@ -55,7 +55,7 @@ def test_a_module_imported_before_its_reference_loads_may_register_its_own_name(
     import regmod_first  # noqa: F401 - imported directly, as a program may do
 
     assert FIRST_REG.get("mine")() == 1
-    with pytest.raises(DuplicateNameError):  # another module may not take the name
+    with pytest.raises(DuplicateNameError, match="'mine' is registered twice"):  # another module may not take it
         FIRST_REG.add("mine", lambda: 2, origin="someone_else")
 
 

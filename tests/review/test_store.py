@@ -160,7 +160,7 @@ def test_unknown_item_and_changed_content(opened) -> None:
     with pytest.raises(ReviewConflictError, match="changed since it was opened"):
         store.record(it, "ann1", "accept", expected_hash="0" * 16)
     ghost = it.model_copy(update={"id": "nope/nope/0"})
-    with pytest.raises(UnknownItemError):
+    with pytest.raises(UnknownItemError, match="no dialogue 'nope/nope/0' in the review queue"):
         store.record(ghost, "ann1", "accept")
     # the dialogue is regenerated: decisions on the old text no longer count, but stay in the history
     store.record(it, "ann1", "accept")

@@ -20,7 +20,7 @@ def test_cohen_kappa_by_hand_and_undefined() -> None:
     # po = 3/4; pe = (2*1 + 1*2 + 1*1) / 16 = 5/16; kappa = (12/16 - 5/16) / (11/16) = 7/11
     assert cohen_kappa(["a", "a", "r", "v"], ["a", "r", "r", "v"]) == pytest.approx(7 / 11)
     assert cohen_kappa(["a", "a"], ["a", "a"]) is None and cohen_kappa([], []) is None
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="raters must rate the same items"):
         cohen_kappa(["a"], [])
 
 
