@@ -30,3 +30,35 @@ def test_import_is_cheap_and_typed() -> None:
                          check=True).stdout
     assert out.strip() == "['mtvbench']"  # nothing else is imported until it is used
     assert (Path(SRC) / "mtvbench" / "py.typed").is_file()
+
+
+def test_mtvbench_deprecation_warnings_fail_the_suite_and_others_do_not() -> None:
+    """pyproject's filterwarnings: a test that still uses a spelling kept after a rename fails; a third-party
+    library's deprecation stays a warning."""
+    import warnings
+
+    import pytest
+
+    from mtvbench.errors import MtvbenchDeprecationWarning
+
+    with pytest.raises(MtvbenchDeprecationWarning, match="renamed"):
+        warnings.warn("renamed", MtvbenchDeprecationWarning, stacklevel=1)
+    with pytest.warns(DeprecationWarning, match="someone else's"):
+        warnings.warn("someone else's", DeprecationWarning, stacklevel=1)
+
+
+def test_nothing_in_src_warns_a_deprecation_but_through_the_project_class() -> None:
+    """0.1.0 is unreleased: no spelling is kept after a rename, and a later one warns with
+    ``MtvbenchDeprecationWarning`` only."""
+    import ast
+
+    found = []
+    for path in sorted((Path(SRC) / "mtvbench").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bases = {id(b) for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for b in node.bases}
+        found += [f"{path.name}:{node.lineno}" for node in ast.walk(tree) if isinstance(node, ast.Name)
+                  and node.id in ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
+                  and id(node) not in bases]
+        found += [f"{path.name}:{node.lineno}" for node in ast.walk(tree) if isinstance(node, ast.Name)
+                  and node.id == "MtvbenchDeprecationWarning"]
+    assert found == []
