@@ -161,14 +161,6 @@ def test_a_refused_run_store_is_still_a_run_directory_error(tmp_path: Path) -> N
     assert isinstance(e.value, DatabaseError) and "store.sqlite: not a run store mtvbench can read" in e.value.message
 
 
-def test_a_column_added_within_a_format_is_added_empty(tmp_path: Path) -> None:
-    path = _v1_file(tmp_path / "t.sqlite")
-    grown = Schema(kind="thing store", version=1, ddl=V1.ddl, columns=(("things", "note", "TEXT"),))
-    db = open_db(path, grown)
-    assert db.execute("SELECT name, note FROM things ORDER BY name").fetchall() == [("ab", None), ("abcde", None)]
-    db.close()
-
-
 FILL = """
 import resource, signal, sqlite3, sys
 from pathlib import Path

@@ -14,8 +14,7 @@ share a file safely.
   transaction, or refused when a step is missing;
 - a file without a ``schema_version`` row is refused: as of no recorded format when it has the schema's
   tables, as not of this kind at all when it has none of them;
-- tables, indexes and columns added within a format (their absence means "not recorded") are added,
-  empty, in one transaction; a file that lacks nothing is opened without a write;
+- a file of the current format is opened without a write;
 - a ``kind`` row naming another kind is refused (a review store given as a run store).
 
 **Errors** (:func:`mapped_error`) are one type, :class:`DatabaseError`, naming the file:
@@ -76,8 +75,6 @@ class Schema:
     records: str = "data"
     #: version v -> the step that makes a file of format v one of format v + 1
     migrations: Mapping[int, Migration] = field(default_factory=dict)
-    #: (table, column, declaration) added within the current format
-    columns: tuple[tuple[str, str, str], ...] = ()
     #: what to do about a file that is refused (another format, corrupt)
     hint: str | None = None
     #: what to do after a failed write
@@ -172,13 +169,6 @@ def _names(db: sqlite3.Connection) -> set[str]:
     return {n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
 
 
-def _missing_columns(db: sqlite3.Connection, schema: Schema) -> list[tuple[str, str, str]]:
-    have: dict[str, set[str]] = {}
-    for table, _, _ in schema.columns:
-        have.setdefault(table, {row[1] for row in db.execute(f"PRAGMA table_info({table})")})
-    return [c for c in schema.columns if c[1] not in have[c[0]]]
-
-
 def _made_by(db: sqlite3.Connection) -> str:
     return get_meta(db, "mtvbench_version") or "an mtvbench that did not record its version"
 
@@ -207,21 +197,17 @@ def _found_version(db: sqlite3.Connection, path: Path, schema: Schema) -> int:
 
 
 def _needs_work(db: sqlite3.Connection, schema: Schema) -> bool:
-    if get_meta(db, "schema_version") != schema.version:
-        return True
-    return bool(schema.names() - _names(db)) or bool(_missing_columns(db, schema))
+    return bool(get_meta(db, "schema_version") != schema.version)
 
 
 def _bring_up_to_date(db: sqlite3.Connection, path: Path, schema: Schema) -> None:
-    """Inside a write transaction: create, migrate or complete the file (see the module doc)."""
+    """Inside a write transaction: create or migrate the file (see the module doc)."""
     fresh = not _names(db)
     found = schema.version if fresh else _found_version(db, path, schema)
     for v in range(found, schema.version):
         schema.migrations[v](db)
     for stmt in schema.statements():
         db.execute(stmt)
-    for table, column, decl in _missing_columns(db, schema):
-        db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
     values: dict[str, Any] = {"kind": schema.kind, "schema_version": schema.version}
     if fresh:
         values |= {"mtvbench_version": __version__, "created": time.time()}

@@ -70,13 +70,10 @@ CREATE TABLE IF NOT EXISTS verdicts (
 CREATE TABLE IF NOT EXISTS calls (
     id INTEGER PRIMARY KEY, session INTEGER, role TEXT NOT NULL, turn_id TEXT NOT NULL, outcome TEXT NOT NULL,
     requests INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
-    latency_s REAL NOT NULL, created REAL NOT NULL);
+    latency_s REAL NOT NULL, created REAL NOT NULL, cached_tokens INTEGER);
 CREATE TABLE IF NOT EXISTS sessions (
     id INTEGER PRIMARY KEY, started REAL NOT NULL, ended REAL, pid INTEGER, mtvbench_version TEXT NOT NULL);
 """,
-    # added within format 2 (absent: not recorded): the judge's reply; what a response's model was fed; the
-    # prompt tokens a call got from the provider's prefix cache (NULL: not reported, or a call made before)
-    columns=(("verdicts", "reply", "TEXT"), ("responses", "inputs", "TEXT"), ("calls", "cached_tokens", "INTEGER")),
     hint="evaluate into a new --out, or use the mtvbench version that wrote this run directory",
     write_hint="free some space (or choose another --out); everything committed so far is kept in store.sqlite: "
                "run the same command again to resume")
