@@ -75,7 +75,7 @@ def test_stats_and_scenes_commands(runs):
     assert st[0]["qas"] == 30 and "MTLD" in r.output
     r = runner.invoke(app, ["stats", str(a), "--no-per-task"])  # a run directory works too
     assert r.exit_code == 0 and "\t30\t" in r.output
-    r = runner.invoke(app, ["scenes", str(data), "--cache-dir", str(tmp / "sc"), "--out", str(tmp / "sc.json")])
+    r = runner.invoke(app, ["scenes", str(data), "--scene-cache", str(tmp / "sc"), "--out", str(tmp / "sc.json")])
     assert r.exit_code == 0, r.output
     sc = json.loads((tmp / "sc.json").read_text())
     assert len(sc) == 6 and all(v["scenes"] >= 1 for v in sc.values())
