@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_va
 
 from mtvbench.config.resolve import apply_preset, mark_origins
 from mtvbench.config.roles import ExecutorName, Price, RaySettings, RoleSettings
-from mtvbench.config.stored import DEFAULT_PROTOCOL, RECORD_KEYS, RUN_SCHEMA_VERSION, stored_protocol
+from mtvbench.config.stored import DEFAULT_PROTOCOL, RECORD_KEYS, RUN_FORMATS_READ, RUN_SCHEMA_VERSION, stored_protocol
 from mtvbench.config.validation import STRICT, validate_settings
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import ConfigError
@@ -304,7 +304,7 @@ def build_config(values: dict[str, Any], source: str = "settings", flags: Mappin
     found = values.pop("schema_version", RUN_SCHEMA_VERSION)
     for key in RECORD_KEYS:
         values.pop(key, None)
-    if found != RUN_SCHEMA_VERSION:  # a run directory's config.yaml of another format
+    if found not in RUN_FORMATS_READ:  # a run directory's config.yaml of another format
         raise ConfigError(f"{source}: field 'schema_version': run-directory format {found!r}, "
                           f"this mtvbench reads format {RUN_SCHEMA_VERSION}")
     for key, message in REMOVED_SETTINGS.items():

@@ -22,8 +22,13 @@ from mtvbench.config.loading import MAX_CONFIG_BYTES
 from mtvbench.protocol import ProtocolName
 
 #: version of the run-directory format (store meta, config.yaml, benchmark.json); bumped when a
-#: stored field changes meaning, so a run directory of another format is refused, not misread
-RUN_SCHEMA_VERSION = 2
+#: stored field changes meaning or the store gains one, so a run directory of another format is refused (or
+#: migrated by a listed step), not misread. 3: the store records the characters replaced in each response and
+#: verdict (``replaced_characters``) and stores an ``authors`` judge reply once (``reply_from_raw``)
+RUN_SCHEMA_VERSION = 3
+#: the formats whose config.yaml and benchmark.json this mtvbench reads: format 3 changed only the store,
+#: whose listed step (:mod:`mtvbench.run.store`) migrates a format-2 store when it is opened
+RUN_FORMATS_READ = (2, 3)
 #: keys a run directory's config.yaml carries besides the settings (so it can be passed to --config)
 #: what a run directory's config.yaml records besides the settings (read back, never a setting):
 #: the format, the version that wrote it, the base URL each role actually called, and what the model was sent

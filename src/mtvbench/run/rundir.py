@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from mtvbench._version import __version__
-from mtvbench.config import RECORD_KEYS, RUN_SCHEMA_VERSION, RunConfig
+from mtvbench.config import RECORD_KEYS, RUN_FORMATS_READ, RUN_SCHEMA_VERSION, RunConfig
 from mtvbench.data.schema import Benchmark, Dialogue
 from mtvbench.errors import InputError, RunDirError
 from mtvbench.run.identity import RunKeys
@@ -92,7 +92,7 @@ def read_config(run_dir: Path) -> RunConfig:
         raise RunDirError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from e
     if not isinstance(data, dict):
         raise RunDirError(f"{path}: not a run configuration (expected a mapping of settings)")
-    if data.get("schema_version") != RUN_SCHEMA_VERSION:
+    if data.get("schema_version") not in RUN_FORMATS_READ:
         raise _other_format(path, data.get("schema_version"), data.get("mtvbench_version"))
     for key in RECORD_KEYS:
         data.pop(key, None)
@@ -131,8 +131,9 @@ def read_snapshot(run_dir: Path) -> RunSnapshot:
         raise RunDirError(e.message) from e
     if not isinstance(data, dict):
         raise RunDirError(f"{path}: not a benchmark snapshot (expected a JSON object)")
-    if data.get("schema_version") != RUN_SCHEMA_VERSION:
+    if data.get("schema_version") not in RUN_FORMATS_READ:
         raise _other_format(path, data.get("schema_version"), data.get("mtvbench_version"))
+    data["schema_version"] = RUN_SCHEMA_VERSION  # format 2 differs only in the store (config.RUN_FORMATS_READ)
     try:
         return RunSnapshot.model_validate(data)
     except ValidationError as e:
