@@ -40,7 +40,7 @@ from mtvbench.config.validation import validate_settings
 from mtvbench.errors import ConfigError
 
 __all__ = ["AUTHORS_SCRIPTS", "DEFAULT_PROTOCOL", "IN_PROCESS_BACKENDS", "MAX_CONFIG_BYTES", "NOT_REPRODUCED",
-           "RECORDED_IDENTITY_KEYS", "RECORD_KEYS", "REMOVED_SETTINGS", "RUN_FORMATS_READ", "RUN_SCHEMA_VERSION", "ConfigError",
-           "ContextMode", "ExecutorName", "LocalRaySettings", "Price", "RaySettings", "RoleSettings", "RunConfig",
-           "apply_preset", "build_config", "identity_differences", "load_settings_file", "load_yaml",
+           "RECORDED_IDENTITY_KEYS", "RECORD_KEYS", "REMOVED_SETTINGS", "RUN_FORMATS_READ", "RUN_SCHEMA_VERSION",
+           "ConfigError", "ContextMode", "ExecutorName", "LocalRaySettings", "Price", "RaySettings", "RoleSettings",
+           "RunConfig", "apply_preset", "build_config", "identity_differences", "load_settings_file", "load_yaml",
            "loads_yaml_strict", "parse_tasks", "preset_overrides", "stored_protocol", "validate_settings"]

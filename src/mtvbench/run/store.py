@@ -256,7 +256,8 @@ class RunStore:
         """Every stored verdict row; ``verdict`` holds the :class:`JudgeVerdict`."""
         out = []
         cur = self._read("SELECT turn_id, run, fingerprint, parts, status, verdicts, raw, attempts, error, usage, "
-                         "latency_s, created, reply, replaced_characters, reply_from_raw FROM verdicts ORDER BY created")
+                         "latency_s, created, reply, replaced_characters, reply_from_raw FROM verdicts "
+                         "ORDER BY created")
         for (tid, run, fp, parts, status, verdicts, raw, attempts, error, usage, latency, created, reply, replaced,
              from_raw) in cur:
             raws = json.loads(raw)
