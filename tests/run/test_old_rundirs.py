@@ -45,6 +45,12 @@ def test_an_old_run_directory_scores_the_same_and_resumes_as_paper(old_run: tupl
     assert calls(run) == n  # nothing stored is asked again
     with sqlite3.connect(run / "store.sqlite") as db:  # a column added since: there, empty
         assert "inputs" in {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+        # format 2 -> 3 by its listed step: the replaced characters of each row (0: none counted then)
+        assert json.loads(db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]) == 3
+        assert db.execute("SELECT SUM(replaced_characters) FROM responses").fetchone()[0] == 0
+        columns = {row[1] for row in db.execute("PRAGMA table_info(verdicts)")}
+        assert {"replaced_characters", "reply_from_raw"} <= columns
+    assert "schema_version: 3" in (run / "config.yaml").read_text()
     lines = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
     assert lines and all(x["inputs"] is None for x in lines)
     config = (run / "config.yaml").read_text()

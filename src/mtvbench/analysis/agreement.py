@@ -609,7 +609,7 @@ def agreement_tables(rep: AgreementReport) -> list[TextTable]:
 def agreement_csv_table(rep: AgreementReport) -> TextTable:
     """One row per judge with every measure (correlations as coefficients, not x100)."""
     keys = ["spearman", "kendall", "pearson", "n", "n_items", "cohen_kappa", "judge_runs", "n_items_all_runs",
-            "fleiss_kappa_runs", "unanimous_share", "other_answers"]
+            "fleiss_kappa_runs", "unanimous_share", "other_answers", "records_not_in_run"]
     ends = [(m, i, f"{m}_ci95_{end}") for m in ("spearman", "kendall", "pearson") for i, end in enumerate(("lo", "hi"))]
 
     def cis(r: JudgeAgreement) -> list[float | None]:
