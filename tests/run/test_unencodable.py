@@ -199,3 +199,41 @@ def test_a_run_that_crashes_leaves_no_scores_json_of_an_earlier_store(tmp_path: 
     monkeypatch.undo()
     res = cli("score", tmp_path / "run")
     assert res.exit_code == 3 and scores_of(tmp_path / "run")["status"] == "INCOMPLETE"
+
+
+# what is read from a reply's JSON, and input files -----------------------------------------------------------
+
+def test_json_read_from_a_reply_is_storable() -> None:
+    """Construction stages and the checklist generator read JSON out of replies with ``json_values``."""
+    from mtvbench.util.jsonio import extract_json_object, json_values
+
+    text = 'Here: {"caption\\ud800": "a red square\\udfff"} and [ "x\\ud912" ]'
+    assert extract_json_object(text) == {"caption" + REPLACEMENT: "a red square" + REPLACEMENT}
+    assert [REPLACEMENT in json.dumps(v, ensure_ascii=False) for v in json_values(text, arrays=True)] == [True, True]
+
+
+@pytest.mark.parametrize("where", ["question", "answer", "checklist key"])
+def test_a_dataset_escaping_a_lone_surrogate_is_one_error_naming_the_field(tmp_path: Path, where: str) -> None:
+    """Input files are refused, as bytes that are not UTF-8 are, naming the file and the field; a pair of
+    surrogate escapes (one character) is text like any other."""
+    from tests.support.datasets import make_dataset
+
+    data = make_dataset(tmp_path / "data")
+    folder = "checklist" if where == "checklist key" else "mtqa"
+    f = sorted((data / folder).glob("*.json"))[0]
+    obj = json.loads(f.read_text())
+    for dialogues in obj.values():
+        if folder == "checklist":  # a question key of the first checklist entry
+            entry = next(iter(dialogues.values()))[0]
+            entry["Q1\ud800"] = entry.pop("Q1")
+        else:
+            rnd = dialogues[0]["mtqa"]["Round 1"]
+            rnd["User" if where == "question" else "Assistant"] += " \ud800 \ud83d\ude00"
+        break
+    f.write_text(json.dumps(obj))  # the escapes, as ensure_ascii writes them
+    for args in (["validate", data], ["run", "--data", data, "--model", "oracle", "--judge", "offline",
+                                      "--out", tmp_path / "run", "--quiet"]):
+        res = cli(*args)
+        assert res.exit_code == 2, res.output
+        assert f.name in res.output and "lone surrogate" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "run").exists()
