@@ -266,7 +266,7 @@ def _make_storable(record: BaseModel, fields: tuple[str, ...]) -> dict[str, int]
     for name in fields:
         clean, counts[name] = storable_value(getattr(record, name))
         if counts[name]:
-            object.__setattr__(record, name, clean)
+            setattr(record, name, clean)
     return counts
 
 

@@ -136,6 +136,16 @@ def test_a_run_whose_replies_hold_lone_surrogates_is_stored_scored_and_counted(t
     assert len(lines) >= stored
 
 
+def test_answers_taken_from_another_run_keep_their_count(tmp_path: Path) -> None:
+    first, _, run, _ = _run(tmp_path, ServerState(**CASES["model answer ends in one"]))
+    assert first.exit_code == 0
+    res = cli("run", "--answers-from", run, "--judge", "offline", "--out", tmp_path / "again", "--quiet")
+    assert res.exit_code == 0, res.output
+    source, again = scores_of(run)["counts"], scores_of(tmp_path / "again")["counts"]
+    assert again["replies_with_replaced_characters"] == source["replies_with_replaced_characters"] == 12
+    assert "replies with unencodable characters replaced: 12 " in res.output
+
+
 def test_an_error_body_with_a_lone_surrogate_is_stored_and_asked_again(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A 400 whose message holds a lone code point: stored as an error (asked again), never a crash."""
