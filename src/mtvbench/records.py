@@ -16,6 +16,12 @@ of a verdict has every API key removed when the record is made (:data:`RedactedT
 store, the response files and every message that quotes a record hold it already redacted; reply
 texts lose the exact values of keys that were read.
 
+**Text is made storable here, once** (:mod:`mtvbench.util.storable`): a code point UTF-8 cannot encode
+(a lone surrogate, which a server sends with the JSON escape ``\\ud800``) in any text of a result or
+a verdict (answer, raw reply, reasoning, error, the judge's reply keys and values, what the backend fed
+the model) is replaced by U+FFFD when the record is made, and counted in its ``replaced_characters``
+(stored with it, shown with the scores).
+
 Models (:mod:`mtvbench.models`), the judge (:mod:`mtvbench.judge`), the run
 (:mod:`mtvbench.run`) and scoring (:mod:`mtvbench.scoring`) import these from here, so none of
 them needs another's module for a record.
@@ -25,11 +31,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mtvbench.media.frames import VideoFrames
 from mtvbench.util.jsonio import YesNo
 from mtvbench.util.secrets import redact_secrets, scrub_secret_values
+from mtvbench.util.storable import storable_value
 
 #: how a call ended: ``ok``; ``blocked`` (content filter) and ``empty`` (no answer, e.g. every token
 #: spent thinking) are final answers scored as wrong; ``error`` is asked again on the next run
@@ -160,10 +167,22 @@ class GenerationResult(BaseModel):
     #: transformers version, the processor's ``video_grid_thw``, the frames and their size); None: not recorded
     inputs: dict[str, Any] | None = None
 
+    #: code points of this reply UTF-8 cannot encode (lone surrogates), replaced by U+FFFD when the record
+    #: was made (see the module doc); also those replaced in the replies it was made from
+    replaced_characters: int = 0
+
     @field_validator("text", "raw_text", "reasoning")
     @classmethod
     def _no_key_values(cls, v: str | None) -> str | None:
         return scrub_secret_values(v)  # a server that echoes the key it was sent
+
+    @model_validator(mode="after")
+    def _storable(self) -> GenerationResult:
+        n = _make_storable(self, ("text", "raw_text", "reasoning", "error", "inputs"))
+        # ``text`` and ``reasoning`` are parts of ``raw_text``: a character of the reply counts once
+        reply = max(n["raw_text"], n["text"] + n["reasoning"])
+        self.replaced_characters += reply + n["error"] + n["inputs"]
+        return self
 
 
 class JudgeVerdict(BaseModel):
@@ -181,6 +200,24 @@ class JudgeVerdict(BaseModel):
     #: tokens and seconds of every attempt of this judge run, summed (for usage and cost)
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
+    #: code points UTF-8 cannot encode (lone surrogates) replaced by U+FFFD in this judge run's replies and
+    #: in its reading of them (see the module doc)
+    replaced_characters: int = 0
+
+    @model_validator(mode="after")
+    def _storable(self) -> JudgeVerdict:
+        self.replaced_characters += sum(_make_storable(self, ("verdicts", "reply", "raw", "error")).values())
+        return self
+
+
+def _make_storable(record: BaseModel, fields: tuple[str, ...]) -> dict[str, int]:
+    """Replace what UTF-8 cannot encode in ``fields`` of ``record`` (in place); how many, per field."""
+    counts = {}
+    for name in fields:
+        clean, counts[name] = storable_value(getattr(record, name))
+        if counts[name]:
+            setattr(record, name, clean)
+    return counts
 
 
 __all__ = ["GenerationConfig", "GenerationRequest", "GenerationResult", "JudgeStatus", "JudgeVerdict", "Outcome",

@@ -225,3 +225,44 @@ def test_the_written_human_file_reads_back_and_its_fields_are_checked(tmp_path):
             load_human(path)
     path.write_text(json.dumps({"turn_id": "object_reference/v/0#3", "score": 1, "annotator": "a", "rater": "a"}))
     assert load_human(path)[0].annotator == "a"
+
+
+def test_records_the_run_does_not_have_and_records_without_a_digest_are_counted_and_said(judged):
+    """A record naming a turn the run lacks, an item its checklist lacks (A7 of five), or an item of an unknown
+    turn is left out, counted and named under the table; records without ``answer_digest`` are taken as they are
+    and counted. Turn and item records alike."""
+    from typer.testing import CliRunner
+
+    from mtvbench.analysis.agreement import answer_digest
+    from mtvbench.cli import app
+    from mtvbench.run.responses import judged_answer
+
+    tmp, run_dir = judged
+    run = load_run(run_dir, bootstrap=0)
+    d = run.dialogues[0]
+    r = d.scored_turns[0]
+    tid = d.turn_id(r.index)
+    digest = answer_digest(judged_answer(d, r, run.responses))
+    recs = [{"turn_id": tid, "rater": "ann1", "item": "Q1", "verdict": "Yes", "answer_digest": digest},
+            {"turn_id": tid, "rater": "ann2", "item": "Q1", "verdict": "No"},
+            {"turn_id": tid, "rater": "ann1", "item": "Q7", "verdict": "Yes", "answer_digest": digest},
+            {"turn_id": "object_reference/nosuchvideo/0#3", "rater": "ann1", "item": "Q1", "verdict": "No"},
+            {"turn_id": "object_reference/nosuchvideo/0#4", "rater": "ann1", "score": 40},
+            {"turn_id": d.turn_id(d.scored_turns[1].index), "rater": "ann1", "score": 60}]
+    path = tmp / "partly.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in recs))
+    rep = agreement_report(path, [run_dir])
+    row = rep.rows[0]
+    assert row.records_not_in_run == 3 and row.not_in_run_example == f"{tid} A7"
+    assert rep.human_records == 6 and rep.records_without_digest == 4
+    res = CliRunner().invoke(app, ["agreement", "--human", str(path), str(run_dir), "--bootstrap", "0",
+                                   "--format", "plain"], env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert f"3 of 6 human records (e.g. '{tid} A7')" in text and "naming a turn or checklist item" in text
+    assert "4 of 6 human records name no answer_digest" in text
+    full = tmp / "all_digests.jsonl"
+    full.write_text(json.dumps(recs[0]) + "\n")
+    quiet = CliRunner().invoke(app, ["agreement", "--human", str(full), str(run_dir), "--bootstrap", "0",
+                                     "--format", "plain"], env={"COLUMNS": "300"})
+    assert quiet.exit_code == 0 and "answer_digest" not in quiet.output and "does not have" not in quiet.output

@@ -120,6 +120,8 @@ class Faults:
 class ServerState:
     faults: Faults = field(default_factory=Faults)
     model_reply: Callable[[str, int], str] | None = None
+    #: the judge's reply to a judge prompt (default: the offline matcher's verdicts as fenced JSON)
+    judge_reply: Callable[[str], str] | None = None
     think: bool = False
     unauthorized: bool = False  # 401 echoing the key, as some providers do
     #: request fields refused as `transformers serve` refuses the ones it does not know (422)
@@ -365,7 +367,8 @@ class _Handler(BaseHTTPRequestHandler):
         if is_judge:
             malformed = f.always_malformed_judge or (
                 first and f.malformed_judge_every and ordinal % f.malformed_judge_every == 0)
-            content = "I think most of them are fine." if malformed else judge_reply(text)
+            content = ("I think most of them are fine." if malformed
+                       else (st.judge_reply or judge_reply)(text))
         elif st.model_reply is not None:
             content = st.model_reply(text, n_img)
         else:

@@ -306,6 +306,10 @@ class JudgeAgreement(BaseModel):
     unanimous_share: float | None = None
     #: human-rated turns left out: the humans rated another answer than this run's judge judged
     other_answers: int = 0
+    #: human records left out because they name a turn or a checklist item this run does not have, and
+    #: the first of them (``turn_id`` or ``turn_id item``)
+    records_not_in_run: int = 0
+    not_in_run_example: str | None = None
     #: measure -> why it is undefined ("–"), for each measure that is
     undefined: dict[str, str] = {}
 
@@ -323,6 +327,10 @@ class AgreementReport(BaseModel):
     seeds: list[int] = []
     bootstrap: int = 0
     unmatched_human_turns: dict[str, int] = {}
+    #: all human records, and those without an ``answer_digest`` (taken as ratings of the judged answers,
+    #: unchecked)
+    human_records: int = 0
+    records_without_digest: int = 0
 
 
 def _majority(labels: Sequence[str]) -> str | None:
@@ -400,6 +408,8 @@ def judge_agreement(run: Any, records: Sequence[HumanRecord], level: Level = "tu
         for r in d.scored_turns:
             expected[d.turn_id(r.index)] = {it.answer_key: it.expected for it in r.checklist or []}
     h_scores, h_items = human_scores(records, expected)
+    absent = [r for r in records if r.turn_id not in expected or (r.item is not None and r.item not in
+                                                                 expected[r.turn_id])]
     j_turn = {t.turn_id: t.score for ds in run.dscores for t in ds.turns if t.score is not None}
     unmatched = sum(1 for tid in h_scores if tid not in j_turn)
     pairs = _pairs(j_turn, h_scores, level)
@@ -427,7 +437,8 @@ def judge_agreement(run: Any, records: Sequence[HumanRecord], level: Level = "tu
                          spearman=corr["spearman"], kendall=corr["kendall"], pearson=corr["pearson"], ci95=cis,
                          n_items=len(ja), cohen_kappa=cohen_kappa(ja, ha) if ja else None, judge_runs=runs_n,
                          n_items_all_runs=len(all_runs_ratings), fleiss_kappa_runs=fk, unanimous_share=unanimous,
-                         other_answers=other)
+                         other_answers=other, records_not_in_run=len(absent),
+                         not_in_run_example=f"{absent[0].turn_id} {absent[0].item or ''}".strip() if absent else None)
     row.undefined = _undefined(row, pairs, ja, ha, all_runs_ratings)
     return row, unmatched
 
@@ -511,7 +522,8 @@ def agreement_report(human_file: Path, run_dirs: Sequence[Path], level: Level = 
     return AgreementReport(human_file=str(human_file), level=level, rows=rows, human_annotators=people,
                            human_fleiss_kappa=hk, human_alpha=alpha, human_alpha_units=units,
                            seeds=sorted({r.seed for r in records if r.seed is not None}), bootstrap=bootstrap,
-                           unmatched_human_turns=unmatched)
+                           unmatched_human_turns=unmatched, human_records=len(records),
+                           records_without_digest=sum(1 for r in records if r.answer_digest is None))
 
 
 def _judge_names(rep: AgreementReport) -> list[str]:
@@ -548,6 +560,14 @@ def _human_notes(rep: AgreementReport) -> list[str]:
     if other:
         out.append("Left out, rated on another answer than the judge judged (not the same answers): "
                    + ", ".join(f"{n}: {k} turn(s)" for n, k in other))
+    absent = [(n, r) for n, r in zip(_judge_names(rep), rep.rows) if r.records_not_in_run]
+    if absent:
+        out.append("Left out, naming a turn or checklist item the run does not have: "
+                   + ", ".join(f"{n}: {r.records_not_in_run} of {rep.human_records} human records "
+                               f"(e.g. {r.not_in_run_example!r})" for n, r in absent))
+    if rep.records_without_digest:
+        out.append(f"{rep.records_without_digest} of {rep.human_records} human records name no answer_digest: "
+                   "taken as ratings of the answers each judge judged (not checked)")
     return out
 
 
@@ -589,7 +609,7 @@ def agreement_tables(rep: AgreementReport) -> list[TextTable]:
 def agreement_csv_table(rep: AgreementReport) -> TextTable:
     """One row per judge with every measure (correlations as coefficients, not x100)."""
     keys = ["spearman", "kendall", "pearson", "n", "n_items", "cohen_kappa", "judge_runs", "n_items_all_runs",
-            "fleiss_kappa_runs", "unanimous_share", "other_answers"]
+            "fleiss_kappa_runs", "unanimous_share", "other_answers", "records_not_in_run"]
     ends = [(m, i, f"{m}_ci95_{end}") for m in ("spearman", "kendall", "pearson") for i, end in enumerate(("lo", "hi"))]
 
     def cis(r: JudgeAgreement) -> list[float | None]:

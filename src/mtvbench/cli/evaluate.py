@@ -113,6 +113,8 @@ def status_lines(scores: Scores) -> list[tuple[str, str | None]]:
         line += (f"; kept but not scored (inputs changed since): {c.superseded_responses} responses, "
                  f"{c.superseded_verdicts} verdicts")
     out.append((line, None))
+    if (replaced := c.replaced_line()) is not None:
+        out.append((replaced, "yellow"))
     if scores.usage is not None:
         out += [(f"usage: {u}", None) for u in usage_lines(scores.usage)]
     return out
@@ -139,6 +141,8 @@ def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = 
         else:
             note("status", f"INCOMPLETE; Overall {scores.overall_label()}: " + "; ".join(scores.incomplete_reasons),
                  style="bold red")
+        if (replaced := scores.counts.replaced_line()) is not None:
+            note("replies", replaced, style="yellow")
         if scores.usage is not None:
             for u in usage_lines(scores.usage):
                 note("usage", u, style="dim")

@@ -22,7 +22,9 @@ from mtvbench.config.loading import MAX_CONFIG_BYTES
 from mtvbench.protocol import ProtocolName
 
 #: version of the run-directory format (store meta, config.yaml, benchmark.json); bumped when a
-#: stored field changes meaning, so a run directory of another format is refused, not misread
+#: stored field changes meaning or the store gains one, so a run directory of another format is refused, not
+#: misread. 3: also the characters replaced in each response and verdict (``replaced_characters``) and an
+#: ``authors`` judge reply stored once (``reply_from_raw``)
 RUN_SCHEMA_VERSION = 3
 #: keys a run directory's config.yaml carries besides the settings (so it can be passed to --config)
 #: what a run directory's config.yaml records besides the settings (read back, never a setting):

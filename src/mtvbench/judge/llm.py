@@ -32,7 +32,8 @@ class LLMJudge:
                                     generation=GenerationConfig(temperature=self.temperature),
                                     text_first=self.protocol.name == "authors")
         out = await ask(self.backend, request, self.protocol.judge_check(rnd), ReaskPolicy(self.max_attempts))
-        spent = {"raw": out.raw, "attempts": out.attempts, "usage": out.usage, "latency_s": out.latency_s}
+        spent = {"raw": out.raw, "attempts": out.attempts, "usage": out.usage, "latency_s": out.latency_s,
+                 "replaced_characters": out.replaced_characters}
         if out.status == "ok":
             reading: JudgeReading = out.value  # type: ignore[assignment]
             return JudgeVerdict(run=run, status="ok", verdicts=reading.verdicts, reply=reading.reply, **spent)

@@ -87,6 +87,8 @@ class AskOutcome(Generic[T]):
     #: tokens and seconds of every call made for this outcome
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
+    #: code points UTF-8 cannot encode that were replaced in the replies (``GenerationResult.replaced_characters``)
+    replaced_characters: int = 0
 
     @property
     def ok(self) -> bool:
@@ -102,22 +104,24 @@ async def ask(backend: ModelBackend, request: GenerationRequest, check: Check[T]
     problems: list[str] = []
     partial: Any = None
     usage, latency = Usage(), 0.0
+    replaced = 0
     for attempt in range(1, policy.max_attempts + 1):
         res = await backend.generate(request.model_copy(update={"id": f"{request.id}-try{attempt}",
                                                                 "prompt": prompt}))
         usage, latency = usage + res.usage, latency + res.latency_s
+        replaced += res.replaced_characters
+        spent = {"usage": usage, "latency_s": latency, "replaced_characters": replaced}
         if res.outcome == "error":
             return AskOutcome(status="error", problems=problems, attempts=attempt, raw=raws,
-                              error=res.error or "the backend call failed", partial=partial, usage=usage,
-                              latency_s=latency)
+                              error=res.error or "the backend call failed", partial=partial, **spent)
         raws.append(res.raw_text or res.text)
         got = check(res.text)
         if not isinstance(got, Rejected):
-            return AskOutcome(status="ok", value=got, attempts=attempt, raw=raws, usage=usage, latency_s=latency)
+            return AskOutcome(status="ok", value=got, attempts=attempt, raw=raws, **spent)
         problems, partial = list(got.problems), got.partial
         if got.final:
             return AskOutcome(status="failed", problems=problems, attempts=attempt, raw=raws, partial=partial,
-                              usage=usage, latency_s=latency)
+                              **spent)
         prompt = policy.reprompt(request.prompt, problems)
     return AskOutcome(status="failed", problems=problems, attempts=policy.max_attempts, raw=raws, partial=partial,
-                      usage=usage, latency_s=latency)
+                      usage=usage, latency_s=latency, replaced_characters=replaced)

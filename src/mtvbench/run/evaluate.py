@@ -219,7 +219,10 @@ def _take(run_dir: Path, wait: bool, progress: RunProgress) -> tuple[RunLock, bo
 def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, keys: RunKeys, progress: RunProgress,
              created: bool) -> RunStore:
     """Open and check the store, then write config.yaml and benchmark.json (under the lock).
-    A run directory this call created is removed again when any of it fails."""
+    A run directory this call created is removed again when any of it fails. The scores.json of an earlier
+    session is removed before this one stores anything: it describes a store this session changes, and a run
+    killed before its end (or a failed write of the score files) must not leave it saying ``complete``
+    (the run writes scores.json at its end; ``mtvbench score`` writes it at any time)."""
     store: RunStore | None = None
     try:
         store = RunStore(run_dir)
@@ -227,6 +230,7 @@ def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, k
         moved = store.check_dataset(full.root, [d.id for d in full.dialogues])
         if moved:
             progress.note("data", moved)
+        (run_dir / "scores.json").unlink(missing_ok=True)
         write_config(run_dir, cfg)
         write_snapshot(run_dir, RunSnapshot.of(cfg, bench, keys))
         return store

@@ -84,6 +84,7 @@ class StoredAnswers(BackendBase):
                 "video or a setting changed, or that run has not answered it yet)"))
         return GenerationResult(text=row["text"], raw_text=row["raw_text"], reasoning=row["reasoning"],
                                 outcome=row["outcome"], attempts=0,
+                                replaced_characters=row.get("replaced_characters") or 0,  # the source's count
                                 inputs={"answers_from": str(self.source), "fingerprint": row["fingerprint"]})
 
 

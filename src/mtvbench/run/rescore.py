@@ -85,6 +85,10 @@ def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
         inference=cfg.inference_label, preset_overrides=cfg.preset_overrides)
     scores.counts.superseded_responses = cur.superseded_responses
     scores.counts.superseded_verdicts = cur.superseded_verdicts
+    replaced = [rec.get("replaced_characters") or 0 for rec in cur.responses.values()]
+    replaced += [v.replaced_characters for runs in cur.verdicts.values() for v in runs.values()]
+    scores.counts.replies_with_replaced_characters = sum(1 for n in replaced if n)
+    scores.counts.replaced_characters = sum(replaced)
     scores.usage = usage_report(calls, sessions, cfg.price)
     return ScoredRun(run_dir, cfg, snap, cur.responses, cur.verdicts, verdicts, scores, dscores)
 
@@ -99,15 +103,19 @@ class ScoreOutcome:
 
 
 def write_score_files(run: ScoredRun) -> None:
+    """``responses.jsonl``, ``leaderboard.md``, then ``scores.json``: every text is made before the first file
+    is written, and ``scores.json`` (the one that says ``complete``) is written last, so a failure or a kill in
+    between never leaves a status next to files or a store it does not describe."""
     run_dir, cfg, snap, scores = run.run_dir, run.config, run.snapshot, run.scores
-    atomic_write_text(run_dir / "scores.json", scores.model_dump_json(indent=2))
     note = None
     if cfg.judge == "offline":
         note = ("Judged by the offline lexical matcher: these numbers check the pipeline and are "
                 "NOT comparable to the paper's (which uses Gemini-2.5-Flash as judge).")
-    atomic_write_text(run_dir / "leaderboard.md", leaderboard_markdown([(display_name(cfg), scores)], note))
-    atomic_write_text(run_dir / "responses.jsonl",
-                      responses_jsonl(snap.dialogues, run.responses, run.verdicts, run.dscores))
+    files = {"responses.jsonl": responses_jsonl(snap.dialogues, run.responses, run.verdicts, run.dscores),
+             "leaderboard.md": leaderboard_markdown([(display_name(cfg), scores)], note),
+             "scores.json": scores.model_dump_json(indent=2)}
+    for name, text in files.items():
+        atomic_write_text(run_dir / name, text)
 
 
 def score_dir(run_dir: Path, lock: bool = True) -> ScoreOutcome:

@@ -42,8 +42,10 @@ from mtvbench.ledger.sqlite import (
     put_meta,
     transaction,
 )
+from mtvbench.models.ask import Rejected
 from mtvbench.records import GenerationResult, JudgeVerdict, Usage
 from mtvbench.run.identity import ResultKey
+from mtvbench.util.storable import clean_text, storable_value
 
 #: response outcomes that are final (a resumed run does not ask again)
 FINAL_OUTCOMES = ("ok", "blocked", "empty")
@@ -54,6 +56,17 @@ class RunStoreError(DatabaseFormatError, RunDirError):
     """A store.sqlite that cannot be read as a run store (also a :class:`~mtvbench.errors.RunDirError`)."""
 
 
+def _reread_reply(raw: list[str]) -> list[tuple[str, str]] | None:
+    """The ``authors`` protocol's reading of the last raw reply (its keys and values), storable; None when
+    it has none."""
+    from mtvbench.protocol.authors import read_reply
+
+    if not raw:
+        return None
+    reading = read_reply(raw[-1])
+    return None if isinstance(reading, Rejected) else storable_value(reading.reply)[0]
+
+
 SCHEMA = Schema(
     kind="run store", refusal=RunStoreError, version=RUN_SCHEMA_VERSION, records="results",
     ddl="""
@@ -61,11 +74,13 @@ CREATE TABLE IF NOT EXISTS responses (
     turn_id TEXT NOT NULL, fingerprint TEXT NOT NULL, parts TEXT NOT NULL, prompt TEXT NOT NULL,
     text TEXT NOT NULL, raw_text TEXT NOT NULL, reasoning TEXT, outcome TEXT NOT NULL, error TEXT,
     usage TEXT NOT NULL, latency_s REAL, attempts INTEGER, created REAL NOT NULL, inputs TEXT,
+    replaced_characters INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (turn_id, fingerprint));
 CREATE TABLE IF NOT EXISTS verdicts (
     turn_id TEXT NOT NULL, run INTEGER NOT NULL, fingerprint TEXT NOT NULL, parts TEXT NOT NULL,
     status TEXT NOT NULL, verdicts TEXT, raw TEXT NOT NULL, attempts INTEGER, error TEXT,
     usage TEXT NOT NULL, latency_s REAL, created REAL NOT NULL, reply TEXT,
+    replaced_characters INTEGER NOT NULL DEFAULT 0, reply_from_raw INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (turn_id, run, fingerprint));
 CREATE TABLE IF NOT EXISTS calls (
     id INTEGER PRIMARY KEY, session INTEGER, role TEXT NOT NULL, turn_id TEXT NOT NULL, outcome TEXT NOT NULL,
@@ -172,10 +187,13 @@ class RunStore:
         with self._writing() as db:
             db.execute(
                 "INSERT OR REPLACE INTO responses (turn_id, fingerprint, parts, prompt, text, raw_text, reasoning, "
-                "outcome, error, usage, latency_s, attempts, created, inputs) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (turn_id, key.fingerprint, json.dumps(key.parts, sort_keys=True), prompt, res.text, res.raw_text,
-                 res.reasoning, res.outcome, res.error, res.usage.model_dump_json(), res.latency_s,
-                 res.attempts, now, json.dumps(res.inputs, sort_keys=True) if res.inputs is not None else None))
+                "outcome, error, usage, latency_s, attempts, created, inputs, replaced_characters) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (turn_id, key.fingerprint, json.dumps(key.parts, sort_keys=True), clean_text(prompt),
+                 clean_text(res.text), clean_text(res.raw_text), clean_text(res.reasoning), res.outcome,
+                 clean_text(res.error), res.usage.model_dump_json(), res.latency_s, res.attempts, now,
+                 json.dumps(res.inputs, sort_keys=True) if res.inputs is not None else None,
+                 res.replaced_characters))
             self._ledger(db, "model", turn_id, res.outcome, res.attempts, res.usage, res.latency_s, now)
 
     def _ledger(self, db: sqlite3.Connection, role: str, turn_id: str, outcome: str, requests: int, usage: Usage,
@@ -204,26 +222,36 @@ class RunStore:
 
     # verdicts ---------------------------------------------------------------------------
     def put_verdict(self, turn_id: str, v: JudgeVerdict, key: ResultKey) -> None:
+        """One judge run. A reply that is the ``authors`` reading of the last raw reply is not stored a second
+        time (``reply_from_raw``: read again from ``raw`` when the row is read; a 3 MB reply is stored once)."""
         now = time.time()
+        raw = storable_value(v.raw)[0]
+        reply = None if v.reply is None else [list(kv) for kv in storable_value(v.reply)[0]]
+        from_raw = reply is not None and _reread_reply(raw) == [tuple(kv) for kv in reply]
         with self._writing() as db:
             db.execute(
                 "INSERT OR REPLACE INTO verdicts (turn_id, run, fingerprint, parts, status, verdicts, raw, attempts, "
-                "error, usage, latency_s, created, reply) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "error, usage, latency_s, created, reply, replaced_characters, reply_from_raw) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (turn_id, v.run, key.fingerprint, json.dumps(key.parts, sort_keys=True), v.status,
-                 json.dumps(v.verdicts) if v.verdicts is not None else None, json.dumps(v.raw), v.attempts,
-                 v.error, v.usage.model_dump_json(), v.latency_s, now,
-                 json.dumps(v.reply) if v.reply is not None else None))
+                 json.dumps(v.verdicts) if v.verdicts is not None else None, json.dumps(raw), v.attempts,
+                 clean_text(v.error), v.usage.model_dump_json(), v.latency_s, now,
+                 None if reply is None or from_raw else json.dumps(reply), v.replaced_characters, int(from_raw)))
             self._ledger(db, "judge", turn_id, v.status, v.attempts, v.usage, v.latency_s, now)
 
     def verdict_rows(self) -> list[dict[str, Any]]:
         """Every stored verdict row; ``verdict`` holds the :class:`JudgeVerdict`."""
         out = []
         cur = self._read("SELECT turn_id, run, fingerprint, parts, status, verdicts, raw, attempts, error, usage, "
-                         "latency_s, created, reply FROM verdicts ORDER BY created")
-        for tid, run, fp, parts, status, verdicts, raw, attempts, error, usage, latency, created, reply in cur:
+                         "latency_s, created, reply, replaced_characters, reply_from_raw FROM verdicts "
+                         "ORDER BY created")
+        for (tid, run, fp, parts, status, verdicts, raw, attempts, error, usage, latency, created, reply, replaced,
+             from_raw) in cur:
+            raws = json.loads(raw)
             v = JudgeVerdict(run=run, status=status, verdicts=json.loads(verdicts) if verdicts else None,
-                             raw=json.loads(raw), attempts=attempts or 0, error=error, usage=json.loads(usage),
-                             latency_s=latency or 0.0, reply=json.loads(reply) if reply else None)
+                             raw=raws, attempts=attempts or 0, error=error, usage=json.loads(usage),
+                             latency_s=latency or 0.0, replaced_characters=replaced or 0,
+                             reply=_reread_reply(raws) if from_raw else json.loads(reply) if reply else None)
             out.append({"turn_id": tid, "run": run, "fingerprint": fp, "parts": json.loads(parts), "verdict": v,
                         "created": created})
         return out

@@ -62,6 +62,17 @@ class Counts(BaseModel):
     checklists_not_judged: int = 0
     #: why, with counts
     not_judged_reasons: dict[str, int] = Field(default_factory=dict)
+    #: current responses and judge runs whose reply held code points UTF-8 cannot encode (lone surrogates),
+    #: stored and scored with each of them replaced by U+FFFD (:mod:`mtvbench.util.storable`), and how many
+    replies_with_replaced_characters: int = 0
+    replaced_characters: int = 0
+
+    def replaced_line(self) -> str | None:
+        """What every display says of replaced characters, or None when there were none."""
+        if not self.replies_with_replaced_characters:
+            return None
+        return (f"replies with unencodable characters replaced: {self.replies_with_replaced_characters} "
+                f"({self.replaced_characters} characters, each stored as U+FFFD)")
 
 
 def turn_score(rnd: Round, runs: Mapping[int, JudgeVerdict], protocol: EvalProtocol | None = None) -> TurnScore:

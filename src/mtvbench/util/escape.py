@@ -35,9 +35,10 @@ from typing import Any
 
 from rich.text import Text
 
-# C0 and C1 control characters, DEL, and the invisible characters that reorder or break
-# text (bidi embeddings/overrides/isolates, line and paragraph separators)
-_UNICODE_INVISIBLE = "\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff"
+# C0 and C1 control characters, DEL, the invisible characters that reorder or break text (bidi
+# embeddings/overrides/isolates, line and paragraph separators), and lone surrogates (no terminal or file
+# can encode them: shown as their escape, as mtvbench.util.storable explains)
+_UNICODE_INVISIBLE = "\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff\ud800-\udfff"
 _INVISIBLE = "\x00-\x08\x0b-\x1f\x7f-\x9f" + _UNICODE_INVISIBLE
 _CONTROL_ALL = re.compile(f"[\t\n{_INVISIBLE}]")
 _CONTROL_KEEP_LINES = re.compile(f"[{_INVISIBLE}]")

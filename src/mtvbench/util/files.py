@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from mtvbench.errors import ConfigError, InputError, OutputError
+from mtvbench.util.storable import encode_utf8
 
 #: errors that mean "no room": the message says so plainly
 _NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", -1), errno.EFBIG}
@@ -96,7 +97,9 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path | str, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """``text`` as UTF-8; a code point UTF-8 cannot encode (a lone surrogate) is written as U+FFFD
+    (:mod:`mtvbench.util.storable`), never an error."""
+    atomic_write_bytes(path, encode_utf8(text))
 
 
 def atomic_write_json(path: Path | str, obj: object, indent: int | None = 2) -> None:

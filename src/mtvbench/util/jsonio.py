@@ -21,6 +21,7 @@ from typing import Any, Literal, NamedTuple
 
 from mtvbench.errors import InputError
 from mtvbench.util.files import read_bytes_capped
+from mtvbench.util.storable import storable, storable_value
 
 MAX_DEPTH = 64
 #: the largest JSON file we read (the released mtqa files are a few MB)
@@ -142,10 +143,41 @@ def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
+#: a ``\\u`` escape of a surrogate code point (a pair is one character; a lone one is none)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: Any, path: JSONPath = ()) -> JSONPath | None:
+    """The JSON path of the first string (or key) holding a lone surrogate, or None."""
+    if isinstance(value, str):
+        return path if storable(value)[1] else None
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            if (found := _lone_surrogate(item, (*path, i))) is not None:
+                return found
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if storable(key)[1]:
+                return (*path, key)
+            if (found := _lone_surrogate(item, (*path, key))) is not None:
+                return found
+    return None
+
+
 def loads_strict(text: str, source: str = "<text>") -> Any:
-    """Parse JSON strictly; every problem is a :class:`JSONFileError` naming ``source``."""
+    """Parse JSON strictly; every problem is a :class:`JSONFileError` naming ``source``. A string escaping a
+    lone surrogate (``\\ud800``: no character, no UTF-8 text can hold it) is refused like bytes that are not
+    UTF-8, naming where it is."""
     if max_depth_exceeded(text):
         raise JSONFileError(source, f"JSON nested deeper than {MAX_DEPTH} levels")
+    obj = _loads_strict(text, source)
+    if _SURROGATE_ESCAPE.search(text) and (path := _lone_surrogate(obj)) is not None:
+        raise JSONFileError(source, "a string holds a lone surrogate (a \\ud800-style escape that is no character; "
+                                    "no UTF-8 text can hold it)", json_path=path, container=path)
+    return obj
+
+
+def _loads_strict(text: str, source: str) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
     except (DuplicateKeyError, _Constant) as e:
@@ -204,10 +236,12 @@ def json_candidates(text: str, arrays: bool = False) -> list[str]:
 
 
 def json_values(text: str, arrays: bool = False) -> Iterator[Any]:
-    """Every candidate of :func:`json_candidates` that parses, parsed, in order."""
+    """Every candidate of :func:`json_candidates` that parses, parsed, in order; a lone surrogate that a
+    ``\\ud800`` escape put in a string (or key) is U+FFFD (:func:`mtvbench.util.storable.storable_value`), so
+    what is read from a model's reply can be stored."""
     for cand in json_candidates(text, arrays):
         try:
-            yield json.loads(cand)
+            yield storable_value(json.loads(cand))[0]
         except (ValueError, RecursionError):
             continue
 
