@@ -9,6 +9,7 @@ lock; while a run holds it, the scores of a consistent snapshot are returned and
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
         with store.snapshot():
             cur = select_current(snap, cfg.context, store)
             calls, sessions = store.call_rows(), store.session_rows()
+            left = store.resources_left(now=time.time())
     finally:
         store.close()
     verdicts = cur.final_verdicts(FINAL_JUDGE)
@@ -86,6 +88,7 @@ def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
     scores.counts.superseded_responses = cur.superseded_responses
     scores.counts.superseded_verdicts = cur.superseded_verdicts
     scores.usage = usage_report(calls, sessions, cfg.price)
+    scores.left_on_server = left
     return ScoredRun(run_dir, cfg, snap, cur.responses, cur.verdicts, verdicts, scores, dscores)
 
 
