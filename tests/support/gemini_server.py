@@ -416,11 +416,20 @@ def _not_found(message: str) -> dict[str, Any]:
     return {"error": {"code": 404, "message": message, "status": "NOT_FOUND"}}
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (its timeout, a signal) is not the server's error: nothing is printed for it."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class GeminiServer:
     def __init__(self, state: GeminiState | None = None):
         self.state = state or GeminiState()
         handler = type("Handler", (_Handler,), {"state": self.state})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd = _Server(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property

@@ -22,10 +22,23 @@ the system prompt) go once into an explicit cache (the caches API: ``cachedConte
 turn of that video; each turn then sends only its text with ``cached_content`` naming the cache (the frames
 and the text become two user turns: a different message shape from inline frames). The cache is deleted
 when the video ends (:meth:`GeminiBackend.end_video`, which the dispatcher calls when a video's last
-turn is recorded) and, for any left, in :meth:`GeminiBackend.aclose`; the TTL ends one that a killed run
-leaves behind. A cache the API refuses to make (400: e.g. fewer tokens than the model's minimum for
-explicit caching) sends that video's frames inline; a cache gone before its video ended (expired, 403/404)
-is made again. The tokens of making a cache count as uncached prompt tokens of the turn that made it;
+turn is recorded) and, for any left, in :meth:`GeminiBackend.aclose` (which a cancelled run, SIGINT or
+SIGTERM, reaches too). Nothing made is forgotten:
+
+- every cache is recorded (:attr:`~mtvbench.models.backend.BackendBase.resources`: the run store) before it is
+  asked for, under a display name of its own, and again when it is made and when it is deleted;
+- a creation still in flight when its video ends (or the run closes) is waited for, at most
+  ``context_cache_delete_s`` (30 s); one never answered (the client's timeout, the wait given up) may still
+  have been made: it is looked for among the caches the server lists, by its display name, and deleted;
+- a delete is retried (5xx, 429, no answer) until ``context_cache_delete_s`` has passed; 403/404 means gone.
+  A cache that could not be deleted keeps its record with the error and its expiry: the run names it (its
+  summary, ``scores.json``), and the next run in the same directory deletes it (:meth:`GeminiBackend.delete_left`),
+  as it does the caches of a run killed with ``kill -9``, which only their TTL ends otherwise.
+
+A cache the API refuses to make (400: e.g. fewer tokens than the model's minimum for explicit caching) sends
+that video's frames inline. A cache gone before its video ended (403/404: expired, deleted) is made again once:
+the first turn told so takes it out of the table and every turn told so retries, so the next of them makes
+the one new cache the others share; a turn told late about the old cache leaves the new one alone. The tokens of making a cache count as uncached prompt tokens of the turn that made it;
 ``cached_content_token_count`` of each reply is its cached tokens (:class:`~mtvbench.records.Usage`).
 The hours of cache storage the API bills are not counted. Requests whose text goes before the frames
 (``text_first``) are sent inline.
@@ -485,7 +498,8 @@ class GeminiBackend(BackendBase):
         return True
 
     def _not_deleted(self, rec: ProviderResource) -> bool:
-        rec.error = f"{rec.error}; gave up after context_cache_delete_s={self.cache_delete_s:g}s"
+        if "context_cache_delete_s" not in str(rec.error):
+            rec.error = f"{rec.error}; retried for context_cache_delete_s={self.cache_delete_s:g}s"
         self._record(rec)
         return False
 
