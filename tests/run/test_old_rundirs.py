@@ -45,6 +45,9 @@ def test_an_old_run_directory_scores_the_same_and_resumes_as_paper(old_run: tupl
     assert calls(run) == n  # nothing stored is asked again
     with sqlite3.connect(run / "store.sqlite") as db:  # a column added since: there, empty
         assert "inputs" in {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+        # format 2 -> 3: the table of provider resources (Gemini's caches) added, empty
+        assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
+        assert db.execute("SELECT COUNT(*) FROM provider_resources").fetchone() == (0,)
     lines = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
     assert lines and all(x["inputs"] is None for x in lines)
     config = (run / "config.yaml").read_text()

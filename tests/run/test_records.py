@@ -12,6 +12,7 @@ import yaml
 
 from mtvbench import __version__
 from mtvbench.config import RUN_SCHEMA_VERSION
+from mtvbench.run.store import STORE_FORMAT
 from tests.support.run_helpers import cli
 
 
@@ -27,7 +28,7 @@ def run(dataset: Path, tmp_path: Path) -> Path:
 def test_every_record_names_its_format_and_version(run: Path) -> None:
     with sqlite3.connect(run / "store.sqlite") as c:
         meta = {k: json.loads(v) for k, v in c.execute("SELECT key, value FROM meta")}
-    assert meta["schema_version"] == RUN_SCHEMA_VERSION and meta["mtvbench_version"] == __version__
+    assert meta["schema_version"] == STORE_FORMAT and meta["mtvbench_version"] == __version__
     cfg = yaml.safe_load((run / "config.yaml").read_text())
     assert cfg["schema_version"] == RUN_SCHEMA_VERSION and cfg["mtvbench_version"] == __version__
     snap = json.loads((run / "benchmark.json").read_text())
@@ -53,7 +54,7 @@ def test_store_of_another_format_is_refused_not_misread(run: Path, dataset: Path
         c.execute("DELETE FROM meta WHERE key IN ('schema_version', 'mtvbench_version')")
     for args in (["score", run], ["run", "--data", dataset, "--model", "oracle", "--judge", "offline", "--out", run,
                                   "--judge-runs", "1"]):
-        _one_clear_error(cli(*args), "store.sqlite", "run-store format 1", f"reads format {RUN_SCHEMA_VERSION}")
+        _one_clear_error(cli(*args), "store.sqlite", "run-store format 1", f"reads format {STORE_FORMAT}")
 
 
 @pytest.mark.parametrize("found", [1, 99])
