@@ -38,7 +38,8 @@ SIGTERM, reaches too). Nothing made is forgotten:
 A cache the API refuses to make (400: e.g. fewer tokens than the model's minimum for explicit caching) sends
 that video's frames inline. A cache gone before its video ended (403/404: expired, deleted) is made again once:
 the first turn told so takes it out of the table and every turn told so retries, so the next of them makes
-the one new cache the others share; a turn told late about the old cache leaves the new one alone. The tokens of making a cache count as uncached prompt tokens of the turn that made it;
+the one new cache the others share; a turn told late about the old cache leaves the new one alone.
+The tokens of making a cache count as uncached prompt tokens of the turn that made it;
 ``cached_content_token_count`` of each reply is its cached tokens (:class:`~mtvbench.records.Usage`).
 The hours of cache storage the API bills are not counted. Requests whose text goes before the frames
 (``text_first``) are sent inline.
