@@ -7,6 +7,7 @@ vanishing), in this process and as a ``mtvbench run`` process sent a signal."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import signal
 import subprocess
@@ -136,6 +137,35 @@ def test_a_create_answered_after_the_clients_timeout_leaves_no_cache(dataset: Pa
         assert srv.state.counters["cache_creates"] >= 2  # made on the server, every one
         assert srv.state.live_caches() == [], res.output
     assert "Traceback" not in res.output
+
+
+def test_a_creation_that_fails_after_its_turns_gave_up_is_neither_printed_nor_left(tmp_path: Path) -> None:
+    """The turn's deadline passes first (its wait for the shared creation is cancelled), then the creation
+    fails on the client's own timeout: nobody waits for it any more, and asyncio must not print its error with
+    a traceback (the issue's "every create 500: a traceback is printed"); the cache it made is deleted."""
+    frames = sample_frames(write_video(tmp_path / "v.mp4"), FrameSettings(num_frames=3, max_side=64))
+
+    async def go(srv: GeminiServer) -> tuple[Any, list[str]]:
+        reported: list[str] = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: reported.append(ctx["message"]))
+        be = create_backend("gemini:gemini-test", BackendOptions(
+            base_url=srv.url, api_key_env=KEY_ENV, timeout_s=0.5, max_retries=0,
+            extra={"context_cache": True, "context_cache_delete_s": DELETE_S}))
+        try:
+            res = await be.generate(GenerationRequest(id="0", prompt="Current question: q0", frames=frames))
+            await asyncio.sleep(1.0)  # the creation has failed by now, with nobody waiting for it
+        finally:
+            await be.aclose()
+        del be
+        gc.collect()
+        await asyncio.sleep(0)
+        return res, reported
+
+    with GeminiServer(GeminiState(create_delay_s=1.0)) as srv:
+        res, reported = asyncio.run(go(srv))
+        time.sleep(0.6)
+        assert srv.state.counters["cache_creates"] == 1 and srv.state.live_caches() == []
+    assert res.outcome == "error" and reported == []
 
 
 # ------------------------------------------------------------------ a cache gone mid-video

@@ -230,10 +230,14 @@ def _epoch(value: Any) -> float | None:
 
 def shared(table: dict[Any, asyncio.Task[T]], key: Any, make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
     """The one task that makes ``key``'s value (started by the first caller, awaited by every caller); a task
-    that failed or was cancelled is started again by the next caller."""
+    that failed or was cancelled is started again by the next caller. A caller that is cancelled does not
+    cancel the task (:func:`asyncio.shield`)."""
     task = table.get(key)
     if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
         task = asyncio.ensure_future(make())
+        # its failure is read here too: every caller that was waiting may have been cancelled (its own timeout)
+        # before it failed, and then nobody would, and asyncio would print it with a traceback
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
         table[key] = task
     return asyncio.shield(task)
 
