@@ -186,11 +186,15 @@ def test_a_cache_gone_mid_video_is_made_again_once_for_eight_turns_at_once(tmp_p
         finally:
             await be.aclose()
 
-    state = GeminiState(vanish_caches=1, vanish_after=1, vanish_status=status, generate_delay_s=0.05)
+    # q8 is told that the first cache is gone only after the others made the new one: that late word about
+    # the old cache must leave the new one in place (else a third cache is made and the second one leaks)
+    state = GeminiState(vanish_caches=1, vanish_after=1, vanish_status=status, generate_delay_s=0.05,
+                        delay_of=lambda q: 0.8 if q == "q8" else 0.0)
     with GeminiServer(state) as srv:
         results = asyncio.run(go(srv))
     assert [r.outcome for r in results] == ["ok"] * 9, [r.error for r in results]
     assert state.counters["vanished"] == 1 and state.counters["cache_creates"] == 2  # made again once
+    assert results[8].attempts == 2  # q8: its first attempt found the old cache gone
     assert state.live_caches() == []
     assert all(r.usage.cached_tokens == 258 * 3 for r in results)
 

@@ -23,7 +23,8 @@ status (the cache stays); ``delete_hang_s`` holds every delete that long before 
 ``vanish_caches`` / ``vanish_after``: the first ``vanish_caches`` caches made vanish on the server after
 they served ``vanish_after`` generateContent calls, the later calls naming them answered
 ``vanish_status`` (403 PERMISSION_DENIED or 404 NOT_FOUND, "CachedContent not found");
-``generate_delay_s`` holds every generateContent that long.
+``generate_delay_s`` holds every generateContent that long (``delay_of(question)``: that much longer), before
+it looks at the cache it names.
 
 Token counts: 258 per image (the documented count of an image of at most 384 px) and 10 for the text.
 
@@ -81,6 +82,8 @@ class GeminiState:
     vanish_after: int = 0
     vanish_status: int = 403
     generate_delay_s: float = 0.0
+    #: question -> seconds more that its generateContent is held (a reply that comes late)
+    delay_of: Callable[[str], float] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def live_caches(self) -> list[str]:
@@ -304,8 +307,10 @@ class _Handler(BaseHTTPRequestHandler):
         text, n_inline, file_uris = "", 0, []
         cached_images = 0
         cache_name = body.get("cachedContent")
-        if st.generate_delay_s:
-            time.sleep(st.generate_delay_s)
+        texts = [p["text"] for c in body.get("contents", []) for p in c.get("parts", []) if "text" in p]
+        delay = st.generate_delay_s + (st.delay_of(_question(texts[-1] if texts else "")) if st.delay_of else 0.0)
+        if delay:
+            time.sleep(delay)
         if cache_name:
             cid = str(cache_name).rsplit("/", 1)[-1]
             with st.lock:
