@@ -135,6 +135,9 @@ def test_context_cache_needs_inline_frames_and_a_positive_ttl() -> None:
     with pytest.raises(ConfigError, match="context_cache_ttl_s"):
         create_backend("gemini:m", BackendOptions(api_key_env=KEY_ENV, extra={"context_cache": True,
                                                                               "context_cache_ttl_s": 0}))
+    with pytest.raises(ConfigError, match="context_cache_delete_s"):
+        create_backend("gemini:m", BackendOptions(api_key_env=KEY_ENV, extra={"context_cache": True,
+                                                                              "context_cache_delete_s": -1}))
 
 
 @pytest.mark.parametrize("context", ["golden", "self", "none"])
