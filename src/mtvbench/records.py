@@ -29,6 +29,7 @@ them needs another's module for a record.
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -222,3 +223,37 @@ def _make_storable(record: BaseModel, fields: tuple[str, ...]) -> dict[str, int]
 
 __all__ = ["GenerationConfig", "GenerationRequest", "GenerationResult", "JudgeStatus", "JudgeVerdict", "Outcome",
            "Usage"]
+
+
+class ProviderResource(BaseModel):
+    """Something a backend made on a provider's server that costs while it lives (Gemini's context cache of a
+    video's frames). Recorded in the run store when it is asked for, so that one a run could not delete is
+    named with its expiry (the run's summary, ``scores.json``) and the next run in the same directory deletes
+    it, also after ``kill -9``."""
+
+    #: what it is, in words ("Gemini context cache")
+    kind: str
+    #: the backend's own unique label of it, given when it was asked for (the display name of a cache), so that
+    #: one whose creation was never answered can still be found on the server
+    token: str
+    #: the backend spec that made it and the endpoint it lives at
+    backend: str
+    url: str
+    #: the server's name of it (``cachedContents/...``); None while its creation is unanswered
+    name: str | None = None
+    #: seconds since the epoch: asked for, ends by itself on the server (its TTL), deleted (None: not yet)
+    created: float
+    expires: float | None = None
+    deleted: float | None = None
+    #: why the last delete failed (the server's words, or the deadline), None when it did not fail
+    error: str | None = None
+
+    def describe(self) -> str:
+        """One line naming it, where it lives, why it is left and when it ends by itself."""
+        what = self.name or f"(display name {self.token}; its creation was not answered)"
+        line = f"{self.kind} {what} at {self.url}"
+        if self.error:
+            line += f": could not be deleted ({self.error})"
+        if self.expires:
+            line += f"; it expires {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(self.expires))} (its TTL)"
+        return line

@@ -110,7 +110,7 @@ def test_a_signal_ends_the_wait_for_a_cluster(sample: Path, tmp_path: Path, sig:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == (130 if sig == signal.SIGINT else -signal.SIGTERM), err
+    assert proc.returncode == (130 if sig == signal.SIGINT else 143), err  # SIGTERM ends it as SIGINT does
     assert "Traceback" not in err and not out.exists()
 
 
@@ -172,6 +172,36 @@ def test_the_instance_a_run_starts_holds_no_key_has_no_dashboard_its_ports_and_d
     assert any(f"--gcs_server_port={gcs_port}" in cmd for cmd in procs.values()), procs  # the ports asked for
     assert any(f"={agent_port}" in cmd for cmd in procs.values()), procs
     assert not left, left  # nothing of it outlives its driver
+
+
+def test_sigterm_mid_run_closes_the_run_and_ends_the_instance_it_started(sample: Path, tmp_path: Path) -> None:
+    """SIGTERM takes SIGINT's path on the Ray executor too: the replicas closed, the instance the run started
+    ended (every process below the driver gone), the score files written, exit 143."""
+    run = tmp_path / "run"
+    with LoopbackServer(ServerState(faults=Faults(slow_every=1, slow_s=0.5))) as srv:
+        args = _args(sample, srv.url, tmp_path, run, "--executor", "ray", "--concurrency", 2)
+        proc = subprocess.Popen(mtvbench_cmd(*args), env=ray_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        try:
+            end = time.monotonic() + 300
+            while stored_ok(run) < 2 and proc.poll() is None and time.monotonic() < end:
+                time.sleep(0.2)
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            procs = _ray_processes(proc.pid)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=EXIT_BOUND_S)
+            end = time.monotonic() + 60
+            while any(_running(p) for p in procs) and time.monotonic() < end:
+                time.sleep(0.5)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 143, err[-3000:]
+    assert "terminated: everything finished so far is stored" in err and "Traceback" not in err
+    assert any(cmd.startswith("ray::Replica") for cmd in procs.values()), procs
+    assert not [procs[p] for p in procs if _running(p)]  # nothing of the instance outlives the run
+    assert _status(run) == "INCOMPLETE"  # the score files are written, as at the run's end
 
 
 # ------------------------------------------------------------------------------ on a two-raylet cluster

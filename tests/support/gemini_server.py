@@ -13,7 +13,18 @@ google-genai SDK uses:
   holds fewer than ``min_cache_tokens``), ``GET``/``DELETE /{v}/cachedContents/{id}``; a generateContent
   with ``cachedContent`` reads the cache's contents before its own (403 PERMISSION_DENIED for a cache that
   is deleted, expired or made for another model; 400 when the request sets a system instruction too) and
-  reports ``cachedContentTokenCount``.
+  reports ``cachedContentTokenCount``; ``GET /{v}/cachedContents`` lists the live caches (``pageSize``,
+  ``pageToken`` -> ``cachedContents``, ``nextPageToken``).
+
+Faults of the caches API (each a field of :class:`GeminiState`): ``create_status`` answers every create
+with that HTTP status (nothing made); ``create_delay_s`` makes the cache, then waits that long before it
+answers (a client that timed out never learns its name); ``delete_status`` answers every delete with that
+status (the cache stays); ``delete_hang_s`` holds every delete that long before it answers (and deletes);
+``vanish_caches`` / ``vanish_after``: the first ``vanish_caches`` caches made vanish on the server after
+they served ``vanish_after`` generateContent calls, the later calls naming them answered
+``vanish_status`` (403 PERMISSION_DENIED or 404 NOT_FOUND, "CachedContent not found");
+``generate_delay_s`` holds every generateContent that long (``delay_of(question)``: that much longer), before
+it looks at the cache it names.
 
 Token counts: 258 per image (the documented count of an image of at most 384 px) and 10 for the text.
 
@@ -62,6 +73,17 @@ class GeminiState:
     caches: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the smallest cache the server makes (tokens), as the API's per-model minimum
     min_cache_tokens: int = 0
+    #: caches API faults (see the module doc)
+    create_status: int = 0
+    create_delay_s: float = 0.0
+    delete_status: int = 0
+    delete_hang_s: float = 0.0
+    vanish_caches: int = 0
+    vanish_after: int = 0
+    vanish_status: int = 403
+    generate_delay_s: float = 0.0
+    #: question -> seconds more that its generateContent is held (a reply that comes late)
+    delay_of: Callable[[str], float] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def live_caches(self) -> list[str]:
@@ -94,8 +116,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (its timeout, a signal)
+            self.close_connection = True
 
     def _body(self) -> bytes:
         return self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
@@ -136,6 +161,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         st = self.state
+        if re.fullmatch(r"/[^/]+/cachedContents", self.path.split("?", 1)[0]):
+            return self._list_caches()
         m = re.fullmatch(r"/[^/]+/cachedContents/([0-9a-f]+)", self.path.split("?", 1)[0])
         if m:
             with st.lock:
@@ -156,6 +183,14 @@ class _Handler(BaseHTTPRequestHandler):
         st = self.state
         m = re.fullmatch(r"/[^/]+/cachedContents/([0-9a-f]+)", self.path.split("?", 1)[0])
         if m:
+            with st.lock:
+                st.counters["cache_delete_requests"] += 1
+            if st.delete_hang_s:
+                time.sleep(st.delete_hang_s)
+            if st.delete_status:
+                self._send(st.delete_status, {"error": {"code": st.delete_status, "message": "Internal error "
+                                                        "encountered.", "status": "INTERNAL"}})
+                return
             with st.lock:
                 found = m.group(1) in st.live_caches()
                 if found:
@@ -217,8 +252,28 @@ class _Handler(BaseHTTPRequestHandler):
         return {"name": f"cachedContents/{cid}", "model": c["model"], "displayName": c["display"],
                 "expireTime": expire, "usageMetadata": {"totalTokenCount": c["tokens"]}}
 
+    def _list_caches(self) -> None:
+        st = self.state
+        query = dict(q.split("=", 1) for q in self.path.partition("?")[2].split("&") if "=" in q)
+        size = max(1, min(int(query.get("pageSize", "2")), 1000))  # small pages by default: paging is used
+        start = int(query.get("pageToken", "0") or 0)
+        with st.lock:
+            st.counters["cache_lists"] += 1
+            live = sorted(st.live_caches())
+            page = [self._cache_json(cid) for cid in live[start:start + size]]
+        body: dict[str, Any] = {"cachedContents": page}
+        if start + size < len(live):
+            body["nextPageToken"] = str(start + size)
+        self._send(200, body)
+
     def _create_cache(self, body: dict[str, Any]) -> None:
         st = self.state
+        with st.lock:
+            st.counters["cache_create_requests"] += 1
+        if st.create_status:
+            self._send(st.create_status, {"error": {"code": st.create_status, "message": "Internal error "
+                                                    "encountered.", "status": "INTERNAL"}})
+            return
         images = sum(1 for content in body.get("contents", []) for part in content.get("parts", [])
                      if _get(part, "inlineData", "inline_data"))
         system = body.get("systemInstruction")
@@ -236,9 +291,12 @@ class _Handler(BaseHTTPRequestHandler):
         with st.lock:
             st.caches[cid] = {"model": body["model"], "images": images, "system": system, "tokens": tokens,
                               "expires": time.time() + float(ttl.group(1)), "deleted": False,
-                              "display": body.get("displayName", "")}
+                              "display": body.get("displayName", ""), "served": 0,
+                              "vanishes": len(st.caches) < st.vanish_caches}
             st.counters["cache_creates"] += 1
             obj = self._cache_json(cid)
+        if st.create_delay_s:
+            time.sleep(st.create_delay_s)
         self._send(200, obj)
 
     # ------------------------------------------------------------------ generateContent
@@ -249,13 +307,25 @@ class _Handler(BaseHTTPRequestHandler):
         text, n_inline, file_uris = "", 0, []
         cached_images = 0
         cache_name = body.get("cachedContent")
+        texts = [p["text"] for c in body.get("contents", []) for p in c.get("parts", []) if "text" in p]
+        delay = st.generate_delay_s + (st.delay_of(_question(texts[-1] if texts else "")) if st.delay_of else 0.0)
+        if delay:
+            time.sleep(delay)
         if cache_name:
             cid = str(cache_name).rsplit("/", 1)[-1]
             with st.lock:
                 cache = st.caches.get(cid) if cid in st.live_caches() else None
+                if cache is not None and cache["vanishes"] and cache["served"] >= st.vanish_after:
+                    cache["expires"] = 0.0  # gone on the server before its video ended
+                    st.counters["vanished"] += 1
+                    cache = None
+                if cache is not None:
+                    cache["served"] += 1
             if cache is None or cache["model"] != f"models/{model}":
-                self._send(403, {"error": {"code": 403, "message": "CachedContent not found (or permission denied)",
-                                           "status": "PERMISSION_DENIED"}})
+                code = st.vanish_status if cache is None else 403
+                status = "NOT_FOUND" if code == 404 else "PERMISSION_DENIED"
+                self._send(code, {"error": {"code": code, "message": "CachedContent not found (or permission "
+                                            "denied)", "status": status}})
                 return
             if body.get("systemInstruction"):
                 self._send(400, {"error": {"code": 400, "message": "CachedContent can not be used with "
@@ -351,11 +421,20 @@ def _not_found(message: str) -> dict[str, Any]:
     return {"error": {"code": 404, "message": message, "status": "NOT_FOUND"}}
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (its timeout, a signal) is not the server's error: nothing is printed for it."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class GeminiServer:
     def __init__(self, state: GeminiState | None = None):
         self.state = state or GeminiState()
         handler = type("Handler", (_Handler,), {"state": self.state})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd = _Server(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property

@@ -2,7 +2,8 @@
 
 - :class:`MtvbenchGroup` is the click group class of every typer app of mtvbench. Its
   ``invoke`` is the single place where a :class:`~mtvbench.errors.MtvbenchError` becomes
-  one message on stderr and its exit code (no traceback), where Ctrl-C becomes exit 130,
+  one message on stderr and its exit code (no traceback), where Ctrl-C becomes exit 130 and SIGTERM
+  (:class:`~mtvbench.util.signals.Terminated`) exit 143,
   and where an unexpected exception is reported as an internal error (the traceback is
   shown with ``MTVBENCH_DEBUG=1``). Commands mounted from a registry (analyses, stages of
   other packages) run under it too.
@@ -23,6 +24,7 @@ from typer.core import TyperGroup
 from mtvbench.errors import MtvbenchError
 from mtvbench.render.console import emit, note, print_error
 from mtvbench.util.files import describe_os_error
+from mtvbench.util.signals import Terminated
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -35,9 +37,11 @@ def handle_exception(e: BaseException) -> int:
     if isinstance(e, MtvbenchError):
         print_error(str(e))
         return e.exit_code
-    if isinstance(e, KeyboardInterrupt):
-        note("interrupted", "everything finished so far is stored; run the same command again to resume")
-        return 130
+    if isinstance(e, KeyboardInterrupt):  # Ctrl-C (SIGINT), or SIGTERM (Terminated): the same close, the same words
+        terminated = isinstance(e, Terminated)
+        note("terminated" if terminated else "interrupted",
+             "everything finished so far is stored; run the same command again to resume")
+        return 143 if terminated else 130
     if isinstance(e, OSError) and e.errno is not None:
         print_error(describe_os_error(getattr(e, "filename", None) or "(file)", e, "failed"))
         return 2

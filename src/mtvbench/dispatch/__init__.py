@@ -290,6 +290,10 @@ async def run_videos(jobs: Sequence[VideoJob], writer: TurnWriter, held: int,
         watch.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watch
+        if not videos.done():  # cancelled (SIGINT, SIGTERM): the videos end here, before the dispatcher closes
+            videos.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await videos
 
 
 async def _video(state: VideoState, writer: TurnWriter, slots: asyncio.Semaphore,

@@ -60,13 +60,12 @@ import asyncio
 import contextlib
 import math
 import os
-import signal
 import socket
 import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -94,6 +93,7 @@ from mtvbench.models.registry import create_backend, parse_spec
 from mtvbench.models.resilience import BreakerEvent, CircuitBreaker, breaker_events, breaker_of
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult
+from mtvbench.util.signals import interruptible
 
 if TYPE_CHECKING:
     from mtvbench.config import RaySettings
@@ -227,21 +227,6 @@ def _wait_listening(host: str, port: int, end: float, shown: str, timeout_s: flo
             raise RayExecutorError(f"cannot join the Ray cluster at {shown}: nothing answered at {host}:{port} within "
                                    f"{timeout_s:g} s (ray.connect_timeout_s; last: {last})", hint=JOIN_HINT)
         time.sleep(min(0.5, left))
-
-
-@contextlib.contextmanager
-def interruptible() -> Iterator[None]:
-    """SIGINT raises :class:`KeyboardInterrupt` in the driver's blocking steps (joining, starting replicas):
-    ``asyncio.run``'s own handler only cancels the main task, which a step that blocks the loop never sees."""
-    old = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or old in (None, signal.SIG_IGN):
-        yield
-        return
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
 
 
 def _last_line(e: BaseException) -> str:

@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from mtvbench.media.frames import VideoFrames
-from mtvbench.records import GenerationRequest, GenerationResult
+from mtvbench.records import GenerationRequest, GenerationResult, ProviderResource
+
+
+class ResourceLog(Protocol):
+    """Where a backend records what it makes on a provider's server (the run store): each
+    :class:`~mtvbench.records.ProviderResource` when it is asked for, and again when it is made, deleted or
+    could not be deleted (the same ``token``, written over)."""
+
+    def record_resource(self, resource: ProviderResource) -> None: ...
 
 
 @runtime_checkable
@@ -56,6 +64,8 @@ class BackendBase:
     #: True: a prompt prefix of an earlier request that was answered is served from a cache (a provider's prompt
     #: caching, an engine's prefix caching), so the dispatcher's cache-aware order is on by default for it
     prefix_cache: bool = False
+    #: where the resources it makes on a provider's server are recorded (set by the run: :func:`track_resources`)
+    resources: ResourceLog | None = None
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         raise NotImplementedError
@@ -69,7 +79,14 @@ class BackendBase:
         cache). Called through :func:`video_done`; the default holds nothing."""
         return None
 
+    async def delete_left(self, left: Sequence[ProviderResource]) -> None:
+        """Delete what an earlier run left on the provider's server (its records in the run store), each
+        outcome recorded in :attr:`resources`; the default makes nothing, so it deletes nothing."""
+        return None
+
     async def aclose(self) -> None:
+        """Release everything it holds: what it made on a provider's server is deleted, or its record says why
+        not (:attr:`resources`)."""
         return None
 
 
@@ -111,6 +128,19 @@ async def video_done(backend: Any, frames: VideoFrames) -> None:
     done = getattr(backend, "end_video", None)
     if callable(done):
         await done(frames)
+
+
+def track_resources(backend: Any, log: ResourceLog) -> None:
+    """Record what ``backend`` makes on a provider's server in ``log`` (the run store) from now on."""
+    if isinstance(backend, BackendBase) or hasattr(backend, "resources"):
+        backend.resources = log
+
+
+async def delete_left(backend: Any, left: Sequence[ProviderResource]) -> None:
+    """Ask ``backend`` to delete what an earlier run left on a provider's server (:meth:`BackendBase.delete_left`)."""
+    done = getattr(backend, "delete_left", None)
+    if left and callable(done):
+        await done(left)
 
 
 async def generate_many(backend: ModelBackend, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:

@@ -22,10 +22,24 @@ the system prompt) go once into an explicit cache (the caches API: ``cachedConte
 turn of that video; each turn then sends only its text with ``cached_content`` naming the cache (the frames
 and the text become two user turns: a different message shape from inline frames). The cache is deleted
 when the video ends (:meth:`GeminiBackend.end_video`, which the dispatcher calls when a video's last
-turn is recorded) and, for any left, in :meth:`GeminiBackend.aclose`; the TTL ends one that a killed run
-leaves behind. A cache the API refuses to make (400: e.g. fewer tokens than the model's minimum for
-explicit caching) sends that video's frames inline; a cache gone before its video ended (expired, 403/404)
-is made again. The tokens of making a cache count as uncached prompt tokens of the turn that made it;
+turn is recorded) and, for any left, in :meth:`GeminiBackend.aclose` (which a cancelled run, SIGINT or
+SIGTERM, reaches too). Nothing made is forgotten:
+
+- every cache is recorded (:attr:`~mtvbench.models.backend.BackendBase.resources`: the run store) before it is
+  asked for, under a display name of its own, and again when it is made and when it is deleted;
+- a creation still in flight when its video ends (or the run closes) is waited for, at most
+  ``context_cache_delete_s`` (30 s); one never answered (the client's timeout, the wait given up) may still
+  have been made: it is looked for among the caches the server lists, by its display name, and deleted;
+- a delete is retried (5xx, 429, no answer) until ``context_cache_delete_s`` has passed; 403/404 means gone.
+  A cache that could not be deleted keeps its record with the error and its expiry: the run names it (its
+  summary, ``scores.json``), and the next run in the same directory deletes it (:meth:`GeminiBackend.delete_left`),
+  as it does the caches of a run killed with ``kill -9``, which only their TTL ends otherwise.
+
+A cache the API refuses to make (400: e.g. fewer tokens than the model's minimum for explicit caching) sends
+that video's frames inline. A cache gone before its video ended (403/404: expired, deleted) is made again once:
+the first turn told so takes it out of the table and every turn told so retries, so the next of them makes
+the one new cache the others share; a turn told late about the old cache leaves the new one alone.
+The tokens of making a cache count as uncached prompt tokens of the turn that made it;
 ``cached_content_token_count`` of each reply is its cached tokens (:class:`~mtvbench.records.Usage`).
 The hours of cache storage the API bills are not counted. Requests whose text goes before the frames
 (``text_first``) are sent inline.
@@ -48,16 +62,19 @@ retries or the deadline run out; 4xx are not retried. None of these raise.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import mimetypes
 import re
 import time
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mtvbench.errors import ConfigError, MissingExtraError
+from mtvbench.errors import ConfigError, MissingExtraError, MtvbenchError
 from mtvbench.media.frames import VideoFrames
 from mtvbench.models.backend import BackendBase, split_thinking
 from mtvbench.models.endpoints import gemini_endpoint, use_vertex
@@ -68,6 +85,7 @@ from mtvbench.models.resilience import (
     FatalError,
     Resilient,
     RetryableError,
+    backoff_s,
     capped_http_client,
     causes,
     http_error_message,
@@ -75,7 +93,7 @@ from mtvbench.models.resilience import (
     quote_server_text,
 )
 from mtvbench.models.settings import BackendOptions
-from mtvbench.records import GenerationRequest, GenerationResult, Usage
+from mtvbench.records import GenerationRequest, GenerationResult, ProviderResource, Usage
 
 T = TypeVar("T")
 
@@ -182,6 +200,10 @@ def _enum_name(value: Any) -> str:
     return str(getattr(value, "value", value))
 
 
+#: what a context cache is called in the run store and in every message
+CACHE_KIND = "Gemini context cache"
+
+
 @dataclass
 class FrameCache:
     """One explicit context cache of a video's frames (``cachedContents/...``)."""
@@ -189,15 +211,33 @@ class FrameCache:
     name: str
     #: the tokens the API counted when it made the cache (charged once, to the first turn that uses it)
     tokens: int
+    #: its record (the run store's row: made, expires, deleted)
+    record: ProviderResource
     charged: bool = False
+
+
+def _epoch(value: Any) -> float | None:
+    """An ``expire_time`` of the API (a datetime, or RFC 3339 text) as seconds since the epoch."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, str) and value:
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
 
 
 def shared(table: dict[Any, asyncio.Task[T]], key: Any, make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
     """The one task that makes ``key``'s value (started by the first caller, awaited by every caller); a task
-    that failed or was cancelled is started again by the next caller."""
+    that failed or was cancelled is started again by the next caller. A caller that is cancelled does not
+    cancel the task (:func:`asyncio.shield`)."""
     task = table.get(key)
     if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
         task = asyncio.ensure_future(make())
+        # its failure is read here too: every caller that was waiting may have been cancelled (its own timeout)
+        # before it failed, and then nobody would, and asyncio would print it with a traceback
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
         table[key] = task
     return asyncio.shield(task)
 
@@ -227,6 +267,9 @@ class GeminiBackend(BackendBase):
         self.cache_ttl_s = float(own.get("context_cache_ttl_s", 1800.0))
         if not self.cache_ttl_s > 0:
             raise ConfigError(f"gemini: context_cache_ttl_s must be > 0 seconds, got {self.cache_ttl_s:g}")
+        self.cache_delete_s = float(own.get("context_cache_delete_s", 30.0))
+        if not self.cache_delete_s > 0:
+            raise ConfigError(f"gemini: context_cache_delete_s must be > 0 seconds, got {self.cache_delete_s:g}")
         self.poll_s = float(own.get("upload_poll_s", 2.0))
         self.upload_timeout_s = float(own.get("upload_timeout_s", 600.0))
         self.http = capped_http_client(httpx.AsyncClient, options)
@@ -248,6 +291,10 @@ class GeminiBackend(BackendBase):
         self._uploads: dict[Path, asyncio.Task[Any]] = {}
         #: (video, frame settings, system prompt) -> the task that made its cache (None: frames go inline)
         self._caches: dict[tuple[str, str, str], asyncio.Task[FrameCache | None]] = {}
+        #: every cache asked for and not known to be gone, by token, with the key of its video: deleted when its
+        #: video ends or in aclose, whether it is the video's current cache, one that was replaced, or one whose
+        #: creation was never answered (found on the server by its display name)
+        self._made: dict[str, tuple[tuple[str, str, str], ProviderResource]] = {}
         #: names of the files this backend uploaded (deleted in aclose)
         self.uploaded: list[str] = []
 
@@ -319,49 +366,168 @@ class GeminiBackend(BackendBase):
     def _cache_key(frames: VideoFrames, system: str | None) -> tuple[str, str, str]:
         return str(frames.video), frames.settings.key(), str(system or "")
 
-    async def _make_cache(self, request: GenerationRequest, system: str | None) -> FrameCache | None:
+    def _record(self, rec: ProviderResource) -> None:
+        """Write ``rec`` to the run's record of provider resources (the run store), when there is one. A store
+        that cannot be written stops the run at its next result; the cache is still deleted or named here."""
+        if self.resources is not None:
+            with contextlib.suppress(MtvbenchError):
+                self.resources.record_resource(rec)
+
+    def _gone(self, rec: ProviderResource) -> None:
+        """``rec`` is no longer on the server (deleted, expired, or never made)."""
+        self._made.pop(rec.token, None)
+        if rec.deleted is None:
+            rec.deleted, rec.error = time.time(), None
+            self._record(rec)
+
+    async def _make_cache(self, request: GenerationRequest, system: str | None,
+                          key: tuple[str, str, str]) -> FrameCache | None:
         """One explicit cache of the request's frames and the system prompt; None when the API refuses it
-        (400: the video's frames then go inline). Other SDK errors reach the turn's retry loop."""
+        (400: the video's frames then go inline). Other SDK errors reach the turn's retry loop.
+
+        The cache is recorded before it is asked for, under a display name of its own: a creation that is
+        never answered (the client's timeout, a signal) may still have made it, and the display name finds
+        it on the server (:meth:`_find_unanswered`)."""
         assert request.frames is not None
+        token = f"mtvbench-{uuid.uuid4().hex[:12]}-{request.frames.video.name}"[:128]
+        now = time.time()
+        rec = ProviderResource(kind=CACHE_KIND, token=token, backend=self.name, url=self.url, created=now,
+                               expires=now + self.cache_ttl_s + self.options.timeout_s)
+        self._made[token] = (key, rec)
+        self._record(rec)
         content = types.Content(role="user", parts=[types.Part.from_bytes(data=j, mime_type="image/jpeg")
                                                      for j in request.frames.jpegs])
         config = types.CreateCachedContentConfig(contents=[content], system_instruction=system or None,
-                                                 ttl=f"{self.cache_ttl_s:g}s",
-                                                 display_name=f"mtvbench-{request.frames.video.name}"[:128])
+                                                 ttl=f"{self.cache_ttl_s:g}s", display_name=token)
         try:
             made = await self.client.aio.caches.create(model=self.model, config=config)
-        except genai_errors.APIError as e:
+        except genai_errors.APIError as e:  # answered: nothing was made
+            self._gone(rec)
             if int(e.code or 0) == 400:
                 return None
             raise
+        # anything else (no answer in time, the connection lost, cancelled): it may have been made; it stays
+        # in _made under its display name
+        rec.name = str(made.name)
+        rec.expires = _epoch(getattr(made, "expire_time", None)) or time.time() + self.cache_ttl_s
+        self._record(rec)
         um = getattr(made, "usage_metadata", None)
-        return FrameCache(name=str(made.name), tokens=int(getattr(um, "total_token_count", None) or 0))
+        return FrameCache(name=rec.name, tokens=int(getattr(um, "total_token_count", None) or 0), record=rec)
 
     async def end_video(self, frames: VideoFrames) -> None:
-        """The video's turns are done: delete its caches now (an error leaves them to their TTL)."""
+        """The video's turns are done: delete its caches now (those it replaced too)."""
         key = (str(frames.video), frames.settings.key())
-        for k in [k for k in self._caches if k[:2] == key]:
-            await self._drop_cache(k)
+        await self._drop_caches(lambda k: k[:2] == key)
 
-    async def _drop_cache(self, key: tuple[str, str, str]) -> None:
-        task = self._caches.pop(key, None)
-        if task is None:
+    async def _drop_caches(self, which: Callable[[tuple[str, str, str]], bool]) -> None:
+        """Delete every cache of the keys ``which`` picks. A creation still in flight is waited for (at most
+        ``context_cache_delete_s``), then given up and looked for on the server; every delete is retried until
+        its deadline. What cannot be deleted keeps its record (its error and expiry), named by the run."""
+        pending = []
+        for key in [k for k in self._caches if which(k)]:
+            task = self._caches.pop(key)
+            if not task.done():
+                pending.append(task)
+        if pending:
+            _, late = await asyncio.wait(pending, timeout=self.cache_delete_s)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self._settle([rec for key, rec in list(self._made.values()) if which(key)])
+
+    async def _settle(self, recs: Sequence[ProviderResource]) -> None:
+        """Find the unanswered ones of ``recs`` on the server, then delete every one that is there, at once."""
+        unanswered = [r for r in recs if r.name is None]
+        if unanswered:
+            await self._find_unanswered(unanswered)
+        await asyncio.gather(*(self._delete(r) for r in recs if r.name is not None and r.deleted is None))
+
+    async def _find_unanswered(self, recs: Sequence[ProviderResource]) -> None:
+        """Look for the caches whose creation was never answered among those the server lists (by display
+        name): found, they get their name (and are deleted next); not there, they were never made."""
+        want = {r.token: r for r in recs}
+
+        async def look() -> None:
+            pager = await self.client.aio.caches.list(config=types.ListCachedContentsConfig(page_size=100))
+            async for c in pager:
+                rec = want.get(str(c.display_name or ""))
+                if rec is not None:
+                    rec.name = str(c.name)
+                    rec.expires = _epoch(getattr(c, "expire_time", None)) or rec.expires
+                    self._record(rec)
+
+        try:
+            await asyncio.wait_for(look(), self.cache_delete_s)
+        except (asyncio.TimeoutError, genai_errors.APIError, httpx.HTTPError, OSError, pydantic.ValidationError) as e:
+            for rec in recs:  # not known: the record stays (named by the run; the next run looks again)
+                rec.error = f"could not list the caches to find it: {self._why(e)}"
+                self._record(rec)
             return
-        if not task.done():
-            task.cancel()
-            return
-        made = None if task.cancelled() or task.exception() is not None else task.result()
-        if made is not None:
+        for rec in recs:
+            if rec.name is None:
+                self._gone(rec)
+
+    def _why(self, e: BaseException) -> str:
+        if isinstance(e, asyncio.TimeoutError):
+            return f"no answer within context_cache_delete_s={self.cache_delete_s:g}s"
+        failure = classify_error(e, self.url)
+        return failure.message if failure is not None else f"{type(e).__name__}: {quote_server_text(str(e))}"
+
+    async def _delete(self, rec: ProviderResource) -> bool:
+        """Delete one cache, retried (5xx, 429, no answer) until ``context_cache_delete_s`` has passed; a cache
+        the server no longer has (403/404) is gone. False (the error recorded) when it could not be deleted."""
+        assert rec.name is not None
+        end = time.monotonic() + self.cache_delete_s
+        attempt = 0
+        while True:
+            attempt += 1
+            left = end - time.monotonic()
             try:
-                await self.client.aio.caches.delete(name=made.name)
-            except Exception:  # noqa: BLE001 - the TTL ends it anyway
-                return
+                await asyncio.wait_for(self.client.aio.caches.delete(name=rec.name), max(left, 0.001))
+            except genai_errors.APIError as e:
+                code = int(e.code or 0)
+                if code in (403, 404):
+                    break
+                rec.error = self._why(e)
+                if not (code in RETRYABLE_STATUS or code >= 500):
+                    return self._not_deleted(rec)
+            except (asyncio.TimeoutError, httpx.HTTPError, OSError) as e:
+                rec.error = self._why(e)
+            else:
+                break
+            wait = backoff_s(attempt, None, self.options.retry_base_s, self.options.retry_cap_s)
+            if time.monotonic() + wait >= end:
+                return self._not_deleted(rec)
+            await asyncio.sleep(wait)
+        self._gone(rec)
+        return True
+
+    def _not_deleted(self, rec: ProviderResource) -> bool:
+        if "context_cache_delete_s" not in str(rec.error):
+            rec.error = f"{rec.error}; retried for context_cache_delete_s={self.cache_delete_s:g}s"
+        self._record(rec)
+        return False
+
+    async def delete_left(self, left: Sequence[ProviderResource]) -> None:
+        """Delete the caches an earlier run of this run directory left (recorded in its store) that this
+        backend can reach (the same endpoint); each outcome is recorded."""
+        await self._settle([r for r in left if r.kind == CACHE_KIND and r.url == self.url])
+
+    def _replaced(self, key: tuple[str, str, str], made: FrameCache) -> None:
+        """The server no longer has ``made`` (403/404 before its video ended: expired, deleted): the next turn
+        makes the video's cache again, once, shared by the turns that found it gone. Only the entry that still
+        holds ``made`` is taken away; a turn told late about the old cache leaves the new one alone."""
+        task = self._caches.get(key)
+        if task is not None and task.done() and not task.cancelled() and task.exception() is None \
+                and task.result() is made:
+            del self._caches[key]
+        self._gone(made.record)
 
     async def _cached_call(self, request: GenerationRequest, config: Any) -> GenerationResult:
         """One attempt with the video's frames from its cache (made by the first turn that needs it)."""
         system = config.system_instruction
         key = self._cache_key(request.frames, system)  # type: ignore[arg-type]
-        made = await shared(self._caches, key, lambda: self._make_cache(request, system))
+        made = await shared(self._caches, key, lambda: self._make_cache(request, system, key))
         if made is None:  # the API would not cache this video's frames: inline
             return await self._inline_call(request, config)
         cfg = config.model_copy(update={"cached_content": made.name, "system_instruction": None})
@@ -369,8 +535,8 @@ class GeminiBackend(BackendBase):
         try:
             resp = await self.client.aio.models.generate_content(model=self.model, contents=contents, config=cfg)
         except genai_errors.APIError as e:
-            if int(e.code or 0) in (403, 404) and self._caches.get(key) is not None:
-                self._caches.pop(key, None)  # expired or deleted before its video ended: made again
+            if int(e.code or 0) in (403, 404):
+                self._replaced(key, made)
                 raise RetryableError(f"cached content {made.name} at {self.url} is gone ({e.code}): "
                                      "making it again") from e
             raise
@@ -411,8 +577,7 @@ class GeminiBackend(BackendBase):
         for task in self._uploads.values():
             if not task.done():
                 task.cancel()
-        for key in list(self._caches):
-            await self._drop_cache(key)
+        await self._drop_caches(lambda k: True)
         for name in list(self.uploaded):
             try:
                 await self.client.aio.files.delete(name=name)

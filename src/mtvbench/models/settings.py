@@ -37,7 +37,8 @@ CALL_SETTINGS = ("timeout_s", "max_retries", "retry_base_s", "retry_cap_s", "max
 #: backend options that change how a call is made, never what it answers (left out of a run's fingerprint,
 #: and changing one does not make a preset run "modified")
 OPERATIONAL_OPTIONS = frozenset({
-    "batch_size", "upload_poll_s", "upload_timeout_s", "concurrency", "device_map", "videos_in_flight",
+    "batch_size", "upload_poll_s", "upload_timeout_s", "context_cache_delete_s", "concurrency", "device_map",
+    "videos_in_flight",
     *CALL_SETTINGS,
 })
 #: every generation setting: a field of :class:`BackendOptions` and (for the model) a flag of ``run``

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 from mtvbench.config import RunConfig
@@ -27,9 +28,10 @@ from mtvbench.judge.factory import create_judge
 from mtvbench.judge.protocol import Judge
 from mtvbench.media.cache import FrameCache, fingerprint
 from mtvbench.media.frames import VideoError
-from mtvbench.models.backend import ModelBackend, abilities
+from mtvbench.models.backend import ModelBackend, abilities, delete_left, track_resources
 from mtvbench.models.resilience import CircuitOpenError
 from mtvbench.protocol import EvalProtocol, get_protocol
+from mtvbench.records import ProviderResource
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.lock import RunLock
 from mtvbench.run.replay import stored_answers
@@ -40,6 +42,7 @@ from mtvbench.run.store import RunStore
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.util.files import ensure_dir
 from mtvbench.util.paths import cache_dir
+from mtvbench.util.signals import run_main
 
 
 class RunningLoopError(MtvbenchError, RuntimeError):
@@ -99,7 +102,9 @@ async def _close(*backends: ModelBackend | Judge | None) -> None:
 
 def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = False) -> tuple[Scores, RunSummary]:
     """Run (or resume) one evaluation into ``cfg.out``: :func:`evaluate_async` in an event loop of its
-    own. Inside a running event loop (a notebook, a service) ``await evaluate_async(cfg)`` instead.
+    own, where SIGTERM stops the run as SIGINT does (:func:`~mtvbench.util.signals.run_main`: closed as at
+    its end, then :class:`~mtvbench.util.signals.Terminated`, a ``KeyboardInterrupt``). Inside a running
+    event loop (a notebook, a service) ``await evaluate_async(cfg)`` instead.
 
     Args:
         cfg: the settings (:func:`mtvbench.config.build_config` resolves presets and checks them).
@@ -111,7 +116,7 @@ def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = F
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # no loop here: the usual case
-        return asyncio.run(evaluate_async(cfg, progress, wait))
+        return run_main(evaluate_async(cfg, progress, wait))
     raise RunningLoopError("evaluate() cannot run inside a running event loop (a notebook, a service)",
                            hint="use `await mtvbench.evaluate_async(cfg)` there")
 
@@ -120,7 +125,10 @@ async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
                          wait: bool = False) -> tuple[Scores, RunSummary]:
     """Run (or resume) one evaluation into ``cfg.out`` in the running event loop (:func:`evaluate`: in its own).
     Only what is missing or no longer valid is asked; everything is committed as it arrives, and the score
-    files are written at the end (also when the circuit breaker stopped the run).
+    files are written at the end (also when the circuit breaker stopped the run, or the run was cancelled:
+    SIGINT, SIGTERM). What the model's backend makes on a provider's server (Gemini's context caches) is
+    recorded in the store as it is made; at the start, what an earlier run left there is deleted (said), and
+    at the end what could not be deleted is named with its expiry (a note, the summary, ``scores.json``).
 
     Args:
         cfg: the settings (:func:`mtvbench.config.build_config` resolves presets and checks them).
@@ -150,9 +158,11 @@ async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
         lock, created = _take(run_dir, wait, progress)
         with lock:
             store = _prepare(run_dir, cfg, full, bench, keys, progress, created)
-            stopped: CircuitOpenError | None = None
+            stopped: CircuitOpenError | asyncio.CancelledError | None = None
             try:
                 store.begin_session()
+                track_resources(model, store)
+                await _delete_left(model, store, progress)
                 runner = Runner(cfg, bench=bench, store=store, model=model, judge=judge, cache=cache, keys=keys,
                                 progress=progress, dispatcher=dispatcher)
                 try:
@@ -160,7 +170,8 @@ async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
                 finally:
                     m, j, model, judge = model, judge, None, None
                     await _close(m, j)
-            except CircuitOpenError as e:
+                    runner.summary.left_on_server = _name_left(store, progress)
+            except (CircuitOpenError, asyncio.CancelledError) as e:
                 stopped = e
             finally:
                 with contextlib.suppress(OutputError):  # disk full: the error that stopped the run is reported
@@ -168,13 +179,45 @@ async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
                 store.close()
             scored = score_dir(run_dir, lock=False)
             if stopped is not None:
-                # an endpoint kept failing: what the run has is scored (and marked INCOMPLETE), so
-                # scores.json never shows an earlier state; then the error is reported
+                # an endpoint kept failing, or the run was cancelled (SIGINT, SIGTERM): what the run has is
+                # scored (and marked INCOMPLETE), so scores.json never shows an earlier state; then the error
+                # (or the cancellation) goes on
                 raise stopped
     finally:
         await _close(model, judge)
         await dispatcher.aclose()
     return scored.scores, summary
+
+
+async def _delete_left(model: ModelBackend, store: RunStore, progress: RunProgress) -> None:
+    """Delete what an earlier run of this directory left on a provider's server (recorded in the store: its
+    deletes failed, or it was killed with ``kill -9``), and say so; what has expired since is only marked."""
+    now = time.time()
+    left = store.resources_left()
+    for r in left:
+        if r.expires is not None and r.expires <= now:  # ended by its TTL on the server
+            store.record_resource(r.model_copy(update={"deleted": r.expires}))
+    live = [r for r in left if r.expires is None or r.expires > now]
+    if not live:
+        return
+    await delete_left(model, live)
+    still = {r.token for r in store.resources_left()}
+    gone = [r for r in live if r.token not in still]
+    if gone:
+        progress.note("cleaned up", f"{len(gone)} left by an earlier run of this directory (it ended without "
+                      "deleting them: killed, or their deletes failed) deleted now: "
+                      + ", ".join(r.name or r.token for r in gone))
+    for r in live:
+        if r.token in still:
+            progress.note("left on the server", f"left by an earlier run, still not deleted: {r.describe()}")
+
+
+def _name_left(store: RunStore, progress: RunProgress) -> list[ProviderResource]:
+    """What the run made on a provider's server and could not delete, each named with its expiry."""
+    left = store.resources_left(now=time.time())
+    for r in left:
+        progress.note("left on the server", f"{r.describe()}; the next run in this directory deletes it")
+    return left
 
 
 def _model(cfg: RunConfig, dispatcher: Dispatcher, bench: Benchmark, video_keys: dict[str, str]) -> ModelBackend:

@@ -9,6 +9,7 @@ lock; while a run holds it, the scores of a consistent snapshot are returned and
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
         with store.snapshot():
             cur = select_current(snap, cfg.context, store)
             calls, sessions = store.call_rows(), store.session_rows()
+            left = store.resources_left(now=time.time())
     finally:
         store.close()
     verdicts = cur.final_verdicts(FINAL_JUDGE)
@@ -90,6 +92,7 @@ def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
     scores.counts.replies_with_replaced_characters = sum(1 for n in replaced if n)
     scores.counts.replaced_characters = sum(replaced)
     scores.usage = usage_report(calls, sessions, cfg.price)
+    scores.left_on_server = left
     return ScoredRun(run_dir, cfg, snap, cur.responses, cur.verdicts, verdicts, scores, dscores)
 
 

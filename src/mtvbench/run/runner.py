@@ -37,7 +37,7 @@ from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import VideoFrames
 from mtvbench.models.backend import ModelBackend
 from mtvbench.models.resilience import CircuitBreaker, CircuitOpenError, breaker_of
-from mtvbench.records import GenerationRequest, GenerationResult, JudgeVerdict
+from mtvbench.records import GenerationRequest, GenerationResult, JudgeVerdict, ProviderResource
 from mtvbench.run.identity import (
     DEPENDS_ON_EARLIER,
     RESPONSE_REASONS,
@@ -71,6 +71,8 @@ class RunSummary:
     #: token spent thinking); stored, scored as wrong answers, never asked again
     blocked: int = 0
     empty: int = 0
+    #: what the model's backend made on a provider's server and could not delete (each with its expiry)
+    left_on_server: list[ProviderResource] = field(default_factory=list)
 
 
 def script_answer(res: GenerationResult, keep_thinking: bool, strip: bool) -> GenerationResult:

@@ -8,10 +8,14 @@ Each result row carries the fingerprint of what produced it (:mod:`mtvbench.run.
 and its parts; a row whose fingerprint is no longer the expected one is kept (superseded)
 but never scored. ``calls`` is an append-only ledger of every model and judge call (tokens, the
 prompt tokens served from the provider's cache where it reported them (NULL: not recorded), seconds),
-``sessions`` one row per ``run`` process: usage and cost come from these.
+``sessions`` one row per ``run`` process: usage and cost come from these. ``provider_resources`` holds
+one row per resource a backend made on a provider's server (a Gemini context cache), written when it is
+asked for and again when it is made or deleted: what a run could not delete (or a run killed with
+``kill -9`` left) is named in ``scores.json`` and deleted by the next run in the directory.
 
 The file is opened with the one SQLite set-up and version rule (:mod:`mtvbench.ledger.sqlite`):
-its ``meta`` table records the format (``schema_version``, shared with ``config.yaml``), the
+its ``meta`` table records the format (``schema_version``: the run-directory format,
+:data:`~mtvbench.config.RUN_SCHEMA_VERSION`), the
 mtvbench version that created it, and here also the run identity and the dataset it belongs
 to. A store of another format is refused with a message naming the file and both versions, a
 corrupt file with one line. A failed write (disk full, file too large, read-only) becomes one
@@ -43,7 +47,7 @@ from mtvbench.ledger.sqlite import (
     transaction,
 )
 from mtvbench.models.ask import Rejected
-from mtvbench.records import GenerationResult, JudgeVerdict, Usage
+from mtvbench.records import GenerationResult, JudgeVerdict, ProviderResource, Usage
 from mtvbench.run.identity import ResultKey
 from mtvbench.util.storable import clean_text, storable_value
 
@@ -88,6 +92,9 @@ CREATE TABLE IF NOT EXISTS calls (
     latency_s REAL NOT NULL, created REAL NOT NULL, cached_tokens INTEGER);
 CREATE TABLE IF NOT EXISTS sessions (
     id INTEGER PRIMARY KEY, started REAL NOT NULL, ended REAL, pid INTEGER, mtvbench_version TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS provider_resources (
+    token TEXT PRIMARY KEY, kind TEXT NOT NULL, backend TEXT NOT NULL, url TEXT NOT NULL, name TEXT,
+    created REAL NOT NULL, expires REAL, deleted REAL, error TEXT, session INTEGER);
 """,
     hint="evaluate into a new --out, or use the mtvbench version that wrote this run directory",
     write_hint="free some space (or choose another --out); everything committed so far is kept in store.sqlite: "
@@ -262,6 +269,25 @@ class RunStore:
                          "session, cached_tokens FROM calls ORDER BY id")
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+    # resources on a provider's server ----------------------------------------------------
+    def record_resource(self, resource: ProviderResource) -> None:
+        """Write (or write over) the record of one resource a backend made on a provider's server."""
+        r = resource
+        with self._writing() as db:
+            db.execute("INSERT OR REPLACE INTO provider_resources (token, kind, backend, url, name, created, expires, "
+                       "deleted, error, session) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       (r.token, r.kind, r.backend, r.url, r.name, r.created, r.expires, r.deleted, r.error,
+                        self.session))
+
+    def resources_left(self, now: float | None = None) -> list[ProviderResource]:
+        """The resources recorded as made and not deleted whose expiry has not passed at ``now`` (None: all
+        of them, expired or not), oldest first."""
+        cur = self._read("SELECT token, kind, backend, url, name, created, expires, deleted, error "
+                         "FROM provider_resources WHERE deleted IS NULL ORDER BY created")
+        cols = [c[0] for c in cur.description]
+        rows = [ProviderResource(**dict(zip(cols, row))) for row in cur.fetchall()]
+        return [r for r in rows if now is None or r.expires is None or r.expires > now]
 
     def session_rows(self) -> list[dict[str, Any]]:
         cur = self._read("SELECT id, started, ended FROM sessions ORDER BY id")

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, Round, Task
 from mtvbench.protocol import EvalProtocol, get_protocol
-from mtvbench.records import JudgeVerdict
+from mtvbench.records import JudgeVerdict, ProviderResource
 from mtvbench.scoring.usage import UsageReport
 
 
@@ -246,6 +246,9 @@ class Scores(BaseModel):
     incomplete_reasons: list[str] = Field(default_factory=list)
     #: calls, tokens, time and cost per role (from the run store)
     usage: UsageReport | None = None
+    #: what the run made on a provider's server (Gemini context caches) and could not delete, each with its
+    #: expiry; empty when everything was deleted (the next run in the directory deletes these)
+    left_on_server: list[ProviderResource] = Field(default_factory=list)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
