@@ -124,6 +124,18 @@ class ConnectionSettings(BaseModel):
         return None if v is None else check_base_url(v)
 
 
+def settings_from_options(data: Any) -> Any:
+    """``data`` (a role's settings as given) with each call-path or generation setting given as a backend option
+    (``--model-option timeout_s=60``) moved to its field, unless the field is given itself."""
+    if not isinstance(data, dict) or not isinstance(data.get(OPTIONS_KEY), dict):
+        return data
+    moved = {k: v for k, v in data[OPTIONS_KEY].items() if k in _FROM_OPTIONS}
+    if not moved:
+        return data
+    options = {k: v for k, v in data[OPTIONS_KEY].items() if k not in _FROM_OPTIONS}
+    return {**moved, **data, OPTIONS_KEY: options}
+
+
 class BackendOptions(GenerationConfig, ConnectionSettings):
     """Settings a backend may read: the connection (:class:`ConnectionSettings`), the generation settings
     (it *is* a :class:`~mtvbench.records.GenerationConfig`, with the same fields), and :attr:`options`: the
@@ -141,13 +153,7 @@ class BackendOptions(GenerationConfig, ConnectionSettings):
     def _settings_from_options(cls, data: Any) -> Any:
         """A call-path or generation setting given as a backend option (``--model-option timeout_s=60``,
         the old ``extra: {repetition_penalty: 1.05}``) sets the field, unless the field is given itself."""
-        if not isinstance(data, dict) or not isinstance(data.get(OPTIONS_KEY), dict):
-            return data
-        moved = {k: v for k, v in data[OPTIONS_KEY].items() if k in _FROM_OPTIONS}
-        if not moved:
-            return data
-        options = {k: v for k, v in data[OPTIONS_KEY].items() if k not in _FROM_OPTIONS}
-        return {**moved, **data, OPTIONS_KEY: options}
+        return settings_from_options(data)
 
     @property
     def extra(self) -> dict[str, Any]:
