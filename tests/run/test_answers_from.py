@@ -149,7 +149,7 @@ GIVEN: dict[str, tuple[list[str], str]] = {
     "--ray-address": (["auto"], "refused"),
     "--model-base-url": (["http://127.0.0.1:9/v1"], "refused"),
     "--judge-base-url": (["http://127.0.0.1:9/v1"], "used"),
-    "--model-api-key-env": (["OTHER_KEY"], "refused"),
+    "--model-api-key-env": (["MTV_TEST_JUDGE_KEY"], "refused"),
     "--judge-api-key-env": (["MTV_TEST_JUDGE_KEY"], "used"),
     "--max-tokens": (["5"], "refused"),
     "--temperature": (["0.5"], "refused"),
@@ -194,6 +194,7 @@ def test_every_run_flag_is_used_or_refused(flag: str, source: Path, tmp_path: Pa
     if outcome == "refused":
         assert res.exit_code == 2, text
         assert f"{flag}:" in text or f"{flag} " in text, text
+        assert "that run's" in text or "did not ask with that input" in text, text
         assert "Traceback" not in text and not b.exists()
         return
     assert res.exit_code == 0, text

@@ -1,8 +1,8 @@
 """``mtvbench estimate``: what a run will ask, and what it will cost, before anything is asked.
 
 It takes ``run``'s settings flags and ``--config`` (dataset, model or preset, judge, protocol, context,
-frames, ...) and, **calling nothing and decoding no video** (a video's size, frame count and duration come
-from its container header), counts:
+frames, ...) and, **calling nothing** (a video's size, frame count and duration come from its container
+header), counts:
 
 - **requests**: the model turns the run plans (:func:`mtvbench.run.plan.rounds_to_call`) and the judge
   runs of every judged turn (``--judge-runs``; re-asks from ``--from-run`` where given);
@@ -20,7 +20,12 @@ from its container header), counts:
   ``max_tokens`` (an upper bound), else unknown;
 - **cost**: from ``prices`` of the config (cached tokens at ``cached_input``);
 - **time**: the latency bound ``max(model calls x latency / concurrency, judge calls x latency / judge
-  concurrency) + one latency``, with the mean latency of ``--from-run`` or ``--latency S``.
+  concurrency) + one latency``, with the mean latency of ``--from-run`` or ``--latency S`` (at most a day).
+
+The dataset is checked as ``run`` checks it, videos included (the probe of :mod:`mtvbench.media.probe`,
+which decodes a video's first frame once; its verdicts are cached by content): what ``run`` would refuse,
+``estimate`` refuses with the same error. The numbers read back from ``--from-run``'s store are checked
+like input (:class:`mtvbench.ledger.sqlite.StoredRow`).
 
 With ``--out RUN_DIR`` the estimate is also written to ``RUN_DIR/estimate.json``, and ``mtvbench report``
 then shows it beside what the run used.
@@ -56,6 +61,8 @@ from mtvbench.scoring.usage import cost_of
 from mtvbench.util.files import atomic_write_text
 
 FILENAME = "estimate.json"
+#: the longest latency per call an estimate takes (one day): beyond it the time is no estimate (and overflows)
+MAX_LATENCY_S = 86_400.0
 ORDERS = ("today", "cache_aware")
 #: prefix caches that bill in steps: OpenAI caches prompts of 1024 tokens or more, in steps of 128
 OPENAI_CACHE_MIN, OPENAI_CACHE_STEP = 1024, 128
@@ -340,9 +347,11 @@ def shapes_of(bench: Benchmark, cfg: RunConfig) -> tuple[dict[str, VideoShape], 
 
 
 def estimate_config(cfg: RunConfig, run_dir: Path | None = None, latency_s: float | None = None) -> Estimate:
-    """Load the dataset of ``cfg`` (videos not checked or decoded) and estimate it."""
+    """Load the dataset of ``cfg`` as ``run`` does and estimate it: a video ``run`` would refuse (missing, empty,
+    truncated, not a video) is the same one error naming each (:func:`mtvbench.media.probe.check_video`, its
+    verdicts cached by content, as for ``validate`` and ``run``)."""
     protocol = get_protocol(cfg.protocol_name)
-    bench = protocol.apply_all(load_benchmark(cfg.data, check_videos=False, tasks=cfg.selected_tasks))
+    bench = protocol.apply_all(load_benchmark(cfg.data, tasks=cfg.selected_tasks))
     bench = bench.limit(cfg.limit)
     shapes, problems = shapes_of(bench, cfg)
     est = estimate(cfg, bench, shapes, from_run(run_dir) if run_dir is not None else None, latency_s)
@@ -406,11 +415,13 @@ def command(
     config: Annotated[Path | None, typer.Option(help="YAML file with run's settings (flags override it)")] = None,
     output_format: FormatOption = OutputFormat.auto,
 ) -> None:
-    """Requests, prompt and cached tokens, cost and time of a run, before it runs: nothing is called, no
-    video decoded. Takes run's settings flags and --config; with --out the estimate is kept in the run
-    directory for `report` (estimate vs actual)."""
-    if latency is not None and not (math.isfinite(latency) and latency > 0):
-        raise ConfigError(f"--latency: must be a number of seconds > 0, got {latency}")
+    """Requests, prompt and cached tokens, cost and time of a run, before it runs: nothing is called.
+
+    The dataset is checked as run checks it (exit 2 on what run would refuse). Takes run's settings flags
+    and --config; with --out the estimate is kept in the run directory for `report` (estimate vs actual)."""
+    if latency is not None and not (math.isfinite(latency) and 0 < latency <= MAX_LATENCY_S):
+        raise ConfigError(f"--latency: must be a number of seconds > 0 and at most {MAX_LATENCY_S:,.0f} (one day), "
+                          f"got {latency}")
     values, origins = settings_from_flags(load_yaml(config) if config else {}, given, ESTIMATE_FLAGS)
     require_settings(values, ("data", "model", "judge"))
     out = values.get("out")

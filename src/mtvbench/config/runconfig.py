@@ -59,6 +59,39 @@ REMOVED_SETTINGS: dict[str, str] = {
 }
 
 
+#: the roles a price may be given for by name
+PRICE_ROLES = ("model", "judge")
+
+
+def price_key_problem(key: str) -> str | None:
+    """What is wrong with a key of ``prices``, or None: a key is a role (``model``, ``judge``), a backend spec
+    (``PREFIX:NAME`` of a known backend, or a backend's bare name such as ``oracle``) or a preset name. A key for
+    a model this run does not use is fine (one price table serves several runs); anything else is a typo."""
+    import difflib
+
+    from mtvbench.models.presets import get_preset, list_presets
+    from mtvbench.models.registry import BACKENDS, parse_spec
+
+    prefixes = BACKENDS.names()
+    prefix, name = parse_spec(key)
+    if key in PRICE_ROLES or get_preset(key) is not None:
+        return None
+    if ":" in key and prefix in prefixes and name:
+        return None
+    if ":" not in key and key in prefixes:
+        return None
+    if ":" in key:
+        close = difflib.get_close_matches(prefix, prefixes, n=1, cutoff=0.6)
+        guess = f"{close[0]}:{name}" if close and name else None
+    else:
+        names = [*PRICE_ROLES, *(p.name for p in list_presets()), *prefixes]
+        close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+        guess = close[0] if close else None
+    hint = f"did you mean '{guess}'? " if guess else ""
+    return (f"unknown price key '{key}' ({hint}a key is model, judge, a backend spec PREFIX:NAME such as "
+            "openai:gpt-4o, or a preset name)")
+
+
 def parse_tasks(value: Any) -> list[str]:
     """Task keys (``object_reference``), abbreviations (``OR``) or release stems (``summary``),
     as a list or a comma-separated string -> task keys in the paper's order."""
@@ -157,6 +190,14 @@ class RunConfig(BaseModel):
     #: judge the answers stored in this run directory instead of asking the model (``run --answers-from``,
     #: :mod:`mtvbench.run.replay`): where the answers come from; part of the identity
     answers_from: Path | None = None
+
+    @field_validator("prices")
+    @classmethod
+    def _price_keys(cls, v: dict[str, Price]) -> dict[str, Price]:
+        problems = [p for p in map(price_key_problem, v) if p is not None]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
 
     @field_validator("tasks", mode="before")
     @classmethod

@@ -190,6 +190,13 @@ class StoredRow:
             raise self.fail(column, "text")
         return v
 
+    def choice(self, column: str, allowed: tuple[str, ...]) -> str:
+        """One of the words ``allowed`` (a role, an outcome)."""
+        v = self.values.get(column)
+        if v not in allowed:
+            raise self.fail(column, f"one of {', '.join(allowed)}")
+        return v
+
     def json(self, column: str, kinds: type | tuple[type, ...] = object, *, null: bool = False) -> Any:
         """A JSON value of one of ``kinds`` (``dict``, ``list``), stored as text; None only where ``null``."""
         v = self.values.get(column)

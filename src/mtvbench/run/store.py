@@ -26,6 +26,7 @@ import json
 import os
 import sqlite3
 import time
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,13 +47,19 @@ from mtvbench.ledger.sqlite import (
     transaction,
 )
 from mtvbench.ledger.sqlite import StoredValueError as LedgerStoredValueError
-from mtvbench.records import GenerationResult, JudgeVerdict, Usage
+from mtvbench.records import GenerationResult, JudgeStatus, JudgeVerdict, Outcome, Usage
 from mtvbench.run.identity import ResultKey
 
 #: response outcomes that are final (a resumed run does not ask again)
 FINAL_OUTCOMES = ("ok", "blocked", "empty")
 #: judge statuses that are final
 FINAL_JUDGE = ("ok", "unparsed")
+#: what a stored response's outcome can be (final, or ``error``: asked again)
+RESPONSE_OUTCOMES: tuple[str, ...] = typing.get_args(Outcome)
+#: what a call of the ledger can end as (a response's outcome or a judge run's status)
+OUTCOMES = tuple(dict.fromkeys((*RESPONSE_OUTCOMES, *typing.get_args(JudgeStatus))))
+#: the roles of the ledger's calls
+ROLES = ("model", "judge")
 
 class RunStoreError(DatabaseFormatError, RunDirError):
     """A store.sqlite that cannot be read as a run store (also a :class:`~mtvbench.errors.RunDirError`)."""
@@ -232,7 +239,8 @@ class RunStore:
             out.append({"turn_id": row.text("turn_id"), "fingerprint": row.text("fingerprint"),
                         "parts": row.json("parts", dict), "prompt": row.text("prompt"), "text": row.text("text"),
                         "raw_text": row.text("raw_text"), "reasoning": row.text("reasoning", null=True),
-                        "outcome": row.text("outcome"), "error": row.text("error", null=True), "usage": usage,
+                        "outcome": row.choice("outcome", RESPONSE_OUTCOMES), "error": row.text("error", null=True),
+                        "usage": usage,
                         "latency_s": row.seconds("latency_s", null=True), "attempts": row.count("attempts", null=True),
                         "created": row.time("created"), "inputs": row.json("inputs", dict, null=True)})
         return out
@@ -282,7 +290,8 @@ class RunStore:
         out = []
         for row in self._rows("calls", "SELECT id, role, outcome, requests, prompt_tokens, completion_tokens, "
                                        "latency_s, created, session, cached_tokens FROM calls ORDER BY id"):
-            out.append({"role": row.text("role"), "outcome": row.text("outcome"), "requests": row.count("requests"),
+            out.append({"role": row.choice("role", ROLES), "outcome": row.choice("outcome", OUTCOMES),
+                        "requests": row.count("requests"),
                         "prompt_tokens": row.count("prompt_tokens"),
                         "completion_tokens": row.count("completion_tokens"), "latency_s": row.seconds("latency_s"),
                         "created": row.time("created"), "session": row.count("session", null=True),
