@@ -31,6 +31,7 @@ from mtvbench.errors import MissingExtraError, MtvbenchError
 from mtvbench.ledger.keys import sha1_digest
 from mtvbench.util.jsonio import load_json_file
 from mtvbench.util.rowfiles import csv_records, record_keys
+from mtvbench.util.strict import STRICT
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +215,8 @@ def dialogue_ranges(d: Dialogue) -> list[tuple[float, float]] | None:
 # ------------------------------------------------------------------------------ scenes
 
 class SceneSettings(BaseModel):
+    model_config = STRICT
+
     threshold: float = 27.0
     min_scene_len: int = 15
 

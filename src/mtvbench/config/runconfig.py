@@ -26,12 +26,13 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_va
 from mtvbench.config.resolve import apply_preset, mark_origins
 from mtvbench.config.roles import ExecutorName, Price, RaySettings, RoleSettings
 from mtvbench.config.stored import DEFAULT_PROTOCOL, RECORD_KEYS, RUN_SCHEMA_VERSION, stored_protocol
-from mtvbench.config.validation import STRICT, validate_settings
+from mtvbench.config.validation import validate_settings
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import ConfigError
 from mtvbench.media.frames import MAX_FRAME_SIDE, FrameRule, FrameSettings, script_size_problem
 from mtvbench.prompts import InferenceStyle
 from mtvbench.protocol import ProtocolName
+from mtvbench.util.strict import STRICT
 
 ContextMode = Literal["golden", "self", "none"]
 #: ``run --cache-order``: a video's first turn alone, its other turns once it was answered (or every turn at once)

@@ -29,13 +29,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import av
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from mtvbench.errors import MtvbenchError
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import _TEXT_CODECS, VideoError, _decode, _demux, _why
 from mtvbench.util.files import atomic_write_text
 from mtvbench.util.paths import cache_dir
+from mtvbench.util.strict import STRICT
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class VideoCheck(BaseModel):
     """The verdict on one video file; ``problem`` is None when it is usable. Read back from the cache strictly
     (no unknown key, counts and seconds finite and >= 0): a cached verdict that is not one is probed again."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = STRICT
 
     problem: str | None = None
     codec: str | None = None

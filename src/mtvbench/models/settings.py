@@ -32,6 +32,7 @@ from urllib.parse import parse_qsl, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mtvbench.records import GenerationConfig
+from mtvbench.util.strict import STRICT, strict
 
 #: the settings of the call path (models.resilience) that ``--model-option`` / ``extra:`` may also set
 CALL_SETTINGS = ("timeout_s", "max_retries", "retry_base_s", "retry_cap_s", "max_response_bytes", "breaker_threshold")
@@ -102,6 +103,8 @@ class ConnectionSettings(BaseModel):
     """Where a backend is called and how: its URL, its key variable and the call path
     (:mod:`mtvbench.models.resilience`). Never part of what an answer means."""
 
+    model_config = STRICT
+
     base_url: str | None = Field(None, description="OpenAI-compatible URL")
     #: a key named here goes to ``base_url``
     api_key_env: str | None = Field(None, description="env var holding the key")
@@ -143,7 +146,7 @@ class BackendOptions(GenerationConfig, ConnectionSettings):
     stored (YAML, config.yaml, ``BackendOptions(extra=...)``): a stored key keeps its spelling. ``options.extra``
     is the old name of the attribute (one release, with a warning)."""
 
-    model_config = ConfigDict(frozen=False, serialize_by_alias=True)
+    model_config = strict(frozen=False, serialize_by_alias=True)
 
     options: dict[str, Any] = Field(default_factory=dict, alias=OPTIONS_KEY)
     _origin: SettingsOrigin = PrivateAttr(default_factory=SettingsOrigin)
