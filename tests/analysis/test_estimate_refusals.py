@@ -124,3 +124,24 @@ def test_the_largest_latency_still_gives_a_finite_time(tmp_path: Path) -> None:
 def _shared_data(tmp_path: Path) -> Path:
     root = tmp_path / "data"
     return root if root.exists() else make_dataset(root)
+
+
+@pytest.mark.parametrize(("field", "value"), [("requests", -5), ("completion_tokens", "many"),
+                                              ("latency_s", -1.0), ("unknown_field", 1)])
+def test_an_edited_estimate_json_is_one_error_naming_the_field(field: str, value: object, tmp_path: Path) -> None:
+    import json
+
+    from mtvbench.analysis.estimate import read_estimate
+    from mtvbench.errors import InputError
+
+    out = tmp_path / "run"
+    res = cli("estimate", "--data", str(_shared_data(tmp_path)), "--model", "openai:gpt-4o", "--judge", "offline",
+              "--latency", "2", "--out", str(out))
+    assert res.exit_code == 0, res.output
+    assert read_estimate(out) is not None
+    data = json.loads((out / "estimate.json").read_text())
+    data["model_role"][field] = value
+    (out / "estimate.json").write_text(json.dumps(data))
+    with pytest.raises(InputError) as err:
+        read_estimate(out)
+    assert "estimate.json: field 'model_role." in str(err.value) and field in str(err.value)

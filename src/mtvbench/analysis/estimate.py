@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, NonNegativeFloat, NonNegativeInt, ValidationError
 
 from mtvbench.config import RunConfig, build_config, load_yaml
 from mtvbench.data.official import find_video, load_benchmark
@@ -59,6 +59,8 @@ from mtvbench.run.plan import build_request, rounds_to_call
 from mtvbench.scoring.tokens import MESSAGE_OVERHEAD, frame_rule, text_tokens
 from mtvbench.scoring.usage import cost_of
 from mtvbench.util.files import atomic_write_text
+from mtvbench.util.jsonio import read_text_file
+from mtvbench.util.strict import STRICT
 
 FILENAME = "estimate.json"
 #: the longest latency per call an estimate takes (one day): beyond it the time is no estimate (and overflows)
@@ -69,36 +71,41 @@ OPENAI_CACHE_MIN, OPENAI_CACHE_STEP = 1024, 128
 
 
 class RoleEstimate(BaseModel):
-    requests: int = 0
+    #: strict, so that an ``estimate.json`` read back holds what an estimate writes (counts and seconds >= 0)
+    model_config = STRICT
+
+    requests: NonNegativeInt = 0
     #: None: a rule is unknown for some request (then no total is given)
-    prompt_tokens: int | None = 0
+    prompt_tokens: NonNegativeInt | None = 0
     #: cached prompt tokens by order (``today``, ``cache_aware``); None: unknown
-    cached_tokens: dict[str, int | None] = {}
-    completion_tokens: int | None = None
+    cached_tokens: dict[str, NonNegativeInt | None] = {}
+    completion_tokens: NonNegativeInt | None = None
     #: where the completion tokens come from: ``from-run``, ``max_tokens`` (an upper bound), ``unknown``
     completion_source: str = "unknown"
     #: cost by order; None without a price or a count
-    cost: dict[str, float | None] = {}
-    latency_s: float | None = None
+    cost: dict[str, NonNegativeFloat | None] = {}
+    latency_s: NonNegativeFloat | None = None
 
 
 class Estimate(BaseModel):
+    model_config = STRICT
+
     model: str
     judge: str
     context: str
     frames: str
-    dialogues: int
-    videos: int
+    dialogues: NonNegativeInt
+    videos: NonNegativeInt
     frame_rule: str
     frame_rule_source: str | None = None
     #: frame prefix tokens per video (system prompt + frames), summed over the videos
-    prefix_tokens: int | None = None
+    prefix_tokens: NonNegativeInt | None = None
     #: every video's prefix computed once: the most a cache can serve
-    ideal_cached: int | None = None
+    ideal_cached: NonNegativeInt | None = None
     model_role: RoleEstimate
     judge_role: RoleEstimate
     #: seconds by the latency bound; None without a latency
-    seconds: float | None = None
+    seconds: NonNegativeFloat | None = None
     notes: list[str] = []
 
 
@@ -396,11 +403,18 @@ def write_estimate(est: Estimate, run_dir: Path) -> Path:
 
 
 def read_estimate(run_dir: Path) -> Estimate | None:
-    """The estimate written into a run directory, or None (none, or not readable)."""
-    try:
-        return Estimate.model_validate_json((Path(run_dir) / FILENAME).read_bytes())
-    except (OSError, ValueError):
+    """The estimate written into a run directory, or None when there is none; one that is not an estimate (edited,
+    negative counts, not JSON) is one :class:`InputError` naming the file and the field."""
+    path = Path(run_dir) / FILENAME
+    if not path.is_file():
         return None
+    try:
+        return Estimate.model_validate_json(read_text_file(path, "estimate", 16 << 20))
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "the file"
+        raise InputError(f"{path}: field '{where}': {err['msg']}",
+                         hint="write it again with `mtvbench estimate ... --out RUN_DIR`, or remove it") from None
 
 
 ESTIMATE_FLAGS = run_flags()

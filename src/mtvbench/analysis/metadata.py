@@ -271,9 +271,13 @@ class SceneCache:
         if not f.exists():
             return {}
         try:
-            return {str(k): int(v) for k, v in json.loads(f.read_text(encoding="utf-8")).items()}
-        except (ValueError, OSError):
-            log.warning("%s: unreadable scene cache, recomputing", f)
+            data = json.loads(f.read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                                     for v in data.values()):
+                raise ValueError("not a mapping of scene counts >= 1")
+            return {str(k): v for k, v in data.items()}
+        except (ValueError, OSError, RecursionError) as e:
+            log.warning("%s: unreadable scene cache (%s), recomputing", f, e)
             return {}
 
     def _save(self, video: Path, data: dict[str, int]) -> None:
