@@ -38,6 +38,7 @@ from mtvbench.media.frames import VideoFrames
 from mtvbench.util.jsonio import YesNo
 from mtvbench.util.secrets import redact_secrets, scrub_secret_values
 from mtvbench.util.storable import storable_value
+from mtvbench.util.strict import strict
 
 #: how a call ended: ``ok``; ``blocked`` (content filter) and ``empty`` (no answer, e.g. every token
 #: spent thinking) are final answers scored as wrong; ``error`` is asked again on the next run
@@ -57,7 +58,7 @@ class GenerationConfig(BaseModel):
     ``repetition_penalty`` and ``min_p``, which the OpenAI API lacks, in the request body; local
     backends pass them to ``generate()`` / ``SamplingParams``)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = strict(frozen=True)
 
     #: the settings a request may set for itself (besides ``system``), also fields of the backend options
     CALL_FIELDS: ClassVar[tuple[str, ...]] = ("max_tokens", "temperature", "top_p", "top_k")

@@ -6,7 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from mtvbench.media.probe import ProbeCache, check_video, check_videos
 from tests.support.videogen import write_audio, write_video
@@ -26,6 +28,8 @@ def bad_videos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "audio_only": write_audio(d / "audio_only.mp4"),
         "fifo": d / "fifo.mp4",
         "folder": d / "folder.mp4",
+        "jpeg_named_mp4": d / "picture.mp4",
+        "png_named_mp4": d / "drawing.mp4",
     }
     out["empty"].write_bytes(b"")
     out["truncated"].write_bytes(data[: len(data) // 2])
@@ -33,6 +37,8 @@ def bad_videos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     first_packet_end = fast.index(b"mdat") + 4 + 40  # inside the first (key) frame's data
     out["cut_in_first_frame"].write_bytes(fast[:first_packet_end])
     out["text"].write_text("this is a subtitle file, not a video\n" * 20)
+    Image.fromarray(np.full((48, 64, 3), 120, np.uint8)).save(out["jpeg_named_mp4"], format="JPEG")
+    Image.fromarray(np.full((48, 64, 3), 60, np.uint8)).save(out["png_named_mp4"], format="PNG")
     os.mkfifo(out["fifo"])
     out["folder"].mkdir()
     return out
@@ -47,6 +53,8 @@ EXPECTED = {
     "audio_only": "has no video stream (streams: audio",
     "fifo": "is not a regular file (a FIFO, device or socket)",
     "folder": "is a folder",
+    "jpeg_named_mp4": "is a still image, not a video",
+    "png_named_mp4": "is a still image, not a video",
 }
 
 

@@ -8,6 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 import yaml
 
 from mtvbench.run.evaluate import evaluate
@@ -57,7 +58,8 @@ def test_the_answers_settings_are_the_source_runs(dataset: Path, tmp_path: Path)
     with LoopbackServer() as srv:
         evaluate(cfg_for(dataset, a, srv.url, tmp_path / "cache"))
         res = cli("run", "--answers-from", str(a), "--judge", "offline", "--out", str(b), "--frames", "8", "--quiet")
-        assert res.exit_code == 2 and "frames differ" in " ".join(res.output.split()) and not b.exists()
+        assert res.exit_code == 2 and "--frames: 8, but its answers were made with 4" in " ".join(res.output.split())
+        assert not b.exists()
         res = cli("run", "--answers-from", str(tmp_path / "nothing"), "--judge", "offline", "--out", str(b), "--quiet")
         assert res.exit_code == 2 and "config.yaml: missing" in " ".join(res.output.split()) and not b.exists()
         res = cli("run", "--answers-from", str(a), "--judge", "offline", "--out", str(a), "--quiet")
@@ -88,3 +90,191 @@ def test_answers_the_source_lacks_leave_the_run_incomplete(dataset: Path, tmp_pa
     with sqlite3.connect(b / "store.sqlite") as db:
         (error,) = db.execute("SELECT error FROM responses WHERE turn_id=?", (missing,)).fetchone()
     assert f"{a} has no final answer to {missing}" in error
+
+
+# --- issue 25, point 3: every setting given is used or refused; the model label is the source's ----------------
+
+def two_per_task(root: Path) -> Path:
+    """``root``'s dataset with a second dialogue per task (event index + 10): 12 dialogues, so --limit 1 leaves 6."""
+    for mtqa in (root / "mtqa").glob("*.json"):
+        data = json.loads(mtqa.read_text())
+        ((video, [entry]),) = data.items()
+        data[video].append({**entry, "event_index": entry["event_index"] + 10})
+        mtqa.write_text(json.dumps(data))
+        ck = root / "checklist" / f"{mtqa.stem}_CheckList.json"
+        lists = json.loads(ck.read_text())
+        lists[video][str(entry["event_index"] + 10)] = lists[video][str(entry["event_index"])]
+        ck.write_text(json.dumps(lists))
+    return root
+
+
+@pytest.fixture
+def source(dataset: Path, tmp_path: Path) -> Path:
+    """A finished run of 12 dialogues (two per task) against a loopback server, judged offline."""
+    two_per_task(dataset)
+    a = tmp_path / "a"
+    with LoopbackServer() as srv:
+        evaluate(cfg_for(dataset, a, srv.url, tmp_path / "cache", judge="offline", judge_runs=1))
+    assert scores_of(a)["counts"]["dialogues"] == 12
+    return a
+
+
+#: a value for every flag of `run` and what --answers-from does with it: "used" (config.yaml of the new run records
+#: it under the flag's key, or "out"/"judge" itself) or "refused" (one error naming the flag, nothing written).
+#: A flag missing here fails test_every_run_flag_is_used_or_refused: a new flag cannot slip through.
+GIVEN: dict[str, tuple[list[str], str]] = {
+    "--data": (["{other}"], "refused"),
+    "--model": (["openai:other"], "refused"),
+    "--judge": (["offline"], "used"),
+    "--out": (["{out}"], "used"),
+    "--context": (["self"], "refused"),
+    "--protocol": (["paper"], "used"),  # it asks what the source (authors) asked; a refusal: test_a_protocol_...
+    "--frames": (["8"], "refused"),
+    "--max-side": (["360"], "refused"),
+    "--frame-size": (["32x32"], "refused"),
+    "--jpeg-quality": (["50"], "refused"),
+    "--judge-runs": (["2"], "used"),
+    "--judge-max-attempts": (["2"], "used"),
+    "--concurrency": (["3"], "used"),
+    "--videos-in-flight": (["2"], "refused"),
+    "--decode-workers": (["1"], "refused"),
+    "--judge-concurrency": (["2"], "used"),
+    "--cache-order": (["on"], "refused"),
+    "--limit": (["1"], "used"),
+    "--cache-dir": (["{other}"], "refused"),
+    "--seed": (["7"], "used"),
+    "--bootstrap": (["10"], "used"),
+    "--tasks": (["OR"], "refused"),
+    "--executor": (["ray"], "refused"),
+    "--ray-address": (["auto"], "refused"),
+    "--model-base-url": (["http://127.0.0.1:9/v1"], "refused"),
+    "--judge-base-url": (["http://127.0.0.1:9/v1"], "used"),
+    "--model-api-key-env": (["MTV_TEST_JUDGE_KEY"], "refused"),
+    "--judge-api-key-env": (["MTV_TEST_JUDGE_KEY"], "used"),
+    "--max-tokens": (["5"], "refused"),
+    "--temperature": (["0.5"], "refused"),
+    "--top-p": (["0.5"], "refused"),
+    "--top-k": (["3"], "refused"),
+    "--do-sample": (["true"], "refused"),
+    "--repetition-penalty": (["1.1"], "refused"),
+    "--presence-penalty": (["0.5"], "refused"),
+    "--min-p": (["0.1"], "refused"),
+    "--model-seed": (["3"], "refused"),
+    "--system": (["be brief"], "refused"),
+    "--ray-gpus": (["1"], "refused"),
+    "--model-option": (["retry_base_s=0.5"], "refused"),
+    "--judge-option": (["retry_base_s=0.5"], "used"),
+}
+
+
+def test_every_run_setting_is_classified() -> None:
+    from mtvbench.config import RunConfig
+    from mtvbench.run.flags import run_flags
+    from mtvbench.run.replay import ANSWER_KEYS, ASKING_KEYS, OWN_KEYS
+
+    groups = [set(ANSWER_KEYS), set(ASKING_KEYS), set(OWN_KEYS)]
+    assert sum(map(len, groups)) == len(set().union(*groups)), "a setting in two groups"
+    assert set().union(*groups) == set(RunConfig.model_fields)
+    assert {f.name for f in run_flags()} == set(GIVEN)
+
+
+@pytest.mark.parametrize("flag", sorted(GIVEN))
+def test_every_run_flag_is_used_or_refused(flag: str, source: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from mtvbench.run.flags import run_flags
+
+    monkeypatch.setenv("MTV_TEST_JUDGE_KEY", "not-a-real-key")
+    b = tmp_path / "b"
+    values, outcome = GIVEN[flag]
+    args = [v.format(other=tmp_path / "other", out=b) for v in values]
+    base = {"--judge": ["offline"], "--out": [str(b)]}
+    base[flag] = args
+    res = cli("run", "--answers-from", str(source), *[x for k, v in base.items() for x in (k, *v)], "--quiet")
+    text = " ".join(res.output.split())
+    if outcome == "refused":
+        assert res.exit_code == 2, text
+        assert f"{flag}:" in text or f"{flag} " in text, text
+        assert "that run's" in text or "did not ask with that input" in text, text
+        assert "Traceback" not in text and not b.exists()
+        return
+    assert res.exit_code == 0, text
+    (key,) = {f.key for f in run_flags() if f.name == flag}
+    recorded: object = yaml.safe_load((b / "config.yaml").read_text())
+    for part in key.split("."):
+        assert isinstance(recorded, dict)
+        recorded = recorded[part]
+    if flag == "--judge-option":  # a setting of its own given as an option: moved to its field
+        assert yaml.safe_load((b / "config.yaml").read_text())["judge_settings"]["retry_base_s"] == 0.5
+    else:
+        assert str(recorded) == args[0] or recorded == yaml.safe_load(args[0]), (key, recorded)
+    cfg = yaml.safe_load((b / "config.yaml").read_text())
+    assert cfg["model"] == "openai:test-model" and cfg["frames"] == 4  # the source's, whatever was given
+
+
+def test_the_model_label_is_the_sources(source: Path, tmp_path: Path) -> None:
+    b = tmp_path / "b"
+    res = cli("run", "--answers-from", str(source), "--judge", "offline", "--out", str(b), "--model",
+              "openai:other", "--quiet")
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "--model: \"openai:other\"" in text and '"openai:test-model"' in text, text
+    assert not b.exists()
+    # the same label is accepted (it agrees); the run's scores and config name the source's model
+    ok = cli("run", "--answers-from", str(source), "--judge", "offline", "--out", str(b), "--model",
+             "openai:test-model", "--quiet")
+    assert ok.exit_code == 0, ok.output
+    assert scores_of(b)["model"] == "openai:test-model"
+    assert yaml.safe_load((b / "config.yaml").read_text())["model"] == "openai:test-model"
+
+
+def test_settings_from_the_config_file_are_used_or_refused(source: Path, tmp_path: Path) -> None:
+    b = tmp_path / "b"
+    bad = tmp_path / "judge.yaml"
+    bad.write_text(yaml.safe_dump({"judge": "offline", "out": str(b), "model": "openai:other", "videos_in_flight": 9,
+                                   "model_settings": {"temperature": 0.9}, "judge_runs": 1}))
+    res = cli("run", "--answers-from", str(source), "--config", str(bad), "--quiet")
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2, text
+    for key in ("model", "videos_in_flight", "model_settings.temperature"):
+        assert f"{bad}: {key}:" in text, (key, text)
+    assert "3 setting(s)" in text and not b.exists()
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump({"judge": "offline", "out": str(b), "judge_runs": 1, "seed": 5,
+                                    "answers_from": str(source), "frames": 4}))
+    ok = cli("run", "--config", str(good), "--quiet")
+    assert ok.exit_code == 0, ok.output
+    cfg = yaml.safe_load((b / "config.yaml").read_text())
+    assert cfg["seed"] == 5 and cfg["judge_runs"] == 1 and cfg["answers_from"] == str(source)
+
+
+def test_a_limited_run_says_how_many_of_the_dialogues(source: Path, tmp_path: Path) -> None:
+    b = tmp_path / "b"
+    res = cli("run", "--answers-from", str(source), "--judge", "offline", "--out", str(b), "--limit", "1")
+    assert res.exit_code == 0, res.output
+    s = scores_of(b)
+    assert s["counts"]["dialogues"] == 6 and s["dialogues_in_data"] == 12 and s["limit"] == 1
+    assert "limit: 6 of 12 dialogues (--limit 1 per task)" in " ".join(res.output.split())
+    again = cli("score", str(b), "--format", "plain")
+    assert "limit: 6 of 12 dialogues" in " ".join(again.output.split())
+    # the source's own limit is the default: without --limit the run judges every dialogue the source has
+    full = cli("run", "--answers-from", str(source), "--judge", "offline", "--out", str(tmp_path / "c"), "--quiet")
+    assert full.exit_code == 0 and scores_of(tmp_path / "c")["dialogues_in_data"] is None
+
+
+def test_a_protocol_that_asks_other_turns_is_refused(dataset: Path, tmp_path: Path) -> None:
+    """The authors' protocol reads a dialogue's rounds in file order, the paper's by index: with the rounds of a
+    file out of order the two send the model other histories, so the source's answers do not fit the other one."""
+    for mtqa in (dataset / "mtqa").glob("*.json"):
+        data = json.loads(mtqa.read_text())
+        ((video, [entry]),) = data.items()
+        entry["mtqa"] = dict(reversed(list(entry["mtqa"].items())))
+        mtqa.write_text(json.dumps(data))
+    a, b = tmp_path / "a", tmp_path / "b"
+    with LoopbackServer() as srv:
+        evaluate(cfg_for(dataset, a, srv.url, tmp_path / "cache", judge="offline", judge_runs=1, protocol="paper"))
+    res = cli("run", "--answers-from", str(a), "--judge", "offline", "--out", str(b), "--protocol", "authors",
+              "--quiet")
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "--protocol authors:" in text and "did not ask with that input" in text, text
+    assert not b.exists()
+    ok = cli("run", "--answers-from", str(a), "--judge", "offline", "--out", str(b), "--quiet")
+    assert ok.exit_code == 0 and scores_of(b)["protocol"] == "paper"  # the source's, unless given

@@ -1,8 +1,8 @@
 """``mtvbench estimate``: what a run will ask, and what it will cost, before anything is asked.
 
 It takes ``run``'s settings flags and ``--config`` (dataset, model or preset, judge, protocol, context,
-frames, ...) and, **calling nothing and decoding no video** (a video's size, frame count and duration come
-from its container header), counts:
+frames, ...) and, **calling nothing** (a video's size, frame count and duration come from its container
+header), counts:
 
 - **requests**: the model turns the run plans (:func:`mtvbench.run.plan.rounds_to_call`) and the judge
   runs of every judged turn (``--judge-runs``; re-asks from ``--from-run`` where given);
@@ -20,7 +20,12 @@ from its container header), counts:
   ``max_tokens`` (an upper bound), else unknown;
 - **cost**: from ``prices`` of the config (cached tokens at ``cached_input``);
 - **time**: the latency bound ``max(model calls x latency / concurrency, judge calls x latency / judge
-  concurrency) + one latency``, with the mean latency of ``--from-run`` or ``--latency S``.
+  concurrency) + one latency``, with the mean latency of ``--from-run`` or ``--latency S`` (at most a day).
+
+The dataset is checked as ``run`` checks it, videos included (the probe of :mod:`mtvbench.media.probe`,
+which decodes a video's first frame once; its verdicts are cached by content): what ``run`` would refuse,
+``estimate`` refuses with the same error. The numbers read back from ``--from-run``'s store are checked
+like input (:class:`mtvbench.ledger.sqlite.StoredRow`).
 
 With ``--out RUN_DIR`` the estimate is also written to ``RUN_DIR/estimate.json``, and ``mtvbench report``
 then shows it beside what the run used.
@@ -38,7 +43,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, NonNegativeFloat, NonNegativeInt, ValidationError
 
 from mtvbench.config import RunConfig, build_config, load_yaml
 from mtvbench.data.official import find_video, load_benchmark
@@ -54,44 +59,53 @@ from mtvbench.run.plan import build_request, rounds_to_call
 from mtvbench.scoring.tokens import MESSAGE_OVERHEAD, frame_rule, text_tokens
 from mtvbench.scoring.usage import cost_of
 from mtvbench.util.files import atomic_write_text
+from mtvbench.util.jsonio import read_text_file
+from mtvbench.util.strict import STRICT
 
 FILENAME = "estimate.json"
+#: the longest latency per call an estimate takes (one day): beyond it the time is no estimate (and overflows)
+MAX_LATENCY_S = 86_400.0
 ORDERS = ("today", "cache_aware")
 #: prefix caches that bill in steps: OpenAI caches prompts of 1024 tokens or more, in steps of 128
 OPENAI_CACHE_MIN, OPENAI_CACHE_STEP = 1024, 128
 
 
 class RoleEstimate(BaseModel):
-    requests: int = 0
+    #: strict, so that an ``estimate.json`` read back holds what an estimate writes (counts and seconds >= 0)
+    model_config = STRICT
+
+    requests: NonNegativeInt = 0
     #: None: a rule is unknown for some request (then no total is given)
-    prompt_tokens: int | None = 0
+    prompt_tokens: NonNegativeInt | None = 0
     #: cached prompt tokens by order (``today``, ``cache_aware``); None: unknown
-    cached_tokens: dict[str, int | None] = {}
-    completion_tokens: int | None = None
+    cached_tokens: dict[str, NonNegativeInt | None] = {}
+    completion_tokens: NonNegativeInt | None = None
     #: where the completion tokens come from: ``from-run``, ``max_tokens`` (an upper bound), ``unknown``
     completion_source: str = "unknown"
     #: cost by order; None without a price or a count
-    cost: dict[str, float | None] = {}
-    latency_s: float | None = None
+    cost: dict[str, NonNegativeFloat | None] = {}
+    latency_s: NonNegativeFloat | None = None
 
 
 class Estimate(BaseModel):
+    model_config = STRICT
+
     model: str
     judge: str
     context: str
     frames: str
-    dialogues: int
-    videos: int
+    dialogues: NonNegativeInt
+    videos: NonNegativeInt
     frame_rule: str
     frame_rule_source: str | None = None
     #: frame prefix tokens per video (system prompt + frames), summed over the videos
-    prefix_tokens: int | None = None
+    prefix_tokens: NonNegativeInt | None = None
     #: every video's prefix computed once: the most a cache can serve
-    ideal_cached: int | None = None
+    ideal_cached: NonNegativeInt | None = None
     model_role: RoleEstimate
     judge_role: RoleEstimate
     #: seconds by the latency bound; None without a latency
-    seconds: float | None = None
+    seconds: NonNegativeFloat | None = None
     notes: list[str] = []
 
 
@@ -340,9 +354,11 @@ def shapes_of(bench: Benchmark, cfg: RunConfig) -> tuple[dict[str, VideoShape], 
 
 
 def estimate_config(cfg: RunConfig, run_dir: Path | None = None, latency_s: float | None = None) -> Estimate:
-    """Load the dataset of ``cfg`` (videos not checked or decoded) and estimate it."""
+    """Load the dataset of ``cfg`` as ``run`` does and estimate it: a video ``run`` would refuse (missing, empty,
+    truncated, not a video) is the same one error naming each (:func:`mtvbench.media.probe.check_video`, its
+    verdicts cached by content, as for ``validate`` and ``run``)."""
     protocol = get_protocol(cfg.protocol_name)
-    bench = protocol.apply_all(load_benchmark(cfg.data, check_videos=False, tasks=cfg.selected_tasks))
+    bench = protocol.apply_all(load_benchmark(cfg.data, tasks=cfg.selected_tasks))
     bench = bench.limit(cfg.limit)
     shapes, problems = shapes_of(bench, cfg)
     est = estimate(cfg, bench, shapes, from_run(run_dir) if run_dir is not None else None, latency_s)
@@ -387,11 +403,18 @@ def write_estimate(est: Estimate, run_dir: Path) -> Path:
 
 
 def read_estimate(run_dir: Path) -> Estimate | None:
-    """The estimate written into a run directory, or None (none, or not readable)."""
-    try:
-        return Estimate.model_validate_json((Path(run_dir) / FILENAME).read_bytes())
-    except (OSError, ValueError):
+    """The estimate written into a run directory, or None when there is none; one that is not an estimate (edited,
+    negative counts, not JSON) is one :class:`InputError` naming the file and the field."""
+    path = Path(run_dir) / FILENAME
+    if not path.is_file():
         return None
+    try:
+        return Estimate.model_validate_json(read_text_file(path, "estimate", 16 << 20))
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "the file"
+        raise InputError(f"{path}: field '{where}': {err['msg']}",
+                         hint="write it again with `mtvbench estimate ... --out RUN_DIR`, or remove it") from None
 
 
 ESTIMATE_FLAGS = run_flags()
@@ -406,11 +429,13 @@ def command(
     config: Annotated[Path | None, typer.Option(help="YAML file with run's settings (flags override it)")] = None,
     output_format: FormatOption = OutputFormat.auto,
 ) -> None:
-    """Requests, prompt and cached tokens, cost and time of a run, before it runs: nothing is called, no
-    video decoded. Takes run's settings flags and --config; with --out the estimate is kept in the run
-    directory for `report` (estimate vs actual)."""
-    if latency is not None and not (math.isfinite(latency) and latency > 0):
-        raise ConfigError(f"--latency: must be a number of seconds > 0, got {latency}")
+    """Requests, prompt and cached tokens, cost and time of a run, before it runs: nothing is called.
+
+    The dataset is checked as run checks it (exit 2 on what run would refuse). Takes run's settings flags
+    and --config; with --out the estimate is kept in the run directory for `report` (estimate vs actual)."""
+    if latency is not None and not (math.isfinite(latency) and 0 < latency <= MAX_LATENCY_S):
+        raise ConfigError(f"--latency: must be a number of seconds > 0 and at most {MAX_LATENCY_S:,.0f} (one day), "
+                          f"got {latency}")
     values, origins = settings_from_flags(load_yaml(config) if config else {}, given, ESTIMATE_FLAGS)
     require_settings(values, ("data", "model", "judge"))
     out = values.get("out")

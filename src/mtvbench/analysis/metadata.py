@@ -31,6 +31,7 @@ from mtvbench.errors import MissingExtraError, MtvbenchError
 from mtvbench.ledger.keys import digest
 from mtvbench.util.jsonio import load_json_file
 from mtvbench.util.rowfiles import csv_records, record_keys
+from mtvbench.util.strict import STRICT
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +215,8 @@ def dialogue_ranges(d: Dialogue) -> list[tuple[float, float]] | None:
 # ------------------------------------------------------------------------------ scenes
 
 class SceneSettings(BaseModel):
+    model_config = STRICT
+
     threshold: float = 27.0
     min_scene_len: int = 15
 
@@ -268,9 +271,13 @@ class SceneCache:
         if not f.exists():
             return {}
         try:
-            return {str(k): int(v) for k, v in json.loads(f.read_text(encoding="utf-8")).items()}
-        except (ValueError, OSError):
-            log.warning("%s: unreadable scene cache, recomputing", f)
+            data = json.loads(f.read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                                     for v in data.values()):
+                raise ValueError("not a mapping of scene counts >= 1")
+            return {str(k): v for k, v in data.items()}
+        except (ValueError, OSError, RecursionError) as e:
+            log.warning("%s: unreadable scene cache (%s), recomputing", f, e)
             return {}
 
     def _save(self, video: Path, data: dict[str, int]) -> None:

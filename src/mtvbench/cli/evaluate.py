@@ -115,6 +115,8 @@ def status_lines(scores: Scores) -> list[tuple[str, str | None]]:
     out.append((line, None))
     if (replaced := c.replaced_line()) is not None:
         out.append((replaced, "yellow"))
+    if (limited := scores.limit_label()) is not None:
+        out.append((f"limit: {limited}", "yellow"))
     if scores.usage is not None:
         out += [(f"usage: {u}", None) for u in usage_lines(scores.usage)]
     return out
@@ -136,6 +138,8 @@ def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = 
     if kind in ("md", "csv"):  # the table on stdout as is; the status and usage as notes on stderr
         emit(leaderboard_markdown(rows) if kind == "md" else leaderboard_csv(rows))
         note("protocol", f"{scores.protocol} (model sent: {scores.inference})")
+        if (limited := scores.limit_label()) is not None:
+            note("limit", limited, style="yellow")
         if scores.complete:
             note("status", f"complete; Overall {scores.overall_label()}", style="green")
         else:
@@ -165,23 +169,26 @@ def run(
     quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
     answers_from: Annotated[Path | None, typer.Option(
         "--answers-from", help="judge the answers stored in this run directory with --judge, asking the model "
-                               "nothing (its dataset, model, settings, context, protocol, frames and tasks are "
-                               "taken from it): the same answers under several judges (Table 3)")] = None,
+                               "nothing (its dataset, model, settings, context, frames and tasks are taken from "
+                               "it; one given must agree): the same answers under several judges (Table 3)")] = None,
 ) -> None:
     """Evaluate a model on a dataset; rerun the same command to resume.
 
     --model takes a preset of the paper's models (see `mtvbench models`), or a backend spec:
     openai:NAME, gemini:NAME, hf:PATH_OR_ID, vllm:PATH_OR_ID, oracle, refuse. With --answers-from RUN_DIR
-    only --judge and --out are needed: the answers are RUN_DIR's."""
+    only --judge and --out are needed: the answers, the model label and the settings that made them are
+    RUN_DIR's (one given anyway must agree); the judge's settings, --limit, --seed, --bootstrap and
+    --protocol (where it asks what RUN_DIR asked) are this run's."""
     from mtvbench.run.evaluate import evaluate
-    from mtvbench.run.replay import answer_settings
+    from mtvbench.run.replay import answer_settings, check_given
 
-    values, origins = settings_from_flags(load_yaml(config) if config else {}, given, RUN_FLAGS)
-    source = answers_from or values.get("answers_from")
-    if source is not None:
-        values = answer_settings(values, Path(source))
+    given_values, origins = settings_from_flags(load_yaml(config) if config else {}, given, RUN_FLAGS)
+    source = answers_from or given_values.get("answers_from")
+    values = given_values if source is None else answer_settings(given_values, Path(source))
     require_settings(values, ("data", "model", "judge", "out"))
     cfg = build_config(values, source=str(config) if config else "command line", flags=origins)
+    if cfg.answers_from is not None:  # every setting given is this run's own, or agrees with the answers' run
+        check_given(cfg, given_values, origins, str(config) if config else None)
     if cfg.answers_from is None:
         require_backend(cfg.backend_spec, "model")
     require_backend(cfg.judge, "judge")

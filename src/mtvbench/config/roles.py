@@ -18,9 +18,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
-from mtvbench.config.validation import CHECK_ENVIRONMENT, STRICT
+from mtvbench.config.validation import CHECK_ENVIRONMENT
 from mtvbench.models.endpoints import key_variable_problem
 from mtvbench.models.settings import GENERATION_SETTINGS, BackendOptions, setting_flag
+from mtvbench.util.strict import STRICT
 
 #: generation and connection settings: field -> (test, the rule in words)
 _RANGES: dict[str, tuple[Callable[[float], bool], str]] = {

@@ -26,12 +26,13 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_va
 from mtvbench.config.resolve import apply_preset, mark_origins
 from mtvbench.config.roles import ExecutorName, Price, RaySettings, RoleSettings
 from mtvbench.config.stored import DEFAULT_PROTOCOL, RECORD_KEYS, RUN_SCHEMA_VERSION, stored_protocol
-from mtvbench.config.validation import STRICT, validate_settings
+from mtvbench.config.validation import validate_settings
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import ConfigError
 from mtvbench.media.frames import MAX_FRAME_SIDE, FrameRule, FrameSettings, script_size_problem
 from mtvbench.prompts import InferenceStyle
 from mtvbench.protocol import ProtocolName
+from mtvbench.util.strict import STRICT
 
 ContextMode = Literal["golden", "self", "none"]
 #: ``run --cache-order``: a video's first turn alone, its other turns once it was answered (or every turn at once)
@@ -51,6 +52,39 @@ NOT_REPRODUCED: dict[str, str] = {
                        "tokens (the first 128 '<image>' lines, in the first history turn that has them) not "
                        "reproduced",
 }
+
+
+#: the roles a price may be given for by name
+PRICE_ROLES = ("model", "judge")
+
+
+def price_key_problem(key: str) -> str | None:
+    """What is wrong with a key of ``prices``, or None: a key is a role (``model``, ``judge``), a backend spec
+    (``PREFIX:NAME`` of a known backend, or a backend's bare name such as ``oracle``) or a preset name. A key for
+    a model this run does not use is fine (one price table serves several runs); anything else is a typo."""
+    import difflib
+
+    from mtvbench.models.presets import get_preset, list_presets
+    from mtvbench.models.registry import BACKENDS, parse_spec
+
+    prefixes = BACKENDS.names()
+    prefix, name = parse_spec(key)
+    if key in PRICE_ROLES or get_preset(key) is not None:
+        return None
+    if ":" in key and prefix in prefixes and name:
+        return None
+    if ":" not in key and key in prefixes:
+        return None
+    if ":" in key:
+        close = difflib.get_close_matches(prefix, prefixes, n=1, cutoff=0.6)
+        guess = f"{close[0]}:{name}" if close and name else None
+    else:
+        names = [*PRICE_ROLES, *(p.name for p in list_presets()), *prefixes]
+        close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+        guess = close[0] if close else None
+    hint = f"did you mean '{guess}'? " if guess else ""
+    return (f"unknown price key '{key}' ({hint}a key is model, judge, a backend spec PREFIX:NAME such as "
+            "openai:gpt-4o, or a preset name)")
 
 
 def parse_tasks(value: Any) -> list[str]:
@@ -151,6 +185,14 @@ class RunConfig(BaseModel):
     #: judge the answers stored in this run directory instead of asking the model (``run --answers-from``,
     #: :mod:`mtvbench.run.replay`): where the answers come from; part of the identity
     answers_from: Path | None = None
+
+    @field_validator("prices")
+    @classmethod
+    def _price_keys(cls, v: dict[str, Price]) -> dict[str, Price]:
+        problems = [p for p in map(price_key_problem, v) if p is not None]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
 
     @field_validator("tasks", mode="before")
     @classmethod

@@ -24,13 +24,11 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from mtvbench.errors import ConfigError, MtvbenchError
 
 M = TypeVar("M", bound=BaseModel)
-#: the model configuration of strict settings: unknown keys and non-finite numbers are refused
-STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 #: validation context of settings for a new run or build: the environment they name is checked
 CHECK_ENVIRONMENT = "check_environment"
 

@@ -21,12 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic import BaseModel, Field, create_model, field_validator
 
 from mtvbench.config import ExecutorName, RaySettings, RoleSettings, validate_settings
 from mtvbench.construct.stages import STAGES, Stage, loadable_stages
 from mtvbench.extras import require_backend, require_modules
 from mtvbench.registry import RegistryError
+from mtvbench.util.strict import strict
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -37,7 +38,7 @@ class BuildSettings(BaseModel):
     object-crop captions, an MLLM), ``merge`` (same-scene judgements, text only), ``suitability`` (task
     suitability ratings, an MLLM), ``generate`` (dialogues, an MLLM) and ``checklist`` (checklists, text only)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+    model_config = strict(populate_by_name=True)
 
     model: str | None = Field(None, description="model spec for every LLM role, e.g. openai:gpt-4o; 'offline': "
                                                 "scripted replies, no API (NOT a real benchmark)")

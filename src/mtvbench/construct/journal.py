@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
+import typing
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from mtvbench.ledger.keys import digest
-from mtvbench.ledger.sqlite import Schema, errors_named, open_db, transaction
+from mtvbench.ledger.sqlite import Schema, StoredRow, errors_named, open_db, transaction
 from mtvbench.records import GenerationRequest, GenerationResult, Outcome
 
 SCHEMA = Schema(
@@ -81,9 +82,16 @@ class CallJournal:
             return db.execute(sql, args)
 
     def get(self, video: str, stage: str, key: str) -> StoredReply | None:
-        row = self._run("SELECT text, raw_text, outcome FROM replies WHERE video=? AND stage=? AND key=? "
-                        "AND superseded=0 ORDER BY created DESC LIMIT 1", (video, stage, key)).fetchone()
-        return None if row is None else StoredReply(text=row[0], raw_text=row[1], outcome=row[2])
+        cur = self._run("SELECT rowid, text, raw_text, outcome FROM replies WHERE video=? AND stage=? AND key=? "
+                        "AND superseded=0 ORDER BY created DESC LIMIT 1", (video, stage, key))
+        found = cur.fetchone()
+        if found is None:
+            return None
+        # read back like input: a value another program wrote there is one error naming its row and column
+        row = StoredRow(self.path, "replies", found[0], dict(zip(("text", "raw_text", "outcome"), found[1:])),
+                        hint=SCHEMA.hint)
+        return StoredReply(text=row.text("text"), raw_text=row.text("raw_text"),
+                           outcome=row.choice("outcome", typing.get_args(Outcome)))
 
     def put(self, video: str, stage: str, item: str, key: str, request_id: str, model: str,
             result: GenerationResult) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import sqlite3
 import time
@@ -115,6 +116,97 @@ def errors_named(path: Path, schema: Schema, *, writing: bool = True) -> Iterato
         raise
     except sqlite3.Error as e:
         raise mapped_error(path, schema, e, writing=writing) from e
+
+
+# ----------------------------------------------------------------------------------- reading back
+
+#: the longest stored value a message quotes
+_QUOTED = 60
+
+
+class StoredValueError(DatabaseFormatError):
+    """A value read back from a database file that is not what mtvbench writes there (the file was edited, or
+    written by another program): named by file, table, row and column."""
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """One row read back from a database file, whose values are checked like input: a value that is not what
+    mtvbench writes there is one ``error`` (a :class:`StoredValueError`) naming the file, the table, the row and
+    the column."""
+
+    path: Path
+    table: str
+    #: the row's ``rowid`` (or its key, for a table without one)
+    row: Any
+    values: Mapping[str, Any]
+    error: type[StoredValueError] = StoredValueError
+    hint: str | None = None
+
+    def fail(self, column: str, what: str) -> StoredValueError:
+        shown = repr(self.values.get(column))
+        shown = shown if len(shown) <= _QUOTED else shown[:_QUOTED - 1] + "…"
+        return self.error(f"{self.path}: table {self.table}, row {self.row}, column {column}: {shown} is not {what}",
+                          hint=self.hint)
+
+    def count(self, column: str, *, null: bool = False) -> int | None:
+        """A whole number >= 0 (tokens, requests, attempts); None only where ``null``."""
+        v = self.values.get(column)
+        if v is None and null:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise self.fail(column, "a count (a whole number >= 0)")
+        return v
+
+    def seconds(self, column: str, *, null: bool = False) -> float | None:
+        """A finite number of seconds >= 0 (a latency); None only where ``null``."""
+        v = self.values.get(column)
+        if v is None and null:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise self.fail(column, "a number of seconds (finite, >= 0)")
+        return float(v)
+
+    def time(self, column: str, *, null: bool = False) -> float | None:
+        """A point in time (seconds since the epoch, finite, >= 0); None only where ``null``."""
+        v = self.values.get(column)
+        if v is None and null:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise self.fail(column, "a time (seconds since 1970, finite)")
+        return float(v)
+
+    def text(self, column: str, *, null: bool = False) -> str | None:
+        v = self.values.get(column)
+        if v is None and null:
+            return None
+        if not isinstance(v, str):
+            raise self.fail(column, "text")
+        return v
+
+    def choice(self, column: str, allowed: tuple[str, ...]) -> str:
+        """One of the words ``allowed`` (a role, an outcome)."""
+        v = self.values.get(column)
+        if v not in allowed:
+            raise self.fail(column, f"one of {', '.join(allowed)}")
+        return v
+
+    def json(self, column: str, kinds: type | tuple[type, ...] = object, *, null: bool = False) -> Any:
+        """A JSON value of one of ``kinds`` (``dict``, ``list``), stored as text; None only where ``null``."""
+        v = self.values.get(column)
+        if v is None and null:
+            return None
+        try:
+            out = json.loads(v) if isinstance(v, (str, bytes)) else _NOT_JSON
+        except (ValueError, RecursionError):
+            out = _NOT_JSON
+        if out is _NOT_JSON or not isinstance(out, kinds):
+            names = kinds.__name__ if isinstance(kinds, type) else " or ".join(k.__name__ for k in kinds)
+            raise self.fail(column, "JSON" if kinds is object else f"JSON of a {names.replace('dict', 'mapping')}")
+        return out
+
+
+_NOT_JSON = object()
 
 
 # ----------------------------------------------------------------------------------- set-up

@@ -55,9 +55,10 @@ from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 import av
 import numpy as np
 from av.video.reformatter import VideoReformatter
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from mtvbench.errors import MtvbenchError
+from mtvbench.util.strict import strict
 
 if TYPE_CHECKING:
     from av.container import InputContainer
@@ -96,7 +97,7 @@ MAX_FRAME_SIDE = 8192
 class FrameSettings(BaseModel):
     """How frames are sampled and stored. Part of every cache key."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = strict(frozen=True)
 
     num_frames: int = Field(128, ge=1)
     #: the longer side is scaled down to this (never up), aspect kept; ``None`` keeps the size

@@ -6,7 +6,7 @@ video in the middle of a run (which "run again to retry" never fixes). It checks
 
 1. the path is a regular file (a FIFO would block the reader forever) and is not empty;
 2. PyAV opens it as a container with a video stream that has a decoder (audio-only files,
-   text renamed ``.mp4`` and images of text are refused);
+   text renamed ``.mp4``, images of text and still images such as a JPEG named ``.mp4`` are refused);
 3. the first frame decodes (undecodable packets are skipped as the sampler skips them, up to
    :data:`FIRST_FRAME_PACKETS` packets);
 4. for MP4/MOV files, whose header indexes every frame, the packets of the last GOP are read
@@ -29,18 +29,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import av
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from mtvbench.errors import MtvbenchError
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import _TEXT_CODECS, VideoError, _decode, _demux, _why
 from mtvbench.util.files import atomic_write_text
 from mtvbench.util.paths import cache_dir
+from mtvbench.util.strict import STRICT
 
 log = logging.getLogger(__name__)
 
 #: bump when the checks change so that cached verdicts are not reused
-PROBE_VERSION = 1
+PROBE_VERSION = 2
 #: at most this many packets are fed to the decoder to get the first frame
 FIRST_FRAME_PACKETS = 512
 #: at most this many packets are read from the last key frame to the end
@@ -53,16 +54,19 @@ PROBE_WORKERS = 4
 
 
 class VideoCheck(BaseModel):
-    """The verdict on one video file; ``problem`` is None when it is usable."""
+    """The verdict on one video file; ``problem`` is None when it is usable. Read back from the cache strictly
+    (no unknown key, counts and seconds finite and >= 0): a cached verdict that is not one is probed again."""
+
+    model_config = STRICT
 
     problem: str | None = None
     codec: str | None = None
-    width: int = 0
-    height: int = 0
-    duration_s: float = 0.0
+    width: int = Field(0, ge=0)
+    height: int = Field(0, ge=0)
+    duration_s: float = Field(0.0, ge=0)
     #: frame count the header states (0: the container does not say)
-    frames: int = 0
-    fps: float = 0.0
+    frames: int = Field(0, ge=0)
+    fps: float = Field(0.0, ge=0)
     #: True when the verdict came from the cache
     cached: bool = False
 
@@ -137,6 +141,9 @@ def _probe(path: Path) -> VideoCheck:
             kinds = sorted({s.type for s in container.streams})
             return _bad(f"has no video stream (streams: {', '.join(kinds) or 'none'}; an audio-only file, "
                         "or an incomplete download?)")
+        if container.format.name == "image2" or container.format.name.endswith("_pipe"):
+            return _bad(f"is a still image, not a video (FFmpeg reads it as {container.format.name!r}; a picture "
+                        "renamed to a video's name?)")
         stream = container.streams.video[0]
         cc = stream.codec_context
         if cc is None or not cc.codec:

@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mtvbench.records import GenerationConfig
+from mtvbench.util.strict import STRICT, strict
 
 #: the settings of the call path (models.resilience) that ``--model-option`` / ``extra:`` may also set
 CALL_SETTINGS = ("timeout_s", "max_retries", "retry_base_s", "retry_cap_s", "max_response_bytes", "breaker_threshold")
@@ -101,6 +102,8 @@ class ConnectionSettings(BaseModel):
     """Where a backend is called and how: its URL, its key variable and the call path
     (:mod:`mtvbench.models.resilience`). Never part of what an answer means."""
 
+    model_config = STRICT
+
     base_url: str | None = Field(None, description="OpenAI-compatible URL")
     #: a key named here goes to ``base_url``
     api_key_env: str | None = Field(None, description="env var holding the key")
@@ -123,13 +126,25 @@ class ConnectionSettings(BaseModel):
         return None if v is None else check_base_url(v)
 
 
+def settings_from_options(data: Any) -> Any:
+    """``data`` (a role's settings as given) with each call-path setting given as a backend option
+    (``--model-option timeout_s=60``) moved to its field, unless the field is given itself."""
+    if not isinstance(data, dict) or not isinstance(data.get(OPTIONS_KEY), dict):
+        return data
+    moved = {k: v for k, v in data[OPTIONS_KEY].items() if k in _FROM_OPTIONS}
+    if not moved:
+        return data
+    options = {k: v for k, v in data[OPTIONS_KEY].items() if k not in _FROM_OPTIONS}
+    return {**moved, **data, OPTIONS_KEY: options}
+
+
 class BackendOptions(GenerationConfig, ConnectionSettings):
     """Settings a backend may read: the connection (:class:`ConnectionSettings`), the generation settings
     (it *is* a :class:`~mtvbench.records.GenerationConfig`, with the same fields), and :attr:`options`: the
     backend's own options (``--model-option KEY=VALUE``), whose key is ``extra`` wherever they are given or
     stored (YAML, config.yaml, ``BackendOptions(extra=...)``): a stored key keeps its spelling."""
 
-    model_config = ConfigDict(frozen=False, serialize_by_alias=True)
+    model_config = strict(frozen=False, serialize_by_alias=True)
 
     options: dict[str, Any] = Field(default_factory=dict, alias=OPTIONS_KEY)
     _origin: SettingsOrigin = PrivateAttr(default_factory=SettingsOrigin)
@@ -139,13 +154,7 @@ class BackendOptions(GenerationConfig, ConnectionSettings):
     def _settings_from_options(cls, data: Any) -> Any:
         """A call-path setting given as a backend option (``--model-option timeout_s=60``) sets the field, unless
         the field is given itself."""
-        if not isinstance(data, dict) or not isinstance(data.get(OPTIONS_KEY), dict):
-            return data
-        moved = {k: v for k, v in data[OPTIONS_KEY].items() if k in _FROM_OPTIONS}
-        if not moved:
-            return data
-        options = {k: v for k, v in data[OPTIONS_KEY].items() if k not in _FROM_OPTIONS}
-        return {**moved, **data, OPTIONS_KEY: options}
+        return settings_from_options(data)
 
     @property
     def origin(self) -> SettingsOrigin:

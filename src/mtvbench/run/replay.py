@@ -2,10 +2,14 @@
 --out RUN2``): the inputs of the paper's Table 3, several judges on the same answers, without asking the
 model again.
 
-- **Settings** (:func:`answer_settings`): what made the answers (the dataset, the model and its settings,
-  context, protocol, inference, frames, tasks, limit) is RUN_DIR's, from its ``config.yaml``; a value given
-  anyway must agree. :func:`check_same_answers` compares the two runs' identities
-  (:meth:`~mtvbench.config.RunConfig.identity`): only the judge may differ.
+- **Settings** (:func:`answer_settings`, :func:`check_given`): every setting is in one of three lists
+  (:data:`ANSWER_KEYS`, :data:`ASKING_KEYS`, :data:`OWN_KEYS`). What made the answers (the dataset, the model
+  label, its spec and settings, context, inference, frames, tasks) and how the model is asked (which this run
+  never does) are RUN_DIR's, from its ``config.yaml``; a value given anyway, by flag or in ``--config``, must
+  agree, else one error names each. The judge and its settings, the limit, seed, bootstrap, prices and the
+  protocol are this run's (limit and protocol RUN_DIR's unless given; another protocol only where it asks the
+  model what RUN_DIR asked). :func:`check_same_answers` compares the two runs' identities
+  (:meth:`~mtvbench.config.RunConfig.identity`) and model labels for callers of the API.
 - **The model** is a :class:`StoredAnswers` backend: it answers each turn with RUN_DIR's stored final answer
   when RUN_DIR asked that turn with the same input (the input keys of the two ``benchmark.json`` agree: same
   dataset text, video content and settings), and makes no call (0 requests, 0 tokens, no frame decoded).
@@ -29,37 +33,119 @@ from mtvbench.data.schema import Benchmark
 from mtvbench.errors import ConfigError
 from mtvbench.models.backend import BackendBase
 from mtvbench.models.resilience import CircuitBreaker
+from mtvbench.models.settings import settings_from_options
 from mtvbench.records import GenerationRequest, GenerationResult
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.rescore import load_scored
 from mtvbench.run.rundir import read_config, run_dir_path
 
-#: the settings that made the answers: taken from the run directory the answers come from
-ANSWER_KEYS = ("data", "model", "model_spec", "model_settings", "context", "protocol", "inference", "frames",
-               "max_side", "frame_size", "jpeg_quality", "tasks", "limit", "preset_overrides")
-#: identity keys that may differ between the two runs
-OWN_KEYS = ("judge", "answers_from")
+#: How a run of stored answers treats each run setting: every field of :class:`RunConfig` is in exactly one of
+#: these three (``tests/run/test_answers_from.py`` checks it, so a new setting cannot slip through).
+#: The settings that made the answers: RUN_DIR's (the model label included); a value given must agree.
+ANSWER_KEYS = ("data", "model", "model_spec", "model_settings", "context", "inference", "frames", "max_side",
+               "frame_size", "jpeg_quality", "tasks", "preset_overrides")
+#: How the model is asked, which a run of stored answers never does: RUN_DIR's recorded; a value given must agree.
+ASKING_KEYS = ("videos_in_flight", "decode_workers", "cache_order", "cache_dir", "executor", "ray_address", "ray")
+#: The settings this run uses: the judge, its settings and concurrency (``concurrency`` is the default of
+#: ``judge_concurrency``), the scores' (``seed``, ``bootstrap``, ``prices``), where it is written, and ``limit`` and
+#: ``protocol``, which are RUN_DIR's unless given (a protocol only where it asks the model what RUN_DIR asked).
+OWN_KEYS = ("judge", "out", "judge_runs", "judge_max_attempts", "concurrency", "judge_concurrency", "judge_settings",
+            "limit", "protocol", "seed", "bootstrap", "prices", "answers_from")
+#: own settings that are RUN_DIR's unless given
+INHERITED_KEYS = ("limit", "protocol")
+#: identity keys that may differ between the two runs (the protocol is checked turn by turn: :func:`stored_answers`)
+_FREE_IDENTITY = ("judge", "answers_from", "protocol", "inference")
+#: the longest value a refusal quotes
+_QUOTED = 60
 
 
 def answer_settings(values: Mapping[str, Any], source: Path) -> dict[str, Any]:
-    """``values`` (settings of the new run) with the answers' settings of the run directory ``source`` under
-    them: what is not given is ``source``'s."""
+    """``values`` (settings of the new run) with RUN_DIR ``source``'s settings under them: those that made the
+    answers and those of asking the model (:data:`ANSWER_KEYS`, :data:`ASKING_KEYS`), and its ``limit`` and
+    ``protocol`` unless given. :func:`check_given` then refuses a given value that changes one of the first two."""
     source = Path(source).expanduser().resolve()
     if values.get("out") is not None and Path(values["out"]).expanduser().resolve() == source:
         raise ConfigError(f"--answers-from {source} is the run directory --out names: write the other judge's "
                           "run to another --out")
     src = read_config(run_dir_path(source))
-    stored = json.loads(src.model_dump_json(include=set(ANSWER_KEYS)))
-    return stored | dict(values) | {"answers_from": str(source)}
+    stored = json.loads(src.model_dump_json(include={*ANSWER_KEYS, *ASKING_KEYS, *INHERITED_KEYS}))
+    return _merged(stored, values) | {"answers_from": str(source)}
+
+
+def _merged(under: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` on top of ``under``, section by section (a flag's ``model_settings.temperature`` changes that
+    value, not the whole section)."""
+    out = dict(under)
+    for key, value in over.items():
+        below = out.get(key)
+        if key == "model_settings":  # an option that names a field (--model-option timeout_s=60) is that field
+            value = settings_from_options(value)
+        out[key] = _merged(below, value) if isinstance(below, dict) and isinstance(value, dict) else value
+    return out
+
+
+def check_given(cfg: RunConfig, given: Mapping[str, Any], origins: Mapping[str, str], config: str | None) -> None:
+    """One :class:`ConfigError` naming every setting given (a flag in ``origins``, else a key of the ``config``
+    file in ``given``) that changes one of RUN_DIR's (:data:`ANSWER_KEYS`: the answers were made with it;
+    :data:`ASKING_KEYS`: the model is asked nothing)."""
+    assert cfg.answers_from is not None
+    source = Path(cfg.answers_from)
+    src = read_config(run_dir_path(source))
+    lines = []
+    for key in (*ANSWER_KEYS, *ASKING_KEYS):
+        why = ("its answers were made with" if key in ANSWER_KEYS
+               else "not used (the model is asked nothing); the recorded value is")
+        for dotted, mine, theirs in _differences(key, _plain(getattr(cfg, key)), _plain(getattr(src, key))):
+            name = _named(dotted, given, origins, config)
+            lines.append(f"{name}: {_quoted(mine)}, but {why} {_quoted(theirs)}")
+    if lines:
+        raise ConfigError(f"--answers-from {source}: {len(lines)} setting(s) given that are that run's:\n"
+                          + "\n".join(lines),
+                          hint="leave them out: a run of stored answers takes them from the run directory the "
+                               "answers come from (the model label included)")
+
+
+def _plain(value: Any) -> Any:
+    """A setting as compared: JSON values, a path resolved."""
+    if isinstance(value, Path):
+        return str(value.expanduser().resolve())
+    return json.loads(json.dumps(value.model_dump(mode="json") if hasattr(value, "model_dump") else value,
+                                 default=str))
+
+
+def _differences(key: str, mine: Any, theirs: Any) -> list[tuple[str, Any, Any]]:
+    """(dotted key, this run's value, RUN_DIR's) of every leaf where the two differ."""
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        return [d for k in sorted(set(mine) | set(theirs))
+                for d in _differences(f"{key}.{k}", mine.get(k), theirs.get(k))]
+    return [] if mine == theirs else [(key, mine, theirs)]
+
+
+def _named(dotted: str, given: Mapping[str, Any], origins: Mapping[str, str], config: str | None) -> str:
+    """How the user gave ``dotted``: its flag, else the config file's key."""
+    parts = dotted.split(".")
+    for n in range(len(parts), 0, -1):  # the flag of the key or of a section above it (--model-option)
+        if ".".join(parts[:n]) in origins:
+            return origins[".".join(parts[:n])]
+    if config is not None and parts[0] in given:
+        return f"{config}: {dotted}"
+    return dotted
+
+
+def _quoted(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= _QUOTED else text[:_QUOTED - 1] + "…"
 
 
 def check_same_answers(cfg: RunConfig, src: RunConfig) -> None:
-    """One :class:`ConfigError` when ``cfg`` would make other answers than ``src`` (anything but the judge)."""
+    """One :class:`ConfigError` when ``cfg`` would make other answers than ``src``, or name them by another model
+    (anything but the judge; the protocol is checked turn by turn)."""
     a, b = cfg.identity(), src.identity()
-    diff = [k for k in sorted(set(a) | set(b)) if k not in OWN_KEYS and a.get(k) != b.get(k)]
+    diff = [k for k in sorted(set(a) | set(b)) if k not in _FREE_IDENTITY and a.get(k) != b.get(k)]
+    diff += [k for k in ("model", "inference") if getattr(cfg, k) != getattr(src, k) and k not in diff]
     if diff:
         raise ConfigError(f"--answers-from {cfg.answers_from}: its answers were made with other settings ("
-                          f"{', '.join(diff)} differ); the settings of the answers are that run's",
+                          f"{', '.join(sorted(diff))} differ); the settings of the answers are that run's",
                           hint="leave those settings out: they are taken from the run directory")
 
 
@@ -98,8 +184,24 @@ def stored_answers(cfg: RunConfig, bench: Benchmark, video_keys: Mapping[str, st
     snap = run.snapshot
     reads_golden = _reads_golden(source, run.config, snap.dialogues, snap.video_keys, snap.turn_keys)
     mine = RunKeys(cfg, video_keys, reads_golden=reads_golden).turn_keys(bench.dialogues)
+    if cfg.protocol_name != run.config.protocol_name:
+        _check_protocol(cfg, run.config, source, bench, mine, snap)
     answers = {tid: row for tid, row in run.responses.items() if tid in mine and snap.turn_keys.get(tid) == mine[tid]}
     return StoredAnswers(source, answers, reads_golden)
+
+
+def _check_protocol(cfg: RunConfig, src: RunConfig, source: Path, bench: Benchmark, mine: Mapping[str, str],
+                    snap: Any) -> None:
+    """Another protocol judges RUN_DIR's answers only where it asks the model what RUN_DIR asked: every turn it
+    asks in a dialogue RUN_DIR evaluated has RUN_DIR's input key (the same rounds, prompts and history)."""
+    asked = {d.id for d in snap.dialogues}
+    turns = {d.turn_id(r.index) for d in bench.dialogues if d.id in asked for r in d.rounds}
+    other = sorted(t for t in turns if t in mine and snap.turn_keys.get(t) != mine[t])
+    if other:
+        raise ConfigError(f"--protocol {cfg.protocol_name}: {len(other)} turn(s) it asks the model (e.g. {other[0]}) "
+                          f"{source} did not ask with that input (it ran --protocol {src.protocol_name}, inference "
+                          f"{src.inference}): its answers cannot be judged under --protocol {cfg.protocol_name}",
+                          hint=f"leave --protocol out: the run then judges under {src.protocol_name}, as {source} did")
 
 
 def _reads_golden(source: Path, src: RunConfig, dialogues: list, video_keys: Mapping[str, str],

@@ -16,7 +16,7 @@ from typing import Any
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Task
-from mtvbench.errors import BusyError
+from mtvbench.errors import BusyError, RunDirError
 from mtvbench.records import JudgeVerdict
 from mtvbench.render.leaderboard import leaderboard_markdown
 from mtvbench.run.identity import Current, current_results
@@ -76,6 +76,7 @@ def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
             cur = select_current(snap, cfg.context, store)
             calls, sessions = store.call_rows(), store.session_rows()
             left = store.resources_left(now=time.time())
+            dataset = store.get_meta("dataset")
     finally:
         store.close()
     verdicts = cur.final_verdicts(FINAL_JUDGE)
@@ -93,7 +94,20 @@ def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
     scores.counts.replaced_characters = sum(replaced)
     scores.usage = usage_report(calls, sessions, cfg.price)
     scores.left_on_server = left
+    if cfg.limit is not None:
+        scores.dialogues_in_data = _dialogues_in_data(run_dir, dataset)
     return ScoredRun(run_dir, cfg, snap, cur.responses, cur.verdicts, verdicts, scores, dscores)
+
+
+def _dialogues_in_data(run_dir: Path, dataset: Any) -> int | None:
+    """How many dialogues the run's dataset has for its tasks (the store's record of the dataset, checked; None
+    when the store has none)."""
+    if dataset is None:
+        return None
+    ids = dataset.get("dialogue_ids") if isinstance(dataset, dict) else None
+    if not isinstance(ids, list):
+        raise RunDirError(f"{run_dir / 'store.sqlite'}: table meta, row 'dataset': no list of dialogue ids")
+    return len(ids)
 
 
 @dataclass

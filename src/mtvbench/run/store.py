@@ -30,9 +30,12 @@ import json
 import os
 import sqlite3
 import time
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from mtvbench._version import __version__
 from mtvbench.config import RUN_SCHEMA_VERSION, identity_differences
@@ -40,14 +43,16 @@ from mtvbench.errors import RunDirError
 from mtvbench.ledger.sqlite import (
     DatabaseFormatError,
     Schema,
+    StoredRow,
     errors_named,
     get_meta,
     open_db,
     put_meta,
     transaction,
 )
+from mtvbench.ledger.sqlite import StoredValueError as LedgerStoredValueError
 from mtvbench.models.ask import Rejected
-from mtvbench.records import GenerationResult, JudgeVerdict, ProviderResource, Usage
+from mtvbench.records import GenerationResult, JudgeStatus, JudgeVerdict, Outcome, ProviderResource, Usage
 from mtvbench.run.identity import ResultKey
 from mtvbench.util.storable import clean_text, storable_value
 
@@ -55,6 +60,12 @@ from mtvbench.util.storable import clean_text, storable_value
 FINAL_OUTCOMES = ("ok", "blocked", "empty")
 #: judge statuses that are final
 FINAL_JUDGE = ("ok", "unparsed")
+#: what a stored response's outcome can be (final, or ``error``: asked again)
+RESPONSE_OUTCOMES: tuple[str, ...] = typing.get_args(Outcome)
+#: what a call of the ledger can end as (a response's outcome or a judge run's status)
+OUTCOMES = tuple(dict.fromkeys((*RESPONSE_OUTCOMES, *typing.get_args(JudgeStatus))))
+#: the roles of the ledger's calls
+ROLES = ("model", "judge")
 
 class RunStoreError(DatabaseFormatError, RunDirError):
     """A store.sqlite that cannot be read as a run store (also a :class:`~mtvbench.errors.RunDirError`)."""
@@ -101,6 +112,11 @@ CREATE TABLE IF NOT EXISTS provider_resources (
                "run the same command again to resume")
 
 
+class StoredValueError(LedgerStoredValueError, RunStoreError):
+    """A value in store.sqlite that mtvbench does not write there (negative tokens, text for a number, broken
+    JSON): named by table, row and column."""
+
+
 class StoreMismatchError(RunDirError):
     pass
 
@@ -130,8 +146,13 @@ class RunStore:
 
     # meta -------------------------------------------------------------------------------
     def get_meta(self, key: str) -> Any:
+        """A meta value; one that is not JSON is a :class:`StoredValueError` naming the row."""
         with errors_named(self.path, SCHEMA, writing=False):
-            return get_meta(self.db, key)
+            try:
+                return get_meta(self.db, key)
+            except (ValueError, RecursionError):
+                raise StoredValueError(f"{self.path}: table meta, row '{key}', column value: not JSON",
+                                       hint=SCHEMA.hint) from None
 
     def set_meta(self, key: str, value: Any) -> None:
         self._put_meta({key: value})
@@ -142,6 +163,9 @@ class RunStore:
         options, absent in a run directory made before they were recorded) is stored as it is now."""
         stored = self.get_meta("identity")
         current = json.loads(json.dumps(identity, sort_keys=True))
+        if stored is not None and not isinstance(stored, dict):
+            raise StoredValueError(f"{self.path}: table meta, row 'identity', column value: not a mapping of "
+                                   "settings", hint=SCHEMA.hint)
         if stored is None:
             self.set_meta("identity", identity)
             return
@@ -163,6 +187,11 @@ class RunStore:
         if stored is None:
             self.set_meta("dataset", current)
             return None
+        if not (isinstance(stored, dict) and isinstance(stored.get("root"), str)
+                and isinstance(stored.get("dialogue_ids"), list)
+                and all(isinstance(i, str) for i in stored["dialogue_ids"])):
+            raise StoredValueError(f"{self.path}: table meta, row 'dataset', column value: not a dataset record "
+                                   "(root and dialogue_ids)", hint=SCHEMA.hint)
         old_ids, new_ids = set(stored["dialogue_ids"]), set(current["dialogue_ids"])
         same_root = stored["root"] == current["root"]
         shared = len(old_ids & new_ids)
@@ -210,18 +239,34 @@ class RunStore:
                    (self.session, role, turn_id, outcome, requests, usage.prompt_tokens, usage.completion_tokens,
                     latency_s or 0.0, now, usage.cached_tokens))
 
-    @staticmethod
-    def _response_row(rec: dict[str, Any]) -> dict[str, Any]:
-        rec["usage"] = json.loads(rec["usage"])
-        rec["parts"] = json.loads(rec["parts"])
-        rec["inputs"] = json.loads(rec["inputs"]) if rec.get("inputs") else None
-        return rec
+    def _rows(self, table: str, sql: str) -> Iterator[StoredRow]:
+        """The rows of ``sql`` (its first column the rowid), each checked as it is read (:class:`StoredRow`)."""
+        cur = self._read(sql)
+        cols = [c[0] for c in cur.description][1:]
+        for rowid, *values in cur.fetchall():
+            yield StoredRow(self.path, table, rowid, dict(zip(cols, values)), StoredValueError, SCHEMA.hint)
 
     def response_rows(self) -> list[dict[str, Any]]:
-        """Every stored response row (current, superseded and failed)."""
-        cur = self._read("SELECT * FROM responses ORDER BY created")
-        cols = [c[0] for c in cur.description]
-        return [self._response_row(dict(zip(cols, row))) for row in cur.fetchall()]
+        """Every stored response row (current, superseded and failed), its values checked."""
+        out = []
+        for row in self._rows("responses", "SELECT rowid, * FROM responses ORDER BY created"):
+            usage = row.json("usage", dict)
+            try:
+                Usage.model_validate(usage)
+            except ValidationError:
+                raise row.fail("usage", "the tokens of a call") from None
+            if any(isinstance(v, bool) or (v is not None and (not isinstance(v, int) or v < 0))
+                   for v in usage.values()):
+                raise row.fail("usage", "the tokens of a call (counts >= 0)")
+            out.append({"turn_id": row.text("turn_id"), "fingerprint": row.text("fingerprint"),
+                        "parts": row.json("parts", dict), "prompt": row.text("prompt"), "text": row.text("text"),
+                        "raw_text": row.text("raw_text"), "reasoning": row.text("reasoning", null=True),
+                        "outcome": row.choice("outcome", RESPONSE_OUTCOMES), "error": row.text("error", null=True),
+                        "usage": usage,
+                        "latency_s": row.seconds("latency_s", null=True), "attempts": row.count("attempts", null=True),
+                        "created": row.time("created"), "inputs": row.json("inputs", dict, null=True),
+                        "replaced_characters": row.count("replaced_characters")})
+        return out
 
     def responses(self) -> dict[str, dict[str, Any]]:
         """The latest stored response per turn (for inspection; scoring uses only matching rows)."""
@@ -247,28 +292,43 @@ class RunStore:
             self._ledger(db, "judge", turn_id, v.status, v.attempts, v.usage, v.latency_s, now)
 
     def verdict_rows(self) -> list[dict[str, Any]]:
-        """Every stored verdict row; ``verdict`` holds the :class:`JudgeVerdict`."""
+        """Every stored verdict row, its values checked; ``verdict`` holds the :class:`JudgeVerdict`."""
         out = []
-        cur = self._read("SELECT turn_id, run, fingerprint, parts, status, verdicts, raw, attempts, error, usage, "
-                         "latency_s, created, reply, replaced_characters, reply_from_raw FROM verdicts "
-                         "ORDER BY created")
-        for (tid, run, fp, parts, status, verdicts, raw, attempts, error, usage, latency, created, reply, replaced,
-             from_raw) in cur:
-            raws = json.loads(raw)
-            v = JudgeVerdict(run=run, status=status, verdicts=json.loads(verdicts) if verdicts else None,
-                             raw=raws, attempts=attempts or 0, error=error, usage=json.loads(usage),
-                             latency_s=latency or 0.0, replaced_characters=replaced or 0,
-                             reply=_reread_reply(raws) if from_raw else json.loads(reply) if reply else None)
-            out.append({"turn_id": tid, "run": run, "fingerprint": fp, "parts": json.loads(parts), "verdict": v,
-                        "created": created})
+        for row in self._rows("verdicts", "SELECT rowid, turn_id, run, fingerprint, parts, status, verdicts, raw, "
+                                          "attempts, error, usage, latency_s, created, reply, replaced_characters, "
+                                          "reply_from_raw FROM verdicts ORDER BY created"):
+            raw = row.json("raw", list)
+            from_raw = bool(row.count("reply_from_raw"))
+            fields = {"run": row.count("run"), "status": row.text("status"),
+                      "verdicts": row.json("verdicts", dict, null=True), "raw": raw,
+                      "attempts": row.count("attempts", null=True) or 0, "error": row.text("error", null=True),
+                      "usage": row.json("usage", dict), "latency_s": row.seconds("latency_s", null=True) or 0.0,
+                      "reply": _reread_reply(raw) if from_raw else row.json("reply", list, null=True),
+                      "replaced_characters": row.count("replaced_characters")}
+            try:
+                v = JudgeVerdict.model_validate(fields)
+            except ValidationError as e:
+                column = str(e.errors()[0]["loc"][0])
+                raise row.fail(column, f"a stored judge run ({e.errors()[0]['msg']})") from None
+            if any(n is not None and n < 0 for n in v.usage.model_dump().values()):
+                raise row.fail("usage", "the tokens of a call (counts >= 0)")
+            out.append({"turn_id": row.text("turn_id"), "run": v.run, "fingerprint": row.text("fingerprint"),
+                        "parts": row.json("parts", dict), "verdict": v, "created": row.time("created")})
         return out
 
     # usage ------------------------------------------------------------------------------
     def call_rows(self) -> list[dict[str, Any]]:
-        cur = self._read("SELECT role, outcome, requests, prompt_tokens, completion_tokens, latency_s, created, "
-                         "session, cached_tokens FROM calls ORDER BY id")
-        cols = [c[0] for c in cur.description]
-        return [dict(zip(cols, row)) for row in cur.fetchall()]
+        """The ledger of calls, its values checked (tokens and requests counts, seconds finite and >= 0)."""
+        out = []
+        for row in self._rows("calls", "SELECT id, role, outcome, requests, prompt_tokens, completion_tokens, "
+                                       "latency_s, created, session, cached_tokens FROM calls ORDER BY id"):
+            out.append({"role": row.choice("role", ROLES), "outcome": row.choice("outcome", OUTCOMES),
+                        "requests": row.count("requests"),
+                        "prompt_tokens": row.count("prompt_tokens"),
+                        "completion_tokens": row.count("completion_tokens"), "latency_s": row.seconds("latency_s"),
+                        "created": row.time("created"), "session": row.count("session", null=True),
+                        "cached_tokens": row.count("cached_tokens", null=True)})
+        return out
 
     # resources on a provider's server ----------------------------------------------------
     def record_resource(self, resource: ProviderResource) -> None:
@@ -290,8 +350,9 @@ class RunStore:
         return [r for r in rows if now is None or r.expires is None or r.expires > now]
 
     def session_rows(self) -> list[dict[str, Any]]:
-        cur = self._read("SELECT id, started, ended FROM sessions ORDER BY id")
-        return [{"id": i, "started": s, "ended": e} for i, s, e in cur.fetchall()]
+        """One row per run session, its times checked."""
+        return [{"id": row.row, "started": row.time("started"), "ended": row.time("ended", null=True)}
+                for row in self._rows("sessions", "SELECT id, started, ended FROM sessions ORDER BY id")]
 
     # reading ----------------------------------------------------------------------------
     def _read(self, sql: str) -> sqlite3.Cursor:

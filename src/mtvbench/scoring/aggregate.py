@@ -239,6 +239,8 @@ class Scores(BaseModel):
     tasks_selected: list[str] = Field(default_factory=lambda: [t.value for t in TASKS])
     #: at most this many dialogues per task (--limit), else None
     limit: int | None = None
+    #: with a limit: the dialogues of the selected tasks in the dataset, of which ``counts.dialogues`` were evaluated
+    dialogues_in_data: int | None = None
     #: the preset values this run overrode (``temperature``, ``frames``, ...; see
     #: :func:`mtvbench.config.apply_preset`): the run is not the preset's paper row
     preset_overrides: list[str] = Field(default_factory=list)
@@ -260,6 +262,13 @@ class Scores(BaseModel):
     def display_name(self) -> str:
         """The model as every table names the run (``NAME (modified: temperature, frames)``)."""
         return modified_name(self.model, self.preset_overrides)
+
+    def limit_label(self) -> str | None:
+        """What ``--limit`` left out, in words (``6 of 13 dialogues (--limit 1 per task)``), or None without one."""
+        if self.limit is None:
+            return None
+        of = f" of {self.dialogues_in_data}" if self.dialogues_in_data is not None else ""
+        return f"{self.counts.dialogues}{of} dialogues (--limit {self.limit} per task)"
 
     def overall_label(self, digits: int = 2) -> str:
         """Overall for display: the number, or ``partial, k/6 tasks: x`` / ``–``."""

@@ -21,11 +21,14 @@ from mtvbench.media.frames import FrameSettings
 from mtvbench.models.ask import ReaskPolicy, ask
 from mtvbench.prompts.generation import CLIP_CAPTION_PROMPT
 from mtvbench.records import GenerationRequest
+from mtvbench.util.strict import STRICT
 from mtvbench.util.timecodes import hms
 
 
 class CaptionSettings(BaseModel):
     """The ``caption`` section of the build config."""
+
+    model_config = STRICT
 
     frames: int = Field(8, description="frames sampled from each clip for its caption")
 

@@ -21,10 +21,13 @@ from mtvbench.construct.stages.generate import GenerateResult
 from mtvbench.data.schema import ChecklistItem, is_model_turn
 from mtvbench.models.ask import ReaskPolicy, ask
 from mtvbench.prompts.generation import render_checklist_prompt
+from mtvbench.util.strict import STRICT
 
 
 class ChecklistSettings(BaseModel):
     """The ``checklists`` section of the build config."""
+
+    model_config = STRICT
 
     #: yes/no items per scored round (Figure 16: five)
     items: int = 5

@@ -27,11 +27,14 @@ from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.construct.stages.merge import MergeResult
 from mtvbench.construct.stages.objects import ObjectsResult
 from mtvbench.construct.textsim import LexicalSimilarity, TextSimilarity
+from mtvbench.util.strict import STRICT
 from mtvbench.util.timecodes import hms
 
 
 class CrossSceneSettings(BaseModel):
     """The ``crossscene`` section of the build config."""
+
+    model_config = STRICT
 
     min_segment_s: float = 0.0
     max_segments: int = 4

@@ -63,6 +63,7 @@ from mtvbench.prompts.generation import (
     render_generation_prompt,
 )
 from mtvbench.records import GenerationRequest
+from mtvbench.util.strict import STRICT
 from mtvbench.util.timecodes import hms
 
 MIN_ROUNDS, MAX_ROUNDS = 5, 8
@@ -70,6 +71,8 @@ MIN_ROUNDS, MAX_ROUNDS = 5, 8
 
 class GenerateSettings(BaseModel):
     """The ``generate`` section of the build config."""
+
+    model_config = STRICT
 
     frames: int = Field(32, description="frames sampled from each unit for its dialogues")
 

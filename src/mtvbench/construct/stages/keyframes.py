@@ -30,10 +30,13 @@ from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.errors import MissingExtraError
 from mtvbench.media.frames import VideoError
 from mtvbench.util.files import atomic_write_bytes, ensure_dir
+from mtvbench.util.strict import STRICT
 
 
 class KeyFrameSettings(BaseModel):
     """The ``keyframes`` section of the build config."""
+
+    model_config = STRICT
 
     fps: float = 2.0
     sharpness_rel: float = 0.3

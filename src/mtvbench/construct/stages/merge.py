@@ -33,6 +33,7 @@ from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
 from mtvbench.prompts.generation import MERGE_PROMPT
 from mtvbench.records import GenerationRequest
 from mtvbench.util.jsonio import extract_json_object, yes_no
+from mtvbench.util.strict import STRICT
 from mtvbench.util.timecodes import hms
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
@@ -42,6 +43,8 @@ MERGE_REASK = append_problems("\n\nYour previous reply could not be used: ", ". 
 
 class MergeSettings(BaseModel):
     """The ``merge`` section of the build config."""
+
+    model_config = STRICT
 
     passes: int = Field(2, description="caption-based merging passes over the clips (the paper's: two)")
     prefilter_below: float | None = Field(None, description="a pair whose caption similarity is below this is "

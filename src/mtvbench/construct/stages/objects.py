@@ -47,10 +47,13 @@ from mtvbench.errors import InputError
 from mtvbench.models.ask import ReaskPolicy, ask
 from mtvbench.prompts.generation import OBJECT_CAPTION_PROMPT
 from mtvbench.records import GenerationRequest
+from mtvbench.util.strict import STRICT
 
 
 class BankSettings(BaseModel):
     """The ``bank`` section of the build config (the objects stage's settings)."""
+
+    model_config = STRICT
 
     visual_weight: float = 0.6
     text_weight: float = 0.4

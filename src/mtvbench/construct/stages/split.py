@@ -19,10 +19,13 @@ from mtvbench.construct.clipframes import shown_timeline
 from mtvbench.construct.stages import Stage, StageContext
 from mtvbench.errors import MissingExtraError
 from mtvbench.media.frames import VideoError
+from mtvbench.util.strict import STRICT
 
 
 class SplitSettings(BaseModel):
     """The ``split`` section of the build config."""
+
+    model_config = STRICT
 
     detector: Literal["content", "adaptive"] = Field("content", description="shot detector: content (default) or "
                                                                               "adaptive")

@@ -32,6 +32,7 @@ from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
 from mtvbench.prompts.generation import SUITABILITY_PROMPT, TASK_DEFINITIONS
 from mtvbench.records import GenerationRequest
 from mtvbench.util.jsonio import extract_json_object
+from mtvbench.util.strict import STRICT
 from mtvbench.util.timecodes import hms
 
 SUITABILITY_REASK = append_problems("\n\nYour previous reply could not be used: ", ". Reply with the JSON object only.")
@@ -39,6 +40,8 @@ SUITABILITY_REASK = append_problems("\n\nYour previous reply could not be used: 
 
 class SuitabilitySettings(BaseModel):
     """The ``suitability`` section of the build config."""
+
+    model_config = STRICT
 
     frames: int = Field(16, description="frames sampled from each unit for its suitability ratings")
     #: tasks rated at least this (of 1-6) get a dialogue (the paper's: 5)
