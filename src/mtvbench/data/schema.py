@@ -196,6 +196,24 @@ def split_turn_id(turn_id: str) -> tuple[str, int]:
     return did, int(k)
 
 
+class NotABenchmark(BaseModel):
+    """Why the numbers made from a dataset are not MT-Video-Bench numbers: the data was built with a scripted
+    model (``mtvbench build -m offline``) or is the bundled synthetic sample. The loader reads it from
+    ``metadata.json`` or from the dialogue records themselves (:data:`mtvbench.data.layout.NOT_A_BENCHMARK_KEY`);
+    a run records it in ``config.yaml`` and every score file, table and report made from the run shows it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reason: str
+    #: where it was read: ``metadata.json`` or the first task file that carries it (``mtqa/summary.json``)
+    found_in: str
+
+    @property
+    def line(self) -> str:
+        """The one wording every sink shows (escaped for the sink by its writer)."""
+        return f"NOT a real benchmark: {self.reason}"
+
+
 class Benchmark(BaseModel):
     """A loaded dataset: its dialogues (with their checklists) and the video files by name."""
 
@@ -203,6 +221,8 @@ class Benchmark(BaseModel):
     dialogues: list[Dialogue]
     #: video name -> path of the whole video (the released layout has no per-clip files)
     videos: dict[str, Path]
+    #: set when the dataset is not a real benchmark (see :class:`NotABenchmark`)
+    not_a_benchmark: NotABenchmark | None = None
 
     def by_task(self, task: Task) -> list[Dialogue]:
         return [d for d in self.dialogues if d.task == task]
@@ -221,5 +241,5 @@ class Benchmark(BaseModel):
         for t in TASKS:
             kept.extend(self.by_task(t)[:n])
         used = {d.video for d in kept}
-        return Benchmark(root=self.root, dialogues=kept,
+        return Benchmark(root=self.root, dialogues=kept, not_a_benchmark=self.not_a_benchmark,
                          videos={k: v for k, v in self.videos.items() if k in used})
