@@ -28,7 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mtvbench.data.buildmeta import dataset_mark, load_metadata
+from mtvbench.data.buildmeta import load_metadata
 from mtvbench.data.layout import LayoutWriter, kept, videos_dir
 from mtvbench.data.schema import Task
 from mtvbench.errors import OutputError
@@ -100,7 +100,8 @@ def write_dataset(source: ReviewSource, items: list[ReviewItem], out: Path, acce
                    video_mode: VideoMode) -> int:
     """The released layout of the kept items of a dataset source into the folder ``out`` (the review export's
     stage); returns the number of videos. The source's mark of data that is not a benchmark is kept."""
-    layout = LayoutWriter(not_a_benchmark=dataset_mark(source.root))
+    mark = source.not_a_benchmark
+    layout = LayoutWriter(not_a_benchmark=mark.reason if mark is not None else None)
     used: set[str] = set()
     kept_ids: set[str] = set()
     for it in items:
