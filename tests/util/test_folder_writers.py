@@ -388,3 +388,20 @@ def test_unpack_that_fails_keeps_the_previous_folder(failure: str, tmp_path: Pat
         with pytest.raises(Boom if failure == "exception" else OutputError):
             archives.unpack(arc, dest)
     assert_kept(dest, before)
+
+
+def test_a_second_export_links_the_copies_of_the_first_instead_of_copying_again(tmp_path: Path) -> None:
+    out = tmp_path / "dataset"
+    video = tmp_path / "v.mp4"
+    video.write_bytes(b"\x01" * 4096)
+    for _ in range(2):
+        w = _layout(2)
+        w.add_video(video, "vid.mp4", "copy")
+        if _ == 0:
+            w.export(out)
+            first = (out / "videos" / "vid.mp4").stat().st_ino
+        else:
+            w.export(out)
+    placed = out / "videos" / "vid.mp4"
+    assert placed.stat().st_ino == first != video.stat().st_ino  # the first export's copy, not a new one
+    assert placed.read_bytes() == video.read_bytes() and siblings(out) == []

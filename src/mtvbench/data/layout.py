@@ -155,10 +155,16 @@ def write_checklist_file(root: Path, task: Task, checklists: dict[str, Any]) -> 
     return path
 
 
-def place_video(out: Path, src: Path, rel: Path | str, mode: VideoMode) -> Path:
-    """Put the video ``src`` at ``out/videos/<rel>`` (a copy or a hard link, never a symbolic link)."""
+def place_video(out: Path, src: Path, rel: Path | str, mode: VideoMode, previous: Path | None = None) -> Path:
+    """Put the video ``src`` at ``out/videos/<rel>`` (a copy or a hard link, never a symbolic link). ``previous``:
+    the folder ``out`` replaces; a copy it already holds (the same size) is hard-linked, not copied again."""
     dst = videos_dir(out) / rel
-    place_file(src, dst, mode)
+    old = videos_dir(previous) / rel if previous is not None else None
+    if mode == "copy" and old is not None and old.is_file() and not old.is_symlink() \
+            and old.stat().st_size == src.stat().st_size:
+        place_file(old, dst, "link")
+    else:
+        place_file(src, dst, mode)
     return dst
 
 
@@ -202,14 +208,15 @@ class LayoutWriter:
         return {video: [{**d, NOT_A_BENCHMARK_KEY: self.not_a_benchmark} for d in dialogues]
                 for video, dialogues in self.mtqa[task].items()}
 
-    def write(self, folder: Path) -> None:
+    def write(self, folder: Path, previous: Path | None = None) -> None:
         """Everything collected into ``folder`` as it is (for a caller that owns the folder's swap, such as
-        the review export): the task files, the videos, ``metadata.json``."""
+        the review export): the task files, the videos (copies the replaced folder ``previous`` holds are
+        linked from there), ``metadata.json``."""
         for t in TASKS:
             write_layout_json(mtqa_path(folder, t), self._records(t))
             write_checklist_file(folder, t, self.checklists[t])
         for src, rel, mode in self.videos:
-            place_video(folder, src, rel, mode)
+            place_video(folder, src, rel, mode, previous)
         if self.metadata is not None:
             write_layout_json(metadata_path(folder), self.metadata)
 
@@ -220,4 +227,4 @@ class LayoutWriter:
             if not self.dialogues:
                 raise NothingWritten(f"{out}: {empty}; " + (
                     "the previous export there is kept as it was" if out.exists() else "nothing was written"))
-            self.write(stage)
+            self.write(stage, previous=out if out.is_dir() else None)
