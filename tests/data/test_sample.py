@@ -294,3 +294,27 @@ def test_the_sample_is_marked_not_a_benchmark(root: Path) -> None:
     assert bench is not None and bench.not_a_benchmark is not None
     assert bench.not_a_benchmark.reason == NOT_A_BENCHMARK and bench.not_a_benchmark.found_in.startswith("mtqa/")
     assert [p.message for p in problems if p.level == "warning"] == [f"NOT a real benchmark: {NOT_A_BENCHMARK}"]
+
+
+@pytest.mark.parametrize("reason", ["x" * 100_000, "line one\nline two\x1b[31m red\x07", "   \t "])
+def test_a_mark_from_the_data_is_one_bounded_line_or_none(tmp_path: Path, reason: str) -> None:
+    """The mark's reason is untrusted text from the dataset: kept as one line of at most 500 characters, without
+    control characters; a blank one is no mark."""
+    from mtvbench.data.official import load_official
+    from mtvbench.data.schema import MAX_MARK_CHARS
+
+    root = materialize(tmp_path / "s")
+    for f in (root / "mtqa").glob("*.json"):
+        obj = json.loads(f.read_text())
+        for recs in obj.values():
+            for r in recs:
+                r[NOT_A_BENCHMARK_KEY] = reason
+        f.write_text(json.dumps(obj))
+    bench, _ = load_official(root, check_videos=False)
+    assert bench is not None
+    if not reason.strip():
+        assert bench.not_a_benchmark is None
+        return
+    mark = bench.not_a_benchmark
+    assert mark is not None and len(mark.reason) <= MAX_MARK_CHARS and mark.reason.isprintable()
+    assert "\n" not in mark.line and "\x1b" not in mark.line

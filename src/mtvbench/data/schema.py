@@ -11,7 +11,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Task(str, Enum):
@@ -196,6 +196,10 @@ def split_turn_id(turn_id: str) -> tuple[str, int]:
     return did, int(k)
 
 
+#: the longest reason a dataset's mark keeps (a longer one is cut)
+MAX_MARK_CHARS = 500
+
+
 class NotABenchmark(BaseModel):
     """Why the numbers made from a dataset are not MT-Video-Bench numbers: the data was built with a scripted
     model (``mtvbench build -m offline``) or is the bundled synthetic sample. The loader reads it from
@@ -204,9 +208,17 @@ class NotABenchmark(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    #: the reason as the data gives it (untrusted text): one line, control characters removed, at most
+    #: :data:`MAX_MARK_CHARS` characters (each sink escapes it for itself)
     reason: str
     #: where it was read: ``metadata.json`` or the first task file that carries it (``mtqa/summary.json``)
     found_in: str
+
+    @field_validator("reason", "found_in")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        text = " ".join("".join(c if c.isprintable() else " " for c in value).split())
+        return text if len(text) <= MAX_MARK_CHARS else text[:MAX_MARK_CHARS - 1] + "…"
 
     @property
     def line(self) -> str:
