@@ -405,3 +405,12 @@ def test_a_second_export_links_the_copies_of_the_first_instead_of_copying_again(
     placed = out / "videos" / "vid.mp4"
     assert placed.stat().st_ino == first != video.stat().st_ino  # the first export's copy, not a new one
     assert placed.read_bytes() == video.read_bytes() and siblings(out) == []
+
+
+def test_an_export_never_replaces_a_folder_that_holds_other_files(tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("my notes")
+    with pytest.raises(OutputError, match="not part of an export"):
+        _layout(1).export(out)
+    assert tree(out) == {"notes.txt": b"my notes"} and siblings(out) == []

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from mtvbench.data.schema import TASKS, ChecklistItem, Task
+from mtvbench.errors import OutputError
 from mtvbench.util.files import FolderSwap, NothingWritten, VideoMode, atomic_write_json, place_file
 
 MTQA_DIR = "mtqa"
@@ -222,7 +223,15 @@ class LayoutWriter:
 
     def export(self, out: Path, empty: str = "no dialogue to export") -> None:
         """The dataset folder ``out``, written beside it and swapped in whole (see the module doc); without a
-        dialogue :class:`NothingWritten` (saying ``empty``) and ``out`` is left as it was."""
+        dialogue :class:`NothingWritten` (saying ``empty``) and ``out`` is left as it was. A folder ``out`` that
+        holds anything but an earlier export (the layout's folders and ``metadata.json``) is refused: replacing
+        it would delete those files."""
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in {*FOLDERS, METADATA_FILE}) \
+            if out.is_dir() else []
+        if foreign:
+            raise OutputError(f"{out}: holds files that are not part of an export ({', '.join(foreign[:3])}"
+                              f"{', ...' if len(foreign) > 3 else ''}); the export replaces the whole folder",
+                              hint="choose a new or empty folder, or move those files away")
         with FolderSwap(out) as stage:
             if not self.dialogues:
                 raise NothingWritten(f"{out}: {empty}; " + (
