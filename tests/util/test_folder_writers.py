@@ -117,6 +117,16 @@ def test_folder_swap_removes_the_stages_of_processes_that_are_gone(tmp_path: Pat
     assert siblings(out) == [] and tree(out) == {"x": b"1"}
 
 
+def test_a_swap_killed_between_its_renames_gets_its_old_folder_back(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    old = tmp_path / f".out.old-{2**22 + 12345}"  # a process killed after moving out aside
+    old.mkdir()
+    (old / "a.txt").write_text("the previous export")
+    with pytest.raises(Boom), FolderSwap(out):
+        raise Boom
+    assert tree(out) == {"a.txt": b"the previous export"} and siblings(out) == []
+
+
 # ------------------------------------------------------------------------------ the released layout
 
 def _layout(n_dialogues: int = 2) -> LayoutWriter:

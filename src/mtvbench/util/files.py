@@ -231,11 +231,17 @@ class FolderSwap:
         self.keep_on_failure = False
 
     def _clear_stale(self) -> None:
-        pattern = re.compile(rf"^\.{re.escape(self.out.name)}\.(?:partial|old)-(\d+)$")
+        """Stages of processes that are gone are removed; the old folder of one killed between its two
+        renames (``out`` missing) is put back first."""
+        pattern = re.compile(rf"^\.{re.escape(self.out.name)}\.(partial|old)-(\d+)$")
         with contextlib.suppress(OSError):
-            for p in self.out.parent.iterdir():
+            for p in sorted(self.out.parent.iterdir()):
                 m = pattern.match(p.name)
-                if m and int(m.group(1)) != os.getpid() and not _pid_alive(int(m.group(1))):
+                if not m or int(m.group(2)) == os.getpid() or _pid_alive(int(m.group(2))):
+                    continue
+                if m.group(1) == "old" and not self.out.exists():
+                    os.rename(p, self.out)
+                else:
                     shutil.rmtree(p, ignore_errors=True)
 
     def __enter__(self) -> Path:
