@@ -28,6 +28,10 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
     refuse = json.loads((tmp_path / "demo" / "runs" / "refuse" / "scores.json").read_text())
     assert oracle["overall"] > 90 and refuse["overall"] < oracle["overall"] - 40
     assert oracle["counts"]["dialogues"] >= 12 and oracle["counts"]["unscored_judge_runs"] == 0
-    # the sample is valid under `validate`
-    ok = CliRunner().invoke(app, ["validate", str(tmp_path / "demo" / "sample"), "--strict"])
-    assert ok.exit_code == 0, ok.output
+    # the sample is valid under `validate`; its one warning is that it is not a real benchmark (synthetic), so
+    # `--strict` refuses it, as it refuses a dataset built with `build -m offline`
+    ok = CliRunner().invoke(app, ["validate", str(tmp_path / "demo" / "sample")])
+    assert ok.exit_code == 0 and "0 errors, 1 warnings" in ok.output, ok.output
+    assert "NOT a real benchmark: the bundled synthetic sample" in " ".join(ok.output.split())
+    assert CliRunner().invoke(app, ["validate", str(tmp_path / "demo" / "sample"), "--strict"]).exit_code == 2
+    assert json.loads((tmp_path / "demo" / "runs" / "oracle" / "scores.json").read_text())["not_a_benchmark"]

@@ -144,3 +144,130 @@ def test_the_review_app_opens_the_offline_workspace(offline_build: dict) -> None
 
     listed = make_client(offline_build["ws"]).get("/api/items", headers=who("ann1")).json()["items"]
     assert len(listed) == 54
+
+
+# ------------------------------------------------------------------------------ the mark travels (issue 25, 5)
+
+def _unmarked_copy(data: Path, dest: Path) -> Path:
+    """A copy of the dataset folder without ``metadata.json`` (videos hard-linked)."""
+    import os
+    import shutil
+
+    shutil.copytree(data, dest, copy_function=os.link)
+    (dest / "metadata.json").unlink()
+    return dest
+
+
+def test_every_dialogue_record_carries_the_mark_and_a_copy_without_metadata_is_recognised(
+        offline_build: dict, tmp_path: Path) -> None:
+    from mtvbench.data.layout import NOT_A_BENCHMARK_KEY
+    from mtvbench.data.official import load_official
+    from mtvbench.data.schema import NotABenchmark
+
+    data = offline_build["ws"] / "dataset"
+    records = [r for f in sorted((data / "mtqa").glob("*.json")) for recs in json.loads(f.read_text()).values()
+               for r in recs]
+    assert len(records) == 54 and all(r[NOT_A_BENCHMARK_KEY] == NOT_A_BENCHMARK for r in records)
+    assert all(set(r) == {"event_index", "mtqa", NOT_A_BENCHMARK_KEY} for r in records)
+    copy = _unmarked_copy(data, tmp_path / "copy")
+    bench, problems = load_official(copy, check_videos=False)
+    assert bench is not None and bench.not_a_benchmark is not None
+    assert bench.not_a_benchmark.reason == NOT_A_BENCHMARK and bench.not_a_benchmark.found_in.startswith("mtqa/")
+    original, _ = load_official(data, check_videos=False)
+    assert original is not None
+    assert original.not_a_benchmark == NotABenchmark(reason=NOT_A_BENCHMARK, found_in="metadata.json")
+    # the key is read for the mark only: the dialogues are those of the data
+    assert [d.model_dump() for d in bench.dialogues] == [d.model_dump() for d in original.dialogues]
+    assert [p.message for p in problems] == [f"NOT a real benchmark: {NOT_A_BENCHMARK}"]
+    val = runner.invoke(app, ["validate", str(copy)])
+    assert val.exit_code == 0 and "NOT a real benchmark: built with the scripted offline model" in " ".join(
+        val.output.split())
+
+
+def test_the_mark_travels_with_every_number_made_from_the_data(offline_build: dict, tmp_path: Path) -> None:
+    """A run on a copy without ``metadata.json``: config.yaml records the mark (and still passes back to
+    --config), scores.json, leaderboard.md, `score` (every format), `report` (md, csv, tex, html), `compare`,
+    `stats`, the review app and the scores.json of an --answers-from run all say it."""
+    import yaml
+
+    from tests.review.conftest import make_client, who
+
+    copy = _unmarked_copy(offline_build["ws"] / "dataset", tmp_path / "copy")
+    common = ["--cache-dir", str(tmp_path / "cache"), "--frames", "2", "--quiet"]
+
+    def run(model: str, out: str) -> Path:
+        res = runner.invoke(app, ["run", "--data", str(copy), "--model", model, "--judge", "offline",
+                                  "--out", str(tmp_path / out), *common])
+        assert res.exit_code in (0, 3), res.output
+        assert f"NOT A BENCHMARK: {copy}: {NOT_A_BENCHMARK}" in " ".join(res.output.split())
+        return tmp_path / out
+
+    def flat(text: str) -> str:
+        return " ".join(text.split())
+
+    oracle, refuse = run("oracle", "oracle"), run("refuse", "refuse")
+    recorded = yaml.safe_load((oracle / "config.yaml").read_text())["not_a_benchmark"]
+    assert recorded["reason"] == NOT_A_BENCHMARK and recorded["found_in"].startswith("mtqa/")
+    again = runner.invoke(app, ["run", "--config", str(oracle / "config.yaml"), "--quiet"])
+    assert again.exit_code == 0, again.output  # the recorded key is no setting: the file is a --config
+    assert json.loads((oracle / "scores.json").read_text())["not_a_benchmark"] == recorded
+    board = flat((oracle / "leaderboard.md").read_text())
+    assert "**NOT A BENCHMARK**" in board and "built with the scripted offline model" in board
+    for fmt in ("table", "plain", "md", "csv"):
+        res = runner.invoke(app, ["score", str(oracle), "--format", fmt])
+        assert "built with the scripted offline model" in flat(res.output), (fmt, res.output)
+    assert json.loads(runner.invoke(app, ["score", str(oracle), "--format", "json"]).stdout)[
+        "not_a_benchmark"] == recorded
+    res = runner.invoke(app, ["report", str(oracle), str(refuse), "--out", str(tmp_path / "report")])
+    assert res.exit_code == 0, res.output
+    rep = tmp_path / "report"
+    assert flat((rep / "leaderboard.md").read_text()).count("NOT a real benchmark") == 2
+    rows = (rep / "leaderboard.csv").read_text().splitlines()
+    assert rows[0].endswith(",not_a_benchmark") and all("scripted offline model" in r for r in rows[1:])
+    assert (rep / "leaderboard.tex").read_text().count(r"$^\ddagger$") == 3  # both rows and the note
+    assert flat((rep / "report.html").read_text()).count("NOT a real benchmark") >= 3  # notes and the runs table
+    res = runner.invoke(app, ["compare", str(oracle), str(refuse), "--bootstrap", "50"])
+    assert "run A: NOT a real benchmark" in flat(res.output) and "run B: NOT a real benchmark" in flat(res.output)
+    for path in (copy, oracle):
+        res = runner.invoke(app, ["stats", str(path)])
+        assert res.exit_code == 0 and "NOT a real benchmark: built with the scripted offline model" in flat(
+            res.output), res.output
+    res = runner.invoke(app, ["run", "--answers-from", str(oracle), "--judge", "offline", "--out",
+                              str(tmp_path / "rejudged"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "rejudged" / "scores.json").read_text())["not_a_benchmark"] == recorded
+    pytest.importorskip("starlette")
+    for source in (copy, oracle, offline_build["ws"]):
+        job = "rater" if source == oracle else "annotator"
+        session = make_client(source, store=tmp_path / f"{source.name}.sqlite").get(
+            "/api/session", headers=who("u1", job)).json()
+        assert "built with the scripted offline model" in (session["source"]["not_a_benchmark"] or ""), source
+
+
+def test_build_export_accepted_only_with_nothing_accepted_keeps_the_previous_export(
+        offline_build: dict, tmp_path: Path) -> None:
+    """Issue 25, 6: exit 3 and FAILED, and ``ws/dataset`` byte for byte as it was (not twelve ``{}`` files), with
+    nothing half-written beside it; without an earlier export nothing is written."""
+    import shutil
+
+    ws = tmp_path / "ws"
+    shutil.copytree(offline_build["ws"], ws)
+    data = ws / "dataset"
+
+    def tree() -> dict[str, bytes]:
+        return {str(p.relative_to(data)): p.read_bytes() for p in sorted(data.rglob("*")) if p.is_file()}
+
+    def beside() -> list[str]:
+        return sorted(p.name for p in ws.iterdir() if p.name.startswith(".dataset."))
+
+    before = tree()
+    assert sum(len(json.loads(v)) for k, v in before.items() if k.startswith("mtqa/")) > 0
+    res = runner.invoke(app, ["build", "export", "-w", str(ws), "--accepted-only"])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 3, res.output
+    assert "FAILED" in out and f"the previous export in {data} is kept as it was" in out
+    assert tree() == before and beside() == []
+    shutil.rmtree(data)
+    res = runner.invoke(app, ["build", "export", "-w", str(ws), "--accepted-only"])
+    assert res.exit_code == 3 and "nothing was written" in res.output
+    assert not data.exists() and beside() == []

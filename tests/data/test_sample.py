@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mtvbench.data.sample import SAMPLE_VIDEOS, STEMS, materialize, render_frame
+from mtvbench.data.layout import NOT_A_BENCHMARK_KEY
+from mtvbench.data.sample import NOT_A_BENCHMARK, SAMPLE_VIDEOS, STEMS, materialize, render_frame
 from mtvbench.data.sample.videos import VideoSpec
 from mtvbench.data.schema import ALL_ROUNDS_TASKS, MODEL_TURN_ABILITIES, STEM_TO_TASK, Task, is_model_turn
 from mtvbench.judge.offline import judge_items
@@ -158,7 +159,9 @@ def test_json_follows_the_official_layout(root: Path) -> None:
             events = [str(e["event_index"]) for e in entries]
             assert len(set(events)) == len(events)
             for e in entries:
-                assert set(e) == {"event_index", "mtqa"}
+                # eval.py reads event_index and mtqa; the mark of data that is not a benchmark is ignored by it
+                assert set(e) == {"event_index", "mtqa", NOT_A_BENCHMARK_KEY}
+                assert e[NOT_A_BENCHMARK_KEY] == NOT_A_BENCHMARK
                 event_types.add(type(e["event_index"]))
                 rounds = e["mtqa"]
                 assert list(rounds) == [f"Round {k}" for k in range(1, len(rounds) + 1)]
@@ -281,3 +284,37 @@ def test_readme_describes_every_scene() -> None:
         assert f"`{name}`" in text
         for sc in spec.scenes:
             assert f"{hms(sc.start)}-{hms(sc.end)}" in text, f"{name}: {sc.title}"
+
+
+def test_the_sample_is_marked_not_a_benchmark(root: Path) -> None:
+    """The sample is synthetic: the loader, `validate` and every number made from it say so."""
+    from mtvbench.data.official import load_official
+
+    bench, problems = load_official(root)
+    assert bench is not None and bench.not_a_benchmark is not None
+    assert bench.not_a_benchmark.reason == NOT_A_BENCHMARK and bench.not_a_benchmark.found_in.startswith("mtqa/")
+    assert [p.message for p in problems if p.level == "warning"] == [f"NOT a real benchmark: {NOT_A_BENCHMARK}"]
+
+
+@pytest.mark.parametrize("reason", ["x" * 100_000, "line one\nline two\x1b[31m red\x07", "   \t "])
+def test_a_mark_from_the_data_is_one_bounded_line_or_none(tmp_path: Path, reason: str) -> None:
+    """The mark's reason is untrusted text from the dataset: kept as one line of at most 500 characters, without
+    control characters; a blank one is no mark."""
+    from mtvbench.data.official import load_official
+    from mtvbench.data.schema import MAX_MARK_CHARS
+
+    root = materialize(tmp_path / "s")
+    for f in (root / "mtqa").glob("*.json"):
+        obj = json.loads(f.read_text())
+        for recs in obj.values():
+            for r in recs:
+                r[NOT_A_BENCHMARK_KEY] = reason
+        f.write_text(json.dumps(obj))
+    bench, _ = load_official(root, check_videos=False)
+    assert bench is not None
+    if not reason.strip():
+        assert bench.not_a_benchmark is None
+        return
+    mark = bench.not_a_benchmark
+    assert mark is not None and len(mark.reason) <= MAX_MARK_CHARS and mark.reason.isprintable()
+    assert "\n" not in mark.line and "\x1b" not in mark.line

@@ -5,6 +5,11 @@ value, every turn's ACC, every dialogue's value (all on eval.py's 0-1 scale, exa
 ``mean_mtqa`` (x 100, within 1e-9). The fixtures are data recorded from the scripts themselves
 (tests/fixtures/authors/README.md); nothing here recomputes eval.py's arithmetic by hand.
 
+The mark of data that is not a benchmark (``mtvbench_not_a_benchmark`` in every dialogue record, which the bundled
+sample carries and ``build -m offline`` writes) changes none of these values: eval.py and the inference scripts read
+only ``event_index`` and ``mtqa`` of a dialogue record, and the loader reads the key for the mark alone; each case
+runs with and without it.
+
 Where mtvbench differs on purpose it is asserted too: a dropped turn or a skipped run is counted and the run
 is INCOMPLETE (eval.py is silent); a round key not of the form ``Round k`` is refused by validation (eval.py
 skips it; the edge case's only one is the last round of its dialogue, so leaving it out changes no value).
@@ -20,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from mtvbench.data.layout import NOT_A_BENCHMARK_KEY
 from mtvbench.data.schema import STEM_TO_TASK
 from mtvbench.models.registry import BACKENDS, register_backend
 from mtvbench.models.settings import BackendOptions
@@ -69,9 +75,19 @@ def sample_videos(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return materialize(tmp_path_factory.mktemp("sample") / "sample") / "videos"
 
 
-def dataset(case: AuthorsCase, dest: Path, videos: Path) -> Path:
-    """The case's dataset folder: its JSON files, and the sample's videos (under the edge's names for edge)."""
+def dataset(case: AuthorsCase, dest: Path, videos: Path, marked: bool | None = None) -> Path:
+    """The case's dataset folder: its JSON files, and the sample's videos (under the edge's names for edge);
+    ``marked``: every dialogue record carries the mark of data that is not a benchmark (True), none does
+    (False), or as the case's files have it (None: the bundled sample is marked, edge is not)."""
     for rel, data in case.dataset_json().items():
+        if marked is not None and rel.startswith("mtqa/"):
+            obj = json.loads(data)
+            for records in obj.values():
+                for e in records:
+                    e.pop(NOT_A_BENCHMARK_KEY, None)
+                    if marked:
+                        e[NOT_A_BENCHMARK_KEY] = "a test mark"
+            data = json.dumps(obj, ensure_ascii=False, indent=2).encode()
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         if rel == "mtqa/topic_shifting.json" and case.name == "edge":
             obj = json.loads(data)
@@ -90,8 +106,9 @@ def dataset(case: AuthorsCase, dest: Path, videos: Path) -> Path:
     return dest
 
 
-def run_case(case: AuthorsCase, tmp_path: Path, videos: Path) -> tuple[Path, ReplayServer, Any]:
-    data = dataset(case, tmp_path / "data", videos)
+def run_case(case: AuthorsCase, tmp_path: Path, videos: Path, marked: bool | None = None
+             ) -> tuple[Path, ReplayServer, Any]:
+    data = dataset(case, tmp_path / "data", videos, marked)
     tasks = ",".join(STEM_TO_TASK[stem].abbr for stem in case.tasks)
     with ReplayServer(case.script) as srv:
         res = cli("run", "--data", data, "--tasks", tasks, "--model", f"{PREFIX}:{case.name}",
@@ -102,10 +119,11 @@ def run_case(case: AuthorsCase, tmp_path: Path, videos: Path) -> tuple[Path, Rep
     return tmp_path / "run", srv, res
 
 
+@pytest.mark.parametrize("marked", [True, False], ids=["marked", "unmarked"])
 @pytest.mark.parametrize("name", ["sample", "edge"])
-def test_scores_equal_eval_py(name: Case, tmp_path: Path, sample_videos: Path) -> None:
+def test_scores_equal_eval_py(name: Case, marked: bool, tmp_path: Path, sample_videos: Path) -> None:
     case = load_case(name)
-    run_dir, srv, res = run_case(case, tmp_path, sample_videos)
+    run_dir, srv, res = run_case(case, tmp_path, sample_videos, marked)
     assert res.exit_code in (0, 3), res.output
     # the judge was asked exactly eval.py's prompts, as eval.py sent them
     sent = {rq.digest: rq.body for rq in case.requests}
@@ -136,6 +154,7 @@ def test_scores_equal_eval_py(name: Case, tmp_path: Path, sample_videos: Path) -
         assert sum(1 for i in by_id if i.startswith(task + "/")) == len(exp.turns) + len(exp.dropped_turns)
     s = run.scores
     assert s.protocol == "authors" and s.judge_runs == 3
+    assert (s.not_a_benchmark is not None) == marked  # the key is read for the mark and for nothing else
     dropped = sum(len(e.dropped_turns) for e in case.tasks.values())
     skipped = sum(len(t.skipped_runs) for e in case.tasks.values() for t in e.turns)
     assert s.complete == (dropped == skipped == 0 and s.counts.checklists_not_judged == 0

@@ -72,6 +72,8 @@ class Comparison(BaseModel):
     caveats: list[str] = []
     #: reasons the comparison does not cover everything (dialogues left out, incomplete runs)
     incomplete_reasons: list[str] = []
+    #: one line per run whose data is not a real benchmark (``run A: NOT a real benchmark: why``)
+    not_a_benchmark: list[str] = []
 
     @property
     def complete(self) -> bool:
@@ -163,6 +165,7 @@ def comparison_table(c: Comparison) -> TextTable:
         rows.append([r.label, r.a, r.b, r.diff, ci, r.p_value, r.n])
     notes = ["n counts the dialogues scored in both runs.", *missing_notes(c)]
     notes += [f"INCOMPLETE: {reason}." for reason in c.incomplete_reasons]
+    notes += c.not_a_benchmark
     if c.unpaired_a or c.unpaired_b:
         notes.append(f"Left out (scored in one run only): {c.unpaired_a} in A, {c.unpaired_b} in B.")
     notes += [f"Caveat: {cav}" for cav in c.caveats]
@@ -242,6 +245,8 @@ def compare_run_dirs(dir_a: str | Path, dir_b: str | Path, *, n_boot: int = 1000
     for side, r in (("A", ra), ("B", rb)):
         if not r.scores.complete:
             comp.incomplete_reasons.append(f"run {side} is incomplete: {'; '.join(r.scores.incomplete_reasons)}")
+        if r.scores.not_a_benchmark is not None:
+            comp.not_a_benchmark.append(f"run {side}: {r.scores.not_a_benchmark.line}")
     return comp
 
 

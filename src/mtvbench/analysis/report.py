@@ -34,6 +34,7 @@ from mtvbench.render.leaderboard import (
     CI_KEYS,
     COLUMNS,
     RANK_RULE,
+    benchmark_notes,
     column_ranks,
     incomplete_notes,
     leaderboard_csv,
@@ -140,7 +141,8 @@ def _leaderboard_html(rows: Sequence[tuple[str, Scores]]) -> str:
             if c is not None and v is not None:
                 txt += f'<br><span class="ci">[{fmt(c[0])}, {fmt(c[1])}]</span>'
             cells.append(txt)
-        cells.append("complete" if s.complete else '<span class="incomplete">INCOMPLETE</span>')
+        cells.append(("complete" if s.complete else '<span class="incomplete">INCOMPLETE</span>')
+                     + ("" if s.not_a_benchmark is None else '<br><span class="incomplete">NOT A BENCHMARK</span>'))
         body.append(cells)
     info = []
     for name, s in rows:
@@ -345,18 +347,21 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
     if any(r.config.judge == "offline" for r in runs):
         res.notes.append(OFFLINE_NOTE)
     res.notes += protocol_notes(res.rows)
-    incomplete = incomplete_notes(res.rows)
-    res.notes += incomplete
-    res.write("leaderboard.md", leaderboard_markdown_marked(res.rows)  # (it lists the incomplete runs itself)
-              + "".join(f"\n> {markdown(n)}\n" for n in res.notes if n not in incomplete))
+    listed = incomplete_notes(res.rows) + benchmark_notes(res.rows)
+    res.notes += listed
+    res.write("leaderboard.md", leaderboard_markdown_marked(res.rows)  # (it lists those runs itself)
+              + "".join(f"\n> {markdown(n)}\n" for n in res.notes if n not in listed))
     res.write("leaderboard.csv", leaderboard_csv(res.rows))
     res.write("leaderboard.tex", leaderboard_latex(res.rows))
     meta = _report_metadata(res, runs, metadata_file, scene_cache_dir, estimate_scenes)
     sections = [_leaderboard_section(res), *_breakdown_sections(res, runs, names, meta)]
-    runs_info = html_table(["Run", "Folder", "Model", "Protocol", "Model sent", "Judge", "Context", "Frames"],
+    runs_info = html_table(["Run", "Folder", "Model", "Protocol", "Model sent", "Judge", "Context", "Frames",
+                            "Data"],
                            [[n, str(r.run_dir), r.config.model, r.config.protocol_name, r.config.inference_label,
                              f"{r.config.judge} x{r.config.judge_runs}", r.config.context,
-                             r.config.frame_settings().key()] for n, r in zip(names, runs)])
+                             r.config.frame_settings().key(),
+                             r.scores.not_a_benchmark.line if r.scores.not_a_benchmark is not None else "–"]
+                            for n, r in zip(names, runs)])
     sections.insert(0, Section("runs", "Runs", runs_info))
     estimated = _estimate_section(runs, names)
     if estimated is not None:

@@ -28,7 +28,7 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel
 
-from mtvbench.data.schema import TASKS, Dialogue
+from mtvbench.data.schema import TASKS, Dialogue, NotABenchmark
 from mtvbench.errors import MissingExtraError
 from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, print_tables
 from mtvbench.render.tables import Col, TextTable, Value, to_markdown
@@ -105,6 +105,8 @@ class BenchStats(BaseModel):
     answer_len: float | None
     tokenizer: str
     diversity_measure: str = DIVERSITY_MEASURE
+    #: why the data is not a real benchmark (built with a scripted model, or the bundled sample); None otherwise
+    not_a_benchmark: NotABenchmark | None = None
 
 
 def compute_stats(dialogues: Sequence[Dialogue], durations: dict[str, float | None], *, name: str = "all",
@@ -152,6 +154,19 @@ def load_dialogues(path: Path) -> tuple[list[Dialogue], dict[str, Path], str]:
     return bench.dialogues, videos, f"dataset {path}"
 
 
+def data_mark(path: Path) -> NotABenchmark | None:
+    """The mark of a dataset root (``metadata.json`` or its dialogue records) or of a run directory (its
+    ``config.yaml``): why its numbers are not MT-Video-Bench numbers."""
+    path = Path(path)
+    if (path / "benchmark.json").exists():
+        from mtvbench.run.rundir import read_mark
+
+        return read_mark(path)
+    from mtvbench.data.buildmeta import dataset_mark
+
+    return dataset_mark(path)
+
+
 def benchmark_stats(path: Path, tokenizer_path: str | None = None, per_task: bool = True,
                     durations: dict[str, float | None] | None = None) -> list[BenchStats]:
     from mtvbench.analysis.metadata import probe_durations
@@ -166,7 +181,8 @@ def benchmark_stats(path: Path, tokenizer_path: str | None = None, per_task: boo
             sub = [d for d in dialogues if d.task == t]
             if sub:
                 out.append(compute_stats(sub, durations, name=t.abbr, tokenizer=tok))
-    return out
+    mark = data_mark(path)
+    return [s.model_copy(update={"not_a_benchmark": mark}) for s in out]
 
 
 def stats_table(rows: Sequence[BenchStats]) -> TextTable:
@@ -189,6 +205,8 @@ def stats_table(rows: Sequence[BenchStats]) -> TextTable:
         notes.append(f"Lexical diversity: {s.diversity_measure}, over lower-cased words. "
                      f"Lengths: tokens per question/answer with the tokenizer '{s.tokenizer}'. "
                      f"Video lengths known for {s.videos_with_duration}/{s.videos} videos.")
+        if s.not_a_benchmark is not None:
+            notes.append(f"{s.not_a_benchmark.line} (these are the statistics of that data, not of MT-Video-Bench)")
     return TextTable(columns=cols, rows=body, notes=notes)
 
 

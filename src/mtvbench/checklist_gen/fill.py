@@ -8,6 +8,12 @@ videos, or copies where a hard link is impossible: a data root holds no symbolic
 same ``out`` continues from what ``DIR`` already holds;
 ``DIR`` may not hold another dataset (its ``mtqa/`` files must equal the source's).
 
+With ``out=DIR`` the new folder is written beside it (``.DIR.partial``) and swapped in when every task is
+done (:class:`mtvbench.util.files.FolderSwap`): until then ``DIR`` stays as it was. A run that stops after
+generating checklists keeps ``.DIR.partial`` (the error names it) and the same command continues from it; a
+run that stops before generating any leaves nothing beside ``DIR``; a run that generates nothing new leaves
+``DIR`` untouched.
+
 For every dialogue of ``mtqa/<task>.json`` and every round that is a model turn under the
 official rule (:func:`mtvbench.data.schema.is_model_turn`), an entry of
 ``checklist/<task>_CheckList.json`` is generated when none exists. Existing entries are
@@ -44,12 +50,12 @@ from mtvbench.data.layout import (
 )
 from mtvbench.data.official import refuse_links
 from mtvbench.data.schema import TASKS, Task, is_model_turn
-from mtvbench.errors import InputError, OutputError
+from mtvbench.errors import InputError, MtvbenchError, OutputError
 from mtvbench.models.backend import ModelBackend
-from mtvbench.util.files import atomic_copy_file, ensure_dir, place_file
+from mtvbench.util.files import FolderSwap, atomic_copy_file, ensure_dir, place_file
 from mtvbench.util.jsonio import load_json_file
 
-__all__ = ["ChecklistFailure", "FillReport", "fill_checklists", "prepare_out"]
+__all__ = ["ChecklistFailure", "FillReport", "check_out", "fill_checklists", "prepare_out"]
 
 
 class ChecklistFailure(BaseModel):
@@ -93,13 +99,45 @@ async def fill_checklists(
     """Generate the missing checklist entries of the dataset at ``root`` into ``out`` (``None``: in place)."""
     root = Path(root)
     refuse_links(root)  # a data root holds no symbolic link (mtvbench.data.official)
-    target = prepare_out(root, Path(out)) if out is not None else root
-    filler = _Filler(root, target, backend, n=n, overwrite=overwrite, concurrency=concurrency,
-                     max_attempts=max_attempts, exact_split=exact_split, on_progress=on_progress)
-    for task in tasks:
-        await filler.task(task)
-    filler.report.out = str(target)
-    return filler.report
+
+    def filler(target: Path) -> _Filler:
+        return _Filler(root, target, backend, n=n, overwrite=overwrite, concurrency=concurrency,
+                       max_attempts=max_attempts, exact_split=exact_split, on_progress=on_progress)
+
+    if out is None:
+        work = filler(root)
+        for task in tasks:
+            await work.task(task)
+        work.report.out = str(root)
+        return work.report
+    out = Path(out)
+    check_out(root, out)
+    swap = FolderSwap(out, resumable=True)
+    try:
+        with swap as stage:
+            prepare_out(root, stage, previous=None if swap.resumed else out)
+            work = filler(stage)
+            try:
+                for task in tasks:
+                    await work.task(task)
+            except BaseException as e:
+                swap.keep_on_failure = swap.resumed or work.report.generated > 0
+                if swap.keep_on_failure and isinstance(e, MtvbenchError):
+                    e.hint = "; ".join(x for x in (e.hint, (
+                        f"{out} is as it was; the checklists generated so far are kept in {stage}: the same "
+                        "command continues from them")) if x)
+                raise
+            if work.report.generated == 0 and not swap.resumed and out.exists():
+                raise _NothingNew  # nothing new: the earlier folder stays exactly as it is
+    except _NothingNew:
+        work.report.files_written = []
+    work.report.out = str(out)
+    work.report.files_written = [str(out / Path(f).relative_to(stage)) for f in work.report.files_written]
+    return work.report
+
+
+class _NothingNew(Exception):
+    """No checklist was generated: the earlier ``--out`` folder is kept (caught by the caller)."""
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -109,25 +147,36 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def prepare_out(root: Path, out: Path) -> Path:
-    """Lay out ``out`` as a copy of the dataset at ``root`` (see module doc); checklists come later."""
+def check_out(root: Path, out: Path) -> None:
+    """``out`` may receive a copy of the dataset at ``root``: not the dataset itself, a folder, and holding
+    no other dataset (its ``mtqa/`` files, when there, are the source's)."""
     if not is_dataset(root):
         raise InputError(f"{root}: no {MTQA_DIR}/ folder (expected the released layout: {FOLDERS_TEXT})")
     if out.resolve() == root.resolve():
         raise InputError(f"--out {out} is the dataset itself: pass --in-place to write into it")
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out}: exists and is not a folder")
-    sources = sorted(mtqa_dir(root).glob("*.json"))
-    for src in sources:
+    for src in sorted(mtqa_dir(root).glob("*.json")):
         dst = mtqa_dir(out) / src.name
         if dst.exists() and not _same_file(src, dst):
             raise OutputError(f"{dst}: differs from {src}; {out} holds another dataset (choose an empty --out)")
+
+
+def prepare_out(root: Path, out: Path, previous: Path | None = None) -> Path:
+    """Lay out ``out`` as a copy of the dataset at ``root`` (see module doc): ``mtqa/`` and ``metadata.json``
+    copied, ``videos/`` linked, and the checklist files of an earlier ``--out`` folder ``previous``, from
+    which the generation continues; checklists come later."""
+    check_out(root, out)
     ensure_dir(checklist_dir(out))
-    for src in sources:
+    for src in sorted(mtqa_dir(root).glob("*.json")):
         if not (mtqa_dir(out) / src.name).exists():
             atomic_copy_file(src, mtqa_dir(out) / src.name)
     if metadata_path(root).is_file() and not metadata_path(out).exists():
         atomic_copy_file(metadata_path(root), metadata_path(out))
+    if previous is not None and checklist_dir(previous).is_dir():
+        for f in sorted(checklist_dir(previous).glob("*.json")):
+            if f.is_file() and not f.is_symlink() and not (checklist_dir(out) / f.name).exists():
+                atomic_copy_file(f, checklist_dir(out) / f.name)
     _link_videos(videos_dir(root), videos_dir(out))
     return out
 

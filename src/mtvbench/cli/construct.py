@@ -172,7 +172,10 @@ def _summary(reports: list[StageReport], export: ExportReport | None, accepted_o
         return 3
     if export is not None and export.dialogues == 0:
         note("FAILED", "the export holds no dialogue: nothing to review or evaluate"
-             + (" (--accepted-only: no dialogue is accepted in review yet)" if accepted_only else ""), style="bold red")
+             + (" (--accepted-only: no dialogue is accepted in review yet)" if accepted_only else "")
+             + (f"; nothing was written, the previous export in {export.out} is kept as it was"
+                if not export.written and Path(export.out).exists() else "; nothing was written"),
+             style="bold red")
         return 3
     return 0
 
@@ -214,7 +217,7 @@ def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str
         progress.close()
     if builder.cluster() is not None:
         note("ray", builder.cluster_summary())
-    if rep is not None:
+    if rep is not None and rep.written:
         say(f"exported {rep.dialogues} dialogue(s) ({rep.checklists} checklist entries) of "
             f"{len(rep.videos)} video(s) to {rep.out}")
         say(f"review queue: {rep.review}")

@@ -12,7 +12,6 @@ from rich.progress import Progress as RichProgress
 
 from mtvbench.cli.data import check_dataset
 from mtvbench.config import build_config, load_yaml
-from mtvbench.data.buildmeta import not_a_benchmark
 from mtvbench.data.layout import FOLDERS_TEXT
 from mtvbench.extras import require_backend
 from mtvbench.render.console import (
@@ -104,6 +103,8 @@ def status_lines(scores: Scores) -> list[tuple[str, str | None]]:
     else:
         out = [(f"status: INCOMPLETE; Overall {label}{chosen}", "bold red")]
         out += [(f"  - {r}", "red") for r in scores.incomplete_reasons]
+    if scores.not_a_benchmark is not None:
+        out.append((scores.not_a_benchmark.line, "bold yellow"))
     out.append((f"protocol: {scores.protocol} (model sent: {scores.inference})", None))
     c = scores.counts
     line = (f"counts: {c.dialogues} dialogues, {c.model_turns} model turns, {c.scored_turns} scored turns, "
@@ -140,6 +141,8 @@ def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = 
         note("protocol", f"{scores.protocol} (model sent: {scores.inference})")
         if (limited := scores.limit_label()) is not None:
             note("limit", limited, style="yellow")
+        if scores.not_a_benchmark is not None:
+            note("NOT A BENCHMARK", scores.not_a_benchmark.reason, style="bold yellow")
         if scores.complete:
             note("status", f"complete; Overall {scores.overall_label()}", style="green")
         else:
@@ -196,8 +199,8 @@ def run(
     scores, summary = _run_with_progress(lambda p: evaluate(cfg, p, wait=wait), quiet)
     _summarise(summary)
     show_scores(scores.model_copy(update={"model": cfg.model}), f"MT-Video-Bench — {cfg.out}", OutputFormat.table)
-    if (why := not_a_benchmark(cfg.data)) is not None:
-        note("NOT A BENCHMARK", f"{cfg.data}: {why}", style="bold yellow")
+    if scores.not_a_benchmark is not None:
+        note("NOT A BENCHMARK", f"{cfg.data}: {scores.not_a_benchmark.reason}", style="bold yellow")
     if cfg.answers_from is not None:
         note("answers", f"those stored in {cfg.answers_from}, judged by {cfg.judge}; the model was asked nothing "
              "(recorded in config.yaml and with each answer)")

@@ -28,8 +28,9 @@ from mtvbench.protocol import ProtocolName
 RUN_SCHEMA_VERSION = 3
 #: keys a run directory's config.yaml carries besides the settings (so it can be passed to --config)
 #: what a run directory's config.yaml records besides the settings (read back, never a setting):
-#: the format, the version that wrote it, the base URL each role actually called, and what the model was sent
-RECORD_KEYS = ("schema_version", "mtvbench_version", "endpoints", "inference_sent")
+#: the format, the version that wrote it, the base URL each role actually called, what the model was sent, and
+#: why the data is not a real benchmark (:class:`mtvbench.data.schema.NotABenchmark`; null for a real one)
+RECORD_KEYS = ("schema_version", "mtvbench_version", "endpoints", "inference_sent", "not_a_benchmark")
 #: the protocol of a new run directory
 DEFAULT_PROTOCOL: ProtocolName = "authors"
 #: identity keys whose change is recorded, not refused (:meth:`mtvbench.config.RunConfig.identity`): the model's

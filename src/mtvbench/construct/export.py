@@ -26,8 +26,14 @@ rules (``build all`` then exits 3); a video whose units were all validly rated b
 threshold gets its line without being a failure.
 
 **Not a real benchmark**: when any exported video was built with the scripted offline model
-(:mod:`mtvbench.construct.offline_model`), ``metadata.json`` says so (``not_a_benchmark``) and
-``mtvbench validate`` and ``mtvbench run`` repeat it.
+(:mod:`mtvbench.construct.offline_model`), ``metadata.json`` says so (``not_a_benchmark``), and so does every
+dialogue record of ``mtqa/`` (:data:`mtvbench.data.layout.NOT_A_BENCHMARK_KEY`, which eval.py ignores), so a
+copy without ``metadata.json`` is still marked; ``validate``, ``run`` and every score made from it repeat it.
+
+**All or nothing**: the folder is written beside ``--out`` and swapped in when complete
+(:meth:`mtvbench.data.layout.LayoutWriter.export`); an export without a dialogue (``--accepted-only`` before
+anything is accepted) writes nothing (``written`` is False) and leaves the previous export as it was. The
+review queue is saved either way.
 
 **Human verification** (paper §3.2): the export writes the review queue
 (:mod:`mtvbench.construct.review_queue`: one item per generated dialogue, the decisions in the
@@ -55,10 +61,10 @@ from mtvbench.construct.stages.split import SplitResult
 from mtvbench.construct.stages.suitability import SuitabilityResult
 from mtvbench.construct.workspace import Workspace
 from mtvbench.data.buildmeta import BuildMetadata, BuiltDialogueMeta, VideoMeta
-from mtvbench.data.layout import LayoutWriter, kept, metadata_path, place_video, write_layout_json
+from mtvbench.data.layout import LayoutWriter, kept
 from mtvbench.data.schema import TASKS
 from mtvbench.review.decisions import ReviewItem, content_hash
-from mtvbench.util.files import VideoMode
+from mtvbench.util.files import NothingWritten, VideoMode
 
 
 class ExportReport(BaseModel):
@@ -73,6 +79,8 @@ class ExportReport(BaseModel):
     review: dict[str, int] = Field(default_factory=dict)
     #: set when a scripted model built what was exported (see module doc)
     not_a_benchmark: str | None = None
+    #: False when nothing was written (no dialogue to export): the previous export is kept as it was
+    written: bool = True
 
 
 def video_shortfall(artifacts: list[Artifact]) -> Shortfall | None:
@@ -149,13 +157,18 @@ def export_dataset(ws: Workspace, videos: list[VideoRecord], out: Path | None = 
                 category=v.category, duration_s=split.duration_s, scene_count=len(merge.segments),
                 clip_count=len(split.clips), clips=[(c.start_s, c.end_s) for c in split.clips],
                 segments=[(s.start_s, s.end_s) for s in merge.segments])
-    layout.write(out)
     for v in used_videos:
         src = Path(v.path)
-        place_video(out, src, f"{v.name}{src.suffix.lower()}", video_mode)
+        layout.add_video(src, f"{v.name}{src.suffix.lower()}", video_mode)
         report.videos.append(v.name)
-    meta.not_a_benchmark = report.not_a_benchmark
-    write_layout_json(metadata_path(out), meta.model_dump(mode="json"))
+    meta.not_a_benchmark = layout.not_a_benchmark = report.not_a_benchmark
+    layout.metadata = meta.model_dump(mode="json")
+    try:
+        layout.export(out, empty="no dialogue to export" + (" (none is accepted in review yet)" if accepted_only
+                                                            else ""))
+    except NothingWritten:
+        report.written = False
+        report.videos = []
     save_queue(ws, queue)
     report.review = queue.counts()
     return report

@@ -1,7 +1,8 @@
 """Safe unpacking of the zip and tar archives a dataset release may ship its videos in.
 
-An archive is unpacked into a fresh folder beside the destination (``DEST.partial``) and
-renamed into place when every member is written, so ``DEST`` is either complete or absent.
+An archive is unpacked into a fresh folder beside the destination and swapped into place when every
+member is written (:class:`mtvbench.util.files.FolderSwap`), so ``DEST`` is complete, absent, or what it
+was before.
 Safety rules, checked before a single byte is written:
 
 - a member name that is absolute, has a drive letter or a ``..`` part is an error naming the
@@ -32,7 +33,7 @@ from typing import IO, Literal
 from pydantic import BaseModel
 
 from mtvbench.errors import InputError, OutputError
-from mtvbench.util.files import describe_os_error
+from mtvbench.util.files import FolderSwap, describe_os_error
 
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 #: pieces of a split archive (``videos.zip.001``, ``videos.z01``, ``videos.tar.gz.part2``)
@@ -160,24 +161,18 @@ def unpack(archive: Path, dest: Path, *, keep: Callable[[str], bool] | None = No
         if need + FREE_MARGIN > free:
             raise OutputError(f"{dest.parent}: unpacking {archive.name} needs {need / 1e9:.2f} GB, "
                               f"{free / 1e9:.2f} GB free; free some space or choose another folder (--to)")
-        tmp = dest.with_name(dest.name + ".partial")
-        shutil.rmtree(tmp, ignore_errors=True)
         try:
-            for m, rel in chosen:
-                out = tmp.joinpath(*rel.parts)
-                out.parent.mkdir(parents=True, exist_ok=True)
-                written = _copy_member(m, out, archive)
-                report.files += 1
-                report.bytes += written
-            shutil.rmtree(dest, ignore_errors=True)
-            tmp.mkdir(parents=True, exist_ok=True)
-            tmp.replace(dest)
-        except OSError as e:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise OutputError(describe_os_error(getattr(e, "filename", None) or dest, e)) from e
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            with FolderSwap(dest) as tmp:
+                for m, rel in chosen:
+                    out = tmp.joinpath(*rel.parts)
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    written = _copy_member(m, out, archive)
+                    report.files += 1
+                    report.bytes += written
+        except OutputError:
             raise
+        except OSError as e:
+            raise OutputError(describe_os_error(getattr(e, "filename", None) or dest, e)) from e
     return report
 
 

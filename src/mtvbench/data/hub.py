@@ -21,7 +21,10 @@
    followed only inside the dataset's folder of the Hub cache (its ``blobs/``): one pointing
    elsewhere refuses the whole snapshot before anything is written (:func:`check_links`).
    ``TARGET/mtvbench-dataset.json`` records the source, the commit and how the videos were
-   placed; it is written ``complete`` last, so a stopped preparation is redone next time.
+   placed. The new layout and its record are written beside ``TARGET`` and swapped in whole
+   (:class:`mtvbench.util.files.FolderSwap`; the lock and the unpacked archives are carried over): a
+   preparation that fails (a full disk, a stopped copy) leaves the earlier dataset there as it was, and a
+   new folder's record says ``complete`` only after the swap, so a stopped preparation is redone next time.
 
 ``TARGET`` is ``--to DIR`` or, by default (and for ``--data hf:...``), the mtvbench cache:
 ``$MTVBENCH_CACHE/datasets/ORG--NAME/COMMIT`` (``~/.cache/mtvbench/...``). A prepared commit is
@@ -56,14 +59,16 @@ from mtvbench.data.official import VIDEO_SUFFIXES
 from mtvbench.data.schema import TASKS
 from mtvbench.errors import InputError, MtvbenchError, OutputError
 from mtvbench.ledger.lock import file_lock
-from mtvbench.util.files import atomic_write_text, describe_os_error, ensure_dir
+from mtvbench.util.files import FolderSwap, atomic_write_text, describe_os_error, ensure_dir
 from mtvbench.util.paths import cache_dir
 
 HF_PREFIX = "hf:"
 DEFAULT_REPO = "NJU-LINK/MT-Video-Bench"
 RECORD_FILE = "mtvbench-dataset.json"
 #: folders and files of a prepared target that are ours (anything else means "not ours")
-_OURS = {RECORD_FILE, ".lock", ".unpacked", ".layout.partial", *FOLDERS, *(f".{d}.old" for d in FOLDERS)}
+_OURS = {RECORD_FILE, ".lock", ".unpacked", *FOLDERS}
+#: what a prepared target keeps from one preparation to the next (moved into the new folder at the swap)
+_CARRIED = (".lock", ".unpacked")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _REVISION = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
 _MAX_DEPTH = 4  # discovery looks this many folders deep (released folders sit at the top or one down)
@@ -387,24 +392,16 @@ def _place_video(src: Path, dst: Path) -> str:
         return "copies"
 
 
-def _lay_out(found: Found, target: Path) -> tuple[int, str]:
-    partial = target / ".layout.partial"
-    shutil.rmtree(partial, ignore_errors=True)
+def _lay_out(found: Found, folder: Path) -> tuple[int, str]:
+    """``mtqa/``, ``checklist/`` and ``videos/`` of ``found`` in the new folder ``folder`` (a
+    :class:`~mtvbench.util.files.FolderSwap` stage)."""
     for sub in FOLDERS:
-        (partial / sub).mkdir(parents=True)
+        (folder / sub).mkdir(parents=True)
     for name, f in found.mtqa.items():
-        shutil.copyfile(f, mtqa_dir(partial) / name)
+        shutil.copyfile(f, mtqa_dir(folder) / name)
     for name, f in found.checklist.items():
-        shutil.copyfile(f, checklist_dir(partial) / name)
-    modes = {_place_video(f, videos_dir(partial) / name) for name, f in found.videos.items()}
-    for sub in FOLDERS:
-        old = target / f".{sub}.old"
-        shutil.rmtree(old, ignore_errors=True)
-        if (target / sub).exists():
-            (target / sub).replace(old)
-        (partial / sub).replace(target / sub)
-        shutil.rmtree(old, ignore_errors=True)
-    shutil.rmtree(partial, ignore_errors=True)
+        shutil.copyfile(f, checklist_dir(folder) / name)
+    modes = {_place_video(f, videos_dir(folder) / name) for name, f in found.videos.items()}
     mode = ("hard links and copies" if len(modes) == 2 else next(iter(modes))) if modes else "none"
     return len(found.videos), mode
 
@@ -495,10 +492,11 @@ def prepare(snapshot: Snapshot, target: Path, *, note: Note = _quiet, force: boo
             if rec is not None and rec.complete and rec.commit == snapshot.commit and not force \
                     and all((target / s).is_dir() for s in FOLDERS):
                 return PreparedDataset(root=target, record=rec, reused=True)
-            rec = DatasetRecord(source=snapshot.spec.text, repo_id=snapshot.spec.repo_id,
+            new = DatasetRecord(source=snapshot.spec.text, repo_id=snapshot.spec.repo_id,
                                 revision=snapshot.spec.revision, commit=snapshot.commit, snapshot=str(snapshot.path),
                                 mtvbench_version=__version__)
-            _write_record(target, rec)  # claims the folder; complete only at the end
+            if rec is None or not rec.complete:
+                _write_record(target, new)  # claims the folder; a complete earlier one stays until the swap
             notes = list(found.notes)
             if found.archives:
                 found = _unpack_all(found, snapshot, target, note, notes)
@@ -506,12 +504,13 @@ def prepare(snapshot: Snapshot, target: Path, *, note: Note = _quiet, force: boo
                 raise _no_task_files(snapshot)
             if not found.videos:
                 notes.append("no video files found (loose or in archives); `validate` lists the missing ones")
-            n, mode = _lay_out(found, target)
-            rec = rec.model_copy(update={
-                "complete": True, "videos": n, "video_files": mode, "archives": [a.name for a in found.archives],
-                "prepared_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-            _write_record(target, rec)
-            return PreparedDataset(root=target, record=rec, notes=notes)
+            with FolderSwap(target, carry=_CARRIED) as stage:  # the earlier dataset stays until all is laid out
+                n, mode = _lay_out(found, stage)
+                new = new.model_copy(update={
+                    "complete": True, "videos": n, "video_files": mode, "archives": [a.name for a in found.archives],
+                    "prepared_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+                _write_record(stage, new)
+            return PreparedDataset(root=target, record=new, notes=notes)
     except BaseException as e:
         if created and target.is_dir() and not (target / ".unpacked").exists():
             shutil.rmtree(target, ignore_errors=True)  # nothing worth keeping was made

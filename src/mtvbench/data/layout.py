@@ -17,7 +17,17 @@ Rules owned here:
   ``drop_rejected`` every dialogue but ``rejected`` ones, otherwise all of them.
 - **one writer** (:class:`LayoutWriter`): rounds are numbered ``Round 1..n`` in order, checklist entries
   come sorted by round, every task gets both files (empty ones too), each file written whole
-  (:func:`write_layout_json`: UTF-8, indent 2, non-ASCII kept) or not at all.
+  (:func:`write_layout_json`: UTF-8, indent 2, non-ASCII kept) or not at all. :meth:`LayoutWriter.export`
+  writes the whole dataset folder (task files, videos, ``metadata.json``) beside the target and swaps it in
+  only when all of it is written (:class:`mtvbench.util.files.FolderSwap`); an export without a dialogue
+  is refused (:class:`~mtvbench.util.files.NothingWritten`) and the previous folder is kept as it was.
+- **the mark of data that is not a benchmark** (:data:`NOT_A_BENCHMARK_KEY`): a dataset built with a scripted
+  model carries, besides ``metadata.json``'s ``not_a_benchmark``, the same reason in every dialogue record of
+  ``mtqa/<task>.json`` (``{"event_index": 0, "mtqa": {...}, "mtvbench_not_a_benchmark": "..."}``), so a copy
+  of the folder without ``metadata.json`` is still recognised. The authors' eval.py and inference scripts read
+  only ``event_index`` and ``mtqa`` of a dialogue record, and the loader reads the key only for the mark
+  (:func:`mtvbench.data.official.load_official`), so the dialogues, prompts and scores are those of the
+  data without it (``tests/protocol/test_parity.py``).
 - **the reader** is :func:`mtvbench.data.official.load_official` (validation that collects every problem),
   which finds the files through the paths of this module.
 """
@@ -28,12 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from mtvbench.data.schema import TASKS, ChecklistItem, Task
-from mtvbench.util.files import VideoMode, atomic_write_json, place_file
+from mtvbench.errors import OutputError
+from mtvbench.util.files import FolderSwap, NothingWritten, VideoMode, atomic_write_json, place_file
 
 MTQA_DIR = "mtqa"
 CHECKLIST_DIR = "checklist"
 VIDEOS_DIR = "videos"
 METADATA_FILE = "metadata.json"
+#: the key of a dialogue record (``mtqa/<task>.json``) that says why the dataset is not a real benchmark
+NOT_A_BENCHMARK_KEY = "mtvbench_not_a_benchmark"
 #: the three folders of a dataset root
 FOLDERS = (MTQA_DIR, CHECKLIST_DIR, VIDEOS_DIR)
 _CHECKLIST_SUFFIX = "_CheckList.json"
@@ -143,19 +156,38 @@ def write_checklist_file(root: Path, task: Task, checklists: dict[str, Any]) -> 
     return path
 
 
-def place_video(out: Path, src: Path, rel: Path | str, mode: VideoMode) -> Path:
-    """Put the video ``src`` at ``out/videos/<rel>`` (a copy or a hard link, never a symbolic link)."""
+def place_video(out: Path, src: Path, rel: Path | str, mode: VideoMode, previous: Path | None = None) -> Path:
+    """Put the video ``src`` at ``out/videos/<rel>`` (a copy or a hard link, never a symbolic link). ``previous``:
+    the folder ``out`` replaces; a copy it already holds (the same size) is hard-linked, not copied again."""
     dst = videos_dir(out) / rel
-    place_file(src, dst, mode)
+    old = videos_dir(previous) / rel if previous is not None else None
+    if mode == "copy" and old is not None and old.is_file() and not old.is_symlink() \
+            and old.stat().st_size == src.stat().st_size:
+        place_file(old, dst, "link")
+    else:
+        place_file(src, dst, mode)
     return dst
 
 
 class LayoutWriter:
-    """Collects dialogues, then writes the twelve task files of the layout (the one writer)."""
+    """Collects dialogues (and the videos and ``metadata.json`` of an export), then writes the twelve task
+    files of the layout (the one writer).
 
-    def __init__(self) -> None:
+    ``not_a_benchmark``: why the data is not a real benchmark (built with a scripted model), written into every
+    dialogue record (:data:`NOT_A_BENCHMARK_KEY`); may be set any time before writing."""
+
+    def __init__(self, not_a_benchmark: str | None = None) -> None:
         self.mtqa: dict[Task, dict[str, list[dict[str, Any]]]] = {t: {} for t in TASKS}
         self.checklists: dict[Task, dict[str, dict[str, list[dict[str, Any]]]]] = {t: {} for t in TASKS}
+        self.not_a_benchmark = not_a_benchmark
+        #: (source file, path under videos/, how it is placed) of every video of an export
+        self.videos: list[tuple[Path, Path | str, VideoMode]] = []
+        #: ``metadata.json`` of an export (None: none is written)
+        self.metadata: dict[str, Any] | None = None
+
+    @property
+    def dialogues(self) -> int:
+        return sum(len(v) for t in TASKS for v in self.mtqa[t].values())
 
     def add(self, task: Task, video: str, event: str, rounds: list[dict[str, Any]],
             checklists: dict[int, list[ChecklistItem]]) -> int:
@@ -167,8 +199,41 @@ class LayoutWriter:
             self.checklists[task].setdefault(video, {})[event] = entries
         return len(entries)
 
-    def write(self, out: Path) -> None:
-        for t in TASKS:
-            write_layout_json(mtqa_path(out, t), self.mtqa[t])
-            write_checklist_file(out, t, self.checklists[t])
+    def add_video(self, src: Path, rel: Path | str, mode: VideoMode) -> None:
+        """A video of the export: ``src`` placed at ``videos/<rel>`` when the export is written."""
+        self.videos.append((Path(src), rel, mode))
 
+    def _records(self, task: Task) -> dict[str, list[dict[str, Any]]]:
+        if self.not_a_benchmark is None:
+            return self.mtqa[task]
+        return {video: [{**d, NOT_A_BENCHMARK_KEY: self.not_a_benchmark} for d in dialogues]
+                for video, dialogues in self.mtqa[task].items()}
+
+    def write(self, folder: Path, previous: Path | None = None) -> None:
+        """Everything collected into ``folder`` as it is (for a caller that owns the folder's swap, such as
+        the review export): the task files, the videos (copies the replaced folder ``previous`` holds are
+        linked from there), ``metadata.json``."""
+        for t in TASKS:
+            write_layout_json(mtqa_path(folder, t), self._records(t))
+            write_checklist_file(folder, t, self.checklists[t])
+        for src, rel, mode in self.videos:
+            place_video(folder, src, rel, mode, previous)
+        if self.metadata is not None:
+            write_layout_json(metadata_path(folder), self.metadata)
+
+    def export(self, out: Path, empty: str = "no dialogue to export") -> None:
+        """The dataset folder ``out``, written beside it and swapped in whole (see the module doc); without a
+        dialogue :class:`NothingWritten` (saying ``empty``) and ``out`` is left as it was. A folder ``out`` that
+        holds anything but an earlier export (the layout's folders and ``metadata.json``) is refused: replacing
+        it would delete those files."""
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in {*FOLDERS, METADATA_FILE}) \
+            if out.is_dir() else []
+        if foreign:
+            raise OutputError(f"{out}: holds files that are not part of an export ({', '.join(foreign[:3])}"
+                              f"{', ...' if len(foreign) > 3 else ''}); the export replaces the whole folder",
+                              hint="choose a new or empty folder, or move those files away")
+        with FolderSwap(out) as stage:
+            if not self.dialogues:
+                raise NothingWritten(f"{out}: {empty}; " + (
+                    "the previous export there is kept as it was" if out.exists() else "nothing was written"))
+            self.write(stage, previous=out if out.is_dir() else None)

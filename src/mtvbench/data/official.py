@@ -43,8 +43,9 @@ Dataset level:
 - E (with ``require_scored``, as ``mtvbench validate`` loads) dialogues but no scored turn, in
   the whole dataset or in one task: nothing of it would be evaluated (``mtvbench checklists``
   loads without the rule: writing the missing checklists is its job);
-- W ``metadata.json`` says the dataset was built with a scripted model: NOT a real benchmark
-  (:func:`mtvbench.data.buildmeta.not_a_benchmark`).
+- W ``metadata.json`` says the dataset was built with a scripted model, or its dialogue records carry the
+  mark (``mtvbench_not_a_benchmark``, which eval.py ignores; read for nothing else): NOT a real benchmark,
+  carried in :attr:`Benchmark.not_a_benchmark` (:func:`mtvbench.data.buildmeta.mark_of`).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
-from mtvbench.data.buildmeta import not_a_benchmark
+from mtvbench.data.buildmeta import mark_of, record_mark
 from mtvbench.data.layout import (
     CHECKLIST_PATTERN,
     FOLDERS_TEXT,
@@ -66,7 +67,6 @@ from mtvbench.data.layout import (
     checklist_dir,
     checklist_path,
     checklist_rel,
-    metadata_path,
     mtqa_dir,
     mtqa_path,
     task_of_checklist,
@@ -475,6 +475,7 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
     videos: dict[str, Path] = {}
     missing_videos: set[str] = set()
     seen_ids: set[str] = set()
+    in_records: tuple[str, str] | None = None  # the first mark of a dialogue record: (reason, file)
     for task in tasks:
         path = mtqa_path(root, task)
         if not path.exists():
@@ -516,6 +517,8 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                 if not isinstance(entry, dict):
                     col.add("error", path, f"dialogue #{i} is not an object", video=video)
                     continue
+                if in_records is None and (why := record_mark(entry)) is not None:
+                    in_records = (why, col.rel(path))
                 event, why = _event_key(entry.get("event_index"))
                 if event is None:
                     col.add("error", path, f"dialogue #{i}: {why}", video=video, field="event_index")
@@ -555,12 +558,13 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
         col.add("error", mtqa_dir(root), "no dialogues found")
     if require_scored:
         _scored_problems(root, dialogues, col)
-    if (why := not_a_benchmark(root)) is not None:
-        col.add("warning", metadata_path(root), f"NOT a real benchmark: {why}")
+    if (mark := mark_of(root, in_records)) is not None:
+        col.add("warning", root / mark.found_in, mark.line)
     if check_videos:
         _check_video_files(videos, probe_cache or ProbeCache(), col)
     errors = any(p.level == "error" for p in col.problems)
-    return (None if errors else Benchmark(root=root, dialogues=dialogues, videos=videos)), col.problems
+    return (None if errors else Benchmark(root=root, dialogues=dialogues, videos=videos, not_a_benchmark=mark)
+            ), col.problems
 
 
 def load_benchmark(root: str | Path, check_videos: bool = True, probe_cache: ProbeCache | None = None,

@@ -11,7 +11,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Task(str, Enum):
@@ -196,6 +196,36 @@ def split_turn_id(turn_id: str) -> tuple[str, int]:
     return did, int(k)
 
 
+#: the longest reason a dataset's mark keeps (a longer one is cut)
+MAX_MARK_CHARS = 500
+
+
+class NotABenchmark(BaseModel):
+    """Why the numbers made from a dataset are not MT-Video-Bench numbers: the data was built with a scripted
+    model (``mtvbench build -m offline``) or is the bundled synthetic sample. The loader reads it from
+    ``metadata.json`` or from the dialogue records themselves (:data:`mtvbench.data.layout.NOT_A_BENCHMARK_KEY`);
+    a run records it in ``config.yaml`` and every score file, table and report made from the run shows it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: the reason as the data gives it (untrusted text): one line, control characters removed, at most
+    #: :data:`MAX_MARK_CHARS` characters (each sink escapes it for itself)
+    reason: str
+    #: where it was read: ``metadata.json`` or the first task file that carries it (``mtqa/summary.json``)
+    found_in: str
+
+    @field_validator("reason", "found_in")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        text = " ".join("".join(c if c.isprintable() else " " for c in value).split())
+        return text if len(text) <= MAX_MARK_CHARS else text[:MAX_MARK_CHARS - 1] + "…"
+
+    @property
+    def line(self) -> str:
+        """The one wording every sink shows (escaped for the sink by its writer)."""
+        return f"NOT a real benchmark: {self.reason}"
+
+
 class Benchmark(BaseModel):
     """A loaded dataset: its dialogues (with their checklists) and the video files by name."""
 
@@ -203,6 +233,8 @@ class Benchmark(BaseModel):
     dialogues: list[Dialogue]
     #: video name -> path of the whole video (the released layout has no per-clip files)
     videos: dict[str, Path]
+    #: set when the dataset is not a real benchmark (see :class:`NotABenchmark`)
+    not_a_benchmark: NotABenchmark | None = None
 
     def by_task(self, task: Task) -> list[Dialogue]:
         return [d for d in self.dialogues if d.task == task]
@@ -221,5 +253,5 @@ class Benchmark(BaseModel):
         for t in TASKS:
             kept.extend(self.by_task(t)[:n])
         used = {d.video for d in kept}
-        return Benchmark(root=self.root, dialogues=kept,
+        return Benchmark(root=self.root, dialogues=kept, not_a_benchmark=self.not_a_benchmark,
                          videos={k: v for k, v in self.videos.items() if k in used})

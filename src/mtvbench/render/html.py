@@ -207,8 +207,8 @@ def render_html(rep: HtmlReport) -> str:
     nav = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in rep.sections)
     if rep.explorer is not None:
         nav += '<a href="#explorer">Dialogue explorer</a>'
-    notes = "".join(f'<div class="note{" incomplete" if "INCOMPLETE" in n else ""}">{esc(n)}</div>'
-                    for n in rep.notes)
+    notes = "".join(f'<div class="note{" incomplete" if "INCOMPLETE" in n or "NOT a real benchmark" in n else ""}">'
+                    f'{esc(n)}</div>' for n in rep.notes)
     body = "".join(f'<section id="{esc(s.id)}"><h2>{esc(s.title)}</h2>{s.body}</section>' for s in rep.sections)
     explorer = ""
     if rep.explorer is not None:

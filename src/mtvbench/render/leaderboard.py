@@ -10,6 +10,11 @@ or ``–`` (``Scores.overall_label``). Ranking rule: complete runs come first, o
 Overall; incomplete runs follow, ordered by their (partial) Overall; only complete runs
 compete for the best (bold) and second-best (underlined) marks, because a score over fewer
 turns or tasks is not comparable with a complete one.
+
+Runs on data that is not a real benchmark (``Scores.not_a_benchmark``: built with a scripted model, or the
+bundled synthetic sample) say so in every sink: ``NOT A BENCHMARK`` in the Markdown status, a
+``not_a_benchmark`` column in CSV, a double dagger in LaTeX, and one line per run under every table
+(:func:`benchmark_notes`).
 """
 
 from __future__ import annotations
@@ -105,13 +110,28 @@ def leaderboard_markdown(rows: Sequence[tuple[str, Scores]], note: str | None = 
     lines += ["- " + markdown(_detail(name, s)) for name, s in rows]
     lines += ["", *("> " + markdown(n) for n in protocol_notes(rows))] if protocol_notes(rows) else []
     lines += _incomplete_md(rows)
+    lines += _benchmark_md(rows)
     if note:
         lines += ["", "> " + markdown(note)]
     return "\n".join(lines) + "\n"
 
 
 def _status_md(s: Scores) -> str:
-    return "complete" if s.complete else "**INCOMPLETE**"
+    status = "complete" if s.complete else "**INCOMPLETE**"
+    return status + ("; **NOT A BENCHMARK**" if s.not_a_benchmark is not None else "")
+
+
+def benchmark_notes(rows: Sequence[tuple[str, Scores]]) -> list[str]:
+    """One plain-text line per run whose data is not a real benchmark: ``NAME: NOT a real benchmark: why``."""
+    return [f"{name}: {s.not_a_benchmark.line}" for name, s in rows if s.not_a_benchmark is not None]
+
+
+def _benchmark_md(rows: Sequence[tuple[str, Scores]]) -> list[str]:
+    notes = benchmark_notes(rows)
+    if not notes:
+        return []
+    return ["", "**NOT A BENCHMARK** (these numbers exercise the tools; they are not MT-Video-Bench scores):",
+            ""] + ["- " + markdown(n) for n in notes]
 
 
 def _incomplete_md(rows: Sequence[tuple[str, Scores]]) -> list[str]:
@@ -128,7 +148,7 @@ def leaderboard_text_table(rows: Sequence[tuple[str, Scores]], title: str | None
     cols = [Col("Model", "id"), Col("Overall", "text")] + [
         Col({"Perceptivity": "Perc.", "Interactivity": "Inter."}.get(c, c), "num") for c in COLUMNS[1:]]
     body: list[list[str | float | None]] = [[name, overall_cell(s), *row_values(s)[1:]] for name, s in rows]
-    return TextTable(columns=cols, rows=body, title=title, notes=incomplete_notes(rows),
+    return TextTable(columns=cols, rows=body, title=title, notes=incomplete_notes(rows) + benchmark_notes(rows),
                      row_styles=[None if s.complete else "yellow" for _, s in rows], note_style="bold yellow")
 
 
@@ -195,14 +215,16 @@ def leaderboard_markdown_marked(rows: Sequence[tuple[str, Scores]], ci: bool = T
               + RANK_RULE]
     lines += ["", *("> " + markdown(n) for n in protocol_notes(rows))] if protocol_notes(rows) else []
     lines += _incomplete_md(rows)
+    lines += _benchmark_md(rows)
     return "\n".join(lines) + "\n"
 
 
 def leaderboard_csv(rows: Sequence[tuple[str, Scores]]) -> str:
     """One row per model: each column's value, its 95% CI bounds and its rank mark
     (1 best, 2 second, empty otherwise); the status, partial Overall and reasons when
-    incomplete; also judge, judge runs, context and counts. ``Overall`` is empty unless all
-    six tasks have a score (then see ``overall_partial``)."""
+    incomplete; also judge, judge runs, context and counts, and ``not_a_benchmark`` (why the data is not a
+    real benchmark; empty for a real one). ``Overall`` is empty unless all six tasks have a score (then see
+    ``overall_partial``)."""
     import csv
     import io
 
@@ -215,7 +237,7 @@ def leaderboard_csv(rows: Sequence[tuple[str, Scores]]) -> str:
         header += [c, f"{c}_ci_lo", f"{c}_ci_hi", f"{c}_mark"]
     header += ["status", "overall_partial", "tasks_scored", "incomplete_reasons", "protocol", "inference", "judge",
                "judge_runs", "context", "dialogues", "scored_turns", "unscored_judge_runs", "missing_responses",
-               "judge_run_std"]
+               "judge_run_std", "not_a_benchmark"]
     w.writerow(header)
     for (name, s), rk in zip(rows, ranks):
         row: list[str] = [csv_cell(name)]
@@ -228,7 +250,8 @@ def leaderboard_csv(rows: Sequence[tuple[str, Scores]]) -> str:
                 csv_cell(s.judge), csv_cell(s.judge_runs),
                 csv_cell(s.context), csv_cell(s.counts.dialogues), csv_cell(s.counts.scored_turns),
                 csv_cell(s.counts.unscored_judge_runs), csv_cell(s.counts.missing_responses),
-                csv_cell(s.judge_run_std)]
+                csv_cell(s.judge_run_std),
+                csv_cell(s.not_a_benchmark.reason if s.not_a_benchmark is not None else None)]
         w.writerow(row)
     return buf.getvalue()
 
@@ -254,7 +277,7 @@ def leaderboard_latex(rows: Sequence[tuple[str, Scores]], ci: bool = True,
         partial = latex(overall_cell(s)) if s.overall is None and s.overall_partial is not None else "--"
         cells = marked_cells(s, rk, (r"\textbf{{{}}}", r"\underline{{{}}}"),
                              r" {{\scriptsize [{}, {}]}}" if ci else None, missing="--", partial=partial)
-        dagger = "" if s.complete else r"$^\dagger$"
+        dagger = ("" if s.complete else r"$^\dagger$") + ("" if s.not_a_benchmark is None else r"$^\ddagger$")
         lines.append(latex(name) + dagger + " & " + " & ".join(cells) + r" \\")
     note = " The best and second-best values are in bold and underlined."
     if ci:
@@ -267,6 +290,9 @@ def leaderboard_latex(rows: Sequence[tuple[str, Scores]], ci: bool = True,
     if notes:
         lines.append(r"\par\smallskip{\footnotesize $^\dagger$" + latex(" ".join(n + "." for n in notes) + " "
                                                                           + RANK_RULE) + "}")
+    marked = benchmark_notes(rows)
+    if marked:
+        lines.append(r"\par\smallskip{\footnotesize $^\ddagger$" + latex(" ".join(n + "." for n in marked)) + "}")
     lines += [rf"\caption{{{latex(caption)}{note}}}", rf"\label{{{label}}}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 

@@ -413,7 +413,9 @@ class ReviewApi:
         work = st.source.work
         sample = getattr(st.source, "sample", None)
         out: dict[str, Any] = {"name": None, "job": None, "mode": "token" if st.token_mode() else "open",
-                               "source": {"kind": st.source.kind, "name": st.source.root.name},
+                               "source": {"kind": st.source.kind, "name": st.source.root.name,
+                                          "not_a_benchmark": mark.line if (mark := st.source.not_a_benchmark)
+                                          else None},
                                "work": work, "jobs": list(WORK_JOBS[work]),
                                "sample": {"seed": sample.seed, "per_task": sample.per_task} if sample else None,
                                "items": len(st.items), "source_error": st.source_error, "criteria": CRITERIA}

@@ -37,6 +37,7 @@ class DatasetSource(ReviewSource):
             raise DataError(problems)
         meta = _metadata(self.root)
         self._videos = dict(bench.videos)
+        self.not_a_benchmark = bench.not_a_benchmark
         return [dataset_item(d, meta.get(d.id)) for d in bench.dialogues]
 
     def write_export(self, out: Path, items: list[ReviewItem], store: ReviewStore, accepted_only: bool,

@@ -15,27 +15,27 @@ the files are written by the layout's one writer. A build workspace is
 exported by its source (:meth:`ReviewSource.write_export`: the build export, the same files as
 ``mtvbench build export`` with the review applied); a dataset folder is rewritten from its own
 files (:func:`write_dataset`). The export is assembled in a hidden folder beside ``DIR`` and moved into
-place at the end, so a failed export leaves nothing half-written; ``DIR`` must be empty,
-new, or an earlier review export (it is replaced).
+place at the end (:class:`mtvbench.util.files.FolderSwap`), so a failed export leaves nothing half-written
+and the previous export as it was; an export without any kept dialogue is a failure too
+(:class:`~mtvbench.util.files.NothingWritten`). ``DIR`` must be empty, new, or an earlier review export
+(it is replaced).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from mtvbench.data.buildmeta import load_metadata
-from mtvbench.data.layout import LayoutWriter, kept, metadata_path, place_video, videos_dir, write_layout_json
+from mtvbench.data.layout import LayoutWriter, kept, videos_dir
 from mtvbench.data.schema import Task
 from mtvbench.errors import OutputError
 from mtvbench.review.decisions import CRITERIA, Annotation, Referral, ReviewItem
 from mtvbench.review.source import ReviewSource, VideoMode
 from mtvbench.review.store import HistoryEvent, ReviewStore, now_iso
-from mtvbench.util.files import atomic_write_json, describe_os_error, ensure_dir
+from mtvbench.util.files import FolderSwap, NothingWritten, atomic_write_json
 
 AUDIT_NAME = "review.json"
 
@@ -98,8 +98,10 @@ class ReviewExport(BaseModel):
 
 def write_dataset(source: ReviewSource, items: list[ReviewItem], out: Path, accepted_only: bool,
                    video_mode: VideoMode) -> int:
-    """The released layout of the kept items of a dataset source; returns the number of videos."""
-    layout = LayoutWriter()
+    """The released layout of the kept items of a dataset source into the folder ``out`` (the review export's
+    stage); returns the number of videos. The source's mark of data that is not a benchmark is kept."""
+    mark = source.not_a_benchmark
+    layout = LayoutWriter(not_a_benchmark=mark.reason if mark is not None else None)
     used: set[str] = set()
     kept_ids: set[str] = set()
     for it in items:
@@ -109,17 +111,17 @@ def write_dataset(source: ReviewSource, items: list[ReviewItem], out: Path, acce
         layout.add(it.task, it.video, it.event, rounds, ck)
         used.add(it.video)
         kept_ids.add(f"{it.task.value}/{it.video}/{it.event}")
-    layout.write(out)
     videos = source.videos()
     vroot = videos_dir(source.root).resolve()
     for name in sorted(used):
         src = videos[name]
-        place_video(out, src, src.relative_to(vroot), video_mode)
+        layout.add_video(src, src.relative_to(vroot), video_mode)
     meta = load_metadata(source.root)
     if meta is not None:
         meta.dialogues = {k: v for k, v in meta.dialogues.items() if k in kept_ids}
         meta.videos = {k: v for k, v in meta.videos.items() if k in used}
-        write_layout_json(metadata_path(out), meta.model_dump(mode="json"))
+        layout.metadata = meta.model_dump(mode="json")
+    layout.write(out)
     return len(used)
 
 
@@ -146,10 +148,7 @@ def export_review(source: ReviewSource, store: ReviewStore, out: Path | str, *, 
     _check_out(out, source)
     items = source.load()
     store.sync(items)
-    stage = out.parent / f".{out.name}.partial-{os.getpid()}"
-    ensure_dir(out.parent)
-    shutil.rmtree(stage, ignore_errors=True)
-    try:
+    with FolderSwap(out) as stage:
         items, n_videos = source.write_export(stage, items, store, accepted_only, video_mode)
         counts: dict[str, int] = {}
         audit_items = []
@@ -164,23 +163,11 @@ def export_review(source: ReviewSource, store: ReviewStore, out: Path | str, *, 
                       accepted_only=accepted_only, counts=counts,
                       complete=not (counts.get("pending", 0) or counts.get("needs_adjudication", 0)),
                       exported=sum(a.exported for a in audit_items), items=audit_items, history=store.history())
+        if not audit.exported:
+            raise NothingWritten(
+                f"{out}: no dialogue to export" + (" (--accepted-only: none is accepted yet)" if accepted_only
+                                                   else " (every dialogue is rejected)")
+                + ("; the previous export there is kept as it was" if out.exists() else "; nothing was written"))
         atomic_write_json(stage / AUDIT_NAME, audit.model_dump(mode="json"))
-        _swap(stage, out)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
     return ReviewExport(out=str(out), exported=audit.exported, counts=counts, videos=n_videos,
                         revised=sum(bool(a.changes) and a.exported for a in audit_items))
-
-
-def _swap(stage: Path, out: Path) -> None:
-    old = out.parent / f".{out.name}.old-{os.getpid()}"
-    try:
-        if out.exists():
-            out.rename(old)
-        stage.rename(out)
-    except OSError as e:
-        if old.exists() and not out.exists():
-            old.rename(out)
-        raise OutputError(describe_os_error(out, e, "cannot move the export into place")) from None
-    shutil.rmtree(old, ignore_errors=True)

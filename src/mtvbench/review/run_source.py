@@ -135,6 +135,7 @@ class RunSource(ReviewSource):
             self.unanswered += len(d.scored_turns) - len(answers)
             if answers:
                 items.append(rating_item(d, answers))
+        self.not_a_benchmark = run.scores.not_a_benchmark
         self._videos = {v: Path(p) for v, p in run.snapshot.videos.items()}
         return items
 

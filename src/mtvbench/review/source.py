@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mtvbench.data.schema import Dialogue
+from mtvbench.data.schema import Dialogue, NotABenchmark
 from mtvbench.errors import InputError
 from mtvbench.registry import Registry
 from mtvbench.review.decisions import ReviewItem, ReviewQueue, content_hash
@@ -77,6 +77,9 @@ class ReviewSource:
     def __init__(self, root: Path):
         self.root = root
         self._videos: dict[str, Path] = {}
+        #: why what is reviewed is not a real benchmark (built with a scripted model, the bundled sample, a run
+        #: on such data), as of the last :meth:`load`; the app shows it on every page's session
+        self.not_a_benchmark: NotABenchmark | None = None
 
     @classmethod
     def detect(cls, root: Path) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 from mtvbench.config import RunConfig
 from mtvbench.data.layout import checklist_path, mtqa_path
 from mtvbench.data.official import load_benchmark
-from mtvbench.data.schema import Benchmark
+from mtvbench.data.schema import Benchmark, NotABenchmark
 from mtvbench.dispatch import Dispatcher
 from mtvbench.dispatch.local import LocalDispatcher
 from mtvbench.errors import InputError, MtvbenchError, OutputError, RunDirError
@@ -36,7 +36,7 @@ from mtvbench.run.identity import RunKeys
 from mtvbench.run.lock import RunLock
 from mtvbench.run.replay import stored_answers
 from mtvbench.run.rescore import score_dir
-from mtvbench.run.rundir import RunSnapshot, write_config, write_snapshot
+from mtvbench.run.rundir import RunSnapshot, read_mark, write_config, write_snapshot
 from mtvbench.run.runner import Runner, RunProgress, RunSummary
 from mtvbench.run.store import RunStore
 from mtvbench.scoring.aggregate import Scores
@@ -220,6 +220,15 @@ def _name_left(store: RunStore, progress: RunProgress) -> list[ProviderResource]
     return left
 
 
+def run_mark(cfg: RunConfig, bench: Benchmark) -> NotABenchmark | None:
+    """Why the run's numbers are not MT-Video-Bench numbers, recorded in its ``config.yaml``: its data's mark
+    (:attr:`Benchmark.not_a_benchmark`), else, with ``answers_from``, the one the answers' run recorded
+    (answers made from such data stay marked under another judge)."""
+    if bench.not_a_benchmark is not None:
+        return bench.not_a_benchmark
+    return read_mark(Path(cfg.answers_from)) if cfg.answers_from is not None else None
+
+
 def _model(cfg: RunConfig, dispatcher: Dispatcher, bench: Benchmark, video_keys: dict[str, str]) -> ModelBackend:
     """The model under test: the dispatcher's, or another run's stored answers (``answers_from``: no call)."""
     if cfg.answers_from is None:
@@ -274,7 +283,7 @@ def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, k
         if moved:
             progress.note("data", moved)
         (run_dir / "scores.json").unlink(missing_ok=True)
-        write_config(run_dir, cfg)
+        write_config(run_dir, cfg, run_mark(cfg, full))
         write_snapshot(run_dir, RunSnapshot.of(cfg, bench, keys))
         return store
     except BaseException:

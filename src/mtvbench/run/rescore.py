@@ -22,7 +22,7 @@ from mtvbench.render.leaderboard import leaderboard_markdown
 from mtvbench.run.identity import Current, current_results
 from mtvbench.run.lock import RunLock
 from mtvbench.run.responses import responses_jsonl
-from mtvbench.run.rundir import RunSnapshot, display_name, read_config, read_snapshot, run_dir_path
+from mtvbench.run.rundir import RunSnapshot, display_name, read_config, read_mark, read_snapshot, run_dir_path
 from mtvbench.run.store import FINAL_JUDGE, FINAL_OUTCOMES, RunStore
 from mtvbench.scoring.aggregate import DialogueScore, Scores, compute_scores
 from mtvbench.scoring.usage import usage_report
@@ -85,7 +85,7 @@ def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
         snap.dialogues, cur.responses, verdicts, model=cfg.model, judge=cfg.judge, judge_runs=cfg.judge_runs,
         context=cfg.context, bootstrap=cfg.bootstrap if bootstrap is None else bootstrap, seed=cfg.seed,
         tasks=tasks, limit=cfg.limit, stale=cur.stale_responses.keys(), protocol=cfg.protocol_name,
-        inference=cfg.inference_label, preset_overrides=cfg.preset_overrides)
+        inference=cfg.inference_label, preset_overrides=cfg.preset_overrides, not_a_benchmark=read_mark(run_dir))
     scores.counts.superseded_responses = cur.superseded_responses
     scores.counts.superseded_verdicts = cur.superseded_verdicts
     replaced = [rec.get("replaced_characters") or 0 for rec in cur.responses.values()]

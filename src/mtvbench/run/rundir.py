@@ -2,7 +2,8 @@
 user's umask, read back strictly.
 
 ``config.yaml`` holds the resolved settings (no secrets) plus the format, the version that wrote
-it and the base URL each role really called; ``benchmark.json`` (:class:`RunSnapshot`) the
+it, the base URL each role really called and why the data is not a real benchmark
+(``not_a_benchmark``); ``benchmark.json`` (:class:`RunSnapshot`) the
 evaluated dialogues and the fingerprint keys every stored result must match, so ``score`` and
 ``report`` need neither the dataset nor any API. Both carry ``schema_version`` and
 ``mtvbench_version`` (as does the store, :mod:`mtvbench.run.store`): a run directory of another
@@ -21,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from mtvbench._version import __version__
 from mtvbench.config import RECORD_KEYS, RUN_SCHEMA_VERSION, RunConfig
-from mtvbench.data.schema import Benchmark, Dialogue
+from mtvbench.data.schema import Benchmark, Dialogue, NotABenchmark
 from mtvbench.errors import InputError, RunDirError
 from mtvbench.run.identity import RunKeys
 from mtvbench.scoring.aggregate import modified_name
@@ -71,19 +72,48 @@ def _other_format(path: Path, found: Any, made_by: Any) -> RunDirError:
         hint="evaluate into a new --out, or use the mtvbench version that wrote this run directory")
 
 
-def write_config(run_dir: Path, cfg: RunConfig) -> None:
+def write_config(run_dir: Path, cfg: RunConfig, not_a_benchmark: NotABenchmark | None = None) -> None:
     """Settings (no secrets) plus the format, the version and the base URL each role really calls
-    (also when it came from ``OPENAI_BASE_URL`` or the provider's default; null for local backends)."""
+    (also when it came from ``OPENAI_BASE_URL`` or the provider's default; null for local backends), and why
+    the data is not a real benchmark (``not_a_benchmark``: null for a real one). The recorded keys
+    (:data:`~mtvbench.config.RECORD_KEYS`) are dropped when the file is given back to ``--config``."""
     from mtvbench.models.endpoints import effective_base_url
 
     endpoints = {"model": effective_base_url(cfg.backend_spec, cfg.model_settings.backend_options()),
                  "judge": effective_base_url(cfg.judge, cfg.judge_settings.backend_options())}
     data = {"schema_version": RUN_SCHEMA_VERSION, "mtvbench_version": __version__, "endpoints": endpoints,
-            "inference_sent": cfg.inference_label, **json.loads(cfg.model_dump_json())}
+            "inference_sent": cfg.inference_label,
+            "not_a_benchmark": not_a_benchmark.model_dump() if not_a_benchmark is not None else None,
+            **json.loads(cfg.model_dump_json())}
     atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(data, sort_keys=False))
 
 
 def read_config(run_dir: Path) -> RunConfig:
+    """The settings of the run directory (its recorded keys dropped; :func:`read_mark` reads the mark)."""
+    data = _config_data(run_dir)
+    path = run_dir / "config.yaml"
+    for key in RECORD_KEYS:
+        data.pop(key, None)
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as e:
+        fields = "; ".join(f"field '{'.'.join(str(x) for x in err['loc'])}': {err['msg']}" for err in e.errors())
+        raise RunDirError(f"{path}: {fields}") from e
+
+
+def read_mark(run_dir: Path) -> NotABenchmark | None:
+    """Why the run's data is not a real benchmark, as its ``config.yaml`` recorded it (None: a real one)."""
+    path = run_dir / "config.yaml"
+    found = _config_data(run_dir).get("not_a_benchmark")
+    if found is None:
+        return None
+    try:
+        return NotABenchmark.model_validate(found)
+    except ValidationError as e:
+        raise RunDirError(f"{path}: field 'not_a_benchmark': {e.errors()[0]['msg']}") from e
+
+
+def _config_data(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "config.yaml"
     if not path.exists():
         raise RunDirError(f"{path}: missing (is {run_dir} a run directory?)")
@@ -95,13 +125,7 @@ def read_config(run_dir: Path) -> RunConfig:
         raise RunDirError(f"{path}: not a run configuration (expected a mapping of settings)")
     if data.get("schema_version") != RUN_SCHEMA_VERSION:
         raise _other_format(path, data.get("schema_version"), data.get("mtvbench_version"))
-    for key in RECORD_KEYS:
-        data.pop(key, None)
-    try:
-        return RunConfig.model_validate(data)
-    except ValidationError as e:
-        fields = "; ".join(f"field '{'.'.join(str(x) for x in err['loc'])}': {err['msg']}" for err in e.errors())
-        raise RunDirError(f"{path}: {fields}") from e
+    return data
 
 
 def write_snapshot(run_dir: Path, snapshot: RunSnapshot) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
-from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, Round, Task
+from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, NotABenchmark, Round, Task
 from mtvbench.protocol import EvalProtocol, get_protocol
 from mtvbench.records import JudgeVerdict, ProviderResource
 from mtvbench.scoring.usage import UsageReport
@@ -251,6 +251,9 @@ class Scores(BaseModel):
     #: what the run made on a provider's server (Gemini context caches) and could not delete, each with its
     #: expiry; empty when everything was deleted (the next run in the directory deletes these)
     left_on_server: list[ProviderResource] = Field(default_factory=list)
+    #: why these numbers are not MT-Video-Bench numbers (the data was built with a scripted model, or is the
+    #: bundled synthetic sample); None for a real benchmark. Every table and report made from them says so.
+    not_a_benchmark: NotABenchmark | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -319,8 +322,8 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
                    verdicts: Mapping[str, Mapping[int, JudgeVerdict]], *, model: str, judge: str,
                    judge_runs: int, context: str = "golden", bootstrap: int = 1000, seed: int = 0,
                    tasks: Sequence[Task] = TASKS, limit: int | None = None, stale: Collection[str] = (),
-                   protocol: str = "paper", inference: str = "paper (Figure 15)", preset_overrides: Sequence[str] = ()
-                   ) -> tuple[Scores, list[DialogueScore]]:
+                   protocol: str = "paper", inference: str = "paper (Figure 15)", preset_overrides: Sequence[str] = (),
+                   not_a_benchmark: NotABenchmark | None = None) -> tuple[Scores, list[DialogueScore]]:
     """Scores of ``dialogues`` (as ``protocol`` reads them) from their current responses and verdicts;
     ``tasks`` are the tasks selected on purpose (a missing score of any other task is not a gap), ``stale``
     the turn ids whose store holds only an answer to an earlier version of the turn."""
@@ -346,6 +349,7 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
         judge_run_overall=runs if all_tasks else [None for _ in runs], judge_run_std=std if all_tasks else None,
         context=context, protocol=protocol, inference=inference, complete=not reasons, incomplete_reasons=reasons,
         tasks_selected=[t.value for t in TASKS if t in tasks], limit=limit, preset_overrides=list(preset_overrides),
+        not_a_benchmark=not_a_benchmark,
     )
     return scores, dscores
 

@@ -1,4 +1,4 @@
-"""Files written whole or not at all, with the user's umask; input files that are real files.
+"""Files and folders written whole or not at all, with the user's umask; input files that are real files.
 
 Every result file of mtvbench goes through :func:`atomic_write_text` /
 :func:`atomic_write_bytes`: the content goes to a temporary file in the same folder, is
@@ -6,6 +6,13 @@ flushed, given the permissions a plain ``open(..., "w")`` would give (``0o666 & 
 not ``mkstemp``'s 0600), and renamed over the target. A full disk or a permission problem
 becomes one :class:`~mtvbench.errors.OutputError` naming the file, and nothing
 half-written is left behind.
+
+Every result *folder* (a dataset in the released layout, an unpacked archive, a download, a review
+export) goes through :class:`FolderSwap`: it is written into a hidden folder beside the target
+(``.NAME.partial-PID``) and swapped in only when the writer finished without an error; until then the
+previous folder stays as it was, byte for byte, and a failure removes the hidden folder again. A writer
+that would leave nothing worth having (an export without a dialogue) raises :class:`NothingWritten`, which
+is a failure like any other.
 """
 
 from __future__ import annotations
@@ -14,11 +21,13 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import BinaryIO, Literal
 
 from mtvbench.errors import ConfigError, InputError, OutputError
@@ -174,3 +183,110 @@ def place_file(src: Path, dst: Path, mode: VideoMode | str = "copy") -> None:
         except OSError:
             pass
     atomic_copy_file(src, dst)
+
+
+# ----------------------------------------------------------------------------------- folders
+
+class NothingWritten(OutputError):
+    """A folder writer that has nothing to write (an empty export): the previous folder is kept."""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+class FolderSwap:
+    """A folder written beside ``out`` and swapped in when the block ends without an error.
+
+    ``with FolderSwap(out) as stage:`` yields an empty hidden folder beside ``out``
+    (``.NAME.partial-PID``); the writer puts everything into it. On success ``out`` (when it exists)
+    is renamed aside, the stage renamed to ``out``, and the old folder removed. On any failure — an
+    exception, :class:`NothingWritten`, a full disk — the stage is removed and ``out`` is untouched.
+    A swap that fails half-way puts the old folder back.
+
+    ``carry``: names of entries of the old ``out`` that belong to the folder but not to what is written
+    (a lock file, a cache of unpacked archives): they are moved into the new folder at the swap (and
+    back when the swap fails), so they survive both outcomes. ``resumable``: the stage is named without
+    the process id (``.NAME.partial``) and an earlier one is continued (:attr:`resumed`) instead of
+    removed; it is kept after a failure only while :attr:`keep_on_failure` is set (the writer sets it once
+    the stage holds results that cost something to make, and names the stage in its error). Stages of
+    processes that are gone are removed on entry."""
+
+    def __init__(self, out: Path | str, *, carry: Sequence[str] = (), resumable: bool = False) -> None:
+        self.out = Path(out)
+        self.carry = tuple(carry)
+        self.resumable = resumable
+        suffix = "" if resumable else f"-{os.getpid()}"
+        self.stage = self.out.parent / f".{self.out.name}.partial{suffix}"
+        self._old = self.out.parent / f".{self.out.name}.old-{os.getpid()}"
+        #: the stage held an earlier, stopped attempt (resumable only)
+        self.resumed = False
+        #: keep the stage after a failure (resumable only): it holds results worth resuming from
+        self.keep_on_failure = False
+
+    def _clear_stale(self) -> None:
+        """Stages of processes that are gone are removed; the old folder of one killed between its two
+        renames (``out`` missing) is put back first."""
+        pattern = re.compile(rf"^\.{re.escape(self.out.name)}\.(partial|old)-(\d+)$")
+        with contextlib.suppress(OSError):
+            for p in sorted(self.out.parent.iterdir()):
+                m = pattern.match(p.name)
+                if not m or int(m.group(2)) == os.getpid() or _pid_alive(int(m.group(2))):
+                    continue
+                if m.group(1) == "old" and not self.out.exists():
+                    os.rename(p, self.out)
+                else:
+                    shutil.rmtree(p, ignore_errors=True)
+
+    def __enter__(self) -> Path:
+        if self.out.exists() and not self.out.is_dir():
+            raise OutputError(f"{self.out}: exists and is not a folder")
+        ensure_dir(self.out.parent)
+        self._clear_stale()
+        if self.resumable and self.stage.is_dir():
+            self.resumed = True
+        else:
+            shutil.rmtree(self.stage, ignore_errors=True)
+            ensure_dir(self.stage)
+        return self.stage
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is not None:
+            if not (self.resumable and self.keep_on_failure):
+                shutil.rmtree(self.stage, ignore_errors=True)
+            return
+        try:
+            self.swap()
+        except BaseException:
+            shutil.rmtree(self.stage, ignore_errors=True)
+            raise
+
+    def swap(self) -> None:
+        """Put the stage in place of ``out`` (called by ``__exit__`` on success)."""
+        moved: list[str] = []
+        renamed = False
+        try:
+            for name in self.carry:
+                if (self.out / name).exists() or (self.out / name).is_symlink():
+                    shutil.rmtree(self.stage / name, ignore_errors=True)
+                    os.rename(self.out / name, self.stage / name)
+                    moved.append(name)
+            if self.out.exists():
+                os.rename(self.out, self._old)
+                renamed = True
+            os.rename(self.stage, self.out)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                if renamed and not self.out.exists():
+                    os.rename(self._old, self.out)
+                for name in moved:
+                    os.rename(self.stage / name, self.out / name)
+            raise OutputError(describe_os_error(self.out, e, "cannot move the new folder into place")) from e
+        shutil.rmtree(self._old, ignore_errors=True)

@@ -7,6 +7,11 @@ the videos are synthetic and generated deterministically by :mod:`.videos`. Call
     root = materialize(Path("~/.cache/mtvbench/sample").expanduser())
     # root/mtqa/<stem>.json, root/checklist/<stem>_CheckList.json, root/videos/<name>.mp4
 
+**Not a real benchmark.** Every dialogue record of the sample carries the mark of data that is not a
+benchmark (``"mtvbench_not_a_benchmark"``: :data:`NOT_A_BENCHMARK`, the key of
+:data:`mtvbench.data.layout.NOT_A_BENCHMARK_KEY`, which the authors' eval.py ignores), so ``validate`` warns
+and every run, score file, table and report made from it says its numbers are not MT-Video-Bench numbers.
+
 Videos are encoded only when missing or when their spec changed: next to each video sits
 ``videos/.spec-<name>.sha`` with the spec's fingerprint. JSON files are rewritten only when
 their content differs, so a second call touches nothing. See ``README.md`` in this folder
@@ -23,6 +28,7 @@ from mtvbench.data.sample.videos import ALL_SPECS, Element, Scene, VideoSpec, re
 from mtvbench.data.schema import TASKS
 
 __all__ = [
+    "NOT_A_BENCHMARK",
     "SAMPLE_VIDEOS",
     "STEMS",
     "Element",
@@ -33,6 +39,10 @@ __all__ = [
     "render_frame",
     "write_video",
 ]
+
+#: why the sample is not a real benchmark: written into each of its dialogue records (see the module doc)
+NOT_A_BENCHMARK = ("the bundled synthetic sample (mtvbench.data.sample): cartoon videos drawn by code and "
+                   "hand-written dialogues that exercise the tools; its numbers say nothing about the paper's")
 
 #: video name -> its spec (scenes with times, elements), in a fixed order.
 SAMPLE_VIDEOS: dict[str, VideoSpec] = {s.name: s for s in ALL_SPECS}

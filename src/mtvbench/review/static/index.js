@@ -23,7 +23,8 @@
     $("home").hidden = false;
     const sample = me.sample ? " · raters' sample: up to " + me.sample.per_task + " per task, seed " + me.sample.seed : "";
     $("hello").textContent = "Signed in as " + me.name + " (" + me.job + ") · " + me.items + " dialogues from " +
-      me.source.kind + " " + me.source.name + sample + (me.mode === "open" ? " · open mode (loopback, no tokens)" : "");
+      me.source.kind + " " + me.source.name + sample + (me.mode === "open" ? " · open mode (loopback, no tokens)" : "") +
+      (me.source.not_a_benchmark ? " · " + me.source.not_a_benchmark : "");
     if (me.source_error) toast("The source could not be reloaded: " + me.source_error, "error");
     const task = $("f-task").value;
     const status = $("f-status").value;
