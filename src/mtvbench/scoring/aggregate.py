@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, computed_field
 from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, Round, Task
 from mtvbench.protocol import EvalProtocol, get_protocol
 from mtvbench.records import JudgeVerdict
+from mtvbench.scoring.effects import PaperReading, protocol_effects
 from mtvbench.scoring.usage import UsageReport
 
 
@@ -188,8 +189,9 @@ def bootstrap_ci(dscores: Sequence[DialogueScore], n: int = 1000, seed: int = 0,
     return ci
 
 
-#: version of the ``scores.json`` layout (bumped when a field changes meaning)
-SCORES_SCHEMA_VERSION = 2
+#: version of the ``scores.json`` layout (bumped when a field changes meaning or is added; 3: ``protocol_effects``
+#: and ``paper_reading``)
+SCORES_SCHEMA_VERSION = 3
 
 
 class Scores(BaseModel):
@@ -235,6 +237,13 @@ class Scores(BaseModel):
     incomplete_reasons: list[str] = Field(default_factory=list)
     #: calls, tokens, time and cost per role (from the run store)
     usage: UsageReport | None = None
+    #: how often one of the authors' eval.py behaviours gave another value than the paper's reading of the same
+    #: stored reply or data, by kind (:data:`mtvbench.scoring.effects.EFFECT_KINDS`; all zero on a clean run;
+    #: under ``paper`` the verdicts its reading repairs); None only in a scores.json written before (format 2)
+    protocol_effects: dict[str, int] | None = None
+    #: ``authors``: the same judged rounds scored from the same stored replies by the paper's parser ("these
+    #: replies read by the paper's parser"; not the ``paper`` protocol's score); None under ``paper``
+    paper_reading: PaperReading | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -324,6 +333,8 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
         context=context, protocol=protocol, inference=inference, complete=not reasons, incomplete_reasons=reasons,
         tasks_selected=[t.value for t in TASKS if t in tasks], limit=limit, preset_overrides=list(preset_overrides),
     )
+    effects = protocol_effects(dialogues, responses, verdicts, protocol)
+    scores.protocol_effects, scores.paper_reading = effects.counts, effects.paper_reading
     return scores, dscores
 
 
