@@ -34,6 +34,7 @@ from mtvbench.render.leaderboard import leaderboard_table
 from mtvbench.run.flags import require_settings, run_flags, settings_from_flags, with_flags
 from mtvbench.run.runner import RunProgress, RunSummary
 from mtvbench.scoring.aggregate import Scores
+from mtvbench.scoring.effects import summary_line
 from mtvbench.scoring.usage import usage_lines
 
 T = TypeVar("T")
@@ -107,6 +108,8 @@ def status_lines(scores: Scores) -> list[tuple[str, str | None]]:
         out = [(f"status: INCOMPLETE; Overall {label}{chosen}", "bold red")]
         out += [(f"  - {r}", "red") for r in scores.incomplete_reasons]
     out.append((f"protocol: {scores.protocol} (model sent: {scores.inference})", None))
+    if (effects := summary_line(scores.protocol_effects, scores.paper_reading)) is not None:
+        out.append((effects, "yellow" if any((scores.protocol_effects or {}).values()) else None))
     c = scores.counts
     line = (f"counts: {c.dialogues} dialogues, {c.model_turns} model turns, {c.scored_turns} scored turns, "
             f"{c.unscored_turns} turns without a verdict, {c.missing_responses} without a response, "
@@ -136,6 +139,8 @@ def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = 
     if kind in ("md", "csv"):  # the table on stdout as is; the status and usage as notes on stderr
         emit(leaderboard_markdown(rows) if kind == "md" else leaderboard_csv(rows))
         note("protocol", f"{scores.protocol} (model sent: {scores.inference})")
+        if (effects := summary_line(scores.protocol_effects, scores.paper_reading)) is not None:
+            note("protocol", effects)
         if scores.complete:
             note("status", f"complete; Overall {scores.overall_label()}", style="green")
         else:

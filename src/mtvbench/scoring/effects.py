@@ -71,13 +71,18 @@ class ProtocolEffects(BaseModel):
         self.counts[kind] += n
 
 
-def summary_line(counts: Mapping[str, int] | None) -> str | None:
-    """One line naming the kinds that fired and their counts; None when none did (or nothing was counted)."""
-    fired = [(k, n) for k, n in (counts or {}).items() if n]
-    if not fired:
+def summary_line(counts: Mapping[str, int] | None, reading: PaperReading | None = None) -> str | None:
+    """One line naming the kinds that fired with their counts, and the paper-parser figure beside them; None when
+    nothing was counted (a scores.json written before protocol effects)."""
+    if counts is None:
         return None
-    return "protocol effects (eval.py's behaviour gave another value than the paper's reading): " + ", ".join(
-        f"{k} {n}" for k, n in fired)
+    fired = [(k, n) for k, n in counts.items() if n]
+    line = "protocol effects: " + (", ".join(f"{k} {n}" for k, n in fired) if fired else "none")
+    if reading is not None:
+        tasks = ", ".join(f"{Task(t).abbr} {v:.2f}" for t, v in reading.tasks.items() if v is not None)
+        overall = f"Overall {reading.overall:.2f}" if reading.overall is not None else "Overall –"
+        line += f"; {reading.label}: {overall}" + (f" ({tasks})" if tasks else "")
+    return line
 
 
 def _expected(rnd: Round) -> list[tuple[str, str]]:
@@ -159,9 +164,9 @@ def protocol_effects(dialogues: Sequence[Dialogue], responses: Mapping[str, Any]
                     runs_read += 1
                     paper_runs.append(paper)
                 if not authors:
-                    if v.status == "ok" and read is not None:
-                        if any(str(raw).lower() not in ("yes", "no") for _, raw in read.values()):
-                            effects.add("verdict_not_yes_no")
+                    spelled = [str(raw).lower() for _, raw in (read or {}).values()]
+                    if v.status == "ok" and any(w not in ("yes", "no") for w in spelled):
+                        effects.add("verdict_not_yes_no")
                     continue
                 if v.status == "unparsed":
                     if paper is not None:
