@@ -80,7 +80,6 @@ def test_mix_scores_equal_eval_py(mix: Mix, tmp_path: Path, sample_videos: Path)
                  "checklist_by_raw_index", "rounding"):
         assert effects[kind] > 0, (kind, effects)
     assert run.scores.paper_reading is not None and run.scores.paper_reading.overall is not None
-    assert "protocol effects: " in res.output or True  # --quiet prints no summary; the file says it
 
 
 def test_mix_recorded_data_covers_every_reply_shape() -> None:
