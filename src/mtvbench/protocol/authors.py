@@ -22,7 +22,7 @@ The judge (``evaluate_single_task``):
   entry's ``Q*`` keys in file order;
 - a reply is its content exactly as the server sent it (nothing stripped, ``<think>`` text included; an empty or
   null content is one ask, not a transport retry: ``GenerationRequest.exact_reply``), read from its first fenced
-  block (```` ```json ```` or ```` ``` ````; ``\s`` as the ``regex`` module eval.py imports reads it), else whole,
+  block (```` ```json ```` or ```` ``` ````; ``\\s`` as the ``regex`` module eval.py imports reads it), else whole,
   with ``json.loads`` (which skips only JSON's own whitespace: a reply behind U+00A0 does not load);
   a reply that does not load is asked again, up to 5 asks per judge run; a run that never loads has no score
   (left out of the turn's mean) and a turn whose runs all have none has no score (left out of the dialogue's);
