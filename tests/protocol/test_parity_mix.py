@@ -80,6 +80,15 @@ def test_mix_scores_equal_eval_py(mix: Mix, tmp_path: Path, sample_videos: Path)
                  "checklist_by_raw_index", "rounding"):
         assert effects[kind] > 0, (kind, effects)
     assert run.scores.paper_reading is not None and run.scores.paper_reading.overall is not None
+    if mix == "realistic":  # shown by score, report.html and compare, recomputed from the store
+        line = f"protocol effects: verdict_not_yes_no {effects['verdict_not_yes_no']}, "
+        score = cli("score", run_dir)
+        assert score.exit_code == 3 and line in " ".join(score.output.split())  # type: ignore[attr-defined]
+        assert "these replies read by the paper's parser: Overall" in " ".join(score.output.split())  # type: ignore[attr-defined]
+        assert cli("report", run_dir, "--out", tmp_path / "rep", "--thumbnails", "0").exit_code == 0  # type: ignore[attr-defined]
+        assert line.removeprefix("protocol effects: ") in (tmp_path / "rep" / "report.html").read_text()
+        cmp = cli("compare", run_dir, run_dir, "--format", "plain")
+        assert f"run A (authors): {line}" in " ".join(cmp.output.split())  # type: ignore[attr-defined]
 
 
 def test_mix_recorded_data_covers_every_reply_shape() -> None:

@@ -241,8 +241,9 @@ def compare_run_dirs(dir_a: str | Path, dir_b: str | Path, *, n_boot: int = 1000
         comp.caveats.append(f"compared on the {len(keep)} dialogues both runs share (--common-only); A has "
                             f"{len(ra.dialogues)}, B has {len(rb.dialogues)}")
     for side, r in (("A", ra), ("B", rb)):
-        if (effects := summary_line(r.scores.protocol_effects, r.scores.paper_reading)) is not None:
-            comp.caveats.append(f"run {side} ({r.scores.protocol}): {effects}")
+        if any((r.scores.protocol_effects or {}).values()):  # a run whose numbers some eval.py behaviour moved
+            comp.caveats.append(f"run {side} ({r.scores.protocol}): "
+                                f"{summary_line(r.scores.protocol_effects, r.scores.paper_reading)}")
         if not r.scores.complete:
             comp.incomplete_reasons.append(f"run {side} is incomplete: {'; '.join(r.scores.incomplete_reasons)}")
     return comp

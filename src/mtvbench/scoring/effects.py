@@ -94,10 +94,15 @@ def _paper_run_value(rnd: Round, verdict: JudgeVerdict) -> tuple[float | None, d
     it reads, and what it read (None, None when it reads none)."""
     items = rnd.checklist or []
     keys = [it.answer_key for it in items]
+    if (verdict.reply is None or not verdict.raw) and verdict.verdicts and all(k in verdict.verdicts for k in keys):
+        # no reply read by eval.py's rule (the offline judge gives verdicts by key; the paper's LLM judge read the
+        # reply by key already): its verdicts are what the paper reads
+        got: dict[str, tuple[str, Any]] = {k: (verdict.verdicts[k], verdict.verdicts[k]) for k in keys}
+        return sum(1 for it in items if got[it.answer_key][0] == it.expected) / len(items), got
     for text in verdict.raw:
-        got = read_verdicts(text, keys)
-        if got is not None:
-            return sum(1 for it in items if got[it.answer_key][0] == it.expected) / len(items), got
+        found = read_verdicts(text, keys)
+        if found is not None:
+            return sum(1 for it in items if found[it.answer_key][0] == it.expected) / len(items), found
     return None, None
 
 
@@ -163,8 +168,10 @@ def protocol_effects(dialogues: Sequence[Dialogue], responses: Mapping[str, Any]
                 if paper is not None:
                     runs_read += 1
                     paper_runs.append(paper)
-                if not authors:
-                    spelled = [str(raw).lower() for _, raw in (read or {}).values()]
+                if not authors:  # the accepted reply (the last one stored) as the paper's parser read it
+                    keys = [it.answer_key for it in r.checklist or []]
+                    as_written = read_verdicts(v.raw[-1], keys) if v.raw else None
+                    spelled = [str(raw).lower() for _, raw in (as_written or {}).values()]
                     if v.status == "ok" and any(w not in ("yes", "no") for w in spelled):
                         effects.add("verdict_not_yes_no")
                     continue
