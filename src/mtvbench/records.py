@@ -148,6 +148,10 @@ class GenerationRequest(BaseModel):
     text_first: bool = False
     #: judge the whole reply, ``<think>`` text included (the authors' InternVL script without Think mode)
     keep_thinking: bool = False
+    #: the caller reads the reply's content exactly as the server sent it (nothing stripped, ``<think>`` text
+    #: included), and a null or empty content is a reply that the caller's check rejects like any other, not a
+    #: failure the transport retries: eval.py's judge call, where such a reply is one of its 5 asks
+    exact_reply: bool = False
     #: the generation settings this call sets itself (None: the options' value)
     generation: GenerationConfig = _NOTHING_SET
     #: backend options of this call alone (e.g. ``video``: the video file a backend may upload)

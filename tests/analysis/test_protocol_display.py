@@ -51,6 +51,19 @@ def test_report_and_compare_flag_runs_of_different_protocols(two_runs: tuple[Pat
     assert "Protocol" in html and "paper (no released script)" in html
     cmp = cli("compare", authors, paper, "--format", "plain")
     assert "differ in protocol (A: authors, B: paper)" in " ".join(cmp.output.split())
+    # the protocol effects of each run (the offline judge moves no value: none), with the paper-parser figure
+    assert "Protocol effects" in html and "none; these replies read by the paper" in html
+    assert "protocol effects" not in " ".join(cmp.output.split())  # compare notes only a run where a kind fired
+
+
+def test_the_offline_judge_on_the_sample_has_no_reading_effect(two_runs: tuple[Path, Path]) -> None:
+    authors, paper = two_runs
+    for run in (authors, paper):
+        effects = json.loads((run / "scores.json").read_text())["protocol_effects"]
+        assert set(effects) >= {"verdict_not_yes_no", "reply_keys", "rounding"}
+        assert {k: n for k, n in effects.items() if n and k not in ("rounding", "placeholder_judged")} == {}
+    score = cli("score", authors)
+    assert score.exit_code == 0 and "protocol effects: " in " ".join(score.output.split())
 
 
 def test_models_says_what_each_row_is_sent_under_the_authors_protocol() -> None:

@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -31,7 +31,7 @@ from mtvbench.models.registry import BACKENDS, register_backend
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult
 from mtvbench.run.rescore import load_scored
-from tests.support.authors_fixtures import AuthorsCase, Case, load_case
+from tests.support.authors_fixtures import AuthorsCase, Case, load_case, load_mix
 from tests.support.replay_server import ReplayServer, prompt_digest
 from tests.support.run_helpers import cli
 
@@ -43,9 +43,9 @@ class FixtureAnswers:
 
     needs_frames = False
 
-    def __init__(self, case: Case, options: BackendOptions):
+    def __init__(self, case: Case | Literal["mix"], options: BackendOptions):
         self.name = f"{PREFIX}:{case}"
-        c = load_case(case)
+        c = load_mix() if case == "mix" else load_case(case)
         self.by_turn: dict[str, str] = {}
         for stem, videos in c.answers.items():
             task = STEM_TO_TASK[stem].value

@@ -276,3 +276,48 @@ def load_internvl(name: Case) -> tuple[InternVLTurn, ...]:
             num_patches_list=_run_length(r["num_patches_list"]), pixel_values_shape=tuple(r["pixel_values"]["shape"]),
             video_file=r["video_file"], raised=r.get("raised")))
     return tuple(out)
+
+
+Mix = Literal["realistic", "unreadable"]
+MIXES: tuple[Mix, ...] = ("realistic", "unreadable")
+
+
+@dataclass(frozen=True)
+class MixRun:
+    """eval.py's run of the ``mix`` dataset against one judge script: its own result files, and the requests."""
+
+    script: ReplayScript
+    eval_results: dict[str, dict[str, Any]]  # task -> eval.py's result file
+    summaries: dict[str, dict[str, Any]]  # task -> <task>_summary.json
+    requests: tuple[tuple[str, int], ...]  # (prompt digest, n) in arrival order
+
+
+@dataclass(frozen=True)
+class MixCase:
+    """The ``mix`` dataset (tests/fixtures/authors/mix): every case eval.py treats specially, judged by eval.py
+    under two reply mixes (a realistic one, and one with 65% of replies it cannot read)."""
+
+    root: Path
+    answers: dict[str, dict[str, dict[str, list[str]]]]
+    runs: dict[Mix, MixRun]
+
+    def dataset_json(self) -> dict[str, bytes]:
+        return {f"{sub}/{p.name}": p.read_bytes() for sub in ("mtqa", "checklist")
+                for p in sorted((self.root / sub).glob("*.json"))}
+
+    def videos(self) -> dict[str, str]:
+        return json.loads((self.root / "videos.json").read_text())
+
+
+@cache
+def load_mix() -> MixCase:
+    root = FIXTURES / "mix"
+    stems = sorted(p.stem for p in (root / "answers").glob("*.json"))
+    runs = {}
+    for mix in MIXES:
+        d = root / mix
+        runs[mix] = MixRun(ReplayScript.from_json(_json(d / "judge_script.json")),
+                           {t: _json(d / "eval_results" / f"{t}.json") for t in stems},
+                           {t: _json(d / "eval_results" / f"{t}_summary.json") for t in stems},
+                           tuple((r["digest"], r["n"]) for r in _jsonl(d / "requests.jsonl")))
+    return MixCase(root, {t: _json(root / "answers" / f"{t}.json") for t in stems}, runs)

@@ -5,8 +5,9 @@ n counts how often that prompt text has been received so far, this request inclu
 request counts, also one answered with a failure, so a client's own retries use up numbers). The prompt text
 is the text of the request's last user message (a string content, or its text parts joined without a
 separator). Lookup order: the prompt's entry for n, else the prompt's ``"*"`` entry, else the script's default
-reply. An entry is a reply text (HTTP 200 with that content) or ``{"status": 500}`` (a transport failure,
-HTTP 500 with an OpenAI error body). eval.py sends one prompt for all three judge runs of a turn, so n decides
+reply. An entry is a reply text (HTTP 200 with that content), ``{"content": null}`` (HTTP 200 whose
+``message.content`` is null, finish_reason ``stop``) or ``{"status": 500}`` (a transport failure, HTTP 500 with
+an OpenAI error body). eval.py sends one prompt for all three judge runs of a turn, so n decides
 the run (and the attempt within it).
 
 Every request is recorded in arrival order (``seq``, digest, n, status, reply, the parsed body), so a test
@@ -26,8 +27,8 @@ from typing import Any
 
 from tests.support.openai_server import LoopbackServer, ServerState, _Handler
 
-#: the scripted value of one (prompt, n): a reply text, or an HTTP status without a reply
-Entry = str | dict[str, int]
+#: the scripted value of one (prompt, n): a reply text, a null content (``{"content": None}``), or an HTTP status
+Entry = str | dict[str, int | None]
 
 
 def prompt_digest(text: str) -> str:
@@ -111,8 +112,7 @@ class _ReplayHandler(_Handler):
         if rec.status != 200:
             self._send(rec.status, {"error": {"message": f"scripted failure for n={rec.n}", "type": "server_error"}})
             return
-        assert isinstance(entry, str)
-        self._send(200, self._completion(body, entry))
+        self._send(200, self._completion(body, entry if isinstance(entry, str) else None))
 
 
 class ReplayServer(LoopbackServer):
@@ -134,7 +134,7 @@ class ReplayServer(LoopbackServer):
             self._seen[key] += 1
             n = self._seen[key]
             entry = self.script.entry(key, n)
-            status = 200 if isinstance(entry, str) else int(entry["status"])
+            status = 200 if isinstance(entry, str) or "content" in entry else int(entry["status"])  # type: ignore[arg-type]
             rec = Recorded(len(self.requests) + 1, key, n, status, entry if isinstance(entry, str) else None, body)
             self.requests.append(rec)
         return entry, rec

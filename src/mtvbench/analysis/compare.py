@@ -38,6 +38,7 @@ from mtvbench.errors import ConfigError, InputError
 from mtvbench.render.console import FormatOption, OutputFormat, print_tables
 from mtvbench.render.tables import Col, TextTable, Value, to_markdown
 from mtvbench.scoring.aggregate import DialogueScore, fmt
+from mtvbench.scoring.effects import summary_line
 from mtvbench.util.files import atomic_write_text
 
 #: the fewest paired dialogues per task for which a CI and p-value are reported
@@ -243,6 +244,9 @@ def compare_run_dirs(dir_a: str | Path, dir_b: str | Path, *, n_boot: int = 1000
         comp.caveats.append(f"compared on the {len(keep)} dialogues both runs share (--common-only); A has "
                             f"{len(ra.dialogues)}, B has {len(rb.dialogues)}")
     for side, r in (("A", ra), ("B", rb)):
+        if any((r.scores.protocol_effects or {}).values()):  # a run whose numbers some eval.py behaviour moved
+            comp.caveats.append(f"run {side} ({r.scores.protocol}): "
+                                f"{summary_line(r.scores.protocol_effects, r.scores.paper_reading)}")
         if not r.scores.complete:
             comp.incomplete_reasons.append(f"run {side} is incomplete: {'; '.join(r.scores.incomplete_reasons)}")
         if r.scores.not_a_benchmark is not None:

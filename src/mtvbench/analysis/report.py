@@ -46,6 +46,7 @@ from mtvbench.render.leaderboard import (
     row_values,
 )
 from mtvbench.scoring.aggregate import Scores, fmt
+from mtvbench.scoring.effects import summary_line
 from mtvbench.scoring.usage import cached_words, upper_bound
 from mtvbench.util.escape import csv_cell, markdown
 from mtvbench.util.files import atomic_write_bytes, atomic_write_text, ensure_dir
@@ -149,7 +150,9 @@ def _leaderboard_html(rows: Sequence[tuple[str, Scores]]) -> str:
         c = s.counts
         info.append([name, s.judge, str(s.judge_runs), fmt(s.judge_run_std), s.context, str(c.dialogues),
                      str(c.scored_turns), str(c.unscored_judge_runs), str(c.missing_responses), s.status,
-                     "; ".join(s.incomplete_reasons) or "–"])
+                     "; ".join(s.incomplete_reasons) or "–",
+                     (summary_line(s.protocol_effects, s.paper_reading) or "not counted (scored before)")
+                     .removeprefix("protocol effects: ")])
     usage = [[name, role, str(r.calls), str(r.failed_calls), str(r.requests), f"{r.prompt_tokens:,}",
               cached_words(r), f"{r.completion_tokens:,}", f"{r.wall_seconds:.1f}",
               "–" if r.cost is None else f"{r.cost:.4f}" + (" (upper bound)" if upper_bound(r) else "")]
@@ -167,7 +170,8 @@ def _leaderboard_html(rows: Sequence[tuple[str, Scores]]) -> str:
             + "<p>Best in <b>bold</b>, second <u>underlined</u>; 95% bootstrap CI over dialogues below each value. "
             + esc(RANK_RULE) + "</p>"
             + html_table(["Model", "Judge", "Judge runs", "SD of Overall across judge runs", "Context", "Dialogues",
-                          "Scored turns", "Unscored judge runs", "Missing responses", "Status", "Incomplete because"],
+                          "Scored turns", "Unscored judge runs", "Missing responses", "Status", "Incomplete because",
+                          "Protocol effects (eval.py's reading vs the paper's)"],
                          info)
             + usage_html)
 

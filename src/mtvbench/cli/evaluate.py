@@ -31,6 +31,7 @@ from mtvbench.render.leaderboard import leaderboard_table
 from mtvbench.run.flags import require_settings, run_flags, settings_from_flags, with_flags
 from mtvbench.run.runner import RunProgress, RunSummary
 from mtvbench.scoring.aggregate import Scores
+from mtvbench.scoring.effects import summary_line
 from mtvbench.scoring.usage import usage_lines
 
 T = TypeVar("T")
@@ -106,6 +107,8 @@ def status_lines(scores: Scores) -> list[tuple[str, str | None]]:
     if scores.not_a_benchmark is not None:
         out.append((scores.not_a_benchmark.line, "bold yellow"))
     out.append((f"protocol: {scores.protocol} (model sent: {scores.inference})", None))
+    if (effects := summary_line(scores.protocol_effects, scores.paper_reading)) is not None:
+        out.append((effects, "yellow" if any((scores.protocol_effects or {}).values()) else None))
     c = scores.counts
     line = (f"counts: {c.dialogues} dialogues, {c.model_turns} model turns, {c.scored_turns} scored turns, "
             f"{c.unscored_turns} turns without a verdict, {c.missing_responses} without a response, "
@@ -143,6 +146,8 @@ def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = 
             note("limit", limited, style="yellow")
         if scores.not_a_benchmark is not None:
             note("NOT A BENCHMARK", scores.not_a_benchmark.reason, style="bold yellow")
+        if (effects := summary_line(scores.protocol_effects, scores.paper_reading)) is not None:
+            note("protocol", effects)
         if scores.complete:
             note("status", f"complete; Overall {scores.overall_label()}", style="green")
         else:

@@ -26,7 +26,8 @@ Record values, error (E) or warning (W):
 - E a checklist question blank or not text, an answer other than Yes/No; W ``yes``/``NO``
   (read as Yes/No), a number of items other than 5, unknown keys in a checklist entry, a ``round index``
   given as text (the authors' eval.py never matches it), a checklist on a round that is not a model turn,
-  two checklist entries for one round (the last is used, as eval.py does);
+  two checklist entries for one round (the last is used; under ``authors`` the last one whose ``round index`` is
+  a number, as eval.py keys entries by the raw value);
 
 Every round keeps its place in the file (``position``) and every checklist entry its keys and values
 as written (``checklist_raw``): the ``authors`` protocol (:mod:`mtvbench.protocol`) reads them.
@@ -78,6 +79,7 @@ from mtvbench.data.schema import (
     Benchmark,
     ChecklistItem,
     Dialogue,
+    NumberedEntry,
     Round,
     Task,
     is_model_turn,
@@ -262,6 +264,9 @@ class _Entry(NamedTuple):
     raw: list[tuple[str, str]]
     #: ``round index`` was given as text
     index_text: bool
+    #: the round's last entry whose ``round index`` is a number, when this one (the last) gives it as text:
+    #: the authors' eval.py keys entries by the raw value and judges that one
+    by_number: _Entry | None = None
 
 
 def _parse_checklist_entry(
@@ -352,16 +357,37 @@ def _load_checklists(root: Path, task: Task, col: _Collector) -> dict[tuple[str,
                 col.add("error", path, "value must be a list of checklist entries", video=video, event=event)
                 continue
             per_round = out.setdefault((video, event), {})
+            written: dict[int, list[_Entry]] = {}
             for entry in entries:
                 parsed = _parse_checklist_entry(entry, path, video, event, col)
-                if parsed is None:
-                    continue
-                k = parsed.round_index
-                if k in per_round:
-                    col.add("warning", path, f"two checklist entries for round {k}: the last one is used, as the "
-                            "authors' eval.py does", video=video, event=event, field="round index")
-                per_round[k] = parsed
+                if parsed is not None:
+                    written.setdefault(parsed.round_index, []).append(parsed)
+            for k, found in written.items():
+                per_round[k] = _chosen_entry(k, found, path, video, event, col)
     return out
+
+
+def _chosen_entry(k: int, found: list[_Entry], path: Path, video: str, event: str, col: _Collector) -> _Entry:
+    """The entry of round ``k`` among those written for it: the last one (the paper's reading), with the one the
+    authors' eval.py judges when that differs: eval.py keys its lookup by the raw ``round index``, so among
+    ``2`` and ``"2"`` the last entry written as a number is judged and an entry written as text never is."""
+    last = found[-1]
+    if len(found) == 1:
+        return last
+    numbers = [e for e in found if not e.index_text]
+    where = {"video": video, "event": event, "field": "round index"}
+    if not last.index_text:
+        why = "the last one is used (also by the authors' eval.py)"
+    elif numbers:
+        why = ("--protocol paper uses the last one; --protocol authors judges the last one whose 'round index' is "
+               "a number (entry written as text ignored), as the authors' eval.py, which keys entries by the raw "
+               "value")
+        last = last._replace(by_number=numbers[-1])
+    else:
+        why = ("--protocol paper uses the last one; --protocol authors judges none (every one gives 'round index' "
+               "as text, which the authors' eval.py never matches)")
+    col.add("warning", path, f"{len(found)} checklist entries for round {k}: {why}", **where)
+    return last
 
 
 def _parse_rounds(mtqa: Any, path: Path, video: str, event: str | None, task: Task, col: _Collector
@@ -543,6 +569,9 @@ def load_official(root: str | Path, tasks: tuple[Task, ...] = TASKS, check_video
                     rnd.checklist = ck.items
                     rnd.checklist_raw = ck.raw
                     rnd.checklist_index_text = ck.index_text
+                    if ck.by_number is not None:
+                        rnd.checklist_by_number = NumberedEntry(checklist=ck.by_number.items,
+                                                                checklist_raw=ck.by_number.raw)
                 d = Dialogue(task=task, video=video, event=event, rounds=rounds)
                 if d.id in seen_ids:
                     col.add("error", path, "duplicate dialogue id (same video and event_index twice)",

@@ -95,6 +95,14 @@ class ChecklistItem(BaseModel):
         return "A" + self.key[1:]
 
 
+class NumberedEntry(BaseModel):
+    """A round's checklist entry whose ``round index`` is written as a number, kept beside the round's last entry
+    when that one gives it as text: the authors' eval.py keys entries by the raw value and judges this one."""
+
+    checklist: list[ChecklistItem]
+    checklist_raw: list[tuple[str, str]]
+
+
 class Round(BaseModel):
     """One round of a dialogue. ``model_turn`` and the judging fields (``judged``, ``answer_round``,
     ``placeholder_answer``, ``not_judged``) are the evaluation protocol's reading of the round
@@ -113,6 +121,10 @@ class Round(BaseModel):
     checklist_raw: list[tuple[str, str]] | None = None
     #: the checklist entry gave ``round index`` as text ("3"), which the authors' eval.py never matches
     checklist_index_text: bool = False
+    #: the last entry for this round written with a number, when a later one gives ``round index`` as text
+    #: (``2`` then ``"2"``): the entry the ``authors`` protocol judges; None otherwise (and in run directories
+    #: made before it was recorded)
+    checklist_by_number: NumberedEntry | None = None
     #: this round's checklist is judged (None: the paper's rule, a model turn with a checklist)
     judged: bool | None = None
     #: the round whose model answer is judged against this round's checklist (None: this round)

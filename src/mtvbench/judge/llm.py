@@ -30,7 +30,8 @@ class LLMJudge:
     async def judge(self, answer: str, rnd: Round, run: int) -> JudgeVerdict:
         request = GenerationRequest(id=f"judge-run{run}", prompt=self.protocol.judge_prompt(answer, rnd),
                                     generation=GenerationConfig(temperature=self.temperature),
-                                    text_first=self.protocol.name == "authors")
+                                    text_first=self.protocol.name == "authors",
+                                    exact_reply=self.protocol.name == "authors")
         out = await ask(self.backend, request, self.protocol.judge_check(rnd), ReaskPolicy(self.max_attempts))
         spent = {"raw": out.raw, "attempts": out.attempts, "usage": out.usage, "latency_s": out.latency_s,
                  "replaced_characters": out.replaced_characters}

@@ -26,7 +26,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from mtvbench.errors import ConfigError
 from mtvbench.models.backend import ModelBackend
-from mtvbench.records import GenerationRequest, Usage
+from mtvbench.records import GenerationRequest, GenerationResult, Usage
 
 T = TypeVar("T")
 
@@ -95,6 +95,14 @@ class AskOutcome(Generic[T]):
         return self.status == "ok"
 
 
+def reply_text(request: GenerationRequest, res: GenerationResult) -> str:
+    """What the check reads: the answer after any ``</think>`` (``text``), or with ``request.exact_reply`` the
+    content exactly as the server sent it (``raw_text``; ``text`` from a backend that keeps no raw text)."""
+    if request.exact_reply:
+        return res.raw_text if res.raw_text or not res.text else res.text
+    return res.text
+
+
 async def ask(backend: ModelBackend, request: GenerationRequest, check: Check[T],
               policy: ReaskPolicy | None = None) -> AskOutcome[T]:
     """Ask ``backend`` until ``check`` accepts the reply, at most ``policy.max_attempts`` calls."""
@@ -115,7 +123,7 @@ async def ask(backend: ModelBackend, request: GenerationRequest, check: Check[T]
             return AskOutcome(status="error", problems=problems, attempts=attempt, raw=raws,
                               error=res.error or "the backend call failed", partial=partial, **spent)
         raws.append(res.raw_text or res.text)
-        got = check(res.text)
+        got = check(reply_text(request, res))
         if not isinstance(got, Rejected):
             return AskOutcome(status="ok", value=got, attempts=attempt, raw=raws, **spent)
         problems, partial = list(got.problems), got.partial

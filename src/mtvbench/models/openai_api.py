@@ -11,7 +11,9 @@ classifies. A call is one POST with httpx (the body written once, the reply read
 no SDK layer lies between an answer and the next request, where it cost more CPU than the HTTP client.
 A 200 reply that is not JSON, has no choices, or has no content (finish_reason ``stop`` or
 missing) is retryable; no content with finish_reason ``length`` is a final ``empty`` (the model spent
-its tokens, e.g. thinking); ``content_filter`` is a final ``blocked``.
+its tokens, e.g. thinking); ``content_filter`` is a final ``blocked``. A request with ``exact_reply``
+(the ``authors`` judge) gets a null or empty content back as a final ``empty`` at once: its caller counts
+it as one ask, as eval.py does.
 A 400/422 that names request fields the server does not accept (``transformers serve``:
 "Unexpected fields in the request: {'top_k', ...}") says which values were sent, which a preset
 gave, and the flag or YAML key that drops each; a 5xx answer to a video part says that the server
@@ -148,8 +150,9 @@ def _content_text(content: Any) -> str | None:
     return content if isinstance(content, str) else None
 
 
-def parse_completion(body: bytes, url: str) -> GenerationResult:
-    """A chat-completions reply body -> a final result, or :class:`RetryableError` when malformed."""
+def parse_completion(body: bytes, url: str, exact_reply: bool = False) -> GenerationResult:
+    """A chat-completions reply body -> a final result, or :class:`RetryableError` when malformed.
+    ``exact_reply``: a null or empty content is a final ``empty`` (the caller's check reads it), not retried."""
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -175,9 +178,12 @@ def parse_completion(body: bytes, url: str) -> GenerationResult:
                                     **common)
         content = message.get("content")
         what = "null" if content is None else "empty" if raw is not None else f"not text ({type(content).__name__})"
+        if exact_reply:
+            return GenerationResult(outcome="empty", error=f"choices[0].message.content is {what} "
+                                    f"(finish_reason {finish or 'missing'})", **common)
         raise RetryableError(f"malformed reply from {url}: choices[0].message.content is {what} "
                              f"(finish_reason {finish or 'missing'})")
-    if not text:
+    if not text and not exact_reply:
         return GenerationResult(outcome="empty", error=f"no answer after </think> (finish_reason {finish})", **common)
     return GenerationResult(outcome="ok", **common)
 
@@ -274,15 +280,15 @@ class OpenAIBackend(BackendBase):
         return FatalError(f"{msg}: the server does not accept {values}; drop {them} with "
                           f"{self.options.drop_advice(fields)}", hint=hint)
 
-    async def _once(self, body: bytes) -> GenerationResult:
+    async def _once(self, body: bytes, exact_reply: bool = False) -> GenerationResult:
         response = await self.client.post(self.url, content=body, headers=self.headers)
         if not response.is_success:
             raise self._status_failure(response)
-        return parse_completion(response.content, self.url)
+        return parse_completion(response.content, self.url, exact_reply)
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         body = request_body(self._params(request), request.frames, self.video_part)
-        return await self.calls.generate(lambda: self._once(body))
+        return await self.calls.generate(lambda: self._once(body, request.exact_reply))
 
     async def aclose(self) -> None:
         await self.client.aclose()

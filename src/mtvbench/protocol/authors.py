@@ -12,13 +12,18 @@ Which rounds (the inference scripts, then ``eval.py``):
   POSITION ``k`` of the dialogue's answers (``answers[k - 1]``): the model's answer when that round is a model
   turn, else the placeholder. A position beyond the dialogue's rounds has no answer: not judged (eval.py prints
   a warning and goes on). A ``round index`` given as text never matches: not judged. Both are counted here and
-  make the run INCOMPLETE (eval.py drops them silently).
+  make the run INCOMPLETE (eval.py drops them silently). eval.py keys its checklist lookup by the raw value:
+  of two entries ``2`` and ``"2"`` for one round, the one written as a number is judged (the last such one),
+  whatever their order (:attr:`~mtvbench.data.schema.Round.checklist_by_number`).
 
 The judge (``evaluate_single_task``):
 
 - the prompt is ``eval.py``'s own text (:func:`mtvbench.prompts.render_authors_judge_prompt`): the checklist is the
   entry's ``Q*`` keys in file order;
-- a reply is read from its first fenced block (```` ```json ```` or ```` ``` ````), else whole, with ``json.loads``;
+- a reply is its content exactly as the server sent it (nothing stripped, ``<think>`` text included; an empty or
+  null content is one ask, not a transport retry: ``GenerationRequest.exact_reply``), read from its first fenced
+  block (```` ```json ```` or ```` ``` ````; ``\\s`` as the ``regex`` module eval.py imports reads it), else whole,
+  with ``json.loads`` (which skips only JSON's own whitespace: a reply behind U+00A0 does not load);
   a reply that does not load is asked again, up to 5 asks per judge run; a run that never loads has no score
   (left out of the turn's mean) and a turn whose runs all have none has no score (left out of the dialogue's);
 - a JSON object is read as its values IN ITS ORDER, paired by position with the entry's ``A*`` values in file
@@ -47,8 +52,11 @@ from mtvbench.protocol.base import EvalProtocol, JudgeReading, ProtocolName
 from mtvbench.records import JudgeVerdict
 from mtvbench.util.jsonio import YesNo, yes_no
 
-#: the first fenced block, with or without a ``json`` tag (eval.py's extract_json)
-_FENCE = re.compile(r"```(?:json)?\s*([\s\S]*?)\s*```")
+#: what ``\s`` matches in the ``regex`` module eval.py imports as ``re``: Unicode White_Space. Python's ``re`` also
+#: counts U+001C..U+001F (``str.isspace``), so the class is written out rather than taken from ``re``.
+WHITESPACE = "[\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+#: the first fenced block, with or without a ``json`` tag (eval.py's extract_json, ``\s`` as its ``regex`` reads it)
+_FENCE = re.compile(f"```(?:json)?{WHITESPACE}*([\\s\\S]*?){WHITESPACE}*```")
 _ANSWER_KEY = re.compile(r"A\d+")
 
 NO_TEXT_INDEX = "its 'round index' is given as text, which the authors' eval.py never matches"
@@ -64,7 +72,9 @@ def canonical_raw(rnd: Round) -> list[tuple[str, str]]:
 
 
 def read_reply(text: str) -> JudgeReading | Rejected:
-    """One judge reply as ``eval.py`` reads it (see the module docstring)."""
+    """One judge reply as ``eval.py`` reads it (see the module docstring): ``text`` is the reply's content
+    exactly as sent (nothing stripped: ``json.loads`` skips only JSON's four whitespace characters, so a reply
+    behind a U+00A0 does not load and is asked again, as in eval.py; an empty or null content is one ask)."""
     match = _FENCE.search(text)
     body = match.group(1) if match else text
     try:
@@ -100,9 +110,12 @@ class AuthorsProtocol(EvalProtocol):
         for r in in_file:
             update: dict[str, Any] = {"model_turn": turns[r.index], "judged": False, "answer_round": None,
                                       "placeholder_answer": None, "not_judged": None}
+            if r.checklist_by_number is not None:  # 2 then "2": eval.py's lookup by the raw value finds the 2
+                update |= {"checklist": r.checklist_by_number.checklist,
+                           "checklist_raw": r.checklist_by_number.checklist_raw, "checklist_index_text": False}
             if r.checklist:
                 pos = r.index - 1
-                if r.checklist_index_text:
+                if r.checklist_index_text and r.checklist_by_number is None:
                     update["not_judged"] = NO_TEXT_INDEX
                 elif pos >= len(in_file):
                     update["not_judged"] = no_answer_at(r.index, len(in_file))

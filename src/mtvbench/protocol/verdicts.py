@@ -17,14 +17,28 @@ from mtvbench.util.jsonio import YesNo, extract_json_object, yes_no
 _PAIR = re.compile(r"""["']?\b(A\d+)\b["']?\s*[:=]\s*["']?\s*(yes|no)\b""", re.IGNORECASE)
 
 
-def _from_obj(obj: dict[str, Any]) -> dict[str, YesNo]:
-    out: dict[str, YesNo] = {}
+def _from_obj(obj: dict[str, Any]) -> dict[str, tuple[YesNo, Any]]:
+    out: dict[str, tuple[YesNo, Any]] = {}
     for k, v in obj.items():
         key = str(k).strip().upper()
         yn = yes_no(v)
         if re.fullmatch(r"A\d+", key) and yn is not None:
-            out[key] = yn
+            out[key] = (yn, v)
     return out
+
+
+def read_verdicts(text: str, keys: Sequence[str]) -> dict[str, tuple[YesNo, Any]] | None:
+    """``{key: (Yes/No, the value as the reply wrote it)}`` for all ``keys``, or None when any key is missing
+    (the rule of :func:`parse_verdicts`; the value as written is a JSON value or the word of an ``A1: yes`` pair)."""
+    obj = extract_json_object(text, accept=lambda o: all(k in _from_obj(o) for k in keys))
+    found = _from_obj(obj) if obj is not None else {}
+    if not all(k in found for k in keys):
+        found = {}
+        for m in _PAIR.finditer(text):
+            found.setdefault(m.group(1).upper(), ("Yes" if m.group(2).lower() == "yes" else "No", m.group(2)))
+    if all(k in found for k in keys):
+        return {k: found[k] for k in keys}
+    return None
 
 
 def parse_verdicts(text: str, keys: Sequence[str]) -> dict[str, YesNo] | None:
@@ -32,12 +46,5 @@ def parse_verdicts(text: str, keys: Sequence[str]) -> dict[str, YesNo] | None:
 
     The first JSON object (fenced or in prose) that answers every key wins; otherwise
     ``A1: Yes``-style pairs anywhere in the text are read."""
-    obj = extract_json_object(text, accept=lambda o: all(k in _from_obj(o) for k in keys))
-    found = _from_obj(obj) if obj is not None else {}
-    if not all(k in found for k in keys):
-        found = {}
-        for m in _PAIR.finditer(text):
-            found.setdefault(m.group(1).upper(), "Yes" if m.group(2).lower() == "yes" else "No")
-    if all(k in found for k in keys):
-        return {k: found[k] for k in keys}
-    return None
+    found = read_verdicts(text, keys)
+    return None if found is None else {k: yn for k, (yn, _) in found.items()}

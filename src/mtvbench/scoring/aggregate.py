@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, computed_field
 from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASKS, Dialogue, NotABenchmark, Round, Task
 from mtvbench.protocol import EvalProtocol, get_protocol
 from mtvbench.records import JudgeVerdict, ProviderResource
+from mtvbench.scoring.effects import PaperReading, protocol_effects
 from mtvbench.scoring.usage import UsageReport
 
 
@@ -199,8 +200,9 @@ def bootstrap_ci(dscores: Sequence[DialogueScore], n: int = 1000, seed: int = 0,
     return ci
 
 
-#: version of the ``scores.json`` layout (bumped when a field changes meaning)
-SCORES_SCHEMA_VERSION = 2
+#: version of the ``scores.json`` layout (bumped when a field changes meaning or is added; 3: ``protocol_effects``
+#: and ``paper_reading``)
+SCORES_SCHEMA_VERSION = 3
 
 
 class Scores(BaseModel):
@@ -254,6 +256,13 @@ class Scores(BaseModel):
     #: why these numbers are not MT-Video-Bench numbers (the data was built with a scripted model, or is the
     #: bundled synthetic sample); None for a real benchmark. Every table and report made from them says so.
     not_a_benchmark: NotABenchmark | None = None
+    #: how often one of the authors' eval.py behaviours gave another value than the paper's reading of the same
+    #: stored reply or data, by kind (:data:`mtvbench.scoring.effects.EFFECT_KINDS`; all zero on a clean run;
+    #: under ``paper`` the verdicts its reading repairs); None only in a scores.json written before (format 2)
+    protocol_effects: dict[str, int] | None = None
+    #: ``authors``: the same judged rounds scored from the same stored replies by the paper's parser ("these
+    #: replies read by the paper's parser"; not the ``paper`` protocol's score); None under ``paper``
+    paper_reading: PaperReading | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -351,6 +360,8 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
         tasks_selected=[t.value for t in TASKS if t in tasks], limit=limit, preset_overrides=list(preset_overrides),
         not_a_benchmark=not_a_benchmark,
     )
+    effects = protocol_effects(dialogues, responses, verdicts, protocol)
+    scores.protocol_effects, scores.paper_reading = effects.counts, effects.paper_reading
     return scores, dscores
 
 
