@@ -6,7 +6,7 @@
 (() => {
   const { api, el, itemPath, toast, toastAction, videoPanel, renderRounds, collectEdits, editorValues, setEditorValues,
     editsAsValues, collectMarks, setMarks, criteriaPanel, activeClock, draftKeeper, focusPage, requireSession,
-    shortcut, helpOverlay, playRange, playPause, openFirst, openNext, queueDone, postDecision, undoLast } = MTV;
+    shortcut, isTyping, helpOverlay, playRange, playPause, openFirst, openNext, queueDone, postDecision, undoLast } = MTV;
   const $ = (id) => document.getElementById(id);
   let me = null;
   let item = null;
@@ -182,6 +182,9 @@
   function onKey(ev) {
     if (ev.key === "Escape") {
       if (!$("help").hidden) { $("help").hidden = true; return; }
+      // one keyboard path: Esc leaves the text box (the mode stays; 1 2 3, j/k and Ctrl+Enter act on the page),
+      // Esc again leaves revise / reject
+      if (isTyping(ev)) { ev.preventDefault(); focusPage($("workspace")); return; }
       if (mode !== "read") { setMode("read"); focusPage($("workspace")); }
       return;
     }
@@ -212,7 +215,8 @@
     if (!me) { location.href = "/"; return; }
     const s = await api("GET", "/api/session");
     clock = activeClock($("player"));
-    drafts = draftKeeper("review", draftData, $("draft-state"));
+    drafts = draftKeeper("review", draftData, $("draft-state"),
+      { apply: (d) => restore(Object.assign({}, d, { active_seconds: clock.seconds() })), reload: () => load(item.id) });
     crit = criteriaPanel($("criteria"), s.criteria, () => drafts.changed());
     for (const b of document.querySelectorAll(".decide .choice")) {
       b.addEventListener("click", () => {
