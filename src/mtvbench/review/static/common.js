@@ -437,7 +437,7 @@ const MTV = (() => {
     return { comment: "comment", reason: "reason", mode: "mode", decision: "decision" }[head] || path.split(SEP).join(" ");
   }
   function partValue(path, v) {
-    if (v === null || v === undefined || v === "") return "(empty)";
+    if (v === null || v === undefined || v === "") return path.startsWith("fields" + SEP) ? "(the original text)" : "(empty)";
     if (v === true) return path.endsWith(SEP + "met") ? "met" : "yes";
     if (v === false) return path.endsWith(SEP + "met") ? "not met" : "no";
     const text = String(v);
