@@ -1,6 +1,7 @@
 """Every page type of the review app with content on it, for the layout and accessibility checks
-(tests/review/test_browser_pages.py) and for the figures of issue 28 (``python -m tests.review.pages``
-prints each page type's width at 390 px and its axe-core counts at each size).
+(tests/review/test_browser_pages.py) and for the figures of issue 28: ``python -m tests.review.pages`` prints each
+page type's width and its axe-core counts at each size, ``python -m tests.review.pages keyboard`` the seconds of a
+keyboard-only annotation.
 
 axe-core comes from npm, never fetched by a test: ``npm install --no-save --prefix .mtvbench-cache/npm
 axe-core`` (what .ci/run does), or ``MTVBENCH_AXE=/path/to/axe.min.js``."""
@@ -172,8 +173,46 @@ def figures(each: Callable[[PageType, str, Any], None] | None = None) -> dict[st
     return out
 
 
+def keyboard_annotations() -> dict[str, dict[str, float]]:
+    """Seconds and key presses of one keyboard-only annotation per decision on the annotate page (1280x720), from
+    the first key to the server's "Saved": accept (``a``), revise (``r``, type, Esc, ``1 2 3``, Ctrl+Enter) and
+    reject (``x``, a reason by arrow key, Esc, ``1 2 3``, Ctrl+Enter). The browser presses the keys at once: the
+    seconds are the app's own time, not a person's."""
+    from tests.support.browser import FLAGS, chromium
+    from playwright.sync_api import sync_playwright
+
+    plans: dict[str, list[str]] = {
+        "accept": ["a"],
+        "revise": ["r", *"Exactly when?", "Escape", "1", "2", "3", "Control+Enter"],
+        "reject": ["x", "ArrowDown", "Escape", "1", "2", "3", "Control+Enter"],
+    }
+    out: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        sample, run = sample_and_run(Path(tmp))
+        with running_server(sample) as (url, _), sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium(), args=FLAGS)
+            pt = PageType("annotate", "review", "kb", "annotator", "/annotate", "#rounds .round.scored")
+            page = open_page(browser, {"review": url}, pt, SIZES["laptop"], [])
+            for decision, keys in plans.items():
+                page.wait_for_function("() => document.activeElement === document.body || "
+                                       "document.activeElement.tagName === 'MAIN'")
+                iid = page.locator("#meta .item-id").inner_text()
+                t = time.perf_counter()
+                for k in keys:
+                    page.keyboard.press(k)
+                page.wait_for_function("v => document.body.dataset.lastSaved === v", arg=f"{iid}:{decision}")
+                out[decision] = {"seconds": round(time.perf_counter() - t, 3), "keys": len(keys)}
+                page.wait_for_function("id => document.querySelector('#meta .item-id').textContent !== id", arg=iid)
+            browser.close()
+    return out
+
+
 if __name__ == "__main__":
     t0 = time.monotonic()
+    if "keyboard" in sys.argv:
+        for decision, row in keyboard_annotations().items():
+            print(f"keyboard-only {decision}: {row['seconds']:.2f} s, {row['keys']} key presses")
+        sys.exit(0)
     res = figures()
     for name, sizes in res.items():
         cells = []

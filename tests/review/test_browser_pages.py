@@ -60,25 +60,38 @@ def test_every_page_type_fits_and_has_no_serious_accessibility_violation(site: t
         pytest.skip(AXE_HINT + "; the widths were checked")
 
 
-@pytest.mark.parametrize("size", ["laptop", "laptop-1366"])
-def test_the_decision_stays_in_view_on_a_laptop_with_a_draft_restored(site: tuple[Any, dict[str, str]],
-                                                                      size: str) -> None:
-    """A long rejection draft restored: the decision row, the comment and Submit are on screen without scrolling
-    (the video and criteria collapse; the part above them scrolls in itself)."""
+def _with_a_draft(site: tuple[Any, dict[str, str]], user: str, size: str) -> Any:
+    """The annotate page of ``user`` at ``size`` with a long rejection draft restored."""
     browser, urls = site
-    url = urls["review"]
-    user = "tabs-" + size
-    with httpx.Client(base_url=url, timeout=30) as c:
+    with httpx.Client(base_url=urls["review"], timeout=30) as c:
         iid = c.get("/api/next", headers=who(user)).json()["id"]
         it = c.get(item_url(iid), headers=who(user)).json()
         c.put(item_url(iid, "/draft"), headers=who(user), json={
             "scope": "review", "content_hash": it["content_hash"],
             "data": {"mode": "reject", "reason": "ambiguous question", "comment": "line\n" * 40}}).raise_for_status()
     pt = next(p for p in PAGE_TYPES if p.name == "annotate")._replace(user=user, path="/annotate?id=" + iid)
-    problems: list[str] = []
-    page = open_page(browser, urls, pt, SIZES[size], problems)
+    page = open_page(browser, urls, pt, SIZES[size], [])
+    assert page.evaluate("document.body.dataset.mode") == "reject"
+    return page
+
+
+def test_a_phone_opens_a_restored_draft_at_the_top(site: tuple[Any, dict[str, str]]) -> None:
+    page = _with_a_draft(site, "phone-user", "phone")
     try:
-        assert page.evaluate("document.body.dataset.mode") == "reject"
+        page.wait_for_timeout(600)  # a smooth scroll would have moved by now
+        assert page.evaluate("window.scrollY") == 0
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("size", ["laptop", "laptop-1366"])
+def test_the_decision_stays_in_view_on_a_laptop_with_a_draft_restored(site: tuple[Any, dict[str, str]],
+                                                                      size: str) -> None:
+    """A long rejection draft restored: the decision row, the comment and Submit are on screen without scrolling
+    (the video and criteria collapse; the part above them scrolls in itself)."""
+    page = _with_a_draft(site, "tabs-" + size, size)
+    problems: list[str] = []
+    try:
         assert page.evaluate("window.scrollY") == 0
         height = SIZES[size][1]
         for sel in (".decide .choices .choice.accept", ".decide .choices .choice.reject", "#comment", "#submit"):

@@ -40,14 +40,15 @@
     }
   }
 
-  function focusRound(i) {
+  // The current round (j / k); `still`: mark it without scrolling (a dialogue just drawn opens at the top, on a phone too).
+  function focusRound(i, still) {
     if (!item || !item.rounds.length) return;
     current = Math.max(0, Math.min(item.rounds.length - 1, i));
     for (const s of document.querySelectorAll("#rounds .round")) s.classList.remove("current");
     const sec = $("round-" + item.rounds[current].index);
     if (sec) {
       sec.classList.add("current");
-      sec.scrollIntoView({ block: "nearest", behavior: "smooth" });
+      if (!still) sec.scrollIntoView({ block: "nearest", behavior: "smooth" });
     }
   }
 
@@ -117,7 +118,7 @@
     $("done").hidden = true;
     $("workspace").hidden = false;
     current = 0;
-    focusRound(0);
+    focusRound(0, true);
     document.title = item.id + " · annotate";
   }
 
