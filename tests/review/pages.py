@@ -69,8 +69,8 @@ def _prepare_review(url: str) -> str:
     with httpx.Client(base_url=url, timeout=30) as c:
         iid = c.get("/api/next", headers=who("ann1")).json()["id"]
         it = c.get(item_url(iid), headers=who("ann1")).json()
-        c.post(item_url(iid, "/review"), headers=who("ann1"), json=verdict("ann1", "accept", content_hash=it["content_hash"])
-               ).raise_for_status()
+        c.post(item_url(iid, "/review"), headers=who("ann1"),
+               json=verdict("ann1", "accept", content_hash=it["content_hash"])).raise_for_status()
         c.get(item_url(iid, "?claim=1"), headers=who("ann2")).raise_for_status()
         edit = {"round": 1, "field": "user", "value": it["rounds"][0]["user"] + " (checked)"}
         c.post(item_url(iid, "/review"), headers=who("ann2"),
@@ -148,8 +148,9 @@ def sample_and_run(root: Path) -> tuple[Path, Path]:
 
 def figures(each: Callable[[PageType, str, Any], None] | None = None) -> dict[str, Any]:
     """Width at each size and serious/critical axe nodes per page type (what ``python -m`` prints)."""
-    from tests.support.browser import FLAGS, chromium
     from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import FLAGS, chromium
 
     axe = axe_path()
     out: dict[str, Any] = {}
@@ -164,7 +165,9 @@ def figures(each: Callable[[PageType, str, Any], None] | None = None) -> dict[st
                     row: dict[str, Any] = page_width(page)
                     if axe is not None:
                         v = axe_violations(page, axe)
-                        row |= {"serious": serious(v), "violations": [x for x in v if x["impact"] in ("serious", "critical")]}
+                        impacts = ("critical", "serious", "moderate", "minor")
+                        row |= {"serious": serious(v), "violations": v,
+                                "by_impact": {i: sum(x["nodes"] for x in v if x["impact"] == i) for i in impacts}}
                     out.setdefault(pt.name, {})[size_name] = row
                     if each:
                         each(pt, size_name, page)
@@ -178,8 +181,9 @@ def keyboard_annotations() -> dict[str, dict[str, float]]:
     the first key to the server's "Saved": accept (``a``), revise (``r``, type, Esc, ``1 2 3``, Ctrl+Enter) and
     reject (``x``, a reason by arrow key, Esc, ``1 2 3``, Ctrl+Enter). The browser presses the keys at once: the
     seconds are the app's own time, not a person's."""
-    from tests.support.browser import FLAGS, chromium
     from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import FLAGS, chromium
 
     plans: dict[str, list[str]] = {
         "accept": ["a"],
@@ -218,7 +222,7 @@ if __name__ == "__main__":
         cells = []
         for size_name, row in sizes.items():
             cells.append(f"{size_name}: width {row['scroll']}/{row['viewport']}"
-                         + (f", axe serious+critical nodes {row['serious']}" if "serious" in row else ""))
+                         + (f", axe nodes {row['by_impact']}" if "serious" in row else ""))
         print(f"{name:18s} " + "; ".join(cells))
     if "-v" in sys.argv:
         print(json.dumps(res, indent=1))

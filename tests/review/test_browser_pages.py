@@ -118,7 +118,7 @@ def test_the_video_is_skipped_with_one_key(site: tuple[Any, dict[str, str]]) -> 
     page = open_page(browser, urls, pt, SIZES["laptop"], [])
     try:
         page.evaluate("document.activeElement.blur()")
-        for n in range(1, 12):
+        for _ in range(11):
             page.keyboard.press("Tab")
             if page.evaluate("document.activeElement.classList.contains('skip-link')"):
                 break

@@ -147,7 +147,8 @@ def test_criteria_keys_work_in_revise_mode(sample: Path) -> None:
         for key in "123":
             tab.keyboard.press(key)
         assert all(tab.locator(f"#criteria-{c}-met").is_checked() for c in ("capability", "grounded", "coherent"))
-        assert typed.endswith("Exactly when?") and typed in [e.input_value() for e in tab.locator("#rounds .editor").all()]
+        assert typed.endswith("Exactly when?")
+        assert typed in [e.input_value() for e in tab.locator("#rounds .editor").all()]
         assert "123" not in "".join(e.input_value() for e in tab.locator("#rounds .editor, #comment").all())
         help_text = tab.locator("#help").inner_text()
         assert "Esc" in help_text and "1" in help_text and "revising" in help_text

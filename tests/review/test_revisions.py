@@ -28,7 +28,8 @@ def test_a_draft_from_an_older_copy_is_refused_with_the_newer_one(sample: Path) 
     it = c.get(item_url(iid), headers=who("ann1")).json()
     h, rev = it["content_hash"], it["revisions"]["review"]
     assert rev == 0 and set(it["revisions"]) == {"review"}
-    tab1 = {"mode": "revise", "fields": {"1.assistant": "rewritten golden answer"}, "criteria": {"grounded": {"met": True}}}
+    tab1 = {"mode": "revise", "fields": {"1.assistant": "rewritten golden answer"},
+            "criteria": {"grounded": {"met": True}}}
     r = _draft(c, iid, "ann1", h, tab1, rev)
     assert r.status_code == 200 and r.json()["draft"]["revision"] == 1
     # tab 2 still holds revision 0: its save is refused and names the newer draft (nothing overwritten)
@@ -86,7 +87,8 @@ def test_a_senior_decision_from_an_older_copy_is_refused(sample: Path) -> None:
         assert c.post(item_url(iid, "/review"), headers=who(name), json=verdict(name, decision)).status_code == 200
     s = c.get(item_url(iid), headers=who("lead", "senior")).json()
     rev = s["revisions"]["adjudicate"]
-    assert _draft(c, iid, "lead", s["content_hash"], {"comment": "tab 1"}, rev, "senior", "adjudicate").status_code == 200
+    saved = _draft(c, iid, "lead", s["content_hash"], {"comment": "tab 1"}, rev, "senior", "adjudicate")
+    assert saved.status_code == 200
     r = c.post(item_url(iid, "/adjudicate"), headers=who("lead", "senior"),
                json=verdict("lead", "accept", senior=True, revision=rev))
     assert r.status_code == 409 and r.json()["conflict"]["draft"]["data"] == {"comment": "tab 1"}
@@ -138,5 +140,6 @@ def test_a_format_2_store_opens_as_format_3_with_its_drafts(sample: Path) -> Non
         db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
     again = ReviewStore(path)
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION) == "3"
+        version = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+    assert version == str(SCHEMA_VERSION) == "3"
     assert again.draft("review", "x", "ann1").data == {"comment": "kept"} and again.revision("review", "x", "ann1") == 0
