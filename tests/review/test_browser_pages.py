@@ -47,6 +47,9 @@ def test_every_page_type_fits_and_has_no_serious_accessibility_violation(site: t
             if w["scroll"] > w["viewport"]:
                 too_wide[pt.name] = w
             assert page.locator("h1").count() >= 1, pt.name
+            if pt.name == "senior":  # card A and card B whole, side by side or stacked, each a few lines high
+                heights = [c.bounding_box()["height"] for c in page.locator(".review-card").all()]
+                assert len(heights) == 2 and max(heights) < 260, heights
             if axe is not None:
                 bad = [v for v in axe_violations(page, axe) if v["impact"] in ("serious", "critical")]
                 if bad:
