@@ -26,6 +26,7 @@ from mtvbench.ledger.sqlite import (
     put_meta,
     transaction,
 )
+from mtvbench.review.store import SCHEMA_VERSION as REVIEW_FORMAT
 from mtvbench.review.store import ReviewStore
 from mtvbench.run.store import RunStore
 from tests.support.run_helpers import subprocess_env
@@ -230,17 +231,18 @@ def test_a_review_store_of_an_earlier_mtvbench_is_migrated_and_keeps_every_decis
     with sqlite3.connect(path) as db:
         before = db.execute(decisions).fetchall()
         assert get_meta(db, "schema_version") == 1
-    store = ReviewStore(path, create=False)  # format 1 -> 2: the listed step, in one transaction
+    store = ReviewStore(path, create=False)  # format 1 -> current: the listed steps, in one transaction
     assert len(store.history()) == 7
     with sqlite3.connect(path) as db:
         assert db.execute(decisions).fetchall() == before
-        assert get_meta(db, "schema_version") == 2 and db.execute("SELECT criteria FROM reviews").fetchone() == (None,)
+        assert get_meta(db, "schema_version") == REVIEW_FORMAT
+        assert db.execute("SELECT criteria FROM reviews").fetchone() == (None,)
     migrated = path.read_bytes()
     ReviewStore(path)
     assert path.read_bytes() == migrated  # its format is current now: nothing to add
     db = sqlite3.connect(path)
-    put_meta(db, {"schema_version": 3})
+    put_meta(db, {"schema_version": REVIEW_FORMAT + 1})
     db.commit()
     db.close()
-    with pytest.raises(DatabaseFormatError, match="review-store format 3"):
+    with pytest.raises(DatabaseFormatError, match=f"review-store format {REVIEW_FORMAT + 1}"):
         ReviewStore(path)
