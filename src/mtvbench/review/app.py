@@ -7,13 +7,14 @@ JSON API (every answer is JSON; errors are ``{"error": "..."}`` with an HTTP sta
     GET    /api/items/{id}[?claim=1]     one dialogue: rounds, checklists, video URL and start, time ranges,
                                          your decision and drafts; claim=1 hands it to you when a slot is free
     POST   /api/items/{id}/review        {annotator, decision, edits, comment, criteria, checklist,
-                                          content_hash, active_seconds} -> {mine, yours, notice, undo}
+                                          content_hash, active_seconds, revision} -> {mine, yours, notice, undo}
     POST   /api/items/{id}/adjudicate    {senior, decision, edits, comment, criteria, checklist, content_hash,
-                                          confirm}
-    POST   /api/items/{id}/rating        {rater, marks: {"3.Q1": "Yes"|"No", ...}, content_hash, active_seconds}
-                                         -> {mine, undo} (a run directory: every checklist question answered)
+                                          confirm, revision}
+    POST   /api/items/{id}/rating        {rater, marks: {"3.Q1": "Yes"|"No", ...}, content_hash, active_seconds,
+                                          revision} -> {mine, undo} (a run directory: every question answered)
     POST   /api/items/{id}/undo          {seq}: take back your last decision or rating (nothing happened since)
-    PUT    /api/items/{id}/draft         {scope, content_hash, data}: keep what you typed (GET, DELETE ?scope=)
+    PUT    /api/items/{id}/draft         {scope, content_hash, data, revision}: keep what you typed (GET, DELETE
+                                         ?scope=) -> {draft} (with its revision)
     GET    /api/items/{id}/video         {video_url}: a freshly signed video URL (when the old one stopped working)
     GET    /api/next[?after=ID]          {id}: the next dialogue for you (claimed for you); null when none is left
     GET    /api/progress                 seniors: everything (agreement per annotator pair, Krippendorff's
@@ -24,6 +25,11 @@ JSON API (every answer is JSON; errors are ``{"error": "..."}`` with an HTTP sta
 What an annotator may see of an item is decided by :mod:`mtvbench.review.views` (blind double
 annotation); a decision that cannot count as one of the two is handed to the senior with its text
 (:meth:`ReviewStore.record` with ``refer=True``), never discarded.
+
+Several tabs of one person: an item's detail carries ``revisions`` (scope -> the revision of the person's copy:
+their draft and their decision); the pages send it with every draft and decision, and a save from an older
+copy (another tab saved or decided since) is refused with 409 and ``conflict: {revision, draft, decision}``
+(the newer copy), which the page shows with what changed and a choice: reload (merged) or keep this tab's text.
 
 A run directory (``work = "rate"``, :mod:`mtvbench.review.run_source`) is served to raters instead: the
 same calls answer with the rater's view (the model's answers and the checklist questions, blind to the
@@ -91,7 +97,7 @@ from mtvbench.review.guidelines import render_guidelines
 from mtvbench.review.progress import compute_progress, own_progress
 from mtvbench.review.rating import next_to_rate, own_rating, rating_progress
 from mtvbench.review.source import ReviewSource
-from mtvbench.review.store import ConfirmRequiredError, ItemState, Principal, ReviewStore
+from mtvbench.review.store import ConfirmRequiredError, ItemState, Principal, ReviewStore, StaleCopyError
 from mtvbench.review.views import detail, dump, rating_detail, rating_summary, summary, yours
 from mtvbench.util.jsonio import loads_strict
 
@@ -121,6 +127,8 @@ class DecisionBody(BaseModel):
     criteria: dict[CriterionKey, Criterion] | None = None
     checklist: dict[str, ChecklistMark] | None = Field(default=None, max_length=EDITS_MAX)
     content_hash: str | None = Field(default=None, max_length=64)
+    #: the revision of the caller's copy the page holds (None: not checked)
+    revision: int | None = Field(default=None, ge=0)
 
 
 class ReviewBody(DecisionBody):
@@ -143,6 +151,7 @@ class RatingBody(BaseModel):
     marks: dict[str, Verdict] = Field(max_length=EDITS_MAX)
     content_hash: str | None = Field(default=None, max_length=64)
     active_seconds: float | None = Field(default=None, ge=0, le=7 * 86400)
+    revision: int | None = Field(default=None, ge=0)
 
 
 class UndoBody(BaseModel):
@@ -157,6 +166,8 @@ class DraftBody(BaseModel):
     scope: Literal["review", "adjudicate", "rate"] = "review"
     content_hash: str = Field(max_length=64)
     data: dict[str, Any]
+    #: the revision of the caller's copy the page holds (None: not checked)
+    revision: int | None = Field(default=None, ge=0)
 
 
 class ApiError(Exception):
@@ -310,8 +321,14 @@ class ReviewApp:
                 out[scope] = d.model_dump(mode="json")
         return out
 
+    def revisions(self, it: ReviewItem, me: Principal) -> dict[str, int]:
+        """Scope -> the revision of ``me``'s copy of the item (what the pages send back with each save)."""
+        return {scope: self.store.revision(scope, it.id, me.name) for scope, jobs in DRAFT_SCOPES.items()
+                if me.job in jobs}
+
     def detail(self, it: ReviewItem, st: ItemState, me: Principal) -> dict[str, Any]:
-        return detail(it, st, me, video_url=self.media_url(it.video, me), drafts=self.drafts(it, me))
+        return detail(it, st, me, video_url=self.media_url(it.video, me), drafts=self.drafts(it, me)) | {
+            "revisions": self.revisions(it, me)}
 
     # ------------------------------------------------------------------ ratings (a run directory)
     @property
@@ -323,7 +340,8 @@ class ReviewApp:
 
     def rating_detail(self, it: ReviewItem, me: Principal) -> dict[str, Any]:
         mine = next((r for r in self.ratings().get(it.id, []) if r.rater == me.name), None)
-        return rating_detail(it, mine, me, video_url=self.media_url(it.video, me), drafts=self.drafts(it, me))
+        return rating_detail(it, mine, me, video_url=self.media_url(it.video, me), drafts=self.drafts(it, me)) | {
+            "revisions": self.revisions(it, me)}
 
 
 async def _read_json(request: Request, model: type[BaseModel]) -> Any:
@@ -368,7 +386,8 @@ def _endpoint(handler: Callable[[Request, Any], dict[str, Any]], body: type[Base
             return JSONResponse({"error": e.message}, status_code=e.status)
         except ReviewError as e:
             code = next((c for t, c in _STATUS.items() if isinstance(e, t)), 422)
-            extra = {"confirm": True} if isinstance(e, ConfirmRequiredError) else {}
+            extra = {"confirm": True} if isinstance(e, ConfirmRequiredError) else \
+                {"conflict": e.current} if isinstance(e, StaleCopyError) else {}
             return JSONResponse({"error": str(e)} | extra, status_code=code)
         except MtvbenchError as e:
             return JSONResponse({"error": str(e)}, status_code=503)
@@ -460,7 +479,7 @@ class ReviewApi:
             raise ApiError(403, f"you are signed in as {me.name}; you cannot record a decision for {body.annotator}")
         st = self.store.record(it, me.name, body.decision, body.edits, body.comment, criteria=body.criteria,
                                checklist=body.checklist, expected_hash=body.content_hash, strict=True,
-                               active_seconds=body.active_seconds, refer=True)
+                               active_seconds=body.active_seconds, refer=True, revision=body.revision)
         return self.decided(it, st, me)
 
     def undo(self, request: Request, body: UndoBody) -> dict[str, Any]:
@@ -478,7 +497,7 @@ class ReviewApi:
         if body.rater != me.name:
             raise ApiError(403, f"you are signed in as {me.name}; you cannot rate for {body.rater}")
         r = self.store.rate(it, me.name, dict(body.marks), expected_hash=body.content_hash,
-                            active_seconds=body.active_seconds)
+                            active_seconds=body.active_seconds, revision=body.revision)
         return {"id": it.id, "mine": dump(r), "undo": r.seq}
 
     def adjudicate(self, request: Request, body: AdjudicateBody) -> dict[str, Any]:
@@ -490,7 +509,7 @@ class ReviewApi:
             raise ApiError(403, f"you are signed in as {me.name}; you cannot adjudicate as {body.senior}")
         st = self.store.adjudicate(it, me.name, body.decision, body.edits, body.comment, criteria=body.criteria,
                                    checklist=body.checklist, expected_hash=body.content_hash, strict=True,
-                                   confirm=body.confirm)
+                                   confirm=body.confirm, revision=body.revision)
         return {"id": it.id, "status": st.status, "adjudication": dump(st.adjudication)}
 
     def draft(self, request: Request, body: DraftBody | None) -> dict[str, Any]:
@@ -499,7 +518,8 @@ class ReviewApi:
         if me.job not in DRAFT_SCOPES.get(scope, ()):
             raise ApiError(403 if scope in DRAFT_SCOPES else 422, f"no drafts of scope {scope!r} for a {me.job}")
         if body is not None:
-            return {"draft": self.store.save_draft(scope, it.id, me.name, body.content_hash, body.data).model_dump()}
+            return {"draft": self.store.save_draft(scope, it.id, me.name, body.content_hash, body.data,
+                                                   revision=body.revision).model_dump()}
         if request.method == "DELETE":
             self.store.drop_draft(scope, it.id, me.name)
             return {"draft": None}

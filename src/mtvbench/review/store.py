@@ -2,7 +2,9 @@
 
 The file has its own tables and uses the one SQLite set-up and version rule of
 :mod:`mtvbench.ledger.sqlite` (WAL, its format in the ``meta`` table, errors naming the file); a file of
-another format is refused, naming both.
+another format is refused, naming both. Each person's copy of an item (their draft and their decision) has a
+revision number (``revisions``) that every save moves on, so that a save from a tab whose copy is older is
+refused instead of overwriting.
 
 Several annotators (web app threads, the ``build review`` command line, other processes)
 write to the same file at once: each decision is one ``BEGIN IMMEDIATE`` transaction that
@@ -31,7 +33,9 @@ their access tokens; tokens themselves are never stored), ``signing`` (a per-nam
 part of every signed video URL: removing a user or replacing their token moves it on, so the links
 already handed out stop working at once) and ``settings`` (the key video URLs are signed with, so
 that links survive a restart of the server, and a run directory's rating sample: the same for every rater
-and every restart).
+and every restart). ``revisions`` (per scope, item and person: the revision of their copy, moved on by
+every draft saved or dropped and every decision, rating or undo; a page sends the revision it holds and a
+save from an older one is refused with the newer copy, :class:`StaleCopyError`).
 """
 
 from __future__ import annotations
@@ -121,6 +125,9 @@ CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ratings(
   item_id TEXT NOT NULL, content_hash TEXT NOT NULL, rater TEXT NOT NULL, marks TEXT NOT NULL, first_at TEXT NOT NULL,
   at TEXT NOT NULL, seconds REAL, seq INTEGER NOT NULL, PRIMARY KEY(item_id, content_hash, rater));
+CREATE TABLE IF NOT EXISTS revisions(
+  scope TEXT NOT NULL, item_id TEXT NOT NULL, who TEXT NOT NULL, revision INTEGER NOT NULL,
+  PRIMARY KEY(scope, item_id, who));
 """,
     hint="open it with the mtvbench version that wrote it, or choose another file with --store FILE",
     write_hint="choose another place with --store FILE (or free some space); no decision was lost before this one")
@@ -137,6 +144,15 @@ def token_digest(token: str) -> str:
 
 class ConfirmRequiredError(ReviewConflictError):
     """A senior's decision would overwrite a final decision someone else made: ask again with confirm."""
+
+
+class StaleCopyError(ReviewConflictError):
+    """A save (draft or decision) from a copy older than the person's latest one, e.g. another tab's. ``current``
+    is what the page needs to show what changed: ``{"revision", "draft", "decision"}`` (JSON-able)."""
+
+    def __init__(self, message: str, current: dict[str, Any]):
+        super().__init__(message)
+        self.current = current
 
 
 class Principal(BaseModel):
@@ -233,6 +249,8 @@ class Draft(BaseModel):
     content_hash: str
     data: dict[str, Any]
     updated_at: str
+    #: the revision of the person's copy this draft is (see ``revisions`` in the module docstring)
+    revision: int = 0
 
 
 def _json_or_none(text: str | None) -> Any:
@@ -372,12 +390,14 @@ class ReviewStore:
     def record(self, item: ReviewItem, annotator: str, decision: str, edits: list[Edit] | None = None,
                comment: str = "", *, criteria: dict[str, Criterion] | None = None,
                checklist: dict[str, str] | None = None, expected_hash: str | None = None, strict: bool = False,
-               active_seconds: float | None = None, refer: bool = False) -> ItemState:
+               active_seconds: float | None = None, refer: bool = False, revision: int | None = None) -> ItemState:
         """One annotator's decision, under the rules of the module docstring. ``strict``: the web app's
         rules (a rejection says why; the three criteria are given). ``active_seconds``: the page's
         active time on the item (kept for the first decision). ``refer``: hand a decision that cannot
-        count to the senior instead of refusing it. The state's ``seq`` is the history entry (None
-        when the decision repeats the one recorded) and ``notice`` what the person is told."""
+        count to the senior instead of refusing it. ``revision``: the revision of the person's copy the page
+        holds (None: not checked, the command line); an older one is refused (:class:`StaleCopyError`). The
+        state's ``seq`` is the history entry (None when the decision repeats the one recorded) and ``notice``
+        what the person is told."""
         who = check_name(annotator)
         clean = check_decision(item, decision, list(edits or []), comment, strict)
         crit, marks = check_verdict(item, decision, clean, criteria, checklist, required=strict)
@@ -385,9 +405,10 @@ class ReviewStore:
                          criteria=crit, checklist=marks)
         with self._tx() as db:
             st = self._current(db, item, expected_hash)
+            self._check_revision(db, "review", item.id, who, revision, st.review_of(who) or st.referral_of(who))
             mine = st.review_of(who)
             if mine is not None and _same(mine, new):
-                self._drop_draft(db, "review", item.id, who)
+                self._settle(db, "review", item.id, who)
                 return st
             notice = None
             if mine is None and st.closed:
@@ -410,7 +431,7 @@ class ReviewStore:
                 if mine is not None and st.closed:
                     self._refer(db, item, new, "changed", seq, previous=mine)
                     notice = CHANGED_NOTICE
-            self._drop_draft(db, "review", item.id, who)
+            self._settle(db, "review", item.id, who)
             out = self._states(db, {item.id: item.content_hash})[item.id]
             out.seq, out.notice = seq, notice
             return out
@@ -445,14 +466,17 @@ class ReviewStore:
     def adjudicate(self, item: ReviewItem, senior: str, decision: str, edits: list[Edit] | None = None,
                    comment: str = "", *, criteria: dict[str, Criterion] | None = None,
                    checklist: dict[str, str] | None = None, expected_hash: str | None = None, strict: bool = False,
-                   confirm: bool = False) -> ItemState:
+                   confirm: bool = False, revision: int | None = None) -> ItemState:
         """The senior annotator's final decision: on a disagreement, a decision handed to the senior, or
-        (with ``confirm``) over a final decision someone else made. It settles the open referrals."""
+        (with ``confirm``) over a final decision someone else made. It settles the open referrals.
+        ``revision``: as for :meth:`record`."""
         who = check_name(senior, "senior annotator")
         clean = check_decision(item, decision, list(edits or []), comment, strict)
         crit, marks = check_verdict(item, decision, clean, criteria, checklist, required=strict)
         with self._tx() as db:
             st = self._current(db, item, expected_hash)
+            own = st.adjudication if st.adjudication is not None and st.adjudication.annotator == who else None
+            self._check_revision(db, "adjudicate", item.id, who, revision, own)
             if len(st.reviews) < 2 and st.adjudication is None and not st.open_referrals:
                 raise ReviewConflictError(f"{item.id} is {st.status}: a senior decides once both annotators have "
                                           "decided or a decision was handed to the senior")
@@ -474,7 +498,7 @@ class ReviewStore:
             seq = self._log(db, item.id, item.content_hash, "adjudicate", new, replaced=prior)
             db.execute("UPDATE referrals SET settled_at=?, settled_by=? WHERE item_id=? AND content_hash=? AND "
                        "settled_at IS NULL", (new.at, who, item.id, item.content_hash))
-            self._drop_draft(db, "adjudicate", item.id, who)
+            self._settle(db, "adjudicate", item.id, who)
             out = self._states(db, {item.id: item.content_hash})[item.id]
             out.seq = seq
             return out
@@ -500,6 +524,7 @@ class ReviewStore:
             undone = Annotation(annotator=who, decision=last["decision"], comment=last["comment"], at=now_iso(),
                                 edits=[Edit.model_validate(e) for e in json.loads(last["edits"])])
             out_seq = self._log(db, item.id, item.content_hash, "undo", undone)
+            self._bump(db, "review", item.id, who)
             out = self._states(db, {item.id: item.content_hash})[item.id]
             out.seq = out_seq
             return out
@@ -529,35 +554,98 @@ class ReviewStore:
                     for r in db.execute("SELECT * FROM history ORDER BY seq")]
 
     # ------------------------------------------------------------------ drafts
-    def save_draft(self, scope: str, item_id: str, who: str, content_hash: str, data: dict[str, Any]) -> Draft:
-        """Keep what ``who`` typed on ``item_id`` (replacing their earlier draft there)."""
+    def save_draft(self, scope: str, item_id: str, who: str, content_hash: str, data: dict[str, Any], *,
+                   revision: int | None = None) -> Draft:
+        """Keep what ``who`` typed on ``item_id`` (replacing their earlier draft there). ``revision``: the
+        revision of their copy the page holds (None: not checked); an older one is refused
+        (:class:`StaleCopyError`, with the newer draft or decision). The draft saved has the next revision."""
         text = json.dumps(data, ensure_ascii=False, sort_keys=True)
         if len(text) > DRAFT_MAX:
             raise ReviewError(f"{item_id}: the draft is larger than {DRAFT_MAX // 1024} KiB")
         at = now_iso()
         with self._tx() as db:
-            if db.execute("SELECT 1 FROM items WHERE id=? AND active=1", (item_id,)).fetchone() is None:
+            row = db.execute("SELECT content_hash FROM items WHERE id=? AND active=1", (item_id,)).fetchone()
+            if row is None:
                 raise UnknownItemError(f"no dialogue {item_id!r} in the review queue")
+            if revision is not None and revision != self._revision(db, scope, item_id, who):
+                self._check_revision(db, scope, item_id, who, revision,
+                                     self._decision_of(db, scope, item_id, row[0], who))
             db.execute("INSERT OR REPLACE INTO drafts VALUES(?,?,?,?,?,?)",
                        (scope, item_id, who, content_hash, text, at))
-        return Draft(scope=scope, item_id=item_id, content_hash=content_hash, data=data, updated_at=at)
+            rev = self._bump(db, scope, item_id, who)
+        return Draft(scope=scope, item_id=item_id, content_hash=content_hash, data=data, updated_at=at, revision=rev)
 
     def draft(self, scope: str, item_id: str, who: str) -> Draft | None:
         with self._tx(write=False) as db:
-            r = db.execute("SELECT * FROM drafts WHERE scope=? AND item_id=? AND who=?",
-                           (scope, item_id, who)).fetchone()
+            return self._draft(db, scope, item_id, who)
+
+    def _draft(self, db: sqlite3.Connection, scope: str, item_id: str, who: str) -> Draft | None:
+        r = db.execute("SELECT * FROM drafts WHERE scope=? AND item_id=? AND who=?", (scope, item_id, who)).fetchone()
         if r is None:
             return None
         return Draft(scope=scope, item_id=item_id, content_hash=r["content_hash"], data=json.loads(r["data"]),
-                     updated_at=r["updated_at"])
+                     updated_at=r["updated_at"], revision=self._revision(db, scope, item_id, who))
 
     def drop_draft(self, scope: str, item_id: str, who: str) -> None:
         with self._tx() as db:
-            self._drop_draft(db, scope, item_id, who)
+            self._settle(db, scope, item_id, who)
+
+    def _settle(self, db: sqlite3.Connection, scope: str, item_id: str, who: str) -> None:
+        """``who``'s draft on the item is done with (a decision recorded, or dropped): it goes, and the revision
+        of their copy moves on (a tab still holding the draft is told when it saves)."""
+        db.execute("DELETE FROM drafts WHERE scope=? AND item_id=? AND who=?", (scope, item_id, who))
+        self._bump(db, scope, item_id, who)
+
+    # ------------------------------------------------------------------ revisions of a person's copy
+    def revision(self, scope: str, item_id: str, who: str) -> int:
+        """The revision of ``who``'s copy of the item in ``scope`` (0: never saved)."""
+        with self._tx(write=False) as db:
+            return self._revision(db, scope, item_id, who)
 
     @staticmethod
-    def _drop_draft(db: sqlite3.Connection, scope: str, item_id: str, who: str) -> None:
-        db.execute("DELETE FROM drafts WHERE scope=? AND item_id=? AND who=?", (scope, item_id, who))
+    def _revision(db: sqlite3.Connection, scope: str, item_id: str, who: str) -> int:
+        row = db.execute("SELECT revision FROM revisions WHERE scope=? AND item_id=? AND who=?",
+                         (scope, item_id, who)).fetchone()
+        return int(row[0]) if row else 0
+
+    @staticmethod
+    def _bump(db: sqlite3.Connection, scope: str, item_id: str, who: str) -> int:
+        db.execute("INSERT INTO revisions VALUES(?,?,?,1) ON CONFLICT(scope, item_id, who) DO UPDATE SET "
+                   "revision=revision+1", (scope, item_id, who))
+        return int(db.execute("SELECT revision FROM revisions WHERE scope=? AND item_id=? AND who=?",
+                              (scope, item_id, who)).fetchone()[0])
+
+    def _decision_of(self, db: sqlite3.Connection, scope: str, item_id: str, h: str, who: str) -> Any:
+        """``who``'s own decision (or rating) on the item in ``scope``, or None."""
+        st = self._states(db, {item_id: h})[item_id]
+        if scope == "adjudicate":
+            return st.adjudication if st.adjudication is not None and st.adjudication.annotator == who else None
+        if scope == "rate":
+            row = db.execute("SELECT * FROM ratings WHERE item_id=? AND content_hash=? AND rater=?",
+                             (item_id, h, who)).fetchone()
+            return self._rating_of(row) if row else None
+        return st.review_of(who) or st.referral_of(who)
+
+    def _check_revision(self, db: sqlite3.Connection, scope: str, item_id: str, who: str, revision: int | None,
+                        decision: BaseModel | None) -> None:
+        """Refuse a save from a copy older than ``who``'s latest (another tab's): :class:`StaleCopyError` with
+        the newer draft or ``decision`` (their own, made in the other tab)."""
+        if revision is None:
+            return
+        now = self._revision(db, scope, item_id, who)
+        if revision == now:
+            return
+        draft = self._draft(db, scope, item_id, who)
+        if draft is not None:
+            what = f"a newer draft of {item_id} was saved in another tab or window at {draft.updated_at}"
+        elif decision is not None:
+            kind = getattr(decision, "decision", "a rating")
+            what = f"you decided {item_id} in another tab or window ({kind}, at {decision.at})"  # type: ignore[attr-defined]
+        else:
+            what = f"your copy of {item_id} changed in another tab or window (its draft was dropped or undone)"
+        raise StaleCopyError(what + ": nothing was saved from this tab; reload to see it, or keep this tab's text",
+                             {"revision": now, "draft": draft.model_dump(mode="json") if draft else None,
+                              "decision": decision.model_dump(mode="json") if decision is not None else None})
 
     # ------------------------------------------------------------------ signing key
     def signing_key(self) -> bytes:
@@ -580,17 +668,18 @@ class ReviewStore:
 
     # ------------------------------------------------------------------ ratings (a run directory's raters)
     def rate(self, item: ReviewItem, rater: str, marks: dict[str, str], *, expected_hash: str | None = None,
-             active_seconds: float | None = None) -> Rating:
+             active_seconds: float | None = None, revision: int | None = None) -> Rating:
         """``rater``'s complete rating of ``item`` (every checklist question answered Yes/No); a later
         rating by the same rater replaces theirs (the audit trail keeps both). ``active_seconds`` is
-        kept for the first rating."""
+        kept for the first rating. ``revision``: as for :meth:`record`."""
         who = check_name(rater, "rater")
         clean = check_marks(item, marks)
         with self._tx() as db:
             self._current(db, item, expected_hash)
             prev = self._rating(db, item, who)
+            self._check_revision(db, "rate", item.id, who, revision, prev)
             if prev is not None and prev.marks == clean:
-                self._drop_draft(db, "rate", item.id, who)
+                self._settle(db, "rate", item.id, who)
                 return prev
             at = now_iso()
             seconds = prev.seconds if prev is not None else \
@@ -599,7 +688,7 @@ class ReviewStore:
                                 replaced=_dump(prev))
             new = Rating(rater=who, marks=clean, at=at, seconds=seconds, seq=seq)
             self._put_rating(db, item, new)
-            self._drop_draft(db, "rate", item.id, who)
+            self._settle(db, "rate", item.id, who)
             return new
 
     def unrate(self, item: ReviewItem, rater: str, seq: int) -> Rating | None:
@@ -618,6 +707,7 @@ class ReviewStore:
             else:
                 self._put_rating(db, item, Rating.model_validate(prev))
             self._history(db, item.id, item.content_hash, rater, "undo", now_iso(), checklist=_dump(mine.marks))
+            self._bump(db, "rate", item.id, rater)
             return Rating.model_validate(prev) if prev is not None else None
 
     @staticmethod
@@ -675,9 +765,10 @@ class ReviewStore:
     def next_for(self, who: str, after: str | None = None) -> str | None:
         """The item ``who`` should review next, claimed for them; None when nothing is left.
 
-        Their own undecided claim comes first (unless ``after`` is given: then the next item
-        after that one); otherwise the first item that one other annotator already holds
-        (pairs complete first), then the first free one, in queue order."""
+        Their own undecided claim comes first (unless ``after`` is given: then the next item after that one);
+        otherwise the first item in queue order that they have not decided and that two others do not already
+        hold (so every dialogue still goes to two annotators). Nothing else about the others counts: what
+        another annotator merely opened never changes ``who``'s next dialogue (nothing of their activity shows)."""
         now = time.time()
         with self._tx() as db:
             order = [(r["id"], r["content_hash"]) for r in db.execute(
@@ -687,26 +778,19 @@ class ReviewStore:
             if after is not None and after in ids:
                 k = ids.index(after) + 1
                 ids = ids[k:] + ids[:k - 1]
-            best: tuple[int, str] | None = None
-            for i in ids:
+
+            def open_to_me(i: str) -> bool:
                 st = states[i]
-                if st.closed or st.review_of(who) is not None or st.referral_of(who) is not None:
-                    continue
-                others = st.holders(now) - {who}
-                if len(others) >= 2:
-                    continue
-                if who in st.claims and after is None:
-                    best = (-1, i)
-                    break
-                rank = 0 if others else 1
-                if best is None or rank < best[0]:
-                    best = (rank, i)
-                    if rank == 0:
-                        break
-            if best is None:
+                return not (st.closed or st.review_of(who) is not None or st.referral_of(who) is not None
+                            or len(st.holders(now) - {who}) >= 2)
+
+            candidates = [i for i in ids if open_to_me(i)]
+            mine = [i for i in candidates if who in states[i].claims] if after is None else []
+            pick = (mine or candidates or [None])[0]
+            if pick is None:
                 return None
-            self._take(db, states[best[1]], who, now)
-            return best[1]
+            self._take(db, states[pick], who, now)
+            return pick
 
     # ------------------------------------------------------------------ users
     def add_user(self, name: str, job: str, *, replace: bool = False) -> str:

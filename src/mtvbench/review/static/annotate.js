@@ -6,7 +6,7 @@
 (() => {
   const { api, el, itemPath, toast, toastAction, videoPanel, renderRounds, collectEdits, editorValues, setEditorValues,
     editsAsValues, collectMarks, setMarks, criteriaPanel, activeClock, draftKeeper, focusPage, requireSession,
-    shortcut, helpOverlay, playRange, playPause, openFirst, openNext, queueDone, postDecision, undoLast } = MTV;
+    shortcut, isTyping, helpOverlay, playRange, playPause, openFirst, openNext, queueDone, postDecision, undoLast } = MTV;
   const $ = (id) => document.getElementById(id);
   let me = null;
   let item = null;
@@ -40,14 +40,15 @@
     }
   }
 
-  function focusRound(i) {
+  // The current round (j / k); `still`: mark it without scrolling (a dialogue just drawn opens at the top, on a phone too).
+  function focusRound(i, still) {
     if (!item || !item.rounds.length) return;
     current = Math.max(0, Math.min(item.rounds.length - 1, i));
     for (const s of document.querySelectorAll("#rounds .round")) s.classList.remove("current");
     const sec = $("round-" + item.rounds[current].index);
     if (sec) {
       sec.classList.add("current");
-      sec.scrollIntoView({ block: "nearest", behavior: "smooth" });
+      if (!still) sec.scrollIntoView({ block: "nearest", behavior: "smooth" });
     }
   }
 
@@ -117,7 +118,7 @@
     $("done").hidden = true;
     $("workspace").hidden = false;
     current = 0;
-    focusRound(0);
+    focusRound(0, true);
     document.title = item.id + " · annotate";
   }
 
@@ -182,6 +183,9 @@
   function onKey(ev) {
     if (ev.key === "Escape") {
       if (!$("help").hidden) { $("help").hidden = true; return; }
+      // one keyboard path: Esc leaves the text box (the mode stays; 1 2 3, j/k and Ctrl+Enter act on the page),
+      // Esc again leaves revise / reject
+      if (isTyping(ev)) { ev.preventDefault(); focusPage($("workspace")); return; }
       if (mode !== "read") { setMode("read"); focusPage($("workspace")); }
       return;
     }
@@ -212,7 +216,8 @@
     if (!me) { location.href = "/"; return; }
     const s = await api("GET", "/api/session");
     clock = activeClock($("player"));
-    drafts = draftKeeper("review", draftData, $("draft-state"));
+    drafts = draftKeeper("review", draftData, $("draft-state"),
+      { apply: (d) => restore(Object.assign({}, d, { active_seconds: clock.seconds() })), reload: () => load(item.id) });
     crit = criteriaPanel($("criteria"), s.criteria, () => drafts.changed());
     for (const b of document.querySelectorAll(".decide .choice")) {
       b.addEventListener("click", () => {

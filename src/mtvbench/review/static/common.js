@@ -383,48 +383,207 @@ const MTV = (() => {
     return { seconds: () => seconds, reset: (s) => { seconds = Math.max(0, Number(s) || 0); touch(); } };
   }
 
-  // What a person types on an item is kept on the server as they type (PUT .../draft, debounced);
-  // leaving the page with edits not yet saved asks first, and a last save is sent as the page goes.
-  function draftKeeper(scope, collect, stateEl) {
+  // A page's draft data as {path: value} (a path is the keys joined by \x1f; the active time is left out), for
+  // what changed between two copies and for merging them.
+  const SEP = "\x1f";
+  function flatten(obj, prefix, out) {
+    out = out || {};
+    for (const [k, v] of Object.entries(obj || {})) {
+      if (k === "active_seconds") continue;
+      const path = prefix ? prefix + SEP + k : k;
+      if (v !== null && typeof v === "object" && !Array.isArray(v)) flatten(v, path, out);
+      else out[path] = v === undefined ? null : v;
+    }
+    return out;
+  }
+  function unflatten(flat) {
+    const out = {};
+    for (const [path, v] of Object.entries(flat)) {
+      const keys = path.split(SEP);
+      let o = out;
+      for (const k of keys.slice(0, -1)) o = o[k] = o[k] && typeof o[k] === "object" ? o[k] : {};
+      o[keys[keys.length - 1]] = v;
+    }
+    return out;
+  }
+  const same = (a, b) => (a === undefined ? null : a) === (b === undefined ? null : b) ||
+    ((a === undefined || a === null || a === "") && (b === undefined || b === null || b === ""));
+  // Three-way merge of draft data: a part only one side changed (against `base`, what both started from) takes that
+  // side's value; a part both changed differently takes `theirs` and is listed in `both` (this tab's value kept there).
+  function mergeCopies(base, mine, theirs) {
+    const b = flatten(base), m = flatten(mine), t = flatten(theirs);
+    const out = {}, both = [];
+    for (const p of new Set([...Object.keys(m), ...Object.keys(t)])) {
+      if (same(m[p], b[p]) || same(m[p], t[p])) out[p] = t[p] === undefined ? m[p] : t[p];
+      else if (same(t[p], b[p])) out[p] = m[p];
+      else { out[p] = t[p]; both.push({ path: p, mine: m[p], theirs: t[p] }); }
+    }
+    return { data: unflatten(out), both };
+  }
+  // The parts of two copies that differ: [{path, mine, theirs}].
+  function differences(mine, theirs) {
+    const m = flatten(mine), t = flatten(theirs);
+    return [...new Set([...Object.keys(m), ...Object.keys(t)])].filter((p) => !same(m[p], t[p]))
+      .map((p) => ({ path: p, mine: m[p], theirs: t[p] }));
+  }
+  function partLabel(path) {
+    const [head, key, sub] = path.split(SEP);
+    if (head === "fields" && key) {
+      const [round, field, item] = key.split(".");
+      return "Round " + round + " " + (item ? item + " " : "") + (FIELD_LABEL[field] || field).toLowerCase();
+    }
+    if (head === "marks" && key) return "Round " + key.replace(".", " ") + (sub ? " " + sub : "") + " mark";
+    if (head === "criteria" && key) return key + (sub === "note" ? " note" : " criterion");
+    return { comment: "comment", reason: "reason", mode: "mode", decision: "decision" }[head] || path.split(SEP).join(" ");
+  }
+  function partValue(path, v) {
+    if (v === null || v === undefined || v === "") return path.startsWith("fields" + SEP) ? "(the original text)" : "(empty)";
+    if (v === true) return path.endsWith(SEP + "met") ? "met" : "yes";
+    if (v === false) return path.endsWith(SEP + "met") ? "not met" : "no";
+    const text = String(v);
+    return text.length > 160 ? text.slice(0, 157) + "…" : text;
+  }
+  // A decision as a page's draft data (what the other tab's decision looks like next to this tab's text).
+  function decisionData(d) {
+    if (!d) return {};
+    if (d.marks) return { marks: d.marks };
+    return { comment: d.comment, criteria: d.criteria, marks: d.checklist, fields: editsAsValues(d.edits) };
+  }
+
+  // The panel that says this tab's copy is older than the person's latest (another tab saved or decided): what
+  // differs, and the two ways on (reload merged / keep this tab's text). `rows`: [{path, mine, theirs}].
+  function conflictPanel(title, message, rows, actions) {
+    const box = document.getElementById("conflict");
+    if (!box) return;
+    const table = rows.length ? el("table", { class: "grid conflict-parts" },
+      el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "part" }), el("th", { scope: "col", text: "this tab" }),
+        el("th", { scope: "col", text: "the other copy" }))),
+      el("tbody", {}, ...rows.map((r) => el("tr", {}, el("th", { scope: "row", text: partLabel(r.path) }),
+        el("td", { class: "text", text: partValue(r.path, r.mine) }), el("td", { class: "text", text: partValue(r.path, r.theirs) })))))
+      : el("p", { class: "muted", text: "This tab's text is the same as the other copy's." });
+    const buttons = el("div", { class: "actions" }, ...actions.map((a) => el("button", { type: "button", id: a.id,
+      class: a.primary ? "primary" : "choice", text: a.label, onclick: a.run })));
+    box.replaceChildren(el("h2", { id: "conflict-title", text: title }), el("p", { text: message }), table, buttons);
+    box.hidden = false;
+    const first = box.querySelector("button");
+    if (first) first.focus();
+  }
+  function closeConflict() {
+    const box = document.getElementById("conflict");
+    if (box) { box.hidden = true; box.replaceChildren(); }
+  }
+
+  // What a person types on an item is kept on the server as they type (PUT .../draft, debounced, one save at a
+  // time); leaving the page with edits not yet saved asks first, and a last save is sent as the page goes. Every
+  // save carries the revision of the person's copy this tab holds: when another tab saved or decided since, the
+  // server refuses it (409, conflict) and the conflict panel says what differs and offers `reload` (the page loads
+  // the newer copy and what only this tab changed is put back on it) or keeping this tab's text. opts: {apply(data)
+  // put draft data into the page, reload() load the item again}.
+  function draftKeeper(scope, collect, stateEl, opts) {
     let item = null;
     let dirty = false;
     let timer = null;
     let saving = null;
+    let revision = null;
+    let base = {};
+    let conflict = null;
     const say = (text, cls) => { if (stateEl) { stateEl.textContent = text; stateEl.className = "draft-state " + (cls || ""); } };
     const url = () => "/api/items/" + itemPath(item.id) + "/draft";
     async function save() {
       clearTimeout(timer);
-      if (!item || !dirty) return;
+      if (saving) await saving.catch(() => {});
+      if (!item || !dirty || conflict) return saving;
       const it = item;
+      const data = collect();
       dirty = false;
       say("saving draft…");
-      saving = api("PUT", url(), { scope, content_hash: it.content_hash, data: collect() })
-        .then((r) => { if (it === item) { say("draft saved " + new Date().toLocaleTimeString(), "ok"); document.body.dataset.draftSaved = it.id; } return r; })
-        .catch((e) => { if (it === item) { dirty = true; say("draft not saved: " + e.message, "error"); } });
+      saving = api("PUT", url(), { scope, content_hash: it.content_hash, data, revision })
+        .then((r) => {
+          if (it === item) {
+            revision = r.draft.revision;
+            base = data;
+            say("draft saved " + new Date().toLocaleTimeString(), "ok");
+            document.body.dataset.draftSaved = it.id;
+          }
+          return r;
+        })
+        .catch((e) => {
+          if (it !== item) return;
+          dirty = true;
+          if (e.status === 409 && e.data && e.data.conflict) stale(e);
+          else say("draft not saved: " + e.message, "error");
+        })
+        .finally(() => { saving = null; });
       return saving;
+    }
+    // The server refused a save from this tab's copy: say so and wait for the person's choice.
+    function stale(e) {
+      conflict = e.data.conflict;
+      clearTimeout(timer);
+      say("not saved: this tab's copy is older", "error");
+      document.body.dataset.conflict = item ? item.id : "";
+      const theirs = conflict.draft ? conflict.draft.data : decisionData(conflict.decision);
+      const title = conflict.draft ? "A newer draft was saved in another tab" : conflict.decision
+        ? "You decided this dialogue in another tab" : "This tab's copy is out of date";
+      conflictPanel(title, e.message, differences(collect(), theirs), [
+        { id: "conflict-reload", primary: true, label: "Reload (keep what only this tab changed)", run: reloadMerged },
+        { id: "conflict-keep", label: "Keep this tab's text", run: keepMine }]);
+    }
+    async function reloadMerged() {
+      const mine = collect();
+      const was = base;
+      await opts.reload();
+      const theirs = collect();
+      const merged = mergeCopies(was, mine, theirs);
+      opts.apply(merged.data);
+      if (differences(merged.data, theirs).length) keeper.changed();
+      document.body.dataset.conflict = "";
+      if (merged.both.length) {
+        conflictPanel("Both copies changed these parts", "The other copy's text is shown in the page; this tab's is " +
+          "here to copy from.", merged.both, [{ id: "conflict-close", primary: true, label: "Close", run: closeConflict }]);
+      } else {
+        toast("Reloaded: the newer copy, with what only this tab changed put back.", "ok");
+      }
+    }
+    function keepMine() {
+      if (!conflict) return;
+      revision = conflict.revision;
+      conflict = null;
+      document.body.dataset.conflict = "";
+      closeConflict();
+      dirty = true;
+      save();
     }
     window.addEventListener("beforeunload", (ev) => {
       if (dirty) { ev.preventDefault(); ev.returnValue = ""; }
     });
     window.addEventListener("pagehide", () => {
-      if (dirty && item) {
+      if (dirty && item && !conflict) {
         fetch(url(), { method: "PUT", keepalive: true, headers: authHeaders({ "Content-Type": "application/json" }),
-          body: JSON.stringify({ scope, content_hash: item.content_hash, data: collect() }) }).catch(() => {});
+          body: JSON.stringify({ scope, content_hash: item.content_hash, data: collect(), revision }) }).catch(() => {});
       }
     });
-    return {
+    const keeper = {
+      // a dialogue is shown (its draft, or the person's decision, already put into the page)
       open(it, draft) {
-        item = it; dirty = false; clearTimeout(timer);
+        item = it; dirty = false; clearTimeout(timer); conflict = null;
+        revision = it ? ((it.revisions || {})[scope] || 0) : null;
+        base = it ? collect() : {};
+        closeConflict();
         delete document.body.dataset.draftSaved;
         say(draft ? "draft restored (saved " + draft.updated_at + ")" : "", draft ? "ok" : "");
       },
-      changed() { if (!item) return; dirty = true; say("unsaved edits"); clearTimeout(timer); timer = setTimeout(save, 600); },
+      changed() { if (!item) return; dirty = true; if (conflict) return; say("unsaved edits"); clearTimeout(timer); timer = setTimeout(save, 600); },
       flush: save,
       // the decision was recorded (the server dropped the draft): nothing is pending any more
       done() { dirty = false; clearTimeout(timer); say(""); },
       async discard() { dirty = false; clearTimeout(timer); if (item) await api("DELETE", url() + "?scope=" + scope).catch(() => {}); say(""); },
       dirty: () => dirty,
+      revision: () => revision,
+      conflicted: () => conflict !== null,
+      stale,
     };
+    return keeper;
   }
 
   // Focus back on the page (not a text box), so that one-key shortcuts work after a submit.
@@ -530,13 +689,17 @@ const MTV = (() => {
 
   // Post a decision or a rating, what was typed saved first whatever happens; a refusal is said, and a dialogue
   // that changed meanwhile (409) is loaded again (the draft comes back). The answer, or null when refused.
+  // A decision from a tab whose copy is older than the person's latest (another tab saved or decided since) is refused
+  // and the conflict panel shows what differs.
   async function postDecision(drafts, url, body, reload) {
     await drafts.flush();
+    if (drafts.conflicted()) { toast("Nothing was submitted: this tab's copy is older (see above).", "error"); return null; }
     try {
-      const r = await api("POST", url, body);
+      const r = await api("POST", url, Object.assign({}, body, { revision: drafts.revision() }));
       drafts.done();
       return r;
     } catch (e) {
+      if (e.status === 409 && e.data && e.data.conflict) { drafts.stale(e); return null; }
       toast(e.message, "error");
       if (e.status === 409) await reload().catch(() => {});
       return null;
@@ -570,6 +733,6 @@ const MTV = (() => {
 
   return { api, el, itemPath, hms, duration, toast, toastAction, segmentsInto, videoPanel, roundSection, renderRounds, collectEdits,
     shortcut, helpOverlay, playRange, playPause, openFirst, nextId, openNext, queueDone, postDecision, undoLast,
-    editorValues, setEditorValues, editsAsValues, collectMarks, setMarks, criteriaPanel, activeClock, draftKeeper,
+    editorValues, setEditorValues, editsAsValues, collectMarks, setMarks, criteriaPanel, activeClock, draftKeeper, mergeCopies, differences,
     focusPage, fieldKey, session, signIn, signOut, requireSession, takeTokenFromUrl, isTyping, FIELD_LABEL };
 })();

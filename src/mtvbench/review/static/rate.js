@@ -201,7 +201,8 @@
       return;
     }
     clock = activeClock($("player"));
-    drafts = draftKeeper("rate", () => ({ marks: marks(), active_seconds: clock.seconds() }), $("draft-state"));
+    drafts = draftKeeper("rate", () => ({ marks: marks(), active_seconds: clock.seconds() }), $("draft-state"),
+      { apply: (d) => { setMarks(d.marks); paint(); }, reload: () => load(item.id) });
     $("rounds").addEventListener("change", (ev) => {
       if (ev.target.type !== "radio") return;
       current = item.question_keys.indexOf(ev.target.name);

@@ -83,6 +83,13 @@
       fields: editorValues($("context")) };
   }
 
+  function restore(d) {
+    setEditorValues($("context"), d.fields || {});
+    setMarks($("context"), d.marks);
+    crit.set(d.criteria);
+    $("senior-comment").value = d.comment || "";
+  }
+
   function fill(side) {
     setEditorValues($("context"), editsAsValues(side.edits));
     setMarks($("context"), side.checklist);
@@ -105,6 +112,8 @@
     const edits = decision === "revise" ? collectEdits($("context")) : [];
     const body = { senior: me.name, decision, edits, comment, criteria, checklist: marks, content_hash: item.content_hash, confirm: !!confirm };
     await drafts.flush();
+    if (drafts.conflicted()) { toast("Nothing was decided: this tab's copy is older (see above).", "error"); return; }
+    body.revision = drafts.revision();
     try {
       const r = await api("POST", "/api/items/" + itemPath(item.id) + "/adjudicate", body);
       drafts.done();
@@ -115,6 +124,7 @@
       await refreshList(true);
       focusPage($("senior-main"));
     } catch (e) {
+      if (e.status === 409 && e.data && e.data.conflict) { drafts.stale(e); return; }
       if (e.status === 409 && e.data && e.data.confirm) {
         pending = decision;
         $("confirm-text").textContent = e.message;
@@ -164,12 +174,8 @@
     renderDiff(sides, item.diff || []);
     const adj = item.adjudication;
     const draft = item.drafts.adjudicate;
-    const base = draft ? draft.data : { comment: adj ? adj.comment : "", criteria: adj && adj.criteria, marks: adj && adj.checklist,
-      fields: adj ? editsAsValues(adj.edits) : {} };
-    setEditorValues($("context"), base.fields || {});
-    setMarks($("context"), base.marks);
-    crit.set(base.criteria);
-    $("senior-comment").value = base.comment || "";
+    restore(draft ? draft.data : { comment: adj ? adj.comment : "", criteria: adj && adj.criteria, marks: adj && adj.checklist,
+      fields: adj ? editsAsValues(adj.edits) : {} });
     drafts.open(item, draft);
     $("adjudicated").textContent = adj
       ? "Decided: " + adj.decision + " by " + adj.annotator + " (" + adj.at + "); deciding again replaces it" + (adj.annotator === me.name ? "." : " (after a confirmation).")
@@ -214,7 +220,7 @@
       return;
     }
     const s = await api("GET", "/api/session");
-    drafts = draftKeeper("adjudicate", draftData, $("senior-draft-state"));
+    drafts = draftKeeper("adjudicate", draftData, $("senior-draft-state"), { apply: restore, reload: () => open(item.id) });
     crit = criteriaPanel($("senior-criteria"), s.criteria, () => drafts.changed());
     $("context").addEventListener("input", () => drafts.changed());
     $("context").addEventListener("change", () => drafts.changed());
