@@ -183,6 +183,11 @@ class RunConfig(BaseModel):
             raise ValueError(f"{' and '.join(self.ablations)} would change what {AUTHORS_SCRIPTS[self.inference]} "
                              f"sends the model: under --protocol authors its frame rule is kept; give "
                              f"--protocol paper for the ablation")
+        options = self.model_settings.options
+        if self.frame_timestamps == "on" and (self.in_process or options.get("video_part")
+                                              or options.get("input") == "upload" or options.get("context_cache")):
+            raise ValueError("--frame-timestamps on puts a text part before each image: it needs a backend sent "
+                             "image lists (openai: without video_part, gemini: input=frames without context_cache)")
         if self.sampling == "clip" and self.executor == "ray":
             raise ValueError("--sampling clip picks each turn's frames in this process: it needs --executor local")
         if self.sampling == "clip" and self.model_settings.options.get("context_cache"):

@@ -285,7 +285,8 @@ def clip_indices(total: int, duration_s: float, num: int, ranges: Sequence[tuple
     (seconds; ``run --sampling clip``), sorted, without repeats.
 
     ``round(share * num)`` frames go uniformly over the frames inside the ranges taken together (all of them
-    when the ranges hold fewer), the rest uniformly over the frames outside them, so the total is
+    when the ranges hold fewer), the rest uniformly over the whole video: evenly chosen among the frames
+    :func:`uniform_indices` takes (outside the first part), so every turn shares them. The total is
     ``min(num, total)`` as under uniform sampling. Frame ``i`` is taken to show time ``i * duration_s /
     total`` (the decoded frames' own times are what a run records). No ranges: :func:`uniform_indices`."""
     inside: list[int] = []
@@ -301,10 +302,15 @@ def clip_indices(total: int, duration_s: float, num: int, ranges: Sequence[tuple
     n_inside = min(len(inside), round(share * min(num, total)))
     picked = [inside[i] for i in uniform_indices(len(inside), n_inside)] if n_inside else []
     taken = set(picked)
-    rest = [i for i in range(total) if i not in taken]
     n_rest = min(num, total) - len(picked)
-    picked += [rest[i] for i in uniform_indices(len(rest), n_rest)] if n_rest and rest else []
-    return sorted(picked)
+    # the whole-video frames are drawn from the uniform frames (so every turn of a video shares them, and
+    # they cost no decode beyond uniform sampling's); only if those run short, from the other frames
+    grid = [i for i in uniform_indices(total, num) if i not in taken]
+    rest = [grid[i] for i in uniform_indices(len(grid), n_rest)] if n_rest and grid else []
+    if len(rest) < n_rest:
+        others = [i for i in range(total) if i not in taken and i not in set(rest)]
+        rest += [others[i] for i in uniform_indices(len(others), n_rest - len(rest))]
+    return sorted(picked + rest)
 
 
 # ---------------------------------------------------------------------------- opening

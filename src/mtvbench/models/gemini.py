@@ -59,6 +59,7 @@ from typing import Any, TypeVar
 
 from mtvbench.errors import ConfigError, MissingExtraError
 from mtvbench.media.frames import VideoFrames
+from mtvbench.util.timecodes import frame_label
 from mtvbench.models.backend import BackendBase, split_thinking
 from mtvbench.models.endpoints import gemini_endpoint, use_vertex
 from mtvbench.models.resilience import (
@@ -282,7 +283,10 @@ class GeminiBackend(BackendBase):
                 part.video_metadata = types.VideoMetadata(fps=float(self.options.options["video_fps"]))
             parts.append(part)
         elif request.frames is not None:
-            parts.extend(types.Part.from_bytes(data=j, mime_type="image/jpeg") for j in request.frames.jpegs)
+            for t, j in zip(request.frames.timestamps, request.frames.jpegs):
+                if request.frame_timestamps:  # --frame-timestamps on: the frame's time before it
+                    parts.append(types.Part.from_text(text=frame_label(t)))
+                parts.append(types.Part.from_bytes(data=j, mime_type="image/jpeg"))
         parts.append(types.Part.from_text(text=request.prompt))
         return parts
 

@@ -50,6 +50,11 @@ def hms(seconds: float) -> str:
     return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
+def frame_label(seconds: float) -> str:
+    """The text put before a frame under ``--frame-timestamps on``: ``Frame at 00:03:12``."""
+    return f"Frame at {hms(seconds)}"
+
+
 def segments(text: str) -> list[Segment]:
     """``text`` cut into plain pieces and pieces that name a time range or point."""
     hits: list[tuple[int, int, float, float | None]] = []
