@@ -59,7 +59,6 @@ from typing import Any, TypeVar
 
 from mtvbench.errors import ConfigError, MissingExtraError
 from mtvbench.media.frames import VideoFrames
-from mtvbench.util.timecodes import frame_label
 from mtvbench.models.backend import BackendBase, split_thinking
 from mtvbench.models.endpoints import gemini_endpoint, use_vertex
 from mtvbench.models.resilience import (
@@ -77,6 +76,7 @@ from mtvbench.models.resilience import (
 )
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult, Usage
+from mtvbench.util.timecodes import frame_label
 
 T = TypeVar("T")
 
