@@ -7,9 +7,9 @@ optional fraction) joined by ``to``, ``-``, ``–``, ``—``, ``~`` or ``until``
 ``between X and Y``: two timestamps joined that way are positions in the video whatever their form.
 
 A lone timestamp is a point. In the ``HH:MM:SS`` form it always counts. A lone ``MM:SS``/``M:SS`` could be a
-clock time ("the meeting at 08:15"), so it counts only right after ``at``, ``around`` or ``near`` (optionally
-``the``/``about``), and never when ``am``/``pm``/``o'clock`` follows it: "at 03:12 in the video" is a point,
-"08:15" alone or "at 8:15 pm" is not.
+clock time ("the meeting at 08:15 sharp"), so it counts only where the text ties it to the video: followed by
+``in/of the video``, ``in/of the clip`` or ``mark``, or after ``timestamp``: "at 03:12 in the video", "the 3:12
+mark" and "timestamp 3:12" are points, "at 08:15", "08:15" alone or "at 8:15 pm" are not.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from pydantic import BaseModel
 _TS = r"(?:\d{1,2}:)?\d{1,2}:\d{2}(?:\.\d+)?"
 _RANGE = re.compile(rf"(?<![\d:.])({_TS})\s*(?:to|until|-|–|—|~|and)\s*({_TS})(?![\d:])", re.IGNORECASE)
 _POINT = re.compile(r"(?<![\d:.])(\d{1,2}:\d{2}:\d{2}(?:\.\d+)?)(?![\d:])")
-#: a lone ``MM:SS`` after a word that makes it a position in the video, not followed by a clock word
-_SHORT_POINT = re.compile(r"\b(?:at|around|near)\s+(?:(?:the|about)\s+)?(?<![\d:.])(\d{1,2}:\d{2}(?:\.\d+)?)"
-                          r"(?![\d:])(?!\s*(?:[ap]\.?m\b|o'clock))", re.IGNORECASE)
+#: a lone ``MM:SS`` that the words around it make a position in the video
+_MMSS = r"(?<![\d:.])(\d{1,2}:\d{2}(?:\.\d+)?)(?![\d:])"
+_SHORT_POINT = re.compile(rf"{_MMSS}(?=\s*(?:(?:in|of) the (?:video|clip)|mark)\b)|\btimestamps?\s+{_MMSS}",
+                          re.IGNORECASE)
 #: a single timestamp stands for this many seconds either side of it (``at 00:00:58``: 53 s to 63 s)
 POINT_MARGIN_S = 5.0
 
@@ -67,8 +68,9 @@ def segments(text: str) -> list[Segment]:
             hits[:] = [h for h in hits if h[0] != m.start()]
     for pattern in (_POINT, _SHORT_POINT):
         for m in pattern.finditer(text):
-            if not any(s <= m.start(1) < e for s, e, _, _ in hits):
-                hits.append((m.start(1), m.end(1), seconds(m.group(1)), None))
+            g = 1 if m.group(1) is not None else m.lastindex or 1
+            if not any(s <= m.start(g) < e for s, e, _, _ in hits):
+                hits.append((m.start(g), m.end(g), seconds(m.group(g)), None))
     hits.sort()
     out: list[Segment] = []
     pos = 0
