@@ -107,6 +107,8 @@ def status_lines(scores: Scores) -> list[tuple[str, str | None]]:
         out = [(f"status: INCOMPLETE; Overall {label}{chosen}", "bold red")]
         out += [(f"  - {r}", "red") for r in scores.incomplete_reasons]
     out.append((f"protocol: {scores.protocol} (model sent: {scores.inference})", None))
+    if scores.ablations:
+        out.append((f"ablation (not the paper's setting): {', '.join(scores.ablations)}", "yellow"))
     c = scores.counts
     line = (f"counts: {c.dialogues} dialogues, {c.model_turns} model turns, {c.scored_turns} scored turns, "
             f"{c.unscored_turns} turns without a verdict, {c.missing_responses} without a response, "
@@ -136,6 +138,8 @@ def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = 
     if kind in ("md", "csv"):  # the table on stdout as is; the status and usage as notes on stderr
         emit(leaderboard_markdown(rows) if kind == "md" else leaderboard_csv(rows))
         note("protocol", f"{scores.protocol} (model sent: {scores.inference})")
+        if scores.ablations:
+            note("ablation", f"not the paper's setting: {', '.join(scores.ablations)}", style="yellow")
         if scores.complete:
             note("status", f"complete; Overall {scores.overall_label()}", style="green")
         else:

@@ -231,6 +231,9 @@ class Scores(BaseModel):
     #: the preset values this run overrode (``temperature``, ``frames``, ...; see
     #: :func:`mtvbench.config.apply_preset`): the run is not the preset's paper row
     preset_overrides: list[str] = Field(default_factory=list)
+    #: the temporal grounding ablations the run made (``--sampling clip``, ``--frame-timestamps on``): its scores
+    #: are not the paper's setting; empty for the paper's
+    ablations: list[str] = Field(default_factory=list)
     complete: bool = True
     incomplete_reasons: list[str] = Field(default_factory=list)
     #: calls, tokens, time and cost per role (from the run store)
@@ -296,8 +299,8 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
                    verdicts: Mapping[str, Mapping[int, JudgeVerdict]], *, model: str, judge: str,
                    judge_runs: int, context: str = "golden", bootstrap: int = 1000, seed: int = 0,
                    tasks: Sequence[Task] = TASKS, limit: int | None = None, stale: Collection[str] = (),
-                   protocol: str = "paper", inference: str = "paper (Figure 15)", preset_overrides: Sequence[str] = ()
-                   ) -> tuple[Scores, list[DialogueScore]]:
+                   protocol: str = "paper", inference: str = "paper (Figure 15)", preset_overrides: Sequence[str] = (),
+                   ablations: Sequence[str] = ()) -> tuple[Scores, list[DialogueScore]]:
     """Scores of ``dialogues`` (as ``protocol`` reads them) from their current responses and verdicts;
     ``tasks`` are the tasks selected on purpose (a missing score of any other task is not a gap), ``stale``
     the turn ids whose store holds only an answer to an earlier version of the turn."""
@@ -323,6 +326,7 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
         judge_run_overall=runs if all_tasks else [None for _ in runs], judge_run_std=std if all_tasks else None,
         context=context, protocol=protocol, inference=inference, complete=not reasons, incomplete_reasons=reasons,
         tasks_selected=[t.value for t in TASKS if t in tasks], limit=limit, preset_overrides=list(preset_overrides),
+        ablations=list(ablations),
     )
     return scores, dscores
 
