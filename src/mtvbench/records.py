@@ -146,6 +146,8 @@ class GenerationRequest(BaseModel):
     #: the prompt text goes before the frames, and the message content is a list of parts (the message
     #: shape of the authors' scripts: eval.py's judge call, infer_qwen25vl.py's text-then-video)
     text_first: bool = False
+    #: each frame is preceded by its time in the video as text ("Frame at 00:03:12"; ``--frame-timestamps on``)
+    frame_timestamps: bool = False
     #: judge the whole reply, ``<think>`` text included (the authors' InternVL script without Think mode)
     keep_thinking: bool = False
     #: the caller reads the reply's content exactly as the server sent it (nothing stripped, ``<think>`` text

@@ -145,3 +145,26 @@ def test_a_served_preset_is_estimated_before_its_server_exists(dataset: Path, no
                   "--frames", "4", "--out", dataset.parent / "never")
     assert refused.exit_code == 2 and "--model-base-url" in refused.output
     assert not (dataset.parent / "never").exists()
+
+
+def test_clip_sampling_estimate_says_what_it_costs_under_each_choice(tmp_path: Path) -> None:
+    """Under --sampling clip a video's turns are sent different frames: fewer cached tokens than uniform, the
+    same requests and prompt tokens; the estimate gives both rows and counts the distinct frame sets."""
+    from mtvbench.analysis.estimate import estimate_config
+    from mtvbench.config import build_config
+    from mtvbench.data.sample import materialize
+
+    root = materialize(tmp_path / "sample")
+    base = {"data": root, "model": "openai:gpt-4o", "judge": "offline", "out": tmp_path / "run", "protocol": "paper"}
+    uni = estimate_config(build_config(base, needs_server=False))
+    clip = estimate_config(build_config({**base, "sampling": "clip"}, needs_server=False))
+    assert set(uni.sampling) == set(clip.sampling) == {"uniform", "clip"}
+    assert clip.sampling["uniform"].model_dump() == uni.model_role.model_dump()
+    assert clip.model_role.requests == uni.model_role.requests
+    assert clip.model_role.prompt_tokens == uni.model_role.prompt_tokens
+    for order in ("today", "cache_aware"):
+        assert clip.model_role.cached_tokens[order] < uni.model_role.cached_tokens[order]
+    assert uni.frame_sets == uni.videos < clip.frame_sets
+    assert clip.ideal_cached < uni.ideal_cached
+    timed = estimate_config(build_config({**base, "frame_timestamps": "on"}, needs_server=False))
+    assert timed.model_role.prompt_tokens > uni.model_role.prompt_tokens  # each frame's time label

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from mtvbench.analysis.stats import benchmark_stats, compute_stats, mtld, stats_markdown, words
@@ -47,3 +48,20 @@ def test_long_flag_uses_mean_video_length():
     assert compute_stats(d, {"x": 500.0, "y": 800.0}).long is True  # mean 650 s > 600 s
     assert compute_stats(d, {"x": 500.0, "y": 650.0}).long is False
     assert compute_stats(d, {}).long is None
+
+
+def test_share_of_questions_naming_a_range_and_their_length_relative_to_the_video():
+    def dialogue(video: str, *users: str) -> Dialogue:
+        return Dialogue(task=Task.OBJECT_REFERENCE, video=video, event="0",
+                        rounds=[Round(index=i, user=u, assistant="a.") for i, u in enumerate(users, 1)])
+
+    d = [dialogue("x", "In the video clip from 00:00:10 to 00:00:40, what moves?", "And then?",
+                  "What is at 00:01:00?"),
+         dialogue("y", "What colour is the car?", "Between 0:30 and 1:30, who talks?", "At 8:15 pm, who?")]
+    s = compute_stats(d, {"x": 300.0, "y": 600.0})
+    assert s.questions_naming_range == pytest.approx(3 / 6)
+    assert s.first_questions_naming_range == pytest.approx(1 / 2)
+    # 30 s of 300, 10 s (a point +- 5 s) of 300, 60 s of 600
+    assert s.range_length_quartiles == pytest.approx(list(np.quantile([10 / 300, 0.1, 0.1], [0.25, 0.5, 0.75])))
+    assert compute_stats(d, {}).range_length_quartiles is None
+    assert "named range %" in stats_markdown([s])

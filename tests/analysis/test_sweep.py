@@ -86,3 +86,39 @@ def test_sweep_with_a_config_model_options_and_generation_flags(tmp_path):
                                    "--temperature", "-1", "--top-k", "none"])
     assert bad.exit_code == 2 and "--temperature: must be a number >= 0" in bad.output
     assert not (tmp_path / "sw2").exists()
+
+
+def test_grounding_grid_runs_each_pair_and_reports_paired_differences(tmp_path):
+    """--sampling uniform,clip x --frame-timestamps off,on: four runs, each its own identity and folder; the
+    table gives every setting with its paired difference from uniform/off; a re-read sweep finds the grid."""
+    from mtvbench.analysis.sweep import sweep_tables
+
+    data = make_dataset(tmp_path / "data")
+    base = {"data": data, "model": "openai:m", "judge": "offline", "judge_runs": 1, "cache_dir": tmp_path / "cache",
+            "bootstrap": 0, "protocol": "paper", "frames": 4,
+            "model_settings": {"base_url": None, "extra": {"retry_base_s": 0.01}}}
+
+    def reply(prompt: str, n_images: int) -> str:
+        return "The red square moves right and the blue circle stays."
+
+    state = ServerState(model_reply=reply)
+    with LoopbackServer(state) as srv:
+        base["model_settings"]["base_url"] = srv.url
+        pts = run_sweep(base, tmp_path / "sw", samplings=["uniform", "clip"], timestamps=["off", "on"])
+    assert [p.value for p in pts] == ["uniform/off", "uniform/on", "clip/off", "clip/on"]
+    assert len({p.run_dir for p in pts}) == 4 and len(state.requests) == 4 * 12
+    with_labels = [r for r in state.requests if any(part.get("text", "").startswith("Frame at ")
+                                                    for m in r["body"]["messages"] if isinstance(m["content"], list)
+                                                    for part in m["content"])]
+    assert len(with_labels) == 2 * 12  # the two timestamp settings' turns
+    assert {p.scores.ablations == [] for p in pts} == {True, False}
+    (table,) = sweep_tables(pts)
+    rows = {r[0]: r for r in table.rows}
+    cols = [c.name for c in table.columns]
+    assert rows["uniform/off"][cols.index("Δ Overall")] is None
+    assert rows["clip/on"][cols.index("Δ Overall")] == pytest.approx(0.0)
+    assert rows["clip/on"][cols.index("named range %")] == 0.0  # no question of this dataset names a range
+    reread = points_from_dirs(tmp_path / "sw")
+    assert sorted(p.value for p in reread if p.axis == "grounding") == sorted(p.value for p in pts)
+    write_sweep_report(pts, tmp_path / "sw", model="m")
+    assert "Temporal grounding" in (tmp_path / "sw" / "sweep.md").read_text()

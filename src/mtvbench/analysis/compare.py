@@ -237,7 +237,9 @@ def compare_run_dirs(dir_a: str | Path, dir_b: str | Path, *, n_boot: int = 1000
     for what, x, y in (("protocol", ca.protocol_name, cb.protocol_name), ("judge", ca.judge, cb.judge),
                        ("judge runs per turn", ca.judge_runs, cb.judge_runs),
                        ("context", ca.context, cb.context),
-                       ("frame settings", ca.frame_settings().key(), cb.frame_settings().key())):
+                       ("frame settings", ca.frame_settings().key(), cb.frame_settings().key()),
+                       ("temporal grounding ablations", ", ".join(ca.ablations) or "none",
+                        ", ".join(cb.ablations) or "none")):
         if x != y:
             comp.caveats.append(f"the runs differ in {what} (A: {x}, B: {y}); the difference is not the models' alone")
     if len(keep) < max(len(ra.dialogues), len(rb.dialogues)):

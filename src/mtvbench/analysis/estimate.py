@@ -16,6 +16,11 @@ header), counts:
   is answered), both simulated over the run's concurrency and videos in flight with equal latencies;
   ``hf:`` has no prefix cache; Gemini with ``context_cache`` caches every turn's frames (making a cache
   costs its tokens once per video);
+- **temporal grounding ablations**: ``--frame-timestamps on`` adds each frame's time label to every request;
+  under ``--sampling clip`` a turn's frames depend on the ranges named so far, so a turn finds its video's
+  frames cached only when a turn with the same frames was answered before: per video at most (turns -
+  distinct frame sets) cached turns (the shared leading frames a prefix cache may still serve are not
+  counted). The model row under the other ``--sampling`` choice is given beside the run's (``sampling``);
 - **completion tokens**: the mean per call of a stored run of the model (``--from-run RUN_DIR``), else
   ``max_tokens`` (an upper bound), else unknown;
 - **cost**: from ``prices`` of the config (cached tokens at ``cached_input``);
@@ -55,12 +60,13 @@ from mtvbench.protocol import get_protocol
 from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, note, print_tables
 from mtvbench.render.tables import Col, TextTable
 from mtvbench.run.flags import require_settings, run_flags, settings_from_flags, with_flags
-from mtvbench.run.plan import build_request, rounds_to_call
+from mtvbench.run.plan import build_request, rounds_to_call, turn_ranges
 from mtvbench.scoring.tokens import MESSAGE_OVERHEAD, frame_rule, text_tokens
 from mtvbench.scoring.usage import cost_of
 from mtvbench.util.files import atomic_write_text
 from mtvbench.util.jsonio import read_text_file
 from mtvbench.util.strict import STRICT
+from mtvbench.util.timecodes import frame_label
 
 FILENAME = "estimate.json"
 #: the longest latency per call an estimate takes (one day): beyond it the time is no estimate (and overflows)
@@ -104,6 +110,11 @@ class Estimate(BaseModel):
     ideal_cached: NonNegativeInt | None = None
     model_role: RoleEstimate
     judge_role: RoleEstimate
+    #: the model row under each ``--sampling`` choice (the run's own is ``model_role``): what clip-aware
+    #: frames cost in requests, tokens and cached tokens
+    sampling: dict[str, RoleEstimate] = {}
+    #: per video the distinct frame sets its turns are sent (1 under uniform sampling), summed
+    frame_sets: int | None = None
     #: seconds by the latency bound; None without a latency
     seconds: NonNegativeFloat | None = None
     notes: list[str] = []
@@ -222,7 +233,15 @@ def _text_of(request: Any) -> str:
 def _model_requests(d: Dialogue, cfg: RunConfig) -> list[Any]:
     golden = {r.index: r.assistant for r in d.rounds}  # self context: the dataset's answers stand in
     return [build_request(d, r, cfg.context, None, golden if cfg.context == "self" else None, cfg.inference,
-                          cfg.frames) for r in rounds_to_call(d, cfg.context)]
+                          cfg.frames, cfg.frame_timestamps == "on") for r in rounds_to_call(d, cfg.context)]
+
+
+def _frame_set(d: Dialogue, r: Any, cfg: RunConfig, duration_s: float) -> tuple[tuple[float, float], ...]:
+    """Which frames round ``r``'s call is sent, as the ranges that choose them (empty: the uniform frames)."""
+    if cfg.sampling != "clip":
+        return ()
+    golden = {x.index: x.assistant for x in d.rounds} if cfg.context == "self" else None
+    return tuple((x.start, x.end) for x in turn_ranges(d, r, cfg.context, duration_s, golden).ranges)
 
 
 def estimate(cfg: RunConfig, bench: Benchmark, shapes: dict[str, VideoShape], measured: FromRun | None = None,
@@ -237,12 +256,16 @@ def estimate(cfg: RunConfig, bench: Benchmark, shapes: dict[str, VideoShape], me
     prompt: int | None = 0
     prefix_of: dict[str, int | None] = {}
     chains: list[list[int]] = []
+    frame_sets: dict[str, set[tuple[tuple[float, float], ...]]] = {}
     for video in sorted({d.video for d in bench.dialogues}):
         shape = shapes.get(video)
         frames = None if rule is None or shape is None else rule.tokens(shape.frames, shape.width, shape.height,
                                                                          shape.duration_s)
+        if frames is not None and cfg.frame_timestamps == "on" and shape is not None:
+            frames += shape.frames * text_tokens(frame_label(shape.duration_s))
         prefix_of[video] = None if frames is None else frames + text_tokens(system) + MESSAGE_OVERHEAD
         chains.append([])
+        frame_sets[video] = set()
     order = {v: i for i, v in enumerate(prefix_of)}
     for d in bench.dialogues:
         requests = _model_requests(d, cfg)
@@ -253,6 +276,9 @@ def estimate(cfg: RunConfig, bench: Benchmark, shapes: dict[str, VideoShape], me
         text = sum(text_tokens(_text_of(r)) + MESSAGE_OVERHEAD for r in requests)
         prompt = None if prompt is None or prefix is None else prompt + text + prefix * len(requests)
         chains[order[d.video]] += [len(requests)] if cfg.context == "self" else [1] * len(requests)
+        shape = shapes.get(d.video)
+        frame_sets[d.video].update(_frame_set(d, r, cfg, shape.duration_s if shape else 0.0)
+                                   for r in rounds_to_call(d, cfg.context))
         for r in d.scored_turns:
             answered = next((x for x in d.rounds if x.index == r.answer_index), r)
             j.requests += cfg.judge_runs
@@ -264,14 +290,15 @@ def estimate(cfg: RunConfig, bench: Benchmark, shapes: dict[str, VideoShape], me
     est = Estimate(model=cfg.model, judge=cfg.judge, context=cfg.context, frames=cfg.frame_settings().key(),
                    dialogues=len(bench.dialogues), videos=len(prefix_of),
                    frame_rule=rule.name if rule else "rule unknown", frame_rule_source=rule.source if rule else None,
-                   model_role=m, judge_role=j)
+                   model_role=m, judge_role=j, frame_sets=sum(len(v) for v in frame_sets.values()))
     if rule is None:
         notes.append(f"frame tokens of {spec}: rule unknown (no documented rule for this model): no prompt tokens, "
                      "cached tokens or cost are given for it")
     if known is not None:
         est.prefix_tokens = sum(known)
-        est.ideal_cached = sum(cacheable(p, spec) * (sum(c) - 1) for p, c in zip(known, chains) if sum(c))
-        m.cached_tokens = _cached(cfg, spec, known, chains, notes)
+        sets = [max(1, len(frame_sets[v])) for v in prefix_of]
+        est.ideal_cached = sum(cacheable(p, spec) * (sum(c) - n) for p, c, n in zip(known, chains, sets) if sum(c))
+        m.cached_tokens = _cached(cfg, spec, known, chains, notes, [len(frame_sets[v]) for v in prefix_of])
     else:
         m.cached_tokens = dict.fromkeys(ORDERS)
     j.cached_tokens = dict.fromkeys(ORDERS, 0)
@@ -285,8 +312,8 @@ def estimate(cfg: RunConfig, bench: Benchmark, shapes: dict[str, VideoShape], me
     return est
 
 
-def _cached(cfg: RunConfig, spec: str, prefixes: list[int], chains: list[list[int]], notes: list[str]
-            ) -> dict[str, int | None]:
+def _cached(cfg: RunConfig, spec: str, prefixes: list[int], chains: list[list[int]], notes: list[str],
+            sets: list[int]) -> dict[str, int | None]:
     prefix = spec.partition(":")[0].strip().lower()
     if prefix == "hf":
         notes.append("hf: runs without a prefix cache: no cached tokens")
@@ -299,6 +326,8 @@ def _cached(cfg: RunConfig, spec: str, prefixes: list[int], chains: list[list[in
     out: dict[str, int | None] = {}
     for name in ORDERS:
         hits = simulate_hits(chains, cfg.concurrency, cfg.videos_in_flight, name == "cache_aware")
+        # --sampling clip: only a turn whose frames another turn of its video was sent before can hit
+        hits = [min(h, max(0, sum(c) - n)) for h, c, n in zip(hits, chains, sets)]
         out[name] = sum(cacheable(p, spec) * h for p, h in zip(prefixes, hits))
     return out
 
@@ -361,7 +390,13 @@ def estimate_config(cfg: RunConfig, run_dir: Path | None = None, latency_s: floa
     bench = protocol.apply_all(load_benchmark(cfg.data, tasks=cfg.selected_tasks))
     bench = bench.limit(cfg.limit)
     shapes, problems = shapes_of(bench, cfg)
-    est = estimate(cfg, bench, shapes, from_run(run_dir) if run_dir is not None else None, latency_s)
+    measured = from_run(run_dir) if run_dir is not None else None
+    est = estimate(cfg, bench, shapes, measured, latency_s)
+    est.sampling[cfg.sampling] = est.model_role
+    if cfg.frame_rule == "uniform":  # the other --sampling choice (an authors' script's frames have no other)
+        other = "uniform" if cfg.sampling == "clip" else "clip"
+        est.sampling[other] = estimate(cfg.model_copy(update={"sampling": other}), bench, shapes, measured,
+                                       latency_s).model_role
     est.notes += [f"video not read, its frames not counted: {p}" for p in problems]
     return est
 
@@ -374,7 +409,9 @@ def _num(v: int | float | None, digits: int = 0) -> str:
 
 def estimate_table(est: Estimate) -> TextTable:
     rows: list[list[Any]] = []
-    for name, r in (("model", est.model_role), ("judge", est.judge_role)):
+    roles = [("model", est.model_role), ("judge", est.judge_role)]
+    roles[1:1] = [(f"model, --sampling {k}", r) for k, r in est.sampling.items() if r is not est.model_role]
+    for name, r in roles:
         rows.append([name, r.requests, r.prompt_tokens, r.cached_tokens.get("today"),
                      r.cached_tokens.get("cache_aware"), r.completion_tokens, r.cost.get("today"),
                      r.cost.get("cache_aware")])
@@ -389,6 +426,9 @@ def estimate_table(est: Estimate) -> TextTable:
              f"completion tokens: model {est.model_role.completion_source}, judge {est.judge_role.completion_source}; "
              f"time: {_num(est.seconds, 1)} s"
              + ("" if est.seconds is not None else " (give --latency S or --from-run)")]
+    if est.frame_sets is not None and est.frame_sets > est.videos:
+        intro.append(f"--sampling clip: {est.frame_sets} distinct frame sets over {est.videos} videos (a video's turns "
+                     f"share its frames in a prefix cache only where they are sent the same ones)")
     if est.ideal_cached is not None:
         intro.append(f"frame prefixes: {est.prefix_tokens:,} tokens over the videos; each computed once at most "
                      f"{est.ideal_cached:,} cached tokens")

@@ -21,6 +21,7 @@ import typer
 
 from mtvbench.analysis.breakdowns import Breakdown, all_breakdowns, breakdown_csv_rows, breakdown_markdown
 from mtvbench.analysis.estimate import estimate_vs_actual, read_estimate
+from mtvbench.analysis.grounding import grounding_markdown, grounding_report, grounding_table
 from mtvbench.analysis.metadata import DialogueMeta, SceneCache, resolve_metadata
 from mtvbench.analysis.rundata import RunData, load_run, unique_names
 from mtvbench.data.schema import TASKS, Dialogue
@@ -45,6 +46,7 @@ from mtvbench.render.leaderboard import (
     protocol_notes,
     row_values,
 )
+from mtvbench.render.tables import display
 from mtvbench.scoring.aggregate import Scores, fmt
 from mtvbench.scoring.effects import summary_line
 from mtvbench.scoring.usage import cached_words, upper_bound
@@ -367,6 +369,13 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
                              r.scores.not_a_benchmark.line if r.scores.not_a_benchmark is not None else "–"]
                             for n, r in zip(names, runs)])
     sections.insert(0, Section("runs", "Runs", runs_info))
+    grounding = grounding_report(runs, names, meta)
+    if grounding is not None:  # an ablation run beside a run of the paper's setting
+        res.write("grounding.md", grounding_markdown(grounding))
+        table = grounding_table(grounding)
+        sections.append(Section("grounding", table.title or "", html_table(
+            [c.name for c in table.columns], [[display(v, c) for v, c in zip(r, table.columns)] for r in table.rows])
+            + "".join(f'<p class="note">{esc(n)}</p>' for n in table.notes)))
     estimated = _estimate_section(runs, names)
     if estimated is not None:
         sections.insert(2, estimated)

@@ -15,16 +15,23 @@
   offline: the regex ``\\w+|[^\\w\\s]`` (words and single punctuation marks). The paper
   uses the LLaMA-3.1-8B tokenizer; pass a local Hugging Face tokenizer folder to use it
   (needs ``transformers``; loaded with ``local_files_only``).
+
+Beside Table 1, for ``run --sampling clip``: ``named range``, the share of questions that name a part of
+the video (:func:`mtvbench.util.timecodes.named_ranges`: a range or a point), and of first questions; and
+the distribution of the part they name relative to the video's length (quartiles over the questions whose
+video length is known).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import typer
 from pydantic import BaseModel
 
@@ -33,6 +40,7 @@ from mtvbench.errors import MissingExtraError
 from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, print_tables
 from mtvbench.render.tables import Col, TextTable, Value, to_markdown
 from mtvbench.util.files import atomic_write_text
+from mtvbench.util.timecodes import named_ranges
 
 MTLD_THRESHOLD = 0.72
 DIVERSITY_MEASURE = "MTLD (McCarthy & Jarvis 2010, threshold 0.72, forward/backward mean)"
@@ -104,6 +112,12 @@ class BenchStats(BaseModel):
     question_len: float | None
     answer_len: float | None
     tokenizer: str
+    #: share of the questions (rounds' User text) that name a time range or point of the video
+    questions_naming_range: float | None = None
+    #: the same share among the dialogues' first questions
+    first_questions_naming_range: float | None = None
+    #: quartiles (25, 50, 75 %) of the named part's length / the video's length, over the questions naming one
+    range_length_quartiles: list[float] | None = None
     diversity_measure: str = DIVERSITY_MEASURE
     #: why the data is not a real benchmark (built with a scripted model, or the bundled sample); None otherwise
     not_a_benchmark: NotABenchmark | None = None
@@ -119,6 +133,10 @@ def compute_stats(dialogues: Sequence[Dialogue], durations: dict[str, float | No
     mean_min = sum(durs) / len(durs) / 60.0 if durs else None
     qw = [w for r in rounds for w in words(r.user)]
     aw = [w for r in rounds for w in words(r.assistant)]
+    named = [bool(named_ranges(r.user, math.inf).ranges) for r in rounds]
+    firsts = [bool(named_ranges(d.rounds[0].user, math.inf).ranges) for d in dialogues if d.rounds]
+    rel = sorted(named_ranges(r.user, dur).seconds / dur for d in dialogues for r in d.rounds
+                 if (dur := durations.get(d.video)) and named_ranges(r.user, math.inf).ranges)
     return BenchStats(
         name=name, dialogues=len(dialogues), videos=len(vids), qas=qas,
         model_turns=sum(len(d.model_turns) for d in dialogues),
@@ -130,7 +148,10 @@ def compute_stats(dialogues: Sequence[Dialogue], durations: dict[str, float | No
         question_diversity=mtld(qw), answer_diversity=mtld(aw),
         question_len=sum(count(r.user) for r in rounds) / qas if qas else None,
         answer_len=sum(count(r.assistant) for r in rounds) / qas if qas else None,
-        tokenizer=tok_name)
+        tokenizer=tok_name,
+        questions_naming_range=sum(named) / qas if qas else None,
+        first_questions_naming_range=sum(firsts) / len(firsts) if firsts else None,
+        range_length_quartiles=[float(x) for x in np.quantile(rel, [0.25, 0.5, 0.75])] if rel else None)
 
 
 def load_dialogues(path: Path) -> tuple[list[Dialogue], dict[str, Path], str]:
@@ -194,20 +215,31 @@ def stats_table(rows: Sequence[BenchStats]) -> TextTable:
             Col("Q. Len.", "num", key="question_len", optional=True),
             Col("A. Len.", "num", key="answer_len", optional=True),
             Col("dialogues", "num", key="dialogues", optional=True), Col("videos", "num", key="videos", optional=True),
-            Col("mean video min", "num", key="mean_video_minutes", optional=True)]
+            Col("mean video min", "num", key="mean_video_minutes", optional=True),
+            Col("named range %", "num", key="questions_naming_range", optional=True),
+            Col("first Q named range %", "num", key="first_questions_naming_range", optional=True),
+            Col("range/video (25/50/75%)", "text", key="range_length_quartiles", optional=True)]
     body: list[list[Value]] = [
         [s.name, s.qas, s.avg_qas_per_video, None if s.long is None else ("✔" if s.long else "✗"), s.avg_turns,
          s.question_diversity, s.answer_diversity, s.question_len, s.answer_len, s.dialogues, s.videos,
-         s.mean_video_minutes] for s in rows]
+         s.mean_video_minutes, _pct(s.questions_naming_range), _pct(s.first_questions_naming_range),
+         None if s.range_length_quartiles is None else " / ".join(f"{100 * q:.1f}%" for q in s.range_length_quartiles)]
+        for s in rows]
     notes = []
     if rows:
         s = rows[0]
         notes.append(f"Lexical diversity: {s.diversity_measure}, over lower-cased words. "
                      f"Lengths: tokens per question/answer with the tokenizer '{s.tokenizer}'. "
-                     f"Video lengths known for {s.videos_with_duration}/{s.videos} videos.")
+                     f"Video lengths known for {s.videos_with_duration}/{s.videos} videos. "
+                     "named range: questions naming a time range or point of the video (as --sampling clip "
+                     "reads them); range/video: the named part's length over the video's, quartiles.")
         if s.not_a_benchmark is not None:
             notes.append(f"{s.not_a_benchmark.line} (these are the statistics of that data, not of MT-Video-Bench)")
     return TextTable(columns=cols, rows=body, notes=notes)
+
+
+def _pct(x: float | None) -> float | None:
+    return None if x is None else 100.0 * x
 
 
 def stats_markdown(rows: Sequence[BenchStats]) -> str:

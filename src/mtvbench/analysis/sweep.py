@@ -8,6 +8,11 @@ Settings not being swept stay at the base values (the paper: 128 frames, max sid
 golden context). Each setting gets its own run directory named after the full setting
 (``f128-m720-golden``), so a setting shared by two axes is run once, and every run shares
 one frame cache: re-running the sweep resumes each run and asks only for what is missing.
+
+The temporal grounding ablations form a grid of two axes (``--sampling uniform,clip --frame-timestamps off,on``:
+one run per pair, axis ``grounding``); its table gives each setting's Overall and tasks, and the paired bootstrap
+difference of its Overall from the paper's setting (uniform, no timestamps) with its 95 % CI
+(:func:`mtvbench.analysis.compare.paired_bootstrap`, paired by dialogue), and the share of turns that named a range.
 """
 
 from __future__ import annotations
@@ -31,9 +36,12 @@ from mtvbench.run.flags import require_settings, settings_from_flags, sweep_flag
 from mtvbench.scoring.aggregate import Scores, fmt, modified_name
 from mtvbench.util.escape import csv_cell, html
 
-AXES = ("frames", "max_side", "context")
+AXES = ("frames", "max_side", "context", "grounding")
 AXIS_TITLE = {"frames": "Number of frames (Figure 5b)", "max_side": "Max frame side, px (Figure 5c)",
-              "context": "Dialogue context (Figure 4c)"}
+              "context": "Dialogue context (Figure 4c)",
+              "grounding": "Temporal grounding: sampling x frame timestamps (an ablation, not in the paper)"}
+#: the paper's setting on the grounding grid, the reference of its differences
+GROUNDING_BASE = "uniform/off"
 
 
 class SweepPoint(BaseModel):
@@ -45,12 +53,19 @@ class SweepPoint(BaseModel):
 
 def setting_dir(cfg: RunConfig) -> str:
     side = "full" if cfg.max_side is None else str(cfg.max_side)
-    return f"f{cfg.frames}-m{side}-{cfg.context}"
+    clip = f"-clip{cfg.clip_share:g}" if cfg.sampling == "clip" else ""
+    stamps = "-ts" if cfg.frame_timestamps == "on" else ""
+    return f"f{cfg.frames}-m{side}-{cfg.context}{clip}{stamps}"
+
+
+def grounding_value(cfg: RunConfig) -> str:
+    """A run's place on the grounding grid: ``uniform/off``, ``clip/on``, ..."""
+    return f"{cfg.sampling}/{cfg.frame_timestamps}"
 
 
 def plan_sweep(base: dict[str, Any], out_root: Path, *, frames: Sequence[int] = (), max_sides: Sequence[int] = (),
-               contexts: Sequence[str] = (), flags: Mapping[str, str] | None = None
-               ) -> list[tuple[str, str, RunConfig]]:
+               contexts: Sequence[str] = (), flags: Mapping[str, str] | None = None,
+               samplings: Sequence[str] = (), timestamps: Sequence[str] = ()) -> list[tuple[str, str, RunConfig]]:
     """(axis, value, config) per setting; configs of equal settings share one ``out``. ``flags`` names
     the flag that gave a base setting, for messages (:func:`mtvbench.config.build_config`)."""
     base = dict(base)
@@ -68,19 +83,26 @@ def plan_sweep(base: dict[str, Any], out_root: Path, *, frames: Sequence[int] = 
             cfg = build_config(vals, source=f"sweep {axis}={v}", flags=flags)
             cfg = cfg.model_copy(update={"out": Path(out_root) / setting_dir(cfg)})
             plan.append((axis, str(v), cfg))
+    if samplings or timestamps:  # a grid of the two axes (one of them alone: the other at its default)
+        for sampling in samplings or ["uniform"]:
+            for stamp in timestamps or ["off"]:
+                vals = {**base, "sampling": sampling, "frame_timestamps": stamp, "out": out_root / "tmp"}
+                cfg = build_config(vals, source=f"sweep sampling={sampling} frame_timestamps={stamp}", flags=flags)
+                cfg = cfg.model_copy(update={"out": Path(out_root) / setting_dir(cfg)})
+                plan.append(("grounding", grounding_value(cfg), cfg))
     return plan
 
 
 def run_sweep(base: dict[str, Any], out_root: Path, *, frames: Sequence[int] = (), max_sides: Sequence[int] = (),
               contexts: Sequence[str] = (), progress_factory: Callable[[RunConfig], Any] | None = None,
-              on_done: Callable[[SweepPoint], None] | None = None, flags: Mapping[str, str] | None = None
-              ) -> list[SweepPoint]:
+              on_done: Callable[[SweepPoint], None] | None = None, flags: Mapping[str, str] | None = None,
+              samplings: Sequence[str] = (), timestamps: Sequence[str] = ()) -> list[SweepPoint]:
     from mtvbench.run.evaluate import evaluate
 
     points: list[SweepPoint] = []
     done: dict[Path, Scores] = {}
     for axis, value, cfg in plan_sweep(base, out_root, frames=frames, max_sides=max_sides, contexts=contexts,
-                                       flags=flags):
+                                       flags=flags, samplings=samplings, timestamps=timestamps):
         if cfg.out not in done:
             scores, _ = evaluate(cfg, progress_factory(cfg) if progress_factory else None)
             done[cfg.out] = scores
@@ -100,6 +122,12 @@ def points_from_dirs(out_root: Path) -> list[SweepPoint]:
     pts = []
     for r in runs:
         c = r.config
+        if c.ablations:  # a grounding ablation: on its grid only
+            pts.append(SweepPoint(axis="grounding", value=grounding_value(c), run_dir=r.run_dir, scores=r.scores))
+            continue
+        if any(x.config.ablations and (x.config.frames, x.config.max_side, x.config.context)
+               == (c.frames, c.max_side, c.context) for x in runs):
+            pts.append(SweepPoint(axis="grounding", value=GROUNDING_BASE, run_dir=r.run_dir, scores=r.scores))
         if c.max_side == 720 and c.context == "golden":
             pts.append(SweepPoint(axis="frames", value=str(c.frames), run_dir=r.run_dir, scores=r.scores))
         if c.frames == 128 and c.context == "golden":
@@ -114,13 +142,13 @@ def _axis_points(points: Sequence[SweepPoint], axis: str) -> list[SweepPoint]:
     if axis in ("frames", "max_side"):
         pts.sort(key=lambda p: float(p.value) if p.value not in ("None", "") else float("inf"))
     else:
-        order = {"golden": 0, "self": 1, "none": 2}
+        order = {"golden": 0, "self": 1, "none": 2, GROUNDING_BASE: 0, "uniform/on": 1, "clip/off": 2, "clip/on": 3}
         pts.sort(key=lambda p: order.get(p.value, 9))
     return pts
 
 
 #: the preset value each axis changes on purpose (not worth a "modified" mark in its own table)
-AXIS_OVERRIDE = {"frames": "frames", "max_side": "frame size", "context": ""}
+AXIS_OVERRIDE = {"frames": "frames", "max_side": "frame size", "context": "", "grounding": ""}
 
 
 def overall_cell(s: Scores) -> str:
@@ -167,6 +195,41 @@ def _notes(axis: str, pts: Sequence[SweepPoint]) -> list[str]:
     return notes
 
 
+def grounding_rows(pts: Sequence[SweepPoint], n_boot: int = 2000, seed: int = 0) -> tuple[list[list[Value]], list[str]]:
+    """The grounding grid's rows: each setting's scores, the paired bootstrap difference of its Overall from
+    ``uniform/off`` with the 95 % CI, and the share of its turns whose text named a range."""
+    from mtvbench.analysis.compare import paired_bootstrap
+    from mtvbench.analysis.rundata import load_run
+    from mtvbench.run.plan import rounds_to_call, turn_ranges
+
+    runs = {p.value: load_run(p.run_dir, bootstrap=0) for p in pts if (p.run_dir / "config.yaml").exists()}
+    base = runs.get(GROUNDING_BASE)
+    rows: list[list[Value]] = []
+    notes: list[str] = []
+    for p in pts:
+        r = runs.get(p.value)
+        diff = ci = None
+        if base is not None and r is not None and p.value != GROUNDING_BASE:
+            overall = paired_bootstrap(base.dscores, r.dscores, n_boot=n_boot, seed=seed).rows[0]
+            diff = overall.diff
+            ci = (f"[{overall.ci95[0]:+.2f}, {overall.ci95[1]:+.2f}]" if overall.ci95 is not None
+                  else (overall.withheld or "–"))
+        named = None
+        if r is not None:
+            turns = [(d, x) for d in r.dialogues for x in rounds_to_call(d, r.config.context)]
+            # the share is of the text's ranges (no video length needed: any named part counts)
+            named = (100.0 * sum(bool(turn_ranges(d, x, "golden" if r.config.context == "self" else r.config.context,
+                                                  float("inf")).ranges) for d, x in turns) / len(turns)
+                     if turns else None)
+        rows.append(_row(p)[:-2] + [diff, ci, named] + _row(p)[-2:])
+    if base is None:
+        notes.append(f"no {GROUNDING_BASE} run: no differences are given")
+    notes.append("Δ Overall: the setting's Overall minus uniform/off's, paired by dialogue (bootstrap over "
+                 "dialogues, 95 % CI); named range %: the turns whose text named a part of the video (self context: "
+                 "read in the golden history).")
+    return rows, notes
+
+
 def sweep_tables(points: Sequence[SweepPoint]) -> list[TextTable]:
     """One table per swept axis: Overall (or ``partial, k/6 tasks: x``, ``partial, --limit N: x``),
     tasks, status, run folder; notes for partial, modified and incomplete settings."""
@@ -174,6 +237,14 @@ def sweep_tables(points: Sequence[SweepPoint]) -> list[TextTable]:
     for axis in AXES:
         pts = _axis_points(points, axis)
         if not pts:
+            continue
+        if axis == "grounding":
+            rows, extra = grounding_rows(pts)
+            out.append(TextTable(
+                columns=[Col("sampling/timestamps", "id"), Col("Overall", "text")] + [Col(t.abbr, "num") for t in TASKS]
+                + [Col("Δ Overall", "num"), Col("95% CI", "text"), Col("named range %", "num"),
+                   Col("status", "text"), Col("run", "id")],
+                rows=rows, title=AXIS_TITLE[axis], notes=_notes(axis, pts) + extra))
             continue
         out.append(TextTable(
             columns=[Col(axis, "id"), Col("Overall", "text")] + [Col(t.abbr, "num") for t in TASKS]
@@ -244,6 +315,12 @@ def write_sweep_report(points: Sequence[SweepPoint], out: Path, model: str = "")
         notes = "".join(f'<p class="note">{html(n)}</p>' for n in t.notes)
         sections.append(Section(f"sweep-{axis}", AXIS_TITLE[axis],
                                 html_table([c.name for c in t.columns], rows) + notes + png_img(png, axis)))
+    grid = tables.get("sampling/timestamps")
+    if grid is not None:  # the grounding grid: a table, no plot
+        rows = [[display(v, c) for v, c in zip(r, grid.columns)] for r in grid.rows]
+        sections.append(Section("sweep-grounding", AXIS_TITLE["grounding"],
+                                html_table([c.name for c in grid.columns], rows)
+                                + "".join(f'<p class="note">{html(n)}</p>' for n in grid.notes)))
     atomic_write_text(out / "sweep.html", render_html(HtmlReport(title=f"MT-Video-Bench sweep {model}".strip(),
                                                                  sections=sections)))
     files.append(out / "sweep.html")
@@ -273,6 +350,9 @@ def command(
     frames: Annotated[str | None, typer.Option(help="e.g. 16,32,64,128,256 (Figure 5b)")] = None,
     max_side: Annotated[str | None, typer.Option(help="e.g. 120,240,480,720,960 (Figure 5c)")] = None,
     context: Annotated[str | None, typer.Option(help="e.g. golden,self,none (Figure 4c)")] = None,
+    sampling: Annotated[str | None, typer.Option(help="e.g. uniform,clip: a grid with --frame-timestamps "
+                                                      "(temporal grounding ablation)")] = None,
+    frame_timestamps: Annotated[str | None, typer.Option(help="e.g. off,on: a grid with --sampling")] = None,
     config: ConfigOption = None,
     output_format: FormatOption = OutputFormat.auto,
 ) -> None:
@@ -281,10 +361,12 @@ def command(
     Takes run's settings flags and --config (the generation flags, --model-option, --judge-option, ...);
     the settings not swept are the base of every run."""
     fr, ms, ctx = _csv_list(frames), _csv_list(max_side), _csv_list(context, str)
-    if not (fr or ms or ctx):
-        raise ConfigError("give at least one of --frames, --max-side, --context")
+    smp, ts = _csv_list(sampling, str), _csv_list(frame_timestamps, str)
+    if not (fr or ms or ctx or smp or ts):
+        raise ConfigError("give at least one of --frames, --max-side, --context, --sampling, --frame-timestamps")
     base, origins = settings_from_flags(load_yaml(config) if config else {}, given, SWEEP_FLAGS)
-    swept = [axis for axis, vals in (("frames", fr), ("max_side", ms), ("context", ctx)) if vals]
+    swept = [axis for axis, vals in (("frames", fr), ("max_side", ms), ("context", ctx), ("sampling", smp),
+                                     ("frame_timestamps", ts)) if vals]
     for key in ("out", *swept):
         base.pop(key, None)  # the sweep's own; the settings not swept (a --config's frames: 64) are the base
     require_settings(base, ("data", "model", "judge"))
@@ -294,7 +376,8 @@ def command(
     require_backend(probe.judge, "judge")
     base["data"] = dataset_path(probe.data)
     points = run_sweep(base, out, frames=fr, max_sides=ms, contexts=ctx,
-                       on_done=lambda p: note("done", point_label(p), style="green"), flags=origins)
+                       on_done=lambda p: note("done", point_label(p), style="green"), flags=origins,
+                       samplings=smp, timestamps=ts)
     files = write_sweep_report(points, out, probe.model)
     if resolve_format(output_format) == "csv":
         emit(sweep_csv(points))  # every axis in one long table

@@ -109,6 +109,8 @@ def status_lines(scores: Scores) -> list[tuple[str, str | None]]:
     out.append((f"protocol: {scores.protocol} (model sent: {scores.inference})", None))
     if (effects := summary_line(scores.protocol_effects, scores.paper_reading)) is not None:
         out.append((effects, "yellow" if any((scores.protocol_effects or {}).values()) else None))
+    if scores.ablations:
+        out.append((f"ablation (not the paper's setting): {', '.join(scores.ablations)}", "yellow"))
     c = scores.counts
     line = (f"counts: {c.dialogues} dialogues, {c.model_turns} model turns, {c.scored_turns} scored turns, "
             f"{c.unscored_turns} turns without a verdict, {c.missing_responses} without a response, "
@@ -148,6 +150,8 @@ def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = 
             note("NOT A BENCHMARK", scores.not_a_benchmark.reason, style="bold yellow")
         if (effects := summary_line(scores.protocol_effects, scores.paper_reading)) is not None:
             note("protocol", effects)
+        if scores.ablations:
+            note("ablation", f"not the paper's setting: {', '.join(scores.ablations)}", style="yellow")
         if scores.complete:
             note("status", f"complete; Overall {scores.overall_label()}", style="green")
         else:

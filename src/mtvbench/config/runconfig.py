@@ -35,6 +35,10 @@ from mtvbench.protocol import ProtocolName
 from mtvbench.util.strict import STRICT
 
 ContextMode = Literal["golden", "self", "none"]
+#: ``run --sampling``: frames uniform over the whole video (the paper's), or part of them inside the time ranges
+#: the turn's text names (:func:`mtvbench.media.frames.clip_indices`)
+Sampling = Literal["uniform", "clip"]
+OnOff = Literal["on", "off"]
 #: ``run --cache-order``: a video's first turn alone, its other turns once it was answered (or every turn at once)
 CacheOrder = Literal["on", "off"]
 #: the ``authors`` protocol's inference styles, by the authors' script they reproduce
@@ -138,6 +142,14 @@ class RunConfig(BaseModel):
     #: ``authors`` protocol (``qwen-script``, ``internvl-script``); set from the preset, part of the identity
     inference: InferenceStyle = "paper"
     frames: int = Field(128, ge=1, description="frames sampled uniformly over the whole video")
+    #: an ablation of temporal grounding (not the paper's setting): part of the identity when not uniform
+    sampling: Sampling = Field("uniform", description="uniform (the paper's: over the whole video) | clip: "
+                               "--clip-share of each turn's frames inside the time ranges its text names so far")
+    clip_share: float = Field(0.5, ge=0.0, le=1.0, description="share of the frames inside the named ranges under "
+                                                               "--sampling clip (0 to 1)")
+    #: an ablation: each frame's time as text before it ("Frame at 00:03:12"); part of the identity when on
+    frame_timestamps: OnOff = Field("off", description="on | off: each frame preceded by its time in the video "
+                                                       "(\"Frame at 00:03:12\"), for backends sent image lists")
     max_side: int | None = Field(720, ge=16, description="longer side of a frame at most this (px)")
     frame_size: tuple[int, int] | None = Field(None, description="fixed frame size WxH, e.g. 448x448",
                                                validate_default=True)
@@ -203,7 +215,32 @@ class RunConfig(BaseModel):
     def _resolve_protocol(self) -> RunConfig:
         if self.protocol is None:
             self.protocol = stored_protocol(self.out) or DEFAULT_PROTOCOL
+        if self.ablations and self.protocol == "authors" and self.inference in NOT_REPRODUCED:
+            raise ValueError(f"{' and '.join(self.ablations)} would change what {AUTHORS_SCRIPTS[self.inference]} "
+                             f"sends the model: under --protocol authors its frame rule is kept; give "
+                             f"--protocol paper for the ablation")
+        options = self.model_settings.options
+        if self.frame_timestamps == "on" and (self.in_process or options.get("video_part")
+                                              or options.get("input") == "upload" or options.get("context_cache")):
+            raise ValueError("--frame-timestamps on puts a text part before each image: it needs a backend sent "
+                             "image lists (openai: without video_part, gemini: input=frames without context_cache)")
+        if self.sampling == "clip" and self.executor == "ray":
+            raise ValueError("--sampling clip picks each turn's frames in this process: it needs --executor local")
+        if self.sampling == "clip" and self.model_settings.options.get("context_cache"):
+            raise ValueError("--sampling clip sends each turn its own frames: a context cache holds one frame set "
+                             "per video (drop --model-option context_cache)")
         return self
+
+    @property
+    def ablations(self) -> list[str]:
+        """The temporal grounding ablations this run makes, in words (empty: the paper's setting). Shown in the
+        summary and in scores.json."""
+        out = []
+        if self.sampling == "clip":
+            out.append(f"--sampling clip (share {self.clip_share:g})")
+        if self.frame_timestamps == "on":
+            out.append("--frame-timestamps on")
+        return out
 
     @field_validator("frame_size", mode="before")
     @classmethod
@@ -246,7 +283,8 @@ class RunConfig(BaseModel):
         rule = self.frame_rule
         return FrameSettings(num_frames=self.frames, max_side=self.max_side, size=self.frame_size,
                              jpeg_quality=self.jpeg_quality, rule=rule,
-                             lossless=rule == "internvl-script" and self.in_process)
+                             lossless=rule == "internvl-script" and self.in_process,
+                             clip_share=self.clip_share if self.sampling == "clip" else None)
 
     @property
     def backend_spec(self) -> str:
@@ -309,6 +347,8 @@ class RunConfig(BaseModel):
         if self.protocol_name != "paper":  # absent for paper, so run directories made before protocols resume
             identity["protocol"] = self.protocol_name
             identity["inference"] = self.inference
+        if self.frame_timestamps == "on":  # absent when off, so runs made before it resume (clip: in "frames")
+            identity["frame_timestamps"] = "on"
         if self.answers_from is not None:  # absent otherwise: a run that asks the model never takes stored answers
             identity["answers_from"] = str(Path(self.answers_from).resolve())
         return identity

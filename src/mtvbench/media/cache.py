@@ -24,12 +24,13 @@ import shutil
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 from mtvbench.ledger.lock import file_lock
 from mtvbench.media.fingerprint import CACHE_VERSION, fingerprint
-from mtvbench.media.frames import FrameSettings, VideoFrames, sample_frames
+from mtvbench.media.frames import FrameSettings, VideoFrames, probe, sample_frames
 
 #: Bump when sampling, resizing or encoding changes so that old entries are not reused.
 _META = "meta.json"
@@ -84,6 +85,37 @@ class FrameCache:
                     return self._remember(key, frames)
         self._count("hits", "disk_hits")
         return self._remember(key, frames)
+
+    def get_indices(self, path: Path, settings: FrameSettings,
+                    indices_for: Callable[[int, float], Sequence[int]]) -> VideoFrames:
+        """The frames of ``path`` at the indices ``indices_for(total_frames, duration_s)`` picks (``run --sampling
+        clip``: the union of the frames of a video's turns), together with any frames of the video decoded
+        before under ``settings``: one entry per (video, settings) that grows, so each frame of a video is
+        decoded once, and each turn takes its own with :meth:`VideoFrames.select`. A frame already held is not
+        decoded again; the first call learns the frame count with an exact probe (demuxed, not decoded)."""
+        path = Path(path)
+        key = self.key(path, settings)
+        entry = self.entry_dir(key)
+        lock = file_lock(entry.parent.parent / ".locks" / f"{key}.lock") if entry is not None else nullcontext()
+        with lock:
+            have = self._memory_get(key) or (_load(entry, path, settings) if entry is not None else None)
+            if have is not None:
+                total, duration = have.total_frames, have.duration_s
+            else:
+                info = probe(path)
+                total, duration = info.total_frames, info.duration_s
+            wanted = sorted({int(i) for i in indices_for(total, duration)})
+            held = set(have.indices) if have is not None else set()
+            missing = [i for i in wanted if i not in held]
+            if not missing:
+                self._count("hits", "memory_hits" if self._memory_get(key) is have else "disk_hits")
+                return self._remember(key, _at(have, path))
+            self._count("misses", "decodes")
+            new = sample_frames(path, settings, indices=lambda _total: missing)
+            frames = new if have is None else _merged(have, new)
+            if entry is not None:
+                _store(entry, frames, key)
+            return self._remember(key, frames)
 
     def file_entry(self, key: str, build: Callable[[Path], None]) -> Path:
         """The folder of entry ``key``, made once by ``build(folder)`` if it is missing.
@@ -142,6 +174,15 @@ def _make(path: Path, settings: FrameSettings) -> VideoFrames:
     from mtvbench.media.authors_frames import script_frames  # that module builds on this one
 
     return script_frames(path, settings)
+
+
+def _merged(a: VideoFrames, b: VideoFrames) -> VideoFrames:
+    """The frames of ``a`` and ``b`` (of one video and settings) in index order, each index once."""
+    by_index = {i: (t, j) for i, t, j in zip(a.indices, a.timestamps, a.jpegs)}
+    by_index.update({i: (t, j) for i, t, j in zip(b.indices, b.timestamps, b.jpegs)})
+    order = sorted(by_index)
+    return dataclasses.replace(a, indices=order, timestamps=[by_index[i][0] for i in order],
+                               jpegs=[by_index[i][1] for i in order])
 
 
 def _at(frames: VideoFrames, path: Path) -> VideoFrames:

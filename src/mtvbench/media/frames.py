@@ -112,6 +112,10 @@ class FrameSettings(BaseModel):
     rule: FrameRule = "uniform"
     #: store the frames as PNG (pixels kept exactly) instead of JPEG
     lossless: bool = False
+    #: ``run --sampling clip``: this share of each turn's ``num_frames`` goes inside the time ranges its text
+    #: names (:func:`clip_indices`; a frame cache entry then holds the union of a video's turns' frames,
+    #: :meth:`mtvbench.media.cache.FrameCache.get_indices`); None: uniform over the whole video
+    clip_share: float | None = Field(None, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _check_size(self) -> FrameSettings:
@@ -133,7 +137,8 @@ class FrameSettings(BaseModel):
             geom = "orig"
         interp = "" if self.interpolation == INTERPOLATION else f"-{self.interpolation.lower()}"
         rule = "" if self.rule == "uniform" else f"-{self.rule}{SCRIPT_RULES_VERSION}"
-        return f"n{self.num_frames}-{geom}-q{self.jpeg_quality}{interp}{rule}{'-png' if self.lossless else ''}"
+        clip = "" if self.clip_share is None else f"-clip{self.clip_share:g}"
+        return f"n{self.num_frames}-{geom}-q{self.jpeg_quality}{interp}{rule}{clip}{'-png' if self.lossless else ''}"
 
     @property
     def media_type(self) -> str:
@@ -226,6 +231,18 @@ class VideoFrames(SampledFrames):
             self.__dict__["_b64"] = memo
         return memo
 
+    def select(self, indices: Sequence[int]) -> VideoFrames:
+        """The frames at these video frame ``indices`` (each must be held), in time order: one turn's frames
+        out of the union of a video's turns' frames (``run --sampling clip``)."""
+        pos = {i: k for k, i in enumerate(self.indices)}
+        missing = [i for i in indices if i not in pos]
+        if missing:
+            raise KeyError(f"{self.video}: frames {missing[:5]} were not decoded")
+        keep = [pos[i] for i in sorted(set(indices))]
+        fields_ = {**self.sample_fields(), "indices": [self.indices[k] for k in keep],
+                   "timestamps": [self.timestamps[k] for k in keep]}
+        return VideoFrames(**fields_, settings=self.settings, jpegs=[self.jpegs[k] for k in keep])
+
     def images(self) -> list[Image.Image]:
         """The JPEGs decoded to RGB PIL images (lazy, memoised)."""
         memo = self.__dict__.get("_images")
@@ -261,6 +278,40 @@ def uniform_indices(total: int, num: int) -> list[int]:
     if total <= num:
         return list(range(total))
     return [int(i) for i in np.round(np.linspace(0, total - 1, num))]
+
+
+def clip_indices(total: int, duration_s: float, num: int, ranges: Sequence[tuple[float, float]],
+                 share: float) -> list[int]:
+    """``num`` frames of a ``total``-frame, ``duration_s``-second video, ``share`` of them inside ``ranges``
+    (seconds; ``run --sampling clip``), sorted, without repeats.
+
+    ``round(share * num)`` frames go uniformly over the frames inside the ranges taken together (all of them
+    when the ranges hold fewer), the rest uniformly over the whole video: evenly chosen among the frames
+    :func:`uniform_indices` takes (outside the first part), so every turn shares them. The total is
+    ``min(num, total)`` as under uniform sampling. Frame ``i`` is taken to show time ``i * duration_s /
+    total`` (the decoded frames' own times are what a run records). No ranges: :func:`uniform_indices`."""
+    inside: list[int] = []
+    if ranges and duration_s > 0:
+        chosen: set[int] = set()
+        for a, b in ranges:
+            first = max(0, min(total - 1, int(a * total / duration_s)))
+            last = max(first, min(total - 1, int(b * total / duration_s)))
+            chosen.update(range(first, last + 1))
+        inside = sorted(chosen)
+    if not inside:
+        return uniform_indices(total, num)
+    n_inside = min(len(inside), round(share * min(num, total)))
+    picked = [inside[i] for i in uniform_indices(len(inside), n_inside)] if n_inside else []
+    taken = set(picked)
+    n_rest = min(num, total) - len(picked)
+    # the whole-video frames are drawn from the uniform frames (so every turn of a video shares them, and
+    # they cost no decode beyond uniform sampling's); only if those run short, from the other frames
+    grid = [i for i in uniform_indices(total, num) if i not in taken]
+    rest = [grid[i] for i in uniform_indices(len(grid), n_rest)] if n_rest and grid else []
+    if len(rest) < n_rest:
+        others = [i for i in range(total) if i not in taken and i not in set(rest)]
+        rest += [others[i] for i in uniform_indices(len(others), n_rest - len(rest))]
+    return sorted(picked + rest)
 
 
 # ---------------------------------------------------------------------------- opening

@@ -94,6 +94,7 @@ from mtvbench.models.resilience import (
 )
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult, ProviderResource, Usage
+from mtvbench.util.timecodes import frame_label
 
 T = TypeVar("T")
 
@@ -329,7 +330,10 @@ class GeminiBackend(BackendBase):
                 part.video_metadata = types.VideoMetadata(fps=float(self.options.options["video_fps"]))
             parts.append(part)
         elif request.frames is not None:
-            parts.extend(types.Part.from_bytes(data=j, mime_type="image/jpeg") for j in request.frames.jpegs)
+            for t, j in zip(request.frames.timestamps, request.frames.jpegs):
+                if request.frame_timestamps:  # --frame-timestamps on: the frame's time before it
+                    parts.append(types.Part.from_text(text=frame_label(t)))
+                parts.append(types.Part.from_bytes(data=j, mime_type="image/jpeg"))
         parts.append(types.Part.from_text(text=request.prompt))
         return parts
 

@@ -49,6 +49,7 @@ from mtvbench.models.resilience import (
 )
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationConfig, GenerationRequest, GenerationResult, Usage
+from mtvbench.util.timecodes import frame_label
 
 #: the connection pool of the OpenAI SDK's own client (one connection per call in flight, reused)
 _LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
@@ -58,15 +59,26 @@ _FRAMES = f"\x00mtvbench-frames-{uuid.uuid4().hex}"
 _FRAMES_JSON = json.dumps(_FRAMES)
 
 
-def _frame_parts(frames: VideoFrames, video_part: bool) -> list[dict[str, Any]]:
+def _frame_parts(frames: VideoFrames, video_part: bool, timestamps: bool = False) -> list[dict[str, Any]]:
     if video_part:
         return [{"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + ",".join(frames.b64())}}]
-    return [{"type": "image_url", "image_url": {"url": url}} for url in frames.data_urls()]
+    parts: list[dict[str, Any]] = []
+    for t, url in zip(frames.timestamps, frames.data_urls()):
+        if timestamps:  # --frame-timestamps on: the frame's time as a text part before it
+            parts.append({"type": "text", "text": frame_label(t)})
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
 
 
-def frame_parts_json(frames: VideoFrames, video_part: bool = False) -> str:
+def frame_parts_json(frames: VideoFrames, video_part: bool = False, timestamps: bool = False) -> str:
     """The JSON of a video's frame parts (without brackets), written once per video and reused
-    by every turn: at 128 frames it is most of a request's bytes and of its encoding time."""
+    by every turn: at 128 frames it is most of a request's bytes and of its encoding time. ``timestamps``: each
+    image part after a text part with its time (``--frame-timestamps on``; not with ``video_part``)."""
+    if timestamps and not video_part:
+        memo = frames.__dict__.get("_openai_timed_parts_json")
+        if memo is None:
+            memo = frames.__dict__["_openai_timed_parts_json"] = json.dumps(_frame_parts(frames, False, True))[1:-1]
+        return memo
     key = "_openai_video_part_json" if video_part else "_openai_image_parts_json"
     memo = frames.__dict__.get(key)
     if memo is None:
@@ -80,14 +92,15 @@ def frame_parts_json(frames: VideoFrames, video_part: bool = False) -> str:
     return memo
 
 
-def request_body(params: dict[str, Any], frames: VideoFrames | None, video_part: bool = False) -> bytes:
+def request_body(params: dict[str, Any], frames: VideoFrames | None, video_part: bool = False,
+                 timestamps: bool = False) -> bytes:
     """The JSON body of a chat-completions request whose messages hold the frames placeholder:
     ``extra_body`` merged at the top level (as the SDK does), the frames' JSON spliced in."""
     body = {k: v for k, v in params.items() if k != "extra_body"}
     body.update(params.get("extra_body") or {})
     text = json.dumps(body)
     if frames is not None:
-        parts = frame_parts_json(frames, video_part)
+        parts = frame_parts_json(frames, video_part, timestamps)
         if parts:
             text = text.replace(_FRAMES_JSON, parts, 1)
         else:  # no frames: the placeholder goes with its separator (after or before the text part)
@@ -107,7 +120,7 @@ def build_messages(request: GenerationRequest, system: str | None = None, video_
     user/assistant messages before the last one."""
     content: list[Any] = []
     if request.frames is not None:
-        content += [_FRAMES] if placeholder else _frame_parts(request.frames, video_part)
+        content += [_FRAMES] if placeholder else _frame_parts(request.frames, video_part, request.frame_timestamps)
     text = {"type": "text", "text": request.prompt}
     if request.text_first:
         content.insert(0, text)
@@ -287,7 +300,7 @@ class OpenAIBackend(BackendBase):
         return parse_completion(response.content, self.url, exact_reply)
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
-        body = request_body(self._params(request), request.frames, self.video_part)
+        body = request_body(self._params(request), request.frames, self.video_part, request.frame_timestamps)
         return await self.calls.generate(lambda: self._once(body, request.exact_reply))
 
     async def aclose(self) -> None:

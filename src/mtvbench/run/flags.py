@@ -42,7 +42,7 @@ _SIMPLE = (bool, int, float, str, Path)
 #: what a generation flag takes to drop a value (a preset's): ``--top-k none``
 NONE_WORDS = ("none", "null")
 #: the settings ``sweep`` takes as lists of its own (``--frames 16,32``) and its sweep folder
-SWEPT = ("frames", "max_side", "context", "out")
+SWEPT = ("frames", "max_side", "context", "sampling", "frame_timestamps", "out")
 _METAVAR = {int: "INTEGER", float: "NUMBER", bool: "BOOLEAN"}
 JUDGE_REQUIRED = ("--judge names the judge: e.g. openai:gemini-2.5-flash (the paper's), or `offline` for the "
                   "lexical matcher (checks the pipeline; its scores are not comparable to the paper's)")

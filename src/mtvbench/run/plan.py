@@ -21,9 +21,10 @@ from collections.abc import Mapping
 
 from mtvbench.config import ContextMode
 from mtvbench.data.schema import Dialogue, Round
-from mtvbench.media.frames import VideoFrames
+from mtvbench.media.frames import VideoFrames, clip_indices
 from mtvbench.prompts import InferenceStyle, internvl_script_history, render_inference_prompt
 from mtvbench.records import GenerationRequest
+from mtvbench.util.timecodes import NamedRanges, named_ranges
 
 
 def rounds_to_call(dialogue: Dialogue, context: ContextMode) -> list[Round]:
@@ -52,10 +53,37 @@ def history_for(dialogue: Dialogue, rnd: Round, context: ContextMode,
     return [(r.user, answers[r.index]) for r in earlier]
 
 
+def sent_text(dialogue: Dialogue, rnd: Round, context: ContextMode,
+              own_answers: Mapping[int, str] | None = None) -> str:
+    """The dialogue text a call of ``rnd`` sends, for the time ranges it names (``--sampling clip``): the history of
+    ``context`` (user and assistant turns) and the question. In self context before the model's earlier answers
+    are known (a video's frames are decoded ahead), only the user turns of the history."""
+    if context == "self" and own_answers is None:
+        parts = [r.user for r in dialogue.earlier(rnd)]
+    else:
+        parts = [t for pair in history_for(dialogue, rnd, context, own_answers) for t in pair]
+    return "\n".join([*parts, rnd.user])
+
+
+def turn_ranges(dialogue: Dialogue, rnd: Round, context: ContextMode, duration_s: float,
+                own_answers: Mapping[int, str] | None = None) -> NamedRanges:
+    """The parts of the video the text of ``rnd``'s call names so far."""
+    return named_ranges(sent_text(dialogue, rnd, context, own_answers), duration_s)
+
+
+def turn_frame_indices(dialogue: Dialogue, rnd: Round, context: ContextMode, total: int, duration_s: float,
+                       n_frames: int, share: float, own_answers: Mapping[int, str] | None = None) -> list[int]:
+    """The frames ``rnd``'s call is sent under ``--sampling clip`` (:func:`~mtvbench.media.frames.clip_indices`
+    over the ranges named so far; uniform when none is named)."""
+    ranges = turn_ranges(dialogue, rnd, context, duration_s, own_answers).ranges
+    return clip_indices(total, duration_s, n_frames, [(r.start, r.end) for r in ranges], share)
+
+
 def build_request(dialogue: Dialogue, rnd: Round, context: ContextMode, frames: VideoFrames | None,
                   own_answers: Mapping[int, str] | None = None, style: InferenceStyle = "paper",
-                  n_frames: int = 128) -> GenerationRequest:
-    """The call of round ``rnd``. ``n_frames``: the frame count the ``internvl-script`` history names."""
+                  n_frames: int = 128, frame_timestamps: bool = False) -> GenerationRequest:
+    """The call of round ``rnd``. ``n_frames``: the frame count the ``internvl-script`` history names;
+    ``frame_timestamps``: each frame goes after its time in the video (``--frame-timestamps on``)."""
     history = history_for(dialogue, rnd, context, own_answers)
     prompt = render_inference_prompt(history, rnd.user, style)
     chat_history = None
@@ -64,7 +92,7 @@ def build_request(dialogue: Dialogue, rnd: Round, context: ContextMode, frames: 
         chat_history = internvl_script_history([(u, a, f) for (u, a), f in zip(history, flags)], n_frames)
     return GenerationRequest(id=dialogue.turn_id(rnd.index), prompt=prompt, frames=frames,
                              golden_answer=rnd.assistant, chat_history=chat_history,
-                             text_first=style == "qwen-script")
+                             text_first=style == "qwen-script", frame_timestamps=frame_timestamps)
 
 
 def request_text(request: GenerationRequest) -> str | list:

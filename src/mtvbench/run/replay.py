@@ -43,7 +43,7 @@ from mtvbench.run.rundir import read_config, run_dir_path
 #: these three (``tests/run/test_answers_from.py`` checks it, so a new setting cannot slip through).
 #: The settings that made the answers: RUN_DIR's (the model label included); a value given must agree.
 ANSWER_KEYS = ("data", "model", "model_spec", "model_settings", "context", "inference", "frames", "max_side",
-               "frame_size", "jpeg_quality", "tasks", "preset_overrides")
+               "frame_size", "jpeg_quality", "sampling", "clip_share", "frame_timestamps", "tasks", "preset_overrides")
 #: How the model is asked, which a run of stored answers never does: RUN_DIR's recorded; a value given must agree.
 ASKING_KEYS = ("videos_in_flight", "decode_workers", "cache_order", "cache_dir", "executor", "ray_address", "ray")
 #: The settings this run uses: the judge, its settings and concurrency (``concurrency`` is the default of

@@ -85,7 +85,8 @@ def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
         snap.dialogues, cur.responses, verdicts, model=cfg.model, judge=cfg.judge, judge_runs=cfg.judge_runs,
         context=cfg.context, bootstrap=cfg.bootstrap if bootstrap is None else bootstrap, seed=cfg.seed,
         tasks=tasks, limit=cfg.limit, stale=cur.stale_responses.keys(), protocol=cfg.protocol_name,
-        inference=cfg.inference_label, preset_overrides=cfg.preset_overrides, not_a_benchmark=read_mark(run_dir))
+        inference=cfg.inference_label, preset_overrides=cfg.preset_overrides, not_a_benchmark=read_mark(run_dir),
+        ablations=cfg.ablations)
     scores.counts.superseded_responses = cur.superseded_responses
     scores.counts.superseded_verdicts = cur.superseded_verdicts
     replaced = [rec.get("replaced_characters") or 0 for rec in cur.responses.values()]

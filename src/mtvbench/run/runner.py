@@ -47,7 +47,7 @@ from mtvbench.run.identity import (
     current_results,
     reason,
 )
-from mtvbench.run.plan import build_request, rounds_to_call
+from mtvbench.run.plan import build_request, rounds_to_call, turn_frame_indices
 from mtvbench.run.store import FINAL_JUDGE, FINAL_OUTCOMES, RunStore
 from mtvbench.util.heap import long_lived
 
@@ -117,6 +117,8 @@ class Runner:
                  cache: FrameCache, keys: RunKeys, progress: RunProgress | None = None,
                  dispatcher: Dispatcher | None = None):
         self.cfg = cfg
+        #: the turns of each video this run asks (set by :meth:`execute`; ``--sampling clip`` decodes their union)
+        self._turns: dict[str, list[DialogueTurns]] = {}
         self.keys = keys
         self.bench = bench
         self.store = store
@@ -298,10 +300,43 @@ class Runner:
     def request(self, dialogue: Dialogue, rnd: Round, frames: VideoFrames | None) -> GenerationRequest:
         """The request of one turn: the run's inference prompt with the history of the run's context (in self
         context the model's own earlier answers, which were recorded before)."""
-        request = build_request(dialogue, rnd, self.cfg.context, frames, self._own(dialogue, rnd),
-                                self.cfg.inference, self.cfg.frames)
+        own = self._own(dialogue, rnd)
+        if frames is not None and self.cfg.sampling == "clip":
+            frames = self._turn_frames(dialogue, rnd, frames, own)
+        request = build_request(dialogue, rnd, self.cfg.context, frames, own, self.cfg.inference, self.cfg.frames,
+                                self.cfg.frame_timestamps == "on")
         request.keep_thinking = self.cfg.keeps_thinking
         return request
+
+    def _turn_frames(self, dialogue: Dialogue, rnd: Round, frames: VideoFrames,
+                     own: dict[int, str] | None) -> VideoFrames:
+        """``--sampling clip``: this turn's frames out of the video's union (a frame the union lacks, named by one
+        of the model's own earlier answers in self context, is decoded now, once, into the same cache entry)."""
+        cfg = self.cfg
+        wanted = turn_frame_indices(dialogue, rnd, cfg.context, frames.total_frames, frames.duration_s, cfg.frames,
+                                    cfg.clip_share, own)
+        held = set(frames.indices)
+        if any(i not in held for i in wanted):
+            frames = self.cache.get_indices(frames.video, cfg.frame_settings(), lambda _t, _d: wanted)
+        return frames.select(wanted)
+
+    def _clip_union(self, video: str) -> Callable[[int, float], list[int]]:
+        """The frames every call of ``video`` this run needs under ``--sampling clip`` (from the text each sends;
+        in self context the model's answers are not known yet), for one decode."""
+        cfg = self.cfg
+        turns = [(t.dialogue, r) for t in self._turns.get(video, []) for r in t.rounds]
+
+        def union(total: int, duration_s: float) -> list[int]:
+            out: set[int] = set()
+            for d, r in turns:
+                own = {x.index: self.answers[d.turn_id(x.index)] for x in d.earlier(r)
+                       if d.turn_id(x.index) in self.answers} if cfg.context == "self" else None
+                complete = own is not None and len(own) == len(d.earlier(r))
+                out.update(turn_frame_indices(d, r, cfg.context, total, duration_s, cfg.frames, cfg.clip_share,
+                                              own if complete else None))
+            return sorted(out)
+
+        return union
 
     def record(self, dialogue: Dialogue, rnd: Round, request: GenerationRequest, res: GenerationResult) -> bool:
         """Store one result as it arrives (bound to the fingerprint of what produced it), count it,
@@ -309,6 +344,9 @@ class Runner:
         tid = dialogue.turn_id(rnd.index)
         if self.cfg.frame_rule != "uniform" and res.outcome in ("ok", "empty") and res.raw_text:
             res = script_answer(res, request.keep_thinking, strip=self.cfg.inference == "internvl-script")
+        if request.frames is not None:  # which frames the turn was sent (every sampling), beside what the backend says
+            res = res.model_copy(update={"inputs": {**(res.inputs or {}), "frame_indices": request.frames.indices,
+                                                    "frame_times": [round(t, 3) for t in request.frames.timestamps]}})
         if not self._store_response(tid, request.prompt, res, self._key(dialogue, rnd)):
             return False
         self.summary.calls += 1
@@ -334,15 +372,17 @@ class Runner:
     async def frames(self, video: str, run: Callable[..., Awaitable[VideoFrames]]) -> VideoFrames:
         """The frames of ``video`` (``run(fn, *args)`` runs the decode off the event loop)."""
         path, settings, cache = self.bench.videos[video], self.cfg.frame_settings(), self.cache
+        # under --sampling clip the union of the video's turns' frames, decoded once
+        extra = (self._clip_union(video),) if self.cfg.sampling == "clip" else ()
         try:
-            return await run(cache.get, path, settings)
+            return await run(cache.get_indices if extra else cache.get, path, settings, *extra)
         except OSError as e:  # the frame cache cannot be written (disk full, permissions)
             if cache.root is None:
                 raise
             if self.cache is cache:  # the first video to find out says so, once
                 self.cache = FrameCache(None, memory_items=self.cfg.videos_in_flight)
                 self.warn(frame_cache_warning(cache.root, e))
-            return await run(self.cache.get, path, settings)
+            return await run(self.cache.get_indices if extra else self.cache.get, path, settings, *extra)
 
     def warn(self, message: str) -> None:
         """A warning shown now and repeated in the summary."""
@@ -373,6 +413,7 @@ class Runner:
 
     async def execute(self) -> RunSummary:
         by_video, judge_todo = self._plan()
+        self._turns = by_video
         for line in invalidation_lines(self.summary):
             self.progress.note("invalidated", line)
         jobs = [VideoJob(v, self.bench.videos[v], ts) for v, ts in sorted(by_video.items())]

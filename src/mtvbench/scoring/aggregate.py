@@ -246,6 +246,9 @@ class Scores(BaseModel):
     #: the preset values this run overrode (``temperature``, ``frames``, ...; see
     #: :func:`mtvbench.config.apply_preset`): the run is not the preset's paper row
     preset_overrides: list[str] = Field(default_factory=list)
+    #: the temporal grounding ablations the run made (``--sampling clip``, ``--frame-timestamps on``): its scores
+    #: are not the paper's setting; empty for the paper's
+    ablations: list[str] = Field(default_factory=list)
     complete: bool = True
     incomplete_reasons: list[str] = Field(default_factory=list)
     #: calls, tokens, time and cost per role (from the run store)
@@ -332,7 +335,8 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
                    judge_runs: int, context: str = "golden", bootstrap: int = 1000, seed: int = 0,
                    tasks: Sequence[Task] = TASKS, limit: int | None = None, stale: Collection[str] = (),
                    protocol: str = "paper", inference: str = "paper (Figure 15)", preset_overrides: Sequence[str] = (),
-                   not_a_benchmark: NotABenchmark | None = None) -> tuple[Scores, list[DialogueScore]]:
+                   not_a_benchmark: NotABenchmark | None = None,
+                   ablations: Sequence[str] = ()) -> tuple[Scores, list[DialogueScore]]:
     """Scores of ``dialogues`` (as ``protocol`` reads them) from their current responses and verdicts;
     ``tasks`` are the tasks selected on purpose (a missing score of any other task is not a gap), ``stale``
     the turn ids whose store holds only an answer to an earlier version of the turn."""
@@ -359,6 +363,7 @@ def compute_scores(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
         context=context, protocol=protocol, inference=inference, complete=not reasons, incomplete_reasons=reasons,
         tasks_selected=[t.value for t in TASKS if t in tasks], limit=limit, preset_overrides=list(preset_overrides),
         not_a_benchmark=not_a_benchmark,
+        ablations=list(ablations),
     )
     effects = protocol_effects(dialogues, responses, verdicts, protocol)
     scores.protocol_effects, scores.paper_reading = effects.counts, effects.paper_reading
