@@ -159,8 +159,9 @@ def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = 
 def run(
     given: dict[str, Any],
     config: Annotated[Path | None, typer.Option(help="YAML file with the same settings (flags override it)")] = None,
-    wait: Annotated[bool, typer.Option(help="wait for another process using --out instead of refusing")] = False,
-    quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
+    wait: Annotated[bool, typer.Option(help="wait for another process using --out instead of refusing",
+                                       rich_help_panel="Output")] = False,
+    quiet: Annotated[bool, typer.Option(help="no progress bars", rich_help_panel="Output")] = False,
     answers_from: Annotated[Path | None, typer.Option(
         "--answers-from", help="judge the answers stored in this run directory with --judge, asking the model "
                                "nothing (its dataset, model, settings, context, protocol, frames and tasks are "
