@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mtvbench.analysis.estimate import read_estimate, simulate_hits
+from mtvbench.analysis.estimate import VERDICT_REPLY, read_estimate, simulate_hits
+from mtvbench.scoring.tokens import text_tokens
 from tests.support.datasets import write_video
 from tests.support.openai_server import LoopbackServer, ServerState
 from tests.support.run_helpers import cli, cli_run, settings
@@ -58,7 +59,8 @@ def test_estimate_counts_without_calling_anything(dataset: Path, tmp_path: Path,
     assert m["completion_tokens"] == 1200 and m["completion_source"].startswith("max_tokens")
     assert m["cost"]["today"] == pytest.approx((m["prompt_tokens"] * 2.5 + 1200 * 10.0) / 1e6)
     assert est["seconds"] == pytest.approx(max(12 * 2 / 16, 24 * 2 / 16) + 2)
-    assert j["completion_tokens"] is None and j["cost"]["today"] is None  # the judge's max_tokens is not set
+    # the judge's max_tokens is not set: its reply is assumed to be the verdict JSON alone, and said so
+    assert j["completion_tokens"] == 24 * (text_tokens(VERDICT_REPLY) + 1) and "assumed" in j["completion_source"]
 
 
 def _prices(tmp_path: Path) -> Path:
