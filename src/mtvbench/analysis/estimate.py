@@ -95,7 +95,9 @@ class Estimate(BaseModel):
     model: str
     judge: str
     context: str
+    #: the frame settings' key (``n128-m720-q90``) and in words
     frames: str
+    frames_in_words: str | None = None
     dialogues: int
     videos: int
     frame_rule: str
@@ -268,6 +270,7 @@ def estimate(cfg: RunConfig, bench: Benchmark, shapes: dict[str, VideoShape], me
     prefixes = [p for p in prefix_of.values()]
     known = None if any(p is None for p in prefixes) else [p or 0 for p in prefixes]
     est = Estimate(model=cfg.model, judge=cfg.judge, context=cfg.context, frames=cfg.frame_settings().key(),
+                   frames_in_words=cfg.frame_settings().describe(),
                    dialogues=len(bench.dialogues), videos=len(prefix_of),
                    frame_rule=rule.name if rule else "rule unknown", frame_rule_source=rule.source if rule else None,
                    model_role=m, judge_role=j)
@@ -434,15 +437,16 @@ def estimate_table(est: Estimate) -> TextTable:
             Col("Cost (cache-aware)", "num", 4, key="cost_cache_aware")]
     source = f" ({est.source})" if est.source else ""
     intro = [f"{est.dialogues:,} dialogues over {est.videos:,} videos{source}; model {est.model}, judge {est.judge}, "
-             f"context {est.context}, frames {est.frames}; frame tokens: {est.frame_rule}"
+             f"context {est.context}; frames: {est.frames_in_words or est.frames}; frame tokens: {est.frame_rule}"
              + (f" ({est.frame_rule_source})" if est.frame_rule_source else ""),
              f"completion tokens: model {est.model_role.completion_source}, judge {est.judge_role.completion_source}; "
              f"time: {_num(est.seconds, 1)} s"
              + (f" (latency: {est.latency_source})" if est.latency_source else "")
              + ("" if est.seconds is not None else " (give --latency S or --from-run)")]
     if est.ideal_cached is not None:
-        intro.append(f"frame prefixes: {est.prefix_tokens:,} tokens over the videos; each computed once at most "
-                     f"{est.ideal_cached:,} cached tokens")
+        intro.append(f"each video's frames and system prompt: {est.prefix_tokens:,} tokens over all videos; at best "
+                     f"(each video's sent once, then read from the provider's cache by its other turns) "
+                     f"{est.ideal_cached:,} prompt tokens come from the cache")
     return TextTable(cols, rows, title="Estimate (nothing was called)", intro=intro, notes=list(est.notes))
 
 
