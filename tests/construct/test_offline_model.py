@@ -144,3 +144,13 @@ def test_the_review_app_opens_the_offline_workspace(offline_build: dict) -> None
 
     listed = make_client(offline_build["ws"]).get("/api/items", headers=who("ann1")).json()["items"]
     assert len(listed) == 54
+
+
+def test_build_prints_the_review_queue_as_a_table(offline_build: dict) -> None:
+    """The review queue's counts are a table (tab-separated in a pipe), not a Python dict."""
+    out = offline_build["first"].output
+    assert "review queue: {" not in out and "{'" not in out
+    lines = out.splitlines()
+    header = lines.index("status\tdialogues")
+    rows = [line.split("\t") for line in lines[header + 1:] if line.count("\t") == 1]
+    assert rows and sum(int(n) for _, n in rows) == 54
