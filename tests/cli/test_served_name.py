@@ -88,6 +88,8 @@ def test_a_refused_model_name_names_served_name_and_the_same_out_takes_the_fix(
     second = CliRunner().invoke(app, [*base, "--model-option", f"served_name={PINNED}"], env={"COLUMNS": "80"})
     assert second.exit_code == 0, second.output
     assert "other settings" not in second.output
+    protocol = [line for line in second.output.splitlines() if line.startswith("protocol:")]
+    assert len(protocol) == 1 and len(protocol[0]) <= 100, protocol
     assert "no call had succeeded here under the earlier settings" in second.output
     assert asked.count(PINNED) > 0
     db = sqlite3.connect(out / "store.sqlite")
@@ -128,3 +130,17 @@ def test_a_run_directory_with_a_result_stays_locked_to_its_settings(
 ])
 def test_which_replies_say_the_model_name_is_not_served(body: str, named: str | None) -> None:
     assert model_name_refused(body) == named
+
+
+@pytest.mark.parametrize(("model", "frames", "qwen3"), [("qwen2.5-vl-7b@openai", 8, False),
+                                                        ("qwen3-vl-8b-instruct@openai", 8, True),
+                                                        ("qwen3-vl-8b-instruct@openai", 128, True)])
+def test_what_the_model_was_sent_is_about_the_model_in_the_run(model: str, frames: int, qwen3: bool) -> None:
+    from mtvbench.config import build_config
+
+    cfg = build_config({"data": "data", "model": model, "judge": "offline", "out": "run", "frames": frames,
+                        "model_settings": {"base_url": "http://127.0.0.1:9/v1"}}, "test")
+    label = cfg.inference_label
+    assert f"{frames} JPEG images" in label
+    assert ("Qwen3-VL" in label) == qwen3
+    assert ("17 of 128 frames" in label) == (qwen3 and frames == 128)

@@ -128,7 +128,10 @@ def status_lines(scores: Scores) -> list[tuple[str, str | None]]:
     else:
         out = [(f"status: INCOMPLETE; Overall {label}{chosen}", "bold red")]
         out += [(f"  - {r}", "red") for r in scores.incomplete_reasons]
-    out.append((f"protocol: {scores.protocol} (model sent: {scores.inference})", None))
+    sent, _, detail = scores.inference.partition(" (")  # the line short; what is not reproduced below it
+    out.append((f"protocol: {scores.protocol} (model sent: {sent})", None))
+    if detail:
+        out.append((f"  {detail.removesuffix(')')}", None))
     c = scores.counts
     line = (f"counts: {c.dialogues} dialogues, {c.model_turns} model turns, {c.scored_turns} scored turns, "
             f"{c.unscored_turns} turns without a verdict, {c.missing_responses} without a response, "

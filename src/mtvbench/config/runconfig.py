@@ -43,10 +43,11 @@ AUTHORS_SCRIPTS: dict[str, str] = {"qwen-script": "authors: eval/infer_qwen25vl.
 #: ``hf:`` feeds the checkpoint's own processor exactly as the script does
 IN_PROCESS_BACKENDS = ("hf", "vllm")
 #: what a backend other than ``hf:`` gets under a script's style, and what of the script it cannot reproduce
-#: (``{n}`` frames, ``{kind}`` JPEG/PNG, ``{size}`` the tile size)
+#: (``{n}`` frames, ``{kind}`` JPEG/PNG, ``{size}`` the tile size, ``{qwen3}`` what only a Qwen3-VL checkpoint
+#: does besides: :data:`QWEN3_NOT_REPRODUCED`)
 NOT_REPRODUCED: dict[str, str] = {
     "qwen-script": "the script's MP4 decoded to {n} {kind} images after the text; the checkpoint processor's own "
-                   "resampling of the MP4 (Qwen3-VL: 17 of 128 frames) and Qwen3-VL's clip timestamps not reproduced",
+                   "resampling of the MP4{qwen3} not reproduced",
     "internvl-script": "the script's {n} frames as {size} {kind} images; where InternVL's chat() puts the image "
                        "tokens (the first 128 '<image>' lines, in the first history turn that has them) not "
                        "reproduced",
@@ -55,6 +56,9 @@ NOT_REPRODUCED: dict[str, str] = {
 RUN_PANELS = ("Data", "Model", "Judge", "Frames", "Context and protocol", "Concurrency", "Output")
 DATA, MODEL, JUDGE, FRAMES, PROTOCOL, CONCURRENCY, OUTPUT = ({"json_schema_extra": {"panel": name}}
                                                             for name in RUN_PANELS)
+#: what a Qwen3-VL checkpoint's processor does to the script's MP4 besides (its 2 fps resampling keeps 17 of
+#: 128 frames of the sample's videos; its clip timestamps)
+QWEN3_NOT_REPRODUCED = (" (Qwen3-VL: 17 of 128 frames)", " and Qwen3-VL's clip timestamps")
 #: settings that no longer exist -> what to use instead (one error, never silently ignored)
 REMOVED_SETTINGS: dict[str, str] = {
     "prompt_style": "--prompt-style (prompt_style) was removed: use --protocol authors (the authors' released code, "
@@ -260,7 +264,10 @@ class RunConfig(BaseModel):
             return script
         fs = self.frame_settings()
         size = f"{fs.size[0]}x{fs.size[1]}" if fs.size else ""
-        note = NOT_REPRODUCED[self.inference].format(n=self.frames, kind="PNG" if fs.lossless else "JPEG", size=size)
+        checkpoint = self.backend_spec.lower().replace("_", "-")
+        qwen3 = "".join(QWEN3_NOT_REPRODUCED[0 if self.frames == 128 else 1:]) if "qwen3-vl" in checkpoint else ""
+        note = NOT_REPRODUCED[self.inference].format(n=self.frames, kind="PNG" if fs.lossless else "JPEG", size=size,
+                                                     qwen3=qwen3)
         return f"{script} ({'served' if backend == 'openai' else backend}: {note})"
 
     @property
