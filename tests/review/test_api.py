@@ -466,7 +466,10 @@ def test_links_on_the_home_page_keep_underscores_visible(sample: Path) -> None:
 
     c = make_client(sample)
     css = re.sub(r"/\*.*?\*/", "", c.get("/static/app.css").text, flags=re.S)
-    rules = {sel.strip(): body for sels, body in re.findall(r"([^{}]+)\{([^}]*)\}", css) for sel in sels.split(",")}
+    rules: dict[str, str] = {}
+    for sels, body in re.findall(r"([^{}]+)\{([^}]*)\}", css):  # every rule of a selector: the cascade keeps each
+        for sel in sels.split(","):
+            rules[sel.strip()] = rules.get(sel.strip(), "") + body
     for selector in ("a", ".link"):
         assert "text-underline-offset" in rules[selector], selector
     assert "text-decoration-skip-ink: none" in rules["a"]
