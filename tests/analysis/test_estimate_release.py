@@ -74,6 +74,9 @@ def test_the_table_says_where_its_figures_come_from(offline_empty_hub: None) -> 
     text = " ".join(r.stdout.split())
     assert f"1,000 dialogues over 135 videos ({LABEL})" in text
     assert "assumed (not published in text)" in text and "Traceback" not in r.output
+    # said in words: no frame-settings key, the title above its lines
+    assert "frames: 128 frames, longer side at most 720 px, JPEG quality 90" in text and "n128-m720" not in text
+    assert r.stdout.splitlines()[0] == "Estimate (nothing was called)"
 
 
 def test_a_latency_per_backend_kind_is_assumed_and_said_so(tmp_path: Path) -> None:

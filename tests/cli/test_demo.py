@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,23 @@ def test_notes_wrap_at_a_terminals_width_and_stay_one_line_in_a_pipe(monkeypatch
     assert all(not line.endswith("decli") for line in lines)  # wrapped between words
     in_pipe = _note_on(Console(file=io.StringIO(), force_terminal=False, width=60), monkeypatch)
     assert len(in_pipe.splitlines()) == 1
+
+
+def test_the_overall_column_is_aligned_like_the_others(demo_twice: tuple[Path, str, str]) -> None:
+    lines = [line for line in demo_twice[1].splitlines() if line.startswith(("Model ", "oracle ", "refuse "))]
+    assert len(lines) == 3
+    header, *rows = lines
+    overall_end = header.index("Overall") + len("Overall")
+    for row in rows:  # the figure ends where its header ends, as in every number column
+        first = re.search(r"\s(\d+\.\d\d)\s", row)
+        assert first is not None and first.end(1) == overall_end, (header, row)
+
+
+def test_a_role_without_a_price_shows_cost_as_a_dash() -> None:
+    from mtvbench.scoring.usage import RoleUsage, UsageReport, usage_lines
+
+    lines = usage_lines(UsageReport(model=RoleUsage(calls=3, prompt_tokens=0), judge=RoleUsage(calls=3, cost=0.0)))
+    assert lines[0].endswith("cost –") and lines[1].endswith("cost –") and lines[2].endswith("cost –")
+    priced = usage_lines(UsageReport(model=RoleUsage(calls=1, prompt_tokens=10, cost=None),
+                                     judge=RoleUsage(calls=1)))
+    assert priced[0].endswith("cost – (no price in the config)")
