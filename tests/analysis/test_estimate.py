@@ -131,7 +131,7 @@ def test_the_report_shows_the_estimate_beside_what_the_run_used(dataset: Path, t
     assert res.exit_code == 0, res.output
     html = (tmp_path / "rep" / "report.html").read_text()
     section = html[html.index("Estimate vs actual"):]
-    assert "<td>estimate</td>" in section and "<td>actual</td>" in section
+    assert "<td class=\"t\">estimate</td>" in section and "<td class=\"t\">actual</td>" in section
 
 
 def test_a_served_preset_is_estimated_before_its_server_exists(dataset: Path, no_calls: None,
