@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mtvbench.analysis.estimate import read_estimate, simulate_hits
+from mtvbench.analysis.estimate import VERDICT_REPLY, read_estimate, simulate_hits
+from mtvbench.scoring.tokens import text_tokens
 from tests.support.datasets import write_video
 from tests.support.openai_server import LoopbackServer, ServerState
 from tests.support.run_helpers import cli, cli_run, settings
@@ -58,7 +59,8 @@ def test_estimate_counts_without_calling_anything(dataset: Path, tmp_path: Path,
     assert m["completion_tokens"] == 1200 and m["completion_source"].startswith("max_tokens")
     assert m["cost"]["today"] == pytest.approx((m["prompt_tokens"] * 2.5 + 1200 * 10.0) / 1e6)
     assert est["seconds"] == pytest.approx(max(12 * 2 / 16, 24 * 2 / 16) + 2)
-    assert j["completion_tokens"] is None and j["cost"]["today"] is None  # the judge's max_tokens is not set
+    # the judge's max_tokens is not set: its reply is assumed to be the verdict JSON alone, and said so
+    assert j["completion_tokens"] == 24 * (text_tokens(VERDICT_REPLY) + 1) and "assumed" in j["completion_source"]
 
 
 def _prices(tmp_path: Path) -> Path:
@@ -129,7 +131,7 @@ def test_the_report_shows_the_estimate_beside_what_the_run_used(dataset: Path, t
     assert res.exit_code == 0, res.output
     html = (tmp_path / "rep" / "report.html").read_text()
     section = html[html.index("Estimate vs actual"):]
-    assert "<td>estimate</td>" in section and "<td>actual</td>" in section
+    assert "<td class=\"t\">estimate</td>" in section and "<td class=\"t\">actual</td>" in section
 
 
 def test_a_served_preset_is_estimated_before_its_server_exists(dataset: Path, no_calls: None,

@@ -271,3 +271,13 @@ def test_build_export_accepted_only_with_nothing_accepted_keeps_the_previous_exp
     res = runner.invoke(app, ["build", "export", "-w", str(ws), "--accepted-only"])
     assert res.exit_code == 3 and "nothing was written" in res.output
     assert not data.exists() and beside() == []
+
+
+def test_build_prints_the_review_queue_as_a_table(offline_build: dict) -> None:
+    """The review queue's counts are a table (tab-separated in a pipe), not a Python dict."""
+    out = offline_build["first"].output
+    assert "review queue: {" not in out and "{'" not in out
+    lines = out.splitlines()
+    header = lines.index("status\tdialogues")
+    rows = [line.split("\t") for line in lines[header + 1:] if line.count("\t") == 1]
+    assert rows and sum(int(n) for _, n in rows) == 54

@@ -32,10 +32,10 @@ import transformers  # noqa: E402
 from mtvbench.data.schema import TASKS  # noqa: E402
 from mtvbench.models import hf  # noqa: E402
 from mtvbench.models.hf_families import internvl  # noqa: E402
+from mtvbench.models.tiny import build_tiny_qwen_vl  # noqa: E402
 from mtvbench.run.store import RunStore  # noqa: E402
 from tests.support.authors_fixtures import load_case, load_internvl, load_qwen  # noqa: E402
 from tests.support.run_helpers import cli  # noqa: E402
-from tests.support.tiny_hf import build_tiny_qwen_vl  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -24,11 +24,11 @@ from mtvbench.models.hf_families import detect_family  # noqa: E402
 from mtvbench.models.local import GenParams, RawOutput, build_messages  # noqa: E402
 from mtvbench.models.registry import create_backend, register_backend  # noqa: E402
 from mtvbench.models.settings import BackendOptions  # noqa: E402
+from mtvbench.models.tiny import IMAGE_TOKEN, TOKENS_PER_IMAGE, build_tiny_llava  # noqa: E402
 from mtvbench.records import GenerationConfig, GenerationRequest  # noqa: E402
 from mtvbench.run.evaluate import evaluate  # noqa: E402
 from mtvbench.run.store import RunStore  # noqa: E402
 from tests.support.datasets import write_video  # noqa: E402
-from tests.support.tiny_hf import IMAGE_TOKEN, TOKENS_PER_IMAGE, build_tiny_llava  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -54,7 +54,7 @@ def _up(url: str) -> bool:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """(base URL, model path) of ``transformers serve`` holding the tiny model."""
-    from tests.support.tiny_hf import build_tiny_llava
+    from mtvbench.models.tiny import build_tiny_llava
 
     root = tmp_path_factory.mktemp("tserve")
     model = build_tiny_llava(root / "tiny")

@@ -102,7 +102,7 @@ def test_api_model_on_two_nodes_equals_local_and_key_stays_in_memory(cluster: Lo
 
 def test_tiny_hf_model_on_two_replicas_equals_local(cluster: LocalCluster, sample: Path, tmp_path: Path) -> None:
     require("hf", "torch", "transformers")
-    from tests.support.tiny_hf import build_tiny_llava
+    from mtvbench.models.tiny import build_tiny_llava
 
     model = build_tiny_llava(tmp_path / "llava")  # on storage both nodes see, as a checkpoint must be
     cfg = tmp_path / "run.yaml"

@@ -69,6 +69,8 @@ def test_flow_two_annotators_and_senior(sample: Path) -> None:
     assert people["ann1"]["timed"] == 1 and 0 <= people["ann1"]["seconds_mean"] <= 42.0
     assert people["ann2"]["timed"] == 0  # no active time sent: none recorded
     assert people["lead"]["adjudicated"] == 1
+    # open mode registers nobody: each person's job is the one their work shows
+    assert (people["ann1"]["job"], people["ann2"]["job"], people["lead"]["job"]) == ("annotator", "annotator", "senior")
     task = next(t for t in p["tasks"] if t["task"] == items[0]["task"])
     assert task["agreement"]["items"] == 1 and task["agreement"]["pairs"][0]["same"] == 0.0
     assert people["ann1"]["open"] == 12
@@ -456,3 +458,18 @@ def test_the_session_says_the_job_and_the_old_header_still_names_it(sample: Path
     bad = c.get("/api/session", headers=who("x", "boss")).json()
     assert bad["name"] is None and bad["job"] is None and "job must be one of" in bad["error"]
     assert c.get("/api/items", headers=who("x", "boss")).status_code == 401
+
+
+def test_links_on_the_home_page_keep_underscores_visible(sample: Path) -> None:
+    """An id such as ``object_reference/vid0/0`` is a link: its underline sits below the underscores."""
+    import re
+
+    c = make_client(sample)
+    css = re.sub(r"/\*.*?\*/", "", c.get("/static/app.css").text, flags=re.S)
+    rules: dict[str, str] = {}
+    for sels, body in re.findall(r"([^{}]+)\{([^}]*)\}", css):  # every rule of a selector: the cascade keeps each
+        for sel in sels.split(","):
+            rules[sel.strip()] = rules.get(sel.strip(), "") + body
+    for selector in ("a", ".link"):
+        assert "text-underline-offset" in rules[selector], selector
+    assert "text-decoration-skip-ink: none" in rules["a"]

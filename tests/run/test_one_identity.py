@@ -12,7 +12,8 @@ import pytest
 
 from mtvbench.config import RECORDED_IDENTITY_KEYS, RunConfig, build_config, identity_differences
 from mtvbench.errors import MtvbenchError
-from mtvbench.run.identity import RunKeys
+from mtvbench.records import GenerationResult
+from mtvbench.run.identity import ResultKey, RunKeys
 from mtvbench.run.store import RunStore
 
 
@@ -66,7 +67,9 @@ def test_a_run_directory_made_before_model_options_were_recorded_resumes(tmp_pat
         assert store.get_meta("identity")["model_options"] == {"video_part": True}
         store.check_identity(_cfg(tmp_path, {"extra": {"video_part": False}}).identity())  # recorded, re-asked
         assert store.get_meta("identity")["model_options"] == {"video_part": False}
-        with pytest.raises(MtvbenchError, match="model_generation differ"):
+        store.begin_session()
+        store.put_response("t#1", "prompt", GenerationResult(text="an answer"), ResultKey(fingerprint="f", parts={}))
+        with pytest.raises(MtvbenchError, match="model_generation differ"):  # it holds a result now
             store.check_identity(_cfg(tmp_path, {"temperature": 0.9}).identity())
     finally:
         store.close()

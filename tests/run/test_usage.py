@@ -90,7 +90,7 @@ def test_cached_tokens_are_stored_per_call_shown_and_priced(dataset: Path, tmp_p
 
     build_report([tmp_path / "run"], tmp_path / "rep", scene_cache_dir=tmp_path / "scenes", thumbs=0, bootstrap=0)
     html = (tmp_path / "rep" / "report.html").read_text()
-    assert f"<td>{reported:,} of them cached</td>" in html[html.index("Usage and cost"):]
+    assert f"<td class=\"t\">{reported:,} of them cached</td>" in html[html.index("Usage and cost"):]
 
 
 def test_calls_without_cached_counts_say_not_recorded_and_the_cost_is_an_upper_bound(dataset: Path,

@@ -64,7 +64,7 @@ def test_an_unknown_model_has_no_rule() -> None:
 def _processor(family: str, tmp_path: Path):
     import transformers as tf
 
-    from tests.support.tiny_hf import build_tiny_qwen_vl
+    from mtvbench.models.tiny import build_tiny_qwen_vl
 
     if family == "qwen3_vl":  # the checkpoint's own video processor settings (benchmarks/data/checkpoint_configs)
         cfg = json.loads((CONFIGS / "qwen3-vl-8b-instruct" / "video_preprocessor_config.json").read_text())

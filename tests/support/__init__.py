@@ -5,7 +5,7 @@
 - :mod:`.datasets` (tiny released-layout datasets), :mod:`.videogen` (awkward H.264 files),
   :mod:`.scene_videos` (videos with known scenes and objects for the construction tests): videos
   written with PyAV.
-- :mod:`.tiny_hf`: a tiny LLaVA-style transformers model built from a config.
+- the tiny transformers models the tests run are :mod:`mtvbench.models.tiny` (a smoke test for users too).
 - :mod:`.build_replies` (the scripted build model), :mod:`.detector` (a colour-blob detector),
   :mod:`.builds` (a workspace made by ``build all``).
 - :mod:`.runs` (run directories with scripted answers), :mod:`.run_helpers` (run settings for the

@@ -23,10 +23,18 @@ header), counts:
   counted). The model row under the other ``--sampling`` choice is given beside the run's (``sampling``);
 - **completion tokens**: the mean per call of a stored run of the model (``--from-run RUN_DIR``), else
   ``max_tokens`` (an upper bound), else unknown;
-- **cost**: from ``prices`` of the config (cached tokens at ``cached_input``);
+- **completion tokens of the judge** without either: its verdict JSON (an assumption, said so: a judge that
+  thinks, as Gemini 2.5 Flash does by default, also bills its thinking tokens);
+- **cost**: from ``prices`` of the config or ``--price ROLE=INPUT,OUTPUT[,CACHED]`` (per million tokens;
+  cached tokens at ``cached_input``);
 - **time**: the latency bound ``max(model calls x latency / concurrency, judge calls x latency / judge
-  concurrency) + one latency``, with the mean latency of ``--from-run`` or ``--latency S`` (at most a day).
+  concurrency) + one latency``, with the mean latency of ``--from-run`` or ``--latency S``, else an assumed
+  latency per backend kind (:data:`ASSUMED_LATENCY_S`, said so); a given ``--latency`` is at most a day.
 
+The released benchmark (``--data hf:NJU-LINK/MT-Video-Bench``) is estimated before its gated files are
+downloaded: when they are not in the Hub cache, from its shape shipped as data
+(:mod:`mtvbench.data.release`: the published totals and documented assumptions, every figure labelled
+"from the published statistics, not from the files"); nothing is fetched.
 The dataset is checked as ``run`` checks it, videos included (the probe of :mod:`mtvbench.media.probe`,
 which decodes a video's first frame once; its verdicts are cached by content): what ``run`` would refuse,
 ``estimate`` refuses with the same error. The numbers read back from ``--from-run``'s store are checked
@@ -52,6 +60,7 @@ from pydantic import BaseModel, NonNegativeFloat, NonNegativeInt, ValidationErro
 
 from mtvbench.config import RunConfig, build_config, load_yaml
 from mtvbench.data.official import find_video, load_benchmark
+from mtvbench.data.release import LABEL, release_shape, shaped_benchmark
 from mtvbench.data.schema import Benchmark, Dialogue
 from mtvbench.errors import ConfigError, InputError
 from mtvbench.media.frames import VideoError, probe
@@ -74,6 +83,12 @@ MAX_LATENCY_S = 86_400.0
 ORDERS = ("today", "cache_aware")
 #: prefix caches that bill in steps: OpenAI caches prompts of 1024 tokens or more, in steps of 128
 OPENAI_CACHE_MIN, OPENAI_CACHE_STEP = 1024, 128
+#: seconds per call assumed without --latency or --from-run, by backend kind (the model's: 128 frames
+#: and a reply of a few hundred tokens; ``judge``: a text prompt and a verdict), an assumption said so
+ASSUMED_LATENCY_S: dict[str, float] = {"openai": 10.0, "gemini": 10.0, "vllm": 4.0, "hf": 30.0, "judge": 4.0,
+                                       "oracle": 0.0, "refuse": 0.0, "offline": 0.0}
+#: the reply of a judge run assumed without --from-run: the verdict JSON of a checklist's five items
+VERDICT_REPLY = '```json\n{"A1": "Yes", "A2": "No", "A3": "Yes", "A4": "Yes", "A5": "No"}\n```'
 
 
 class RoleEstimate(BaseModel):
@@ -99,7 +114,9 @@ class Estimate(BaseModel):
     model: str
     judge: str
     context: str
+    #: the frame settings' key (``n128-m720-q90``) and in words
     frames: str
+    frames_in_words: str | None = None
     dialogues: NonNegativeInt
     videos: NonNegativeInt
     frame_rule: str
@@ -117,6 +134,10 @@ class Estimate(BaseModel):
     frame_sets: int | None = None
     #: seconds by the latency bound; None without a latency
     seconds: NonNegativeFloat | None = None
+    #: where the latency comes from: ``from-run``, ``--latency``, or the assumed one per backend kind
+    latency_source: str | None = None
+    #: where the dialogues and videos come from when not from the files (:data:`mtvbench.data.release.LABEL`)
+    source: str | None = None
     notes: list[str] = []
 
 
@@ -288,6 +309,7 @@ def estimate(cfg: RunConfig, bench: Benchmark, shapes: dict[str, VideoShape], me
     prefixes = [p for p in prefix_of.values()]
     known = None if any(p is None for p in prefixes) else [p or 0 for p in prefixes]
     est = Estimate(model=cfg.model, judge=cfg.judge, context=cfg.context, frames=cfg.frame_settings().key(),
+                   frames_in_words=cfg.frame_settings().describe(),
                    dialogues=len(bench.dialogues), videos=len(prefix_of),
                    frame_rule=rule.name if rule else "rule unknown", frame_rule_source=rule.source if rule else None,
                    model_role=m, judge_role=j, frame_sets=sum(len(v) for v in frame_sets.values()))
@@ -341,6 +363,12 @@ def _completion(cfg: RunConfig, m: RoleEstimate, j: RoleEstimate, measured: From
         elif settings.max_tokens:
             r.completion_tokens = settings.max_tokens * r.requests
             r.completion_source = "max_tokens (an upper bound)"
+        elif role == "judge" and cfg.judge != "offline":
+            r.completion_tokens = (text_tokens(VERDICT_REPLY) + 1) * r.requests
+            r.completion_source = "assumed: the verdict JSON alone (a judge that thinks also bills its thinking)"
+        elif role == "judge":
+            r.completion_tokens = 0
+            r.completion_source = "none (offline, nothing is called)"
 
 
 def _cost_and_time(cfg: RunConfig, est: Estimate, measured: FromRun | None, latency_s: float | None) -> None:
@@ -351,6 +379,15 @@ def _cost_and_time(cfg: RunConfig, est: Estimate, measured: FromRun | None, late
             known = None not in (price, r.prompt_tokens, r.completion_tokens, cached)
             r.cost[order] = cost_of(price, r.prompt_tokens, cached, r.completion_tokens) if known else None  # type: ignore[arg-type]
         r.latency_s = measured.latency.get(role) if measured is not None else latency_s
+    est.latency_source = "from-run" if measured is not None else "--latency" if latency_s is not None else None
+    if measured is None and latency_s is None:
+        kinds = (("model", est.model_role, cfg.backend_spec), ("judge", est.judge_role, cfg.judge))
+        for role, r, spec in kinds:
+            kind = spec.partition(":")[0].strip().lower()
+            r.latency_s = ASSUMED_LATENCY_S.get(kind if kind in ("oracle", "refuse", "offline") or role == "model"
+                                                else "judge")
+        said = ", ".join(f"{role} {_num(r.latency_s, 0)} s" for role, r, _ in kinds if r.latency_s is not None)
+        est.latency_source = f"assumed per call ({said}; an assumption: give --latency S or --from-run)"
     m, j = est.model_role, est.judge_role
     if m.latency_s is None and j.latency_s is None:
         return
@@ -380,6 +417,36 @@ def shapes_of(bench: Benchmark, cfg: RunConfig) -> tuple[dict[str, VideoShape], 
             else:
                 shapes[name] = got
     return shapes, problems
+
+
+def estimate_shape(cfg: RunConfig, run_dir: Path | None = None, latency_s: float | None = None) -> Estimate:
+    """Estimate ``cfg`` over a benchmark of the released one's shape (:mod:`mtvbench.data.release`), its files
+    not read: every figure from the published statistics or a documented assumption, said so."""
+    protocol = get_protocol(cfg.protocol_name)
+    bench, sizes = shaped_benchmark()
+    bench = protocol.apply_all(bench.model_copy(update={
+        "dialogues": [d for d in bench.dialogues if d.task in cfg.selected_tasks]})).limit(cfg.limit)
+    shapes = {name: VideoShape(min(cfg.frames, s.frames), *cfg.frame_settings().output_size(s.width, s.height),
+                               s.duration_s) for name, s in sizes.items()}
+    est = estimate(cfg, bench, shapes, from_run(run_dir) if run_dir is not None else None, latency_s)
+    est.source = LABEL
+    est.notes = [*release_shape().describe(), *est.notes]
+    return est
+
+
+def release_files(data: Path | str) -> Path | None:
+    """The folder of ``data`` when it is the released benchmark on the Hub and its files are in the Hub
+    cache (read offline: nothing is fetched), else None; any other dataset: its folder as ``run`` finds it."""
+    from mtvbench.data.hub import HubSpec, is_hub_spec, resolve_dataset
+    from mtvbench.errors import MtvbenchError
+
+    text = str(data)
+    if not is_hub_spec(text) or HubSpec.parse(text).repo_id.lower() != release_shape().repo.lower():
+        return dataset_path(data)
+    try:
+        return resolve_dataset(text, offline=True, note=lambda m: note("dataset", m, style="cyan"))
+    except MtvbenchError:
+        return None
 
 
 def estimate_config(cfg: RunConfig, run_dir: Path | None = None, latency_s: float | None = None) -> Estimate:
@@ -420,18 +487,21 @@ def estimate_table(est: Estimate) -> TextTable:
             Col("Cached (cache-aware)", "num", key="cached_cache_aware"),
             Col("Completion tokens", "num"), Col("Cost (today)", "num", 4, key="cost_today"),
             Col("Cost (cache-aware)", "num", 4, key="cost_cache_aware")]
-    intro = [f"{est.dialogues} dialogues over {est.videos} videos; model {est.model}, judge {est.judge}, context "
-             f"{est.context}, frames {est.frames}; frame tokens: {est.frame_rule}"
+    source = f" ({est.source})" if est.source else ""
+    intro = [f"{est.dialogues:,} dialogues over {est.videos:,} videos{source}; model {est.model}, judge {est.judge}, "
+             f"context {est.context}; frames: {est.frames_in_words or est.frames}; frame tokens: {est.frame_rule}"
              + (f" ({est.frame_rule_source})" if est.frame_rule_source else ""),
              f"completion tokens: model {est.model_role.completion_source}, judge {est.judge_role.completion_source}; "
              f"time: {_num(est.seconds, 1)} s"
+             + (f" (latency: {est.latency_source})" if est.latency_source else "")
              + ("" if est.seconds is not None else " (give --latency S or --from-run)")]
     if est.frame_sets is not None and est.frame_sets > est.videos:
         intro.append(f"--sampling clip: {est.frame_sets} distinct frame sets over {est.videos} videos (a video's turns "
                      f"share its frames in a prefix cache only where they are sent the same ones)")
     if est.ideal_cached is not None:
-        intro.append(f"frame prefixes: {est.prefix_tokens:,} tokens over the videos; each computed once at most "
-                     f"{est.ideal_cached:,} cached tokens")
+        intro.append(f"each video's frames and system prompt: {est.prefix_tokens:,} tokens over all videos; at best "
+                     f"(each video's sent once, then read from the provider's cache by its other turns) "
+                     f"{est.ideal_cached:,} prompt tokens come from the cache")
     return TextTable(cols, rows, title="Estimate (nothing was called)", intro=intro, notes=list(est.notes))
 
 
@@ -466,6 +536,10 @@ def command(
     from_run_dir: Annotated[Path | None, typer.Option("--from-run", help="a stored run of the model: completion "
                                                       "tokens, latency and re-asks per call from it")] = None,
     latency: Annotated[float | None, typer.Option(help="seconds per call, for the time (without --from-run)")] = None,
+    price: Annotated[list[str] | None, typer.Option(
+        "--price", metavar="ROLE=IN,OUT[,CACHED]",
+        help="price per million tokens of a role (model or judge): input, output and, optionally, cached input; "
+             "repeatable, e.g. --price judge=0.30,2.50,0.03 (YAML: prices)")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML file with run's settings (flags override it)")] = None,
     output_format: FormatOption = OutputFormat.auto,
 ) -> None:
@@ -477,15 +551,40 @@ def command(
         raise ConfigError(f"--latency: must be a number of seconds > 0 and at most {MAX_LATENCY_S:,.0f} (one day), "
                           f"got {latency}")
     values, origins = settings_from_flags(load_yaml(config) if config else {}, given, ESTIMATE_FLAGS)
+    if price:
+        values["prices"] = {**(values.get("prices") or {}), **parse_prices(price)}
+        origins.update({f"prices.{role}": "--price" for role in parse_prices(price)})
     require_settings(values, ("data", "model", "judge"))
     out = values.get("out")
     values.setdefault("out", Path(".mtvbench-estimate"))
     cfg = build_config(values, str(config) if config else "command line", flags=origins, needs_server=False)
-    cfg = cfg.model_copy(update={"data": dataset_path(cfg.data)})
-    est = estimate_config(cfg, from_run_dir, latency)
+    files = release_files(cfg.data)
+    if files is None:
+        est = estimate_shape(cfg, from_run_dir, latency)
+    else:
+        est = estimate_config(cfg.model_copy(update={"data": files}), from_run_dir, latency)
     print_tables([estimate_table(est)], output_format, json_obj=est.model_dump(mode="json"))
     if out is not None:
         note("wrote", str(write_estimate(est, Path(out))), style="green")
+
+
+def parse_prices(items: list[str]) -> dict[str, dict[str, float]]:
+    """``--price ROLE=IN,OUT[,CACHED]`` items -> ``prices`` of the settings (checked there); a malformed item
+    is one :class:`ConfigError` naming it."""
+    out: dict[str, dict[str, float]] = {}
+    for item in items:
+        role, sep, numbers = item.partition("=")
+        parts = [p.strip() for p in numbers.split(",")]
+        try:
+            values = [float(p) for p in parts]
+        except ValueError:
+            values = []
+        if not sep or role.strip() not in ("model", "judge") or len(values) not in (2, 3) \
+                or not all(math.isfinite(v) and v >= 0 for v in values):
+            raise ConfigError(f"--price {item!r}: must look like ROLE=INPUT,OUTPUT[,CACHED] with ROLE model or "
+                              "judge and prices per million tokens >= 0, e.g. --price judge=0.30,2.50,0.03")
+        out[role.strip()] = dict(zip(("input", "output", "cached_input"), values))
+    return out
 
 
 def estimate_vs_actual(est: Estimate, usage: Any) -> list[list[Any]]:
@@ -500,5 +599,6 @@ def estimate_vs_actual(est: Estimate, usage: Any) -> list[list[Any]]:
     return rows
 
 
-__all__ = ["Estimate", "FILENAME", "RoleEstimate", "command", "estimate", "estimate_config", "estimate_table",
-           "estimate_vs_actual", "read_estimate", "simulate_hits", "write_estimate"]
+__all__ = ["ASSUMED_LATENCY_S", "Estimate", "FILENAME", "RoleEstimate", "command", "estimate", "estimate_config",
+           "estimate_shape", "estimate_table", "estimate_vs_actual", "parse_prices", "read_estimate", "release_files",
+           "simulate_hits", "write_estimate"]

@@ -318,19 +318,32 @@ def _leaderboard_section(res: ReportResult) -> Section:
     return Section("leaderboard", "Leaderboard (Table 2 layout)", _leaderboard_html(rows) + png_img(png, "leaderboard"))
 
 
+#: how to give a breakdown's values when every dialogue's is unknown
+UNKNOWN_HINT = {"scenes": "give --metadata with scenes, or --estimate-scenes",
+                "length": "give --metadata with each video's duration",
+                "category": "give --metadata with each video's category"}
+
+
 def _breakdown_sections(res: ReportResult, runs: Sequence[RunData], names: Sequence[str],
                         meta: dict[str, DialogueMeta]) -> list[Section]:
     """``breakdowns.md``/``.csv``, their plots, and one report section per breakdown."""
     per_run = [all_breakdowns(r.dialogues, r.dscores, meta, run=n) for r, n in zip(runs, names)]
-    md_parts, csv_rows, sections = [], [], []
+    md_parts, csv_rows, sections, left_out = [], [], [], []
     for i, kind in enumerate(b.name for b in per_run[0]):
         items = [pr[i] for pr in per_run]
         md_parts.append(breakdown_markdown(items))
         csv_rows += breakdown_csv_rows(items)
+        if not any(r.n for b in items for r in b.rows):  # every dialogue's value unknown: nothing to show
+            left_out.append(f"{items[0].title}: left out, the value is unknown for every dialogue "
+                            f"({UNKNOWN_HINT.get(kind, 'give --metadata')})")
+            continue
         pngs = _breakdown_plots(kind, items) if any(r.n for r in items[0].rows) else []
         for j, (_, png) in enumerate(pngs):
             res.write(f"plots/{kind}{'' if j == 0 else f'_{j}'}.png", png)
         sections.append(Section(f"by-{kind}", items[0].title, _breakdown_html(items, pngs)))
+    if left_out:
+        sections.append(Section("left-out", "Breakdowns left out",
+                                "".join(f"<p>{esc(line)}</p>" for line in left_out)))
     res.write("breakdowns.md", "\n".join(md_parts))
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=["breakdown", "run", "bin", "task", "n", "score"], lineterminator="\n")

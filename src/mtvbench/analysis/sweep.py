@@ -247,7 +247,7 @@ def sweep_tables(points: Sequence[SweepPoint]) -> list[TextTable]:
                 rows=rows, title=AXIS_TITLE[axis], notes=_notes(axis, pts) + extra))
             continue
         out.append(TextTable(
-            columns=[Col(axis, "id"), Col("Overall", "text")] + [Col(t.abbr, "num") for t in TASKS]
+            columns=[Col(axis, "id"), Col("Overall", "text", right=True)] + [Col(t.abbr, "num") for t in TASKS]
             + [Col("status", "text"), Col("run", "id")],
             rows=[_row(p) for p in pts], title=AXIS_TITLE[axis], notes=_notes(axis, pts),
             row_styles=[None if p.scores is not None and p.scores.complete and p.scores.limit is None else "yellow"

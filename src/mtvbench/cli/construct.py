@@ -220,7 +220,9 @@ def _run(stages: list[str], workspace: Path, videos: Path | None, only: list[str
     if rep is not None and rep.written:
         say(f"exported {rep.dialogues} dialogue(s) ({rep.checklists} checklist entries) of "
             f"{len(rep.videos)} video(s) to {rep.out}")
-        say(f"review queue: {rep.review}")
+        review = TextTable(columns=[Col("status", "id"), Col("dialogues", "num")],
+                           rows=[[status, n] for status, n in sorted(rep.review.items())], title="review queue")
+        print_tables([review], OutputFormat.auto)
     code = _summary(builder.reports, rep, bool(export and export.get("accepted_only")))
     if code:
         raise typer.Exit(code)

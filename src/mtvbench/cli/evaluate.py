@@ -41,12 +41,25 @@ RUN_FLAGS = run_flags()
 
 
 class RichRunProgress(RunProgress):
+    """Progress bars of a run; a stage with nothing to do gets no bar (a finished run shows no 0/0 bars)."""
+
     def __init__(self, progress: RichProgress):
         self.p = progress
         self.ids: dict[str, Any] = {}
+        #: the stages started, with their totals
+        self.totals: dict[str, int] = {}
+
+    @property
+    def nothing_to_do(self) -> bool:
+        """Every stage started with nothing to do: everything was stored already."""
+        return bool(self.totals) and not any(self.totals.values())
 
     def start(self, name: str, total: int) -> None:
-        self.ids[name] = self.p.add_task(name, total=total)
+        self.totals[name] = total
+        if total:
+            if not self.ids:  # the bars appear with the first stage that has work
+                self.p.start()
+            self.ids[name] = self.p.add_task(name, total=total)
 
     def advance(self, name: str, n: int = 1) -> None:
         if name in self.ids:
@@ -74,9 +87,18 @@ def validate(path: Annotated[Path, typer.Argument(help=f"dataset root ({FOLDERS_
         raise typer.Exit(2)
 
 
-def _run_with_progress(fn: Callable[[RunProgress], T], quiet: bool) -> T:
-    with _progress_bar(quiet) as bar:
-        return fn(RichRunProgress(bar))
+def _run_with_progress(fn: Callable[[RunProgress], T], quiet: bool, out: Path | None = None) -> T:
+    """``fn`` with progress bars; a run that found everything stored says so (instead of 0/0 bars)."""
+    progress = RichRunProgress(_progress_bar(quiet))
+    try:
+        result = fn(progress)
+    finally:
+        if progress.ids:
+            progress.p.stop()
+    if progress.nothing_to_do:
+        note("complete", f"{out or 'the run directory'} is already complete: every answer and verdict of these "
+             "settings was stored, nothing was asked; the scores are recomputed from the store", style="green")
+    return result
 
 
 def _summarise(summary: RunSummary) -> None:
@@ -106,7 +128,10 @@ def status_lines(scores: Scores) -> list[tuple[str, str | None]]:
         out += [(f"  - {r}", "red") for r in scores.incomplete_reasons]
     if scores.not_a_benchmark is not None:
         out.append((scores.not_a_benchmark.line, "bold yellow"))
-    out.append((f"protocol: {scores.protocol} (model sent: {scores.inference})", None))
+    sent, _, detail = scores.inference.partition(" (")  # the line short; what is not reproduced below it
+    out.append((f"protocol: {scores.protocol} (model sent: {sent})", None))
+    if detail:
+        out.append((f"  {detail.removesuffix(')')}", None))
     if (effects := summary_line(scores.protocol_effects, scores.paper_reading)) is not None:
         out.append((effects, "yellow" if any((scores.protocol_effects or {}).values()) else None))
     if scores.ablations:
@@ -177,8 +202,9 @@ def show_scores(scores: Scores, title: str, output_format: OutputFormat | str = 
 def run(
     given: dict[str, Any],
     config: Annotated[Path | None, typer.Option(help="YAML file with the same settings (flags override it)")] = None,
-    wait: Annotated[bool, typer.Option(help="wait for another process using --out instead of refusing")] = False,
-    quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
+    wait: Annotated[bool, typer.Option(help="wait for another process using --out instead of refusing",
+                                       rich_help_panel="Output")] = False,
+    quiet: Annotated[bool, typer.Option(help="no progress bars", rich_help_panel="Output")] = False,
     answers_from: Annotated[Path | None, typer.Option(
         "--answers-from", help="judge the answers stored in this run directory with --judge, asking the model "
                                "nothing (its dataset, model, settings, context, frames and tasks are taken from "
@@ -205,7 +231,7 @@ def run(
         require_backend(cfg.backend_spec, "model")
     require_backend(cfg.judge, "judge")
     cfg = cfg.model_copy(update={"data": dataset_path(cfg.data)})
-    scores, summary = _run_with_progress(lambda p: evaluate(cfg, p, wait=wait), quiet)
+    scores, summary = _run_with_progress(lambda p: evaluate(cfg, p, wait=wait), quiet, cfg.out)
     _summarise(summary)
     show_scores(scores.model_copy(update={"model": cfg.model}), f"MT-Video-Bench — {cfg.out}", OutputFormat.table)
     if scores.not_a_benchmark is not None:
@@ -236,6 +262,34 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")],
         raise typer.Exit(3)
 
 
+def demo_legend(data: Path) -> list[tuple[str, str]]:
+    """What the demo's table shows: the columns, and what the two baselines are, with the share of checklist
+    items that expect No in ``data`` (what ``refuse`` scores, since the judge says No to every item of a
+    refusal)."""
+    from mtvbench.data.official import load_benchmark
+    from mtvbench.data.schema import INTERACTIVITY, PERCEPTIVITY, TASK_ABBR, TASK_LABEL
+
+    tasks = ", ".join(f"{TASK_ABBR[t]} {TASK_LABEL[t]}" for t in TASK_ABBR)
+    shares = {(sum(i.expected == "No" for i in r.checklist or []), len(r.checklist or []))
+              for d in load_benchmark(data, check_videos=False).dialogues for r in d.scored_turns if r.checklist}
+    if len(shares) == 1:
+        (no, n), = shares
+        why = (f"every checklist of the sample has {no} of its {n} items expecting No, so refuse scores exactly "
+               f"{100 * no / n:.2f} on every task")
+    else:
+        why = "it scores the share of checklist items that expect No"
+    return [
+        ("columns", f"{tasks}; Perc. (perceptivity) is the mean of {', '.join(TASK_ABBR[t] for t in PERCEPTIVITY)}, "
+         f"Inter. (interactivity) of {', '.join(TASK_ABBR[t] for t in INTERACTIVITY)}; Overall is the mean of the "
+         "six tasks; a score is the share of checklist items the judge confirms, in percent"),
+        ("oracle", "answers every turn with the dataset's own golden answer: the ceiling the checklists allow "
+         "(100.00 when the judge confirms every golden answer)"),
+        ("refuse", "declines every turn; the judge says No to every checklist item of a refusal, and " + why
+         + ". A model of yours that scores the same on every task is answering nothing the checklists can "
+         "confirm (a broken endpoint, an empty reply, a refusal)"),
+    ]
+
+
 def demo(
     out: Annotated[Path, typer.Option(help="where the sample and the runs are written")] = Path("mtvbench-demo"),
     judge_runs: Annotated[int, typer.Option(help="judge runs per turn")] = 1,
@@ -260,9 +314,11 @@ def demo(
              f"--out {out}", style="cyan")
         cfg = build_config({"data": data, "model": model, "judge": judge, "out": out,
                             "judge_runs": judge_runs, "cache_dir": workdir / "frame-cache"}, "demo")
-        scores, _ = _run_with_progress(lambda p, cfg=cfg: evaluate(cfg, p), quiet)
+        scores, _ = _run_with_progress(lambda p, cfg=cfg: evaluate(cfg, p), quiet, out)
         rows.append((model, scores))
     console.print(leaderboard_table(rows, title="MT-Video-Bench demo (bundled sample)"))
+    for label, text in demo_legend(data):
+        note(label, text, style="cyan")
     note("note", "judged by the offline lexical matcher; these numbers check the pipeline "
          "and are not comparable to the paper's. Use --model/--judge openai:... with `mtvbench run` "
          "for real evaluations.")

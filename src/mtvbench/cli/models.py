@@ -17,6 +17,7 @@ from mtvbench.render.console import (
     console,
     emit_json,
     print_tables,
+    resolve_format,
     say,
     styled,
 )
@@ -36,9 +37,10 @@ def _system_label(p: Preset) -> str:
 
 
 def presets_table(presets: list[Preset]) -> TextTable:
-    """One row per preset; the preset name (what ``--model`` takes) is never cut, and on a
-    narrow terminal the detail columns are left out before anything else."""
-    cols = [Col("preset", "id", key="name"), Col("paper row", key="display"), Col("backend : checkpoint", key="spec"),
+    """One row per preset; the preset name (what ``--model`` takes) and its checkpoint id are never cut:
+    on a narrow terminal the detail columns are left out first, then each row becomes a block of lines."""
+    cols = [Col("preset", "id", key="name"), Col("paper row", key="display"),
+            Col("backend : checkpoint", "id", key="spec"),
             Col("sent under --protocol authors", optional=True, key="authors"),
             Col("frames", "num", optional=True), Col("frame size", optional=True),
             Col("generation", optional=True), Col("system prompt", optional=True, key="system"),
@@ -122,4 +124,7 @@ def models_command(
             _show(p)
         return
     presets = list_presets()
-    print_tables([presets_table(presets)], output_format, json_obj=[p.model_dump(mode="json") for p in presets])
+    table = presets_table(presets)
+    if resolve_format(output_format) == "plain":  # one line per preset for cut and grep: no title line
+        table.title = None
+    print_tables([table], output_format, json_obj=[p.model_dump(mode="json") for p in presets])

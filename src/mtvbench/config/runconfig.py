@@ -48,10 +48,11 @@ AUTHORS_SCRIPTS: dict[str, str] = {"qwen-script": "authors: eval/infer_qwen25vl.
 #: ``hf:`` feeds the checkpoint's own processor exactly as the script does
 IN_PROCESS_BACKENDS = ("hf", "vllm")
 #: what a backend other than ``hf:`` gets under a script's style, and what of the script it cannot reproduce
-#: (``{n}`` frames, ``{kind}`` JPEG/PNG, ``{size}`` the tile size)
+#: (``{n}`` frames, ``{kind}`` JPEG/PNG, ``{size}`` the tile size, ``{qwen3}`` what only a Qwen3-VL checkpoint
+#: does besides: :data:`QWEN3_NOT_REPRODUCED`)
 NOT_REPRODUCED: dict[str, str] = {
     "qwen-script": "the script's MP4 decoded to {n} {kind} images after the text; the checkpoint processor's own "
-                   "resampling of the MP4 (Qwen3-VL: 17 of 128 frames) and Qwen3-VL's clip timestamps not reproduced",
+                   "resampling of the MP4{qwen3} not reproduced",
     "internvl-script": "the script's {n} frames as {size} {kind} images; where InternVL's chat() puts the image "
                        "tokens (the first 128 '<image>' lines, in the first history turn that has them) not "
                        "reproduced",
@@ -91,6 +92,15 @@ def price_key_problem(key: str) -> str | None:
             "openai:gpt-4o, or a preset name)")
 
 
+#: the help panel of a ``run`` flag, by topic (the ``panel`` of a field's metadata, :mod:`mtvbench.run.flags`)
+RUN_PANELS = ("Data", "Model", "Judge", "Frames", "Context and protocol", "Concurrency", "Output")
+DATA, MODEL, JUDGE, FRAMES, PROTOCOL, CONCURRENCY, OUTPUT = ({"json_schema_extra": {"panel": name}}
+                                                            for name in RUN_PANELS)
+#: what a Qwen3-VL checkpoint's processor does to the script's MP4 besides (its 2 fps resampling keeps 17 of
+#: 128 frames of the sample's videos; its clip timestamps)
+QWEN3_NOT_REPRODUCED = (" (Qwen3-VL: 17 of 128 frames)", " and Qwen3-VL's clip timestamps")
+
+
 def parse_tasks(value: Any) -> list[str]:
     """Task keys (``object_reference``), abbreviations (``OR``) or release stems (``summary``),
     as a list or a comma-separated string -> task keys in the paper's order."""
@@ -122,74 +132,84 @@ class RunConfig(BaseModel):
 
     model_config = STRICT
 
-    data: Path = Field(description="dataset root in the released layout, or hf:ORG/NAME")
+    data: Path = Field(**DATA, description="dataset root in the released layout, or hf:ORG/NAME")
     #: what the user asked for: a preset name (``qwen3-vl-8b-instruct``) or a backend spec
-    model: str = Field(description="model under test: a preset (`mtvbench models`), or openai:NAME, gemini:NAME, "
+    model: str = Field(**MODEL,
+                       description="model under test: a preset (`mtvbench models`), or openai:NAME, gemini:NAME, "
                                    "hf:PATH_OR_ID, vllm:PATH_OR_ID, oracle, refuse")
     #: the backend spec actually run (``hf:Qwen/...``); set from the preset, else equal to ``model``
     model_spec: str | None = None
     #: required: the offline lexical judge only when asked for by name (its scores are not the paper's)
-    judge: str = Field(description="judge (required): openai:NAME (the paper's: gemini-2.5-flash), "
-                                   "or offline (lexical matcher, pipeline checks only)")
-    out: Path = Field(description="run directory (resumable)")
-    context: ContextMode = Field("golden", description="golden | self | none")
+    judge: str = Field(**JUDGE, description="judge (required): openai:NAME (the paper's: gemini-2.5-flash), "
+                                            "or offline (lexical matcher, pipeline checks only)")
+    out: Path = Field(**OUTPUT, description="run directory (resumable)")
+    context: ContextMode = Field("golden", **PROTOCOL, description="golden | self | none")
     #: ``authors`` (the released code that made Table 2) or ``paper`` (the paper's text); None: the run
     #: directory's own when it exists, else ``authors``
-    protocol: ProtocolName | None = Field(None, description="authors (default: the authors' released code, "
-                                          "as Table 2 was made, so scores compare with it) | paper (the paper's "
-                                          "text read cleanly); a run directory keeps its own")
+    protocol: ProtocolName | None = Field(None, **PROTOCOL,
+                                          description="authors (default: the authors' released code, as Table 2 "
+                                                      "was made, so scores compare with it) | paper (the paper's "
+                                                      "text read cleanly); a run directory keeps its own")
     #: what the model under test is sent: Figure 15 (``paper``) or the authors' script for its row under the
     #: ``authors`` protocol (``qwen-script``, ``internvl-script``); set from the preset, part of the identity
     inference: InferenceStyle = "paper"
-    frames: int = Field(128, ge=1, description="frames sampled uniformly over the whole video")
+    frames: int = Field(128, **FRAMES, ge=1, description="frames sampled uniformly over the whole video")
     #: an ablation of temporal grounding (not the paper's setting): part of the identity when not uniform
-    sampling: Sampling = Field("uniform", description="uniform (the paper's: over the whole video) | clip: "
+    sampling: Sampling = Field("uniform", **FRAMES, description="uniform (the paper's: over the whole video) | clip: "
                                "--clip-share of each turn's frames inside the time ranges its text names so far")
-    clip_share: float = Field(0.5, ge=0.0, le=1.0, description="share of the frames inside the named ranges under "
-                                                               "--sampling clip (0 to 1)")
+    clip_share: float = Field(0.5, **FRAMES, ge=0.0, le=1.0,
+                              description="share of the frames inside the named ranges under --sampling clip (0 to 1)")
     #: an ablation: each frame's time as text before it ("Frame at 00:03:12"); part of the identity when on
-    frame_timestamps: OnOff = Field("off", description="on | off: each frame preceded by its time in the video "
-                                                       "(\"Frame at 00:03:12\"), for backends sent image lists")
-    max_side: int | None = Field(720, ge=16, description="longer side of a frame at most this (px)")
-    frame_size: tuple[int, int] | None = Field(None, description="fixed frame size WxH, e.g. 448x448",
+    frame_timestamps: OnOff = Field("off", **FRAMES,
+                                    description="on | off: each frame preceded by its time in the video "
+                                                "(\"Frame at 00:03:12\"), for backends sent image lists")
+    max_side: int | None = Field(720, **FRAMES, ge=16, description="longer side of a frame at most this (px)")
+    frame_size: tuple[int, int] | None = Field(None, **FRAMES, description="fixed frame size WxH, e.g. 448x448",
                                                validate_default=True)
-    jpeg_quality: int = Field(90, ge=10, le=100, description="JPEG quality of the sampled frames (10-100)")
-    judge_runs: int = Field(3, ge=1, description="judge runs per turn, averaged")
-    judge_max_attempts: int | None = Field(None, ge=1, description="asks per judge run while the reply cannot be "
-                                                                   "read (default: 5 under --protocol authors, as "
-                                                                   "eval.py; 3 under paper)")
-    concurrency: int = Field(16, ge=1, description="model calls in flight")
+    jpeg_quality: int = Field(90, **FRAMES, ge=10, le=100, description="JPEG quality of the sampled frames (10-100)")
+    judge_runs: int = Field(3, **JUDGE, ge=1, description="judge runs per turn, averaged")
+    judge_max_attempts: int | None = Field(None, **JUDGE, ge=1,
+                                           description="asks per judge run while the reply cannot be "
+                                                       "read (default: 5 under --protocol authors, as "
+                                                       "eval.py; 3 under paper)")
+    concurrency: int = Field(16, **CONCURRENCY, ge=1, description="model calls in flight")
     #: the memory bound of a run: raise it for more calls in flight on videos with few turns, or
     #: bigger batches of a local engine (hf/vllm) across videos
-    videos_in_flight: int = Field(4, ge=1, description="videos whose frames are held at once (decoded ahead or "
-                                                       "with turns running)")
-    decode_workers: int | None = Field(None, ge=1, description="videos decoded at a time, in threads that hold no "
-                                                               "call slot (default: 2, or 1 on one CPU)")
-    judge_concurrency: int | None = Field(None, ge=1, description="judge calls in flight (default: --concurrency)")
+    videos_in_flight: int = Field(4, **CONCURRENCY, ge=1,
+                                  description="videos whose frames are held at once (decoded ahead or "
+                                              "with turns running)")
+    decode_workers: int | None = Field(None, **CONCURRENCY, ge=1,
+                                       description="videos decoded at a time, in threads that hold no "
+                                                   "call slot (default: 2, or 1 on one CPU)")
+    judge_concurrency: int | None = Field(None, **CONCURRENCY, ge=1,
+                                          description="judge calls in flight (default: --concurrency)")
     #: how the turns are ordered, not what they ask: not part of the identity
-    cache_order: CacheOrder | None = Field(None, description="on | off: send a video's first turn alone and its "
-                                           "other turns once it was answered, so they find its frames in the "
-                                           "provider's or engine's prefix cache (default: on for openai, gemini "
-                                           "and vllm, off for hf)")
-    limit: int | None = Field(None, ge=1, description="at most N dialogues per task")
-    cache_dir: Path | None = Field(None, description="frame cache folder")
-    seed: int = Field(0, description="seed of the bootstrap confidence intervals")
-    bootstrap: int = Field(1000, ge=0, description="bootstrap draws for the confidence intervals")
+    cache_order: CacheOrder | None = Field(None, **CONCURRENCY,
+                                           description="on | off: send a video's first turn alone and its other "
+                                                       "turns once it was answered, so they find its frames in the "
+                                                       "provider's or engine's prefix cache (default: on for "
+                                                       "openai, gemini and vllm, off for hf)")
+    limit: int | None = Field(None, **DATA, ge=1, description="at most N dialogues per task")
+    cache_dir: Path | None = Field(None, **FRAMES, description="frame cache folder")
+    seed: int = Field(0, **OUTPUT, description="seed of the bootstrap confidence intervals")
+    bootstrap: int = Field(1000, **OUTPUT, ge=0, description="bootstrap draws for the confidence intervals")
     model_settings: RoleSettings = Field(default_factory=RoleSettings)
     judge_settings: RoleSettings = Field(default_factory=RoleSettings)
     #: the tasks evaluated (task keys); None: all six. Part of the run identity.
-    tasks: list[str] | None = Field(None, description="evaluate only these tasks, e.g. OR,MR (keys or "
-                                                      "abbreviations); the Overall is then partial")
+    tasks: list[str] | None = Field(None, **DATA, description="evaluate only these tasks, e.g. OR,MR (keys or "
+                                                              "abbreviations); the Overall is then partial")
     #: per-million-token prices by role (``model``, ``judge``) or backend spec (``openai:gpt-4o``)
     prices: dict[str, Price] = Field(default_factory=dict)
     #: who asks the model under test: ``local`` (this process) or ``ray`` (a Ray cluster); the
     #: store, the judge and the scores stay in this process either way. Not part of the identity.
-    executor: ExecutorName = Field("local", description="local | ray (model calls on a Ray cluster: pip install "
-                                                        "'mtvbench[ray]'; see Scaling out)")
+    executor: ExecutorName = Field("local", **CONCURRENCY,
+                                   description="local | ray (model calls on a Ray cluster: pip install "
+                                               "'mtvbench[ray]'; see Scaling out)")
     #: the cluster of ``executor: ray``: ``auto`` (started with ``ray start`` on this machine),
     #: ``HOST:PORT`` of its head, or None: a Ray instance started for this run on this machine
-    ray_address: str | None = Field(None, description="Ray cluster of --executor ray: auto | HOST:PORT (default: "
-                                                      "a Ray instance started for this run)")
+    ray_address: str | None = Field(None, **CONCURRENCY,
+                                    description="Ray cluster of --executor ray: auto | HOST:PORT (default: "
+                                                "a Ray instance started for this run)")
     ray: RaySettings = Field(default_factory=RaySettings)
     #: the preset values this run overrides (set by :func:`apply_preset`; recorded in config.yaml): the
     #: run is marked "(modified: ...)" in every table and report
@@ -321,7 +341,10 @@ class RunConfig(BaseModel):
             return script
         fs = self.frame_settings()
         size = f"{fs.size[0]}x{fs.size[1]}" if fs.size else ""
-        note = NOT_REPRODUCED[self.inference].format(n=self.frames, kind="PNG" if fs.lossless else "JPEG", size=size)
+        checkpoint = self.backend_spec.lower().replace("_", "-")
+        qwen3 = "".join(QWEN3_NOT_REPRODUCED[0 if self.frames == 128 else 1:]) if "qwen3-vl" in checkpoint else ""
+        note = NOT_REPRODUCED[self.inference].format(n=self.frames, kind="PNG" if fs.lossless else "JPEG", size=size,
+                                                     qwen3=qwen3)
         return f"{script} ({'served' if backend == 'openai' else backend}: {note})"
 
     @property

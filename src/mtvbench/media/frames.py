@@ -140,6 +140,18 @@ class FrameSettings(BaseModel):
         clip = "" if self.clip_share is None else f"-clip{self.clip_share:g}"
         return f"n{self.num_frames}-{geom}-q{self.jpeg_quality}{interp}{rule}{clip}{'-png' if self.lossless else ''}"
 
+    def describe(self) -> str:
+        """The settings in words: ``128 frames, longer side at most 720 px, JPEG quality 90``."""
+        if self.size is not None:
+            geom = f"{self.size[0]}x{self.size[1]} px"
+        elif self.max_side is not None:
+            geom = f"longer side at most {self.max_side} px"
+        else:
+            geom = "at the video's own size"
+        kind = "PNG" if self.lossless else f"JPEG quality {self.jpeg_quality}"
+        rule = "" if self.rule == "uniform" else f", as the authors' {self.rule.removesuffix('-script')} script does"
+        return f"{self.num_frames} frames, {geom}, {kind}{rule}"
+
     @property
     def media_type(self) -> str:
         """The MIME type of the stored frames."""

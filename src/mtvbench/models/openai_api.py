@@ -42,6 +42,7 @@ from mtvbench.models.resilience import (
     RetryableError,
     capped_http_client,
     http_error_message,
+    model_name_refused,
     parse_retry_after,
     quote_server_text,
     rejected_fields,
@@ -280,7 +281,21 @@ class OpenAIBackend(BackendBase):
         rejected = rejected_fields(response.content, self.sent) if status in (400, 422) else []
         if rejected:
             return self._rejected(msg, rejected)
+        if status in (400, 404) and (named := model_name_refused(response.content)) is not None:
+            return self._name_refused(msg, named)
         return FatalError(msg)
+
+    def _name_refused(self, msg: str, served: str) -> FatalError:
+        """A 400/404 saying the server does not serve the model name sent: how to send the name it serves
+        (``served`` when the reply names it)."""
+        name = served or "NAME"
+        if self.options.origin.role == "judge":
+            advice = f"--judge openai:{name}"
+        else:
+            advice = (f"{self.options.option_advice('served_name', name)} with a preset (PRESET@openai), "
+                      f"or --model openai:{name}")
+        return FatalError(f"{msg}: the server does not serve the model name {self.model!r}; send the name it "
+                          f"serves: {advice}", hint="rerun with the name it serves (above): the same --out takes it")
 
     def _rejected(self, msg: str, fields: list[str]) -> FatalError:
         """A 400/422 naming fields the server does not accept: which values were sent (and which a

@@ -14,7 +14,8 @@ that is the model's own doing), or raises
 A failure may carry a ``hint`` (what to do) that the breaker's message uses instead of the
 generic one; messages say what to change with the role's own spelling
 (:meth:`~mtvbench.models.settings.BackendOptions.option_advice`, ``drop_advice``).
-:func:`rejected_fields` reads which request fields a 400/422 reply says the server does not accept.
+:func:`rejected_fields` reads which request fields a 400/422 reply says the server does not accept,
+:func:`model_name_refused` whether a 400/404 says the server does not serve the model name sent.
 
 :class:`Resilient` owns everything else, once for all backends (openai, gemini, and the
 judge, which calls one of them):
@@ -177,6 +178,25 @@ def http_error_message(status: int, url: str, body: str | bytes | None) -> str:
 #: "Unsupported parameter", ...)
 _REJECTS_FIELDS = re.compile(r"unexpected|unknown|unrecogni[sz]ed|extra (?:inputs?|fields?|param)|not permitted"
                              r"|not allowed|unsupported|not supported", re.IGNORECASE)
+
+
+#: what a server says when it does not serve the model name it was sent (vLLM, OpenAI: "The model `x` does not
+#: exist"; Ollama: "model 'x' not found"; a server pinned to one checkpoint: "Server is pinned to '/models/x'")
+_REFUSES_MODEL = re.compile(r"pinned to|no such model|unknown model|model\b[^.\n]{0,120}?\b(?:not found|does not exist|"
+                            r"not exist|not available|not served)|(?:not found|does not exist)[^.\n]{0,40}\bmodel\b",
+                            re.IGNORECASE)
+#: the name a pinned server says it serves (``pinned to '/models/x'``), when it is a plain model name
+_PINNED_TO = re.compile(r"pinned to ['\"`]([\w./:@+-]{1,200})['\"`]", re.IGNORECASE)
+
+
+def model_name_refused(body: str | bytes | None) -> str | None:
+    """Whether a 400/404 reply says the server does not serve the model name it was sent: the name it
+    serves when the reply names one, ``""`` when it does not, None when the reply is about something else."""
+    text = (body.decode("utf-8", "replace") if isinstance(body, bytes) else body or "")[:65536]
+    if not _REFUSES_MODEL.search(text):
+        return None
+    pinned = _PINNED_TO.search(text)
+    return pinned.group(1) if pinned else ""
 
 
 def rejected_fields(body: str | bytes | None, sent: Iterable[str]) -> list[str]:

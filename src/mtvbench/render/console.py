@@ -77,7 +77,9 @@ def emit(text: str) -> None:
 
 
 def note(label: str, message: str, style: str = "yellow") -> None:
-    err_console.print(styled([(f"{label}: ", style), (message, None)]), highlight=False, soft_wrap=True)
+    """``label: message`` on stderr: wrapped at the terminal's width on a terminal, one line in a pipe or file."""
+    out = make_console(stderr=True)
+    out.print(styled([(f"{label}: ", style), (message, None)]), highlight=False, soft_wrap=not out.is_terminal)
 
 
 def warn(message: str) -> None:

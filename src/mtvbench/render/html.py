@@ -13,6 +13,7 @@ page's JavaScript puts data into the DOM with ``textContent`` only, never ``inne
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,14 +21,36 @@ from typing import Any
 from mtvbench.util.escape import html as esc
 from mtvbench.util.escape import json_for_script
 
+#: a cell that reads as a number (``62.96``, ``-1.5``, ``12,345``, ``80.1 (13)``, ``– (0)``, ``–``): aligned right
+_NUMERIC = re.compile(r"^\s*(?:[-+]?[\d,]*\.?\d+(?:e[-+]?\d+)?%?|–|-)(?:\s*\(\d+\))?\s*$", re.IGNORECASE)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def text_columns(rows: Sequence[Sequence[str]], raw: bool = False) -> set[int]:
+    """The columns holding text (a cell that is not a number): aligned left like their header."""
+    out: set[int] = set()
+    for r in rows:
+        for j, c in enumerate(r):
+            value = _TAG.sub("", c) if raw else c
+            if value.strip() and not _NUMERIC.match(value):
+                out.add(j)
+    return out
+
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, raw: bool = False, cls: str = "") -> str:
-    """A table; cells are escaped unless ``raw`` (then they must already be safe HTML)."""
+    """A table; cells are escaped unless ``raw`` (then they must already be safe HTML). Numbers align right,
+    the columns that hold text align left (class ``t``)."""
     def cell(x: str) -> str:
         return x if raw else esc(x)
 
-    head = "".join(f"<th>{esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>" for r in rows)
+    text = text_columns(rows, raw)
+
+    def attr(j: int) -> str:
+        return ' class="t"' if j in text else ""
+
+    head = "".join(f"<th{attr(j)}>{esc(h)}</th>" for j, h in enumerate(header))
+    body = "".join("<tr>" + "".join(f"<td{attr(j)}>{cell(c)}</td>" for j, c in enumerate(r)) + "</tr>"
+                   for r in rows)
     return f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -60,7 +83,7 @@ nav{padding:6px 24px;background:#eef}nav a{margin-right:14px}
 main{padding:8px 24px 40px}section{margin-bottom:28px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px;background:#fff}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}
-th:first-child,td:first-child{text-align:left}
+th:first-child,td:first-child,th.t,td.t{text-align:left}
 img.plot{max-width:100%;border:1px solid #ddd;margin:6px 8px 6px 0;background:#fff}
 .note{background:#fff6d8;border-left:4px solid #e0b000;padding:6px 10px;margin:6px 0}
 .ci{color:#777;font-size:11px}

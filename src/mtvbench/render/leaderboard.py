@@ -145,7 +145,7 @@ def _incomplete_md(rows: Sequence[tuple[str, Scores]]) -> list[str]:
 def leaderboard_text_table(rows: Sequence[tuple[str, Scores]], title: str | None = "MT-Video-Bench") -> TextTable:
     """The Table 2 layout as a :class:`TextTable` (terminal, and Markdown/CSV of simple prints)."""
     rows = ordered(rows)
-    cols = [Col("Model", "id"), Col("Overall", "text")] + [
+    cols = [Col("Model", "id"), Col("Overall", "text", right=True)] + [
         Col({"Perceptivity": "Perc.", "Interactivity": "Inter."}.get(c, c), "num") for c in COLUMNS[1:]]
     body: list[list[str | float | None]] = [[name, overall_cell(s), *row_values(s)[1:]] for name, s in rows]
     return TextTable(columns=cols, rows=body, title=title, notes=incomplete_notes(rows) + benchmark_notes(rows),

@@ -39,6 +39,12 @@ def _png(fig) -> bytes:  # type: ignore[no-untyped-def]
     return buf.getvalue()
 
 
+def _legend_beside(ax, right_axis: bool = False) -> None:  # type: ignore[no-untyped-def]
+    """The legend to the right of the plot, outside it (past the right axis' labels when there is one), so
+    that it covers no bar or point."""
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.16 if right_axis else 1.02, 1.0), borderaxespad=0.0)
+
+
 def line_plot(x_labels: Sequence[str], series: Mapping[str, Sequence[float | None]], *, title: str,
               xlabel: str = "", ylabel: str = "score (%)", counts: Sequence[int] | None = None,
               ylim: tuple[float, float] | None = (0.0, 100.0)) -> bytes:
@@ -74,7 +80,7 @@ def _line_plot(plt, x_labels: Sequence[str], series: Mapping[str, Sequence[float
     ax.set_ylabel(plot_label(ylabel))
     ax.grid(True, alpha=0.3)
     if series:
-        ax.legend(fontsize=7, loc="best")
+        _legend_beside(ax, right_axis=counts is not None)
     return _png(fig)
 
 
@@ -109,5 +115,5 @@ def _grouped_bars(plt, categories: Sequence[str], series: Mapping[str, Sequence[
     ax.set_ylim(0, 100)
     ax.grid(True, axis="y", alpha=0.3)
     if series:
-        ax.legend(fontsize=7, loc="best")
+        _legend_beside(ax)
     return _png(fig)

@@ -55,10 +55,16 @@ class Col:
     digits: int = 2
     key: str | None = None
     optional: bool = False
+    #: a text column aligned right like the numbers (the Overall, which may say ``partial, 5/6 tasks: x``)
+    right: bool = False
 
     @property
     def field(self) -> str:
         return self.key or self.name
+
+    @property
+    def justify(self) -> Literal["left", "right"]:
+        return "right" if self.kind == "num" or self.right else "left"
 
 
 @dataclass
@@ -105,7 +111,7 @@ def to_markdown(t: TextTable) -> str:
     for line in t.intro:
         out += [markdown(line, line_start=True), ""]
     out.append("| " + " | ".join(markdown(c.name) for c in t.columns) + " |")
-    out.append("|" + "|".join("---:" if c.kind == "num" else "---" for c in t.columns) + "|")
+    out.append("|" + "|".join("---:" if c.justify == "right" else "---" for c in t.columns) + "|")
     for row in t.rows:
         out.append("| " + " | ".join(markdown(display(v, c)) for v, c in zip(row, t.columns)) + " |")
     for line in t.notes:
@@ -179,23 +185,25 @@ def to_rich(t: TextTable, width: int) -> RenderableType:
     cells = _cells(t)
     styles = t.row_styles or [None] * len(t.rows)
     parts: list[RenderableType] = []
+    title_first = bool(t.intro and t.title)  # a table with lines before it: its title above them
+    if title_first:
+        parts.append(rich_text(t.title or "", "bold"))
     if t.intro:
         parts += [rich_text(line) for line in t.intro]
     widths = _widths(t, cells)
     if _fits(widths, width):
-        table = Table(title=rich_text(t.title) if t.title else None, box=box.SIMPLE_HEAD, pad_edge=False,
-                      padding=(0, 1), collapse_padding=True, show_edge=False)
+        table = Table(title=rich_text(t.title) if t.title and not title_first else None, box=box.SIMPLE_HEAD,
+                      pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False)
         for c, w in zip(t.columns, widths):
             if c.kind == "text":  # wraps, but not narrower than a number or a short word
-                table.add_column(rich_text(c.name), overflow="fold", min_width=w)
+                table.add_column(rich_text(c.name), overflow="fold", min_width=w, justify=c.justify)
             else:
-                table.add_column(rich_text(c.name), justify="right" if c.kind == "num" else "left", no_wrap=True,
-                                 overflow="fold", min_width=w)
+                table.add_column(rich_text(c.name), justify=c.justify, no_wrap=True, overflow="fold", min_width=w)
         for row, style in zip(cells, styles):
             table.add_row(*(Text(v) for v in row), style=style)
         parts.append(table)
     else:  # too narrow for columns: one block per row, identifiers first and whole, a line per field
-        if t.title:
+        if t.title and not title_first:
             parts.append(rich_text(t.title, "bold"))
         ids = [j for j, c in enumerate(t.columns) if c.kind == "id"] or [0]
         for row, style in zip(cells, styles):

@@ -231,6 +231,9 @@ def _people(rows: list[ItemRow], states: dict[str, ItemState], users: list[UserI
     for name, secs in seconds.items():
         p = people[name]
         p.timed, p.seconds_mean, p.seconds_median = len(secs), statistics.fmean(secs), statistics.median(secs)
+    for p in people.values():  # not registered (open mode): the job their work shows
+        if p.job is None:
+            p.job = "senior" if p.adjudicated else "annotator"
     return people
 
 

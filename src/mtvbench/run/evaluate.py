@@ -278,7 +278,8 @@ def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, k
     store: RunStore | None = None
     try:
         store = RunStore(run_dir)
-        store.check_identity(cfg.identity())
+        if (retried := store.check_identity(cfg.identity())) is not None:
+            progress.note("settings", retried)
         moved = store.check_dataset(full.root, [d.id for d in full.dialogues])
         if moved:
             progress.note("data", moved)

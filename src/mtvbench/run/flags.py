@@ -33,8 +33,11 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
 from mtvbench.config import RoleSettings, RunConfig, loads_yaml_strict
+from mtvbench.config.runconfig import RUN_PANELS
 from mtvbench.errors import ConfigError
 from mtvbench.models.settings import GENERATION_SETTINGS, OPTIONS_KEY, setting_flag
 
@@ -69,6 +72,10 @@ class Flag:
     metavar: str | None = None
     #: a short spelling (``-m``)
     short: str | None = None
+    #: the help panel (topic) the flag is listed under: the ``panel`` of its field's metadata
+    panel: str | None = None
+    #: the default shown in the help (the field's default; the flag itself defaults to "not given")
+    default: str | None = None
 
 
 def _cli_type(annotation: Any) -> Any:
@@ -77,6 +84,28 @@ def _cli_type(annotation: Any) -> Any:
     if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
         annotation = args[0]
     return annotation if annotation in _SIMPLE else str
+
+
+def _metavar(annotation: Any) -> str | None:
+    """The metavar of a field whose values are listed (``Literal["golden", "self", "none"]`` ->
+    ``golden|self|none``); None for any other field."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        annotation = args[0]
+    if typing.get_origin(annotation) is typing.Literal:
+        return "|".join(str(v) for v in typing.get_args(annotation))
+    return None
+
+
+def _field_flag(key: str, name: str, param: str, field: FieldInfo) -> Flag:
+    """The flag of one described field: its help, type, metavar, panel and shown default from the field."""
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    default = field.default
+    shown = None if default is PydanticUndefined or default is None or default is False else default
+    panel = extra.get("panel")
+    return Flag(key=key, name=name, param=param, type=_cli_type(field.annotation), help=field.description or "",
+                metavar=_metavar(field.annotation), panel=panel if isinstance(panel, str) else None,
+                default=None if shown is None else str(shown))
 
 
 def _dashed(name: str) -> str:
@@ -91,11 +120,9 @@ def _param(name: str) -> str:
 def settings_flags(model: type[BaseModel], sections: Mapping[str, type[BaseModel]] | None = None) -> list[Flag]:
     """A flag for every field of ``model`` with a description, in the order of the fields, then one for every
     described field of each section (settings key -> its model): ``--SECTION-FIELD``."""
-    flags = [Flag(key=name, name=_dashed(name), param=name, type=_cli_type(f.annotation), help=f.description)
-             for name, f in model.model_fields.items() if f.description]
+    flags = [_field_flag(name, _dashed(name), name, f) for name, f in model.model_fields.items() if f.description]
     for key, section in (sections or {}).items():
-        flags += [Flag(key=f"{key}.{name}", name=_dashed(f"{key}-{name}"), param=_param(f"{key}-{name}"),
-                       type=_cli_type(f.annotation), help=f.description)
+        flags += [_field_flag(f"{key}.{name}", _dashed(f"{key}-{name}"), _param(f"{key}-{name}"), f)
                   for name, f in section.model_fields.items() if f.description]
     return flags
 
@@ -115,28 +142,37 @@ def role_flags(keys: Mapping[str, str]) -> list[Flag]:
             drop = "; none drops the preset's value" if nullable else ""
             flags.append(Flag(key=f"{key}.{field}", name=name, param=_param(name),
                               type=str if nullable else kind, help=f"{info.description} of the {role}{drop}",
-                              nullable=nullable, value_type=kind, metavar=metavar))
+                              nullable=nullable, value_type=kind, metavar=metavar, panel=role.capitalize()))
     return flags
+
+
+#: the examples of ``--ROLE-option``, each role its own (what is typically set for it)
+OPTION_EXAMPLES = {
+    "model": "served_name=NAME (the name a server you started serves), input=upload, batch_size=8, "
+             "video_part=false",
+    "judge": "max_response_bytes=N, served_name=NAME",
+}
 
 
 def option_flag(role: str, key: str) -> Flag:
     """``--ROLE-option KEY=VALUE``: backend options of a role (settings key ``key``), merged into its options
     (stored under ``extra``)."""
+    examples = OPTION_EXAMPLES.get(role, "KEY=VALUE")
     return Flag(key=f"{key}.{OPTIONS_KEY}", name=f"--{role}-option", param=f"{role}_option", type=list[str],
-                options=True,
-                help=f"{role} backend setting KEY=VALUE (YAML value), repeatable, e.g. input=upload, "
-                     "batch_size=8, video_part=false, served_name=NAME, max_response_bytes=N")
+                options=True, metavar="KEY=VALUE", panel=role.capitalize(),
+                help=f"{role} backend setting KEY=VALUE (YAML value), repeatable, e.g. {examples}")
 
 
 def run_flags() -> list[Flag]:
-    """The settings flags of ``mtvbench run``, in the order of the settings."""
+    """The settings flags of ``mtvbench run``, by help panel (:data:`RUN_PANELS`), in the order of the settings
+    within one."""
     flags = settings_flags(RunConfig)
     flags += role_flags({"model": "model_settings", "judge": "judge_settings"})
     flags.append(Flag(key="ray.num_gpus", name="--ray-gpus", param="ray_gpus", type=float,
                       help="with --executor ray: GPUs per model replica (the other Ray resources: `ray:` in "
-                           "the config)"))
+                           "the config)", panel="Concurrency"))
     flags += [option_flag(role, f"{role}_settings") for role in ("model", "judge")]
-    return flags
+    return sorted(flags, key=lambda f: RUN_PANELS.index(f.panel) if f.panel in RUN_PANELS else len(RUN_PANELS))
 
 
 def sweep_flags() -> list[Flag]:
@@ -237,7 +273,8 @@ def with_flags(flags: list[Flag]) -> Callable[[Callable[..., Any]], Callable[...
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         own = list(inspect.signature(fn, eval_str=True).parameters.values())[1:]
         params = [_option(f.param, f.type, _spelled(f), *([f.short] if f.short else []), help=f.help,
-                          metavar=f.metavar) for f in flags]
+                          metavar=f.metavar, rich_help_panel=f.panel, show_default=f.default or False)
+                  for f in flags]
         params += [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
         names = {f.param for f in flags}
 

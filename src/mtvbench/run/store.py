@@ -157,10 +157,27 @@ class RunStore:
     def set_meta(self, key: str, value: Any) -> None:
         self._put_meta({key: value})
 
-    def check_identity(self, identity: dict[str, Any]) -> None:
+    def holds_results(self) -> bool:
+        """Whether any call ever gave a result here: a final response (answered, blocked, empty) or a final
+        verdict. A directory whose every call failed (a server that refused the model name) holds none."""
+        with errors_named(self.path, SCHEMA, writing=False):
+            marks = ",".join("?" * len(FINAL_OUTCOMES))
+            answered = self.db.execute(f"SELECT 1 FROM responses WHERE outcome IN ({marks}) LIMIT 1",
+                                       FINAL_OUTCOMES).fetchone()
+            marks = ",".join("?" * len(FINAL_JUDGE))
+            judged = self.db.execute(f"SELECT 1 FROM verdicts WHERE status IN ({marks}) LIMIT 1",
+                                     FINAL_JUDGE).fetchone()
+        return answered is not None or judged is not None
+
+    def check_identity(self, identity: dict[str, Any]) -> str | None:
         """A run directory belongs to one model/judge/context/frames/generation/tasks setting
         (:func:`mtvbench.config.identity_differences`); the rest of the identity (the model's backend
-        options, absent in a run directory made before they were recorded) is stored as it is now."""
+        options, absent in a run directory made before they were recorded) is stored as it is now.
+
+        A directory that holds no result (:meth:`holds_results`: every call failed) is not locked to the
+        settings it was tried with: it takes the new ones, and the earlier settings are kept in the meta
+        table (``earlier_identities``) beside the failed calls, whose usage stays counted. Returns a note
+        then."""
         stored = self.get_meta("identity")
         current = json.loads(json.dumps(identity, sort_keys=True))
         if stored is not None and not isinstance(stored, dict):
@@ -168,14 +185,21 @@ class RunStore:
                                    "settings", hint=SCHEMA.hint)
         if stored is None:
             self.set_meta("identity", identity)
-            return
+            return None
         diff = identity_differences(stored, current)
-        if diff:
+        if diff and self.holds_results():
             raise StoreMismatchError(
                 f"{self.path.parent}: this run directory holds results for other settings "
                 f"({', '.join(diff)} differ); use another --out or the original settings")
+        if diff:
+            earlier = [*(self.get_meta("earlier_identities") or []), {"identity": stored, "until": time.time()}]
+            self._put_meta({"identity": current, "earlier_identities": earlier})
+            return (f"no call had succeeded here under the earlier settings ({', '.join(diff)} differ): the run "
+                    "directory now holds these settings; the failed calls stay counted in the usage, their "
+                    "settings kept in store.sqlite")
         if stored != current:  # recorded, not refused: the fingerprints ask again what it changed
             self.set_meta("identity", current)
+        return None
 
     def check_dataset(self, root: Path, dialogue_ids: list[str]) -> str | None:
         """One dataset per run directory. Accepted: the same data root (its dialogues may have been

@@ -133,13 +133,17 @@ def usage_lines(u: UsageReport) -> list[str]:
     lines = []
     for name in ROLES:
         r = u.role(name)
-        cost = "no price in the config" if r.cost is None else f"cost {r.cost:.4f}"
+        if r.price is None:  # nothing to price (the offline judge, a baseline) or no price given: no figure
+            cost = "cost –" + (" (no price in the config)" if r.prompt_tokens + r.completion_tokens else "")
+        else:
+            cost = f"cost {r.cost:.4f}"
         failed = f" ({r.failed_calls} failed)" if r.failed_calls else ""
         if upper_bound(r):
             cost += " (an upper bound: cached tokens not recorded for some calls)"
         lines.append(f"{name}: {r.calls} calls{failed}, {r.requests} requests, {r.prompt_tokens:,} prompt + "
                      f"{r.completion_tokens:,} completion tokens ({cached_words(r)}), {r.wall_seconds:.1f} s wall "
                      f"({r.call_seconds:.1f} s in calls), {cost}")
-    total = "–" if u.cost is None else f"{u.cost:.4f}"
+    priced = u.model.price is not None or u.judge.price is not None
+    total = "–" if u.cost is None or not priced else f"{u.cost:.4f}"
     lines.append(f"total: {u.sessions} run session(s), {u.wall_seconds:.1f} s wall, cost {total}")
     return lines

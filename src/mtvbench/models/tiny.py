@@ -1,4 +1,13 @@
-"""Tiny, randomly initialised vision-language models saved in the transformers layout.
+"""Tiny, randomly initialised vision-language models saved in the transformers layout: a smoke test
+of a local or served model path without downloading a checkpoint (and the models the tests use).
+
+From the command line (needs ``torch`` and ``transformers``, e.g. ``pip install 'mtvbench[hf]'``)::
+
+    python -m mtvbench.models.tiny /tmp/tiny-llava                       # LLaVA-style, a few MB
+    python -m mtvbench.models.tiny /tmp/tiny-qwen --family qwen2_5_vl    # or qwen3_vl
+    mtvbench run --data mtvbench-demo/sample --model hf:/tmp/tiny-llava --judge offline --out runs/tiny
+
+Its answers are random text: it checks that frames, prompts and the engine run end to end, never a score.
 
 Built from a config (2 small layers in the vision tower and the language model) with a BPE
 tokenizer trained on the fly by the ``tokenizers`` library, so nothing is downloaded:
@@ -12,6 +21,7 @@ tokenizer trained on the fly by the ``tokenizers`` library, so nothing is downlo
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +136,40 @@ def build_tiny_qwen_vl(dest: Path, family: str, video_processor: object | None =
     return _save(model_cls, config, processor, fast, dest, seed)
 
 
+FAMILIES = ("llava", "qwen2_5_vl", "qwen3_vl")
+
+
+def build_tiny(dest: Path, family: str = "llava", seed: int = 0) -> Path:
+    """A tiny model of ``family`` (:data:`FAMILIES`) saved to ``dest``."""
+    if family == "llava":
+        return build_tiny_llava(dest, seed=seed)
+    return build_tiny_qwen_vl(dest, family, seed=seed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mtvbench.models.tiny DEST [--family F] [--seed N]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m mtvbench.models.tiny",
+                                     description="Save a tiny, randomly initialised vision-language model "
+                                                 "(transformers layout) for a smoke test; nothing is downloaded.")
+    parser.add_argument("dest", type=Path, help="folder to write the model to")
+    parser.add_argument("--family", choices=FAMILIES, default="llava", help="model family (default: llava)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random weights (default: 0)")
+    args = parser.parse_args(argv)
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as e:
+        print(f"error: the tiny model needs torch and transformers ({e}): pip install 'mtvbench[hf]'",
+              file=sys.stderr)
+        return 2
+    path = build_tiny(args.dest, args.family, args.seed)
+    print(f"wrote a tiny {args.family} model to {path}: mtvbench run --model hf:{path} ... (random answers: "
+          "a smoke test, not a score)")
+    return 0
+
+
 def _save(model_cls: Any, config: Any, processor: Any, tokenizer: Any, dest: Path, seed: int) -> Path:
     """A randomly initialised ``model_cls(config)`` (seeded) and ``processor``, saved to ``dest``."""
     import torch
@@ -138,3 +182,7 @@ def _save(model_cls: Any, config: Any, processor: Any, tokenizer: Any, dest: Pat
     model.save_pretrained(dest)
     processor.save_pretrained(dest)
     return dest
+
+
+if __name__ == "__main__":  # pragma: no cover - python -m mtvbench.models.tiny
+    sys.exit(main())
