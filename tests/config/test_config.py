@@ -281,3 +281,13 @@ def test_a_scripts_frames_take_its_own_size_rule(model: str, setting: list[str],
     assert res.exit_code == 2 and "Traceback" not in res.output
     out = " ".join(res.output.split())
     assert flag in out and match in out and not (tmp_path / "r").exists()
+
+
+def test_a_gemini_context_cache_under_ray_is_refused_with_one_error(tmp_path: Path) -> None:
+    """A cache made in a Ray replica is not recorded in the driver's store: one a killed run left could be
+    neither named nor deleted by the next run, so the pair is refused before anything is asked."""
+    with pytest.raises(ConfigError, match="context_cache: a context cache made in a Ray replica"):
+        build_config({"data": tmp_path, "model": "gemini:gemini-2.5-flash", "judge": "offline", "out": tmp_path / "r",
+                      "executor": "ray", "model_settings": {"extra": {"context_cache": True}}})
+    build_config({"data": tmp_path, "model": "gemini:gemini-2.5-flash", "judge": "offline", "out": tmp_path / "r",
+                  "model_settings": {"extra": {"context_cache": True}}})  # local: accepted

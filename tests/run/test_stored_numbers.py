@@ -71,7 +71,8 @@ def _set(run: Path, table: str, column: str, value: object) -> int:
     return rowid
 
 
-@pytest.mark.parametrize(("table", "column", "value", "what"), BAD, ids=[f"{t}.{c}={v!r}" for t, c, v, _ in BAD])
+@pytest.mark.parametrize(("table", "column", "value", "what"), BAD,
+                         ids=[f"{t}.{c}={bytes(v) if isinstance(v, memoryview) else v!r}" for t, c, v, _ in BAD])
 def test_a_bad_stored_value_is_one_error_naming_its_row_and_column(run: Path, table: str, column: str,
                                                                    value: object, what: str) -> None:
     rowid = _set(run, table, column, value)

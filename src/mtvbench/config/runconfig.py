@@ -246,6 +246,10 @@ class RunConfig(BaseModel):
                              "image lists (openai: without video_part, gemini: input=frames without context_cache)")
         if self.sampling == "clip" and self.executor == "ray":
             raise ValueError("--sampling clip picks each turn's frames in this process: it needs --executor local")
+        if self.executor == "ray" and options.get("context_cache"):
+            raise ValueError("--model-option context_cache: a context cache made in a Ray replica is not recorded in "
+                             "this run's store, so one a killed run leaves could not be named or deleted by the next "
+                             "run: use --executor local with context_cache, or drop it")
         if self.sampling == "clip" and self.model_settings.options.get("context_cache"):
             raise ValueError("--sampling clip sends each turn its own frames: a context cache holds one frame set "
                              "per video (drop --model-option context_cache)")
