@@ -269,9 +269,14 @@ class ThreadedServer:
 def serve(latency: float, one_write: bool) -> None:
     from http.server import ThreadingHTTPServer
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ThreadedServer(latency, one_write).handler())
-    server.daemon_threads = True
-    server.request_queue_size = 1024
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 1024  # the listen backlog (5 by default: 128 connections at once lose SYNs)
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            return None  # a client that went away (the run ended) is no news
+
+    server = Server(("127.0.0.1", 0), ThreadedServer(latency, one_write).handler())
     print(server.server_address[1], flush=True)
     server.serve_forever()
 
@@ -337,16 +342,18 @@ def slot_stats(calls: list[tuple[str, float, float]], window: float = 4.0) -> di
 
 
 def minimal_client(url: str, data: Path, frames: int, cache: Path, concurrency: int, model_calls: int,
-                   judge_runs: int) -> None:
+                   judge_runs: int, quick_ack: bool) -> None:
     """The same requests as the run with nothing but httpx: ``concurrency`` model workers send one model
     request per dialogue (the video's frames and a question, as the run's bodies), each answer queues
-    ``judge_runs`` judge requests, which ``concurrency`` judge workers send. Prints its seconds."""
+    ``judge_runs`` judge requests, which ``concurrency`` judge workers send. ``quick_ack``: over mtvbench's
+    transport (a reply's pieces acknowledged at once), else httpx's own. Prints its seconds."""
     import base64
 
     import httpx
 
     from mtvbench.media.cache import FrameCache
     from mtvbench.media.frames import FrameSettings
+    from mtvbench.models.resilience import quick_ack_transport
 
     fc = FrameCache(cache)
     videos = sorted((data / "videos").glob("*.mp4"))
@@ -365,7 +372,8 @@ def minimal_client(url: str, data: Path, frames: int, cache: Path, concurrency: 
         judge_todo: asyncio.Queue[bytes | None] = asyncio.Queue()
         headers = {"Content-Type": "application/json"}
         limits = httpx.Limits(max_connections=4 * concurrency, max_keepalive_connections=4 * concurrency)
-        async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
+        transport = quick_ack_transport(limits=limits) if quick_ack else httpx.AsyncHTTPTransport(limits=limits)
+        async with httpx.AsyncClient(base_url=url, timeout=600, transport=transport) as client:
             async def model() -> None:
                 while not model_todo.empty():
                     body = model_todo.get_nowait()
@@ -402,7 +410,8 @@ def prime_cache(data: Path, cache: Path, frames: int) -> None:
 
 
 def measure(srv: ServerProcess, data: Path, work: Path, frames: int, latency: float, concurrency: int,
-            extra: list[str], warm: bool = False) -> dict[str, Any]:
+            extra: list[str], warm: bool = False, src: Path = ROOT / "src", client: str = "quick-ack"
+            ) -> dict[str, Any]:
     """``mtvbench run`` (a child process) against the server, then the minimal client (another child) with the
     same numbers of calls against the same server."""
     url = srv.url
@@ -416,7 +425,7 @@ def measure(srv: ServerProcess, data: Path, work: Path, frames: int, latency: fl
            "--judge", "openai:judge", "--model-base-url", url, "--judge-base-url", url, "--out", str(out),
            "--frames", str(frames), "--judge-runs", "3", "--concurrency", str(concurrency),
            "--cache-dir", str(cache), "--quiet", *extra]
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=str(src))
     srv.reset()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -428,14 +437,17 @@ def measure(srv: ServerProcess, data: Path, work: Path, frames: int, latency: fl
     run = slot_stats(srv.calls())
     n_model, n_judge = run["model_calls"], run["judge_calls"]
     srv.reset()
-    client = subprocess.run([sys.executable, __file__, "--client", url, "--dir", str(data), "--frames", str(frames),
+    ran = subprocess.run([sys.executable, __file__, "--client", url, "--dir", str(data), "--frames", str(frames),
                              "--cache-dir", str(cache), "--concurrency", str(concurrency), "--model-calls",
-                             str(n_model), "--judge-runs", str(n_judge // max(1, n_model))],
-                            env=env, capture_output=True, text=True, check=True)
-    client_s = json.loads(client.stdout.splitlines()[-1])["seconds"]
+                             str(n_model), "--judge-runs", str(n_judge // max(1, n_model)),
+                             *(["--client-quick-ack"] if client == "quick-ack" else [])],
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), capture_output=True, text=True)
+    if ran.returncode != 0:
+        raise SystemExit(f"minimal client failed:\n{ran.stderr[-3000:]}")
+    client_s = json.loads(ran.stdout.splitlines()[-1])["seconds"]
     ref = slot_stats(srv.calls())
     bound = max(n_model, n_judge) * latency / concurrency + latency
-    return {"server_writes": srv.writes, "frames": frames, "cache": "warm" if warm else "cold",
+    return {"server_writes": srv.writes, "client": client, "frames": frames, "cache": "warm" if warm else "cold",
             "latency": latency, "concurrency": concurrency,
             "seconds": seconds, "bound_s": bound, "model_calls": n_model, "judge_calls": n_judge,
             "span_s": run["span_s"], "client_span_s": ref["span_s"], "client_seconds": client_s,
@@ -454,6 +466,12 @@ def main() -> None:
     ap.add_argument("--cache-dir", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--model-calls", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--judge-runs", type=int, default=3, help=argparse.SUPPRESS)
+    ap.add_argument("--client-quick-ack", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--src", type=Path, default=ROOT / "src", help="the mtvbench source tree the run uses "
+                    "(another checkout's src/ for a before/after comparison)")
+    ap.add_argument("--reference", default="quick-ack", choices=("quick-ack", "httpx"),
+                    help="the minimal client's transport: mtvbench's (a reply's pieces acknowledged at once) or "
+                    "httpx's own")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/mtvbench-throughput"))
     ap.add_argument("--videos", type=int, default=100)
     ap.add_argument("--dialogues", type=int, default=1000)
@@ -473,7 +491,8 @@ def main() -> None:
         serve(a.serve, a.server_writes == "one")
         return
     if a.client:
-        minimal_client(a.client, a.dir, int(a.frames), a.cache_dir, int(a.concurrency), a.model_calls, a.judge_runs)
+        minimal_client(a.client, a.dir, int(a.frames), a.cache_dir, int(a.concurrency), a.model_calls, a.judge_runs,
+                       a.client_quick_ack)
         return
     data = make_dataset(a.dir / "data", a.videos, a.dialogues, a.video_frames)
     temps = ("cold", "warm") if a.cache == "both" else (a.cache,)
@@ -485,14 +504,16 @@ def main() -> None:
                 for c in (int(x) for x in a.concurrency.split(",")):
                     for f in a.frames.split(","):
                         for t in temps:
-                            rows.append(measure(srv, data, a.dir, int(f), latency, c, a.extra, warm=t == "warm"))
+                            rows.append(measure(srv, data, a.dir, int(f), latency, c, a.extra, warm=t == "warm",
+                                                src=a.src, client=a.reference))
                             r = rows[-1]
                             print(f"  latency {latency}s concurrency {c}: span {r['span_s']:.1f}s, client "
                                   f"{r['client_span_s']:.1f}s", file=sys.stderr, flush=True)
         finally:
             srv.close()
     load = os.getloadavg()
-    print(f"{a.dialogues} dialogues, {a.videos} videos, 3 judge runs; threaded server in its own process; "
+    print(f"{a.dialogues} dialogues, {a.videos} videos, 3 judge runs; threaded server in its own process; run from "
+          f"{a.src}; minimal client over {a.reference}; "
           f"{os.cpu_count()} CPUs, load {load[0]:.1f} {load[1]:.1f}")
     hdr = ("server writes", "latency", "conc.", "frames", "cache", "wall s", "span s", "client span s", "span / client",
            "bound s", "model in flight / conc. (min)", "judge in flight / conc. (min)", "client model / judge",

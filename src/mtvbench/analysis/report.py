@@ -29,7 +29,17 @@ from mtvbench.extras import require_scene_detection
 from mtvbench.media.cache import FrameCache
 from mtvbench.render import plots
 from mtvbench.render.console import FormatOption, OutputFormat, note, print_leaderboard
-from mtvbench.render.html import HtmlReport, Section, esc, html_table, png_img, render_html
+from mtvbench.render.html import (
+    EXPLORER_FOLDER,
+    Explorer,
+    HtmlReport,
+    Section,
+    esc,
+    explorer_files,
+    html_table,
+    png_img,
+    render_html,
+)
 from mtvbench.render.leaderboard import (
     CI_KEYS,
     COLUMNS,
@@ -210,25 +220,28 @@ def _breakdown_plots(name: str, items: Sequence[Breakdown]) -> list[tuple[str, b
 
 
 def _explorer(runs: Sequence[RunData], names: Sequence[str], meta: dict[str, DialogueMeta],
-              thumbs: dict[str, list[str]]) -> dict[str, Any]:
+              thumbs: dict[str, list[str]]) -> Explorer:
+    """The explorer's index (in the page: what the filters read) and its files (beside the page: what an opened
+    dialogue shows, loaded when it is opened): the dialogues' rounds, each run's answers and verdicts, the
+    thumbnails."""
     dialogues: dict[str, Dialogue] = {}
     for r in runs:
         for d in r.dialogues:
             dialogues.setdefault(d.id, d)
-    dl = []
-    for d in dialogues.values():
-        m = meta.get(d.id)
-        dl.append({
-            "id": d.id, "task": d.task.value, "task_abbr": d.task.abbr, "video": d.video, "event": d.event,
-            "meta": m.model_dump(include={"category", "scenes", "duration_s"}) if m else {},
-            "search": " ".join(r.user for r in d.rounds)[:2000],
-            "rounds": [{"index": r.index, "user": r.user, "golden": r.assistant, "ability": r.ability,
-                        "model_turn": r.model_turn, "scored": r.scored,
-                        "checklist": [{"key": it.key, "question": it.question, "expected": it.expected}
-                                      for it in (r.checklist or [])]} for r in d.rounds],
-        })
-    run_payload = []
-    for run, name in zip(runs, names):
+    order = list(dialogues)
+    index = [{"id": d.id, "task": d.task.value, "task_abbr": d.task.abbr, "video": d.video, "event": d.event,
+              "meta": meta[d.id].model_dump(include={"category", "scenes", "duration_s"}) if d.id in meta else {},
+              "search": " ".join(r.user for r in d.rounds)[:2000], "n_rounds": len(d.rounds)}
+             for d in dialogues.values()]
+    files: dict[str, Any] = {"dialogues": {d.id: [
+        {"index": r.index, "user": r.user, "golden": r.assistant, "ability": r.ability, "model_turn": r.model_turn,
+         "scored": r.scored, "checklist": [{"key": it.key, "question": it.question, "expected": it.expected}
+                                           for it in (r.checklist or [])]} for r in d.rounds]
+        for d in dialogues.values()}}
+    if thumbs:
+        files["thumbs"] = thumbs
+    run_index = []
+    for i, (run, name) in enumerate(zip(runs, names)):
         turn_scores = {t.turn_id: t.score for ds in run.dscores for t in ds.turns}
         turns: dict[str, dict[str, Any]] = {}
         for d in run.dialogues:
@@ -245,14 +258,17 @@ def _explorer(runs: Sequence[RunData], names: Sequence[str], meta: dict[str, Dia
                               for _, v in sorted(judged.items())],
                 }
             turns[d.id] = per
-        run_payload.append({
+        files[f"run-{i}"] = turns
+        scores = {ds.dialogue_id: ds.score for ds in run.dscores}
+        run_index.append({
             "name": name, "complete": run.scores.complete, "model": run.config.model, "judge": run.config.judge,
-            "context": run.config.context,
-            "dialogue_scores": {ds.dialogue_id: (None if ds.score is None else 100.0 * ds.score) for ds in run.dscores},
-            "turns": turns,
+            "context": run.config.context, "file": f"run-{i}",
+            # in the order of the index's dialogues (None: no score, or not a dialogue of this run)
+            "scores": [None if scores.get(did) is None else round(100.0 * scores[did], 4) for did in order],
         })
-    return {"runs": run_payload, "dialogues": dl, "thumbs": thumbs,
+    page = {"runs": run_index, "dialogues": index, "thumbs": "thumbs" if thumbs else None,
             "tasks": [{"value": t.value, "abbr": t.abbr, "label": t.label} for t in TASKS]}
+    return Explorer(page, files)
 
 
 def _union(runs: Sequence[RunData]) -> tuple[dict[str, Dialogue], dict[str, Path]]:
@@ -361,8 +377,10 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
     estimated = _estimate_section(runs, names)
     if estimated is not None:
         sections.insert(2, estimated)
-    rep = HtmlReport(title=title, sections=sections, notes=res.notes,
-                     explorer=_explorer(runs, names, meta, thumbnails(_union(runs)[1], thumbs, runs=runs)))
+    explorer = _explorer(runs, names, meta, thumbnails(_union(runs)[1], thumbs, runs=runs))
+    rep = HtmlReport(title=title, sections=sections, notes=res.notes, explorer=explorer)
+    for name, text in explorer_files(explorer).items():  # the explorer's files first, the page that loads them last
+        res.write(f"{EXPLORER_FOLDER}/{name}", text)
     res.write("report.html", render_html(rep))
     return res
 
