@@ -54,6 +54,7 @@ from mtvbench.render.leaderboard import (
     protocol_notes,
     row_values,
 )
+from mtvbench.run.rundir import SnapshotMemo
 from mtvbench.scoring.aggregate import Scores, fmt
 from mtvbench.scoring.usage import cached_words, upper_bound
 from mtvbench.util.escape import csv_cell, markdown
@@ -355,7 +356,8 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
     if not run_dirs:
         raise InputError("give at least one run directory")
     res = ReportResult(out=ensure_dir(Path(out)))
-    runs = [load_run(Path(d), bootstrap=bootstrap) for d in run_dirs]
+    memo = SnapshotMemo()
+    runs = [load_run(Path(d), bootstrap=bootstrap, memo=memo) for d in run_dirs]
     names = unique_names(runs)
     res.rows = [(n, r.scores) for n, r in zip(names, runs)]
     if any(r.config.judge == "offline" for r in runs):

@@ -195,8 +195,13 @@ class RunStore:
         rec["inputs"] = json.loads(rec["inputs"]) if rec.get("inputs") else None
         return rec
 
-    def response_rows(self) -> list[dict[str, Any]]:
-        """Every stored response row (current, superseded and failed)."""
+    def response_rows(self, details: bool = True) -> list[dict[str, Any]]:
+        """Every stored response row (current, superseded and failed). Without ``details`` only what scoring
+        and the report read (turn id, fingerprint, text, outcome, created): not the prompt, the raw reply,
+        the parts or the usage, which a report over many runs would read and parse for nothing."""
+        if not details:
+            cur = self._read("SELECT turn_id, fingerprint, text, outcome, created FROM responses ORDER BY created")
+            return [{"turn_id": t, "fingerprint": f, "text": x, "outcome": o, "created": c} for t, f, x, o, c in cur]
         cur = self._read("SELECT * FROM responses ORDER BY created")
         cols = [c[0] for c in cur.description]
         return [self._response_row(dict(zip(cols, row))) for row in cur.fetchall()]
@@ -218,8 +223,18 @@ class RunStore:
                  json.dumps(v.reply) if v.reply is not None else None))
             self._ledger(db, "judge", turn_id, v.status, v.attempts, v.usage, v.latency_s, now)
 
-    def verdict_rows(self) -> list[dict[str, Any]]:
-        """Every stored verdict row; ``verdict`` holds the :class:`JudgeVerdict`."""
+    def verdict_rows(self, details: bool = True) -> list[dict[str, Any]]:
+        """Every stored verdict row; ``verdict`` holds the :class:`JudgeVerdict`. Without ``details`` the
+        verdict has no raw replies and no usage, and the row no parts (what only a resumed run's reasons and
+        the score files read)."""
+        if not details:
+            cur = self._read("SELECT turn_id, run, fingerprint, status, verdicts, attempts, error, latency_s, created, "
+                             "reply FROM verdicts ORDER BY created")
+            return [{"turn_id": tid, "run": run, "fingerprint": fp, "created": created,
+                     "verdict": JudgeVerdict(run=run, status=status, verdicts=json.loads(said) if said else None,
+                                             attempts=attempts or 0, error=error, latency_s=latency or 0.0,
+                                             reply=json.loads(reply) if reply else None)}
+                    for tid, run, fp, status, said, attempts, error, latency, created, reply in cur]
         out = []
         cur = self._read("SELECT turn_id, run, fingerprint, parts, status, verdicts, raw, attempts, error, usage, "
                          "latency_s, created, reply FROM verdicts ORDER BY created")
