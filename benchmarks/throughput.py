@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -437,14 +438,19 @@ def measure(srv: ServerProcess, data: Path, work: Path, frames: int, latency: fl
     run = slot_stats(srv.calls())
     n_model, n_judge = run["model_calls"], run["judge_calls"]
     srv.reset()
-    ran = subprocess.run([sys.executable, __file__, "--client", url, "--dir", str(data), "--frames", str(frames),
-                             "--cache-dir", str(cache), "--concurrency", str(concurrency), "--model-calls",
-                             str(n_model), "--judge-runs", str(n_judge // max(1, n_model)),
-                             *(["--client-quick-ack"] if client == "quick-ack" else [])],
-                         env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), capture_output=True, text=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ran = subprocess.Popen([sys.executable, __file__, "--client", url, "--dir", str(data), "--frames", str(frames),
+                            "--cache-dir", str(cache), "--concurrency", str(concurrency), "--model-calls",
+                            str(n_model), "--judge-runs", str(n_judge // max(1, n_model)),
+                            *(["--client-quick-ack"] if client == "quick-ack" else [])],
+                           env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    out_text, err_text = ran.communicate()  # (it reaps the client: its CPU is in the children's usage)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if ran.returncode != 0:
-        raise SystemExit(f"minimal client failed:\n{ran.stderr[-3000:]}")
-    client_s = json.loads(ran.stdout.splitlines()[-1])["seconds"]
+        raise SystemExit(f"minimal client failed:\n{err_text[-3000:]}")
+    client_s = json.loads(out_text.splitlines()[-1])["seconds"]
     ref = slot_stats(srv.calls())
     bound = max(n_model, n_judge) * latency / concurrency + latency
     return {"server_writes": srv.writes, "client": client, "frames": frames, "cache": "warm" if warm else "cold",
@@ -456,6 +462,7 @@ def measure(srv: ServerProcess, data: Path, work: Path, frames: int, latency: fl
                                              "judge_inflight_min")},
             **{f"client_{k}": ref.get(k) for k in ("model_inflight", "judge_inflight")},
             "cpu_s_per_call": (ru.ru_utime + ru.ru_stime) / max(1, n_model + n_judge),
+            "client_cpu_s_per_call": client_cpu / max(1, n_model + n_judge),
             "peak_rss_mb": ru.ru_maxrss / 1024}
 
 
@@ -517,7 +524,7 @@ def main() -> None:
           f"{os.cpu_count()} CPUs, load {load[0]:.1f} {load[1]:.1f}")
     hdr = ("server writes", "latency", "conc.", "frames", "cache", "wall s", "span s", "client span s", "span / client",
            "bound s", "model in flight / conc. (min)", "judge in flight / conc. (min)", "client model / judge",
-           "CPU ms/call", "peak RSS MB")
+           "CPU ms/call: run / client", "peak RSS MB")
     print(" | ".join(hdr))
     for r in rows:
         c = r["concurrency"]
@@ -528,7 +535,8 @@ def main() -> None:
                           f"{r['model_inflight'] / c:.3f} ({r['model_inflight_min'] / c:.2f})",
                           f"{r['judge_inflight'] / c:.3f} ({r['judge_inflight_min'] / c:.2f})",
                           f"{r['client_model_inflight'] / c:.3f} / {r['client_judge_inflight'] / c:.3f}",
-                          f"{r['cpu_s_per_call'] * 1000:.1f}", f"{r['peak_rss_mb']:.0f}"]))
+                          f"{r['cpu_s_per_call'] * 1000:.1f} / {r['client_cpu_s_per_call'] * 1000:.1f}",
+                          f"{r['peak_rss_mb']:.0f}"]))
     print("span: the server's first call start to its last call end; span / client: the run's span over the minimal "
           "client's (same calls, same server, same run of this script); in flight: time-weighted calls the server "
           "served per 4 s window of the role's steady state, over the concurrency (mean, and the lowest window).")
