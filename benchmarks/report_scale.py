@@ -11,7 +11,8 @@ with an answer per round and ``--judge-runs`` verdicts per answer, written in on
 do not exist (no thumbnails, durations unknown), as for a report made on another machine.
 
 Then ``mtvbench report`` over all the runs runs in a child process: its wall time and peak RSS
-(``os.wait4``), the size of ``report.html`` and of the files beside it; and, where Playwright and Chromium
+and CPU time (``os.wait4``: on a machine shared with other work the CPU seconds say more than the wall
+time), the size of ``report.html`` and of the files beside it; and, where Playwright and Chromium
 are installed, the page opened in headless Chromium: the seconds until the explorer lists its dialogues,
 and until one dialogue of the last run is open with its answers (loaded from the files beside the page).
 """
@@ -142,7 +143,7 @@ def measure_report(runs: list[Path], out: Path, src: Path) -> dict[str, Any]:
         raise SystemExit(f"report failed ({status}):\n{err[-3000:]}")
     page = out / "report.html"
     beside = [p for p in out.rglob("*") if p.is_file() and p != page and p.suffix == ".js"]
-    return {"seconds": seconds, "peak_rss_mb": ru.ru_maxrss / 1024, "page_mb": page.stat().st_size / 1e6,
+    return {"seconds": seconds, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_mb": ru.ru_maxrss / 1024, "page_mb": page.stat().st_size / 1e6,
             "beside_files": len(beside), "beside_mb": sum(p.stat().st_size for p in beside) / 1e6}
 
 
@@ -195,10 +196,10 @@ def main() -> None:
     print(f"{a.runs} runs x {a.dialogues} dialogues (5.9 rounds on average, every round judged), {a.judge_runs} judge "
           f"runs; runs written in {made:.1f} s; report from {a.src}; {os.cpu_count()} CPUs, load "
           f"{os.getloadavg()[0]:.1f}")
-    print("report s | peak RSS MB | report.html MB | files beside (MB) | browser: dialogues listed s | "
+    print("report s | CPU s | peak RSS MB | report.html MB | files beside (MB) | browser: dialogues listed s | "
           "a dialogue of the last run open s | JS heap MB")
     b = browser or {}
-    print(f"{rep['seconds']:.1f} | {rep['peak_rss_mb']:.0f} | {rep['page_mb']:.2f} | {rep['beside_files']} "
+    print(f"{rep['seconds']:.1f} | {rep['cpu_s']:.1f} | {rep['peak_rss_mb']:.0f} | {rep['page_mb']:.2f} | {rep['beside_files']} "
           f"({rep['beside_mb']:.1f}) | " + (" | ".join([f"{b['listed_s']:.2f}", f"{b['opened_s']:.2f}",
                                                           f"{b['heap_mb']:.0f}"]) if b else "not measured (no "
                                               "Playwright or Chromium)"))

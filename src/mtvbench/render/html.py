@@ -58,13 +58,12 @@ EXPLORER_FOLDER = "explorer"
 
 @dataclass
 class Explorer:
-    """The dialogue explorer: ``page`` is embedded in the page (``runs``: name, ``file``, ``scores`` in the
-    order of ``dialogues``; ``dialogues``: the index the filters read; ``thumbs``: the thumbnails' file or
-    None), ``files`` lie beside it (name -> data: ``dialogues`` (rounds by dialogue id), one per run (answers
-    and verdicts by dialogue id and round), ``thumbs``)."""
+    """The dialogue explorer's index, embedded in the page (``runs``: name, ``file``, ``scores`` in the order of
+    ``dialogues``; ``dialogues``: what the filters read; ``thumbs``: the thumbnails' file or None). What an
+    opened dialogue shows lies in the files beside the page (:func:`explorer_file`): ``dialogues`` (rounds by
+    dialogue id), one per run (answers and verdicts by dialogue id and round), ``thumbs``."""
 
-    page: dict[str, Any]
-    files: dict[str, Any]
+    page: dict[str, Any] = field(default_factory=dict)
     #: names this report's files: the page takes no file of another report
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -77,10 +76,10 @@ class HtmlReport:
     explorer: Explorer | None = None
 
 
-def explorer_files(explorer: Explorer) -> dict[str, str]:
-    """The text of each file beside the page (``NAME.js``): a script that hands its data to the page."""
-    return {f"{name}.js": f"mtvbenchExplorer.loaded({json.dumps(explorer.token)}, {json.dumps(name)}, "
-                          f"{json_for_script(data)});\n" for name, data in explorer.files.items()}
+def explorer_file(explorer: Explorer, name: str, data: Any) -> str:
+    """The text of the file ``NAME.js`` beside the page: a script that hands ``data`` to the page."""
+    return (f"mtvbenchExplorer.loaded({json.dumps(explorer.token)}, {json.dumps(name)}, {json_for_script(data)});"
+            "\n")
 
 
 CSS = """
