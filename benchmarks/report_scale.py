@@ -143,7 +143,8 @@ def measure_report(runs: list[Path], out: Path, src: Path) -> dict[str, Any]:
         raise SystemExit(f"report failed ({status}):\n{err[-3000:]}")
     page = out / "report.html"
     beside = [p for p in out.rglob("*") if p.is_file() and p != page and p.suffix == ".js"]
-    return {"seconds": seconds, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_mb": ru.ru_maxrss / 1024, "page_mb": page.stat().st_size / 1e6,
+    return {"seconds": seconds, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_mb": ru.ru_maxrss / 1024,
+            "page_mb": page.stat().st_size / 1e6,
             "beside_files": len(beside), "beside_mb": sum(p.stat().st_size for p in beside) / 1e6}
 
 
@@ -199,10 +200,10 @@ def main() -> None:
     print("report s | CPU s | peak RSS MB | report.html MB | files beside (MB) | browser: dialogues listed s | "
           "a dialogue of the last run open s | JS heap MB")
     b = browser or {}
-    print(f"{rep['seconds']:.1f} | {rep['cpu_s']:.1f} | {rep['peak_rss_mb']:.0f} | {rep['page_mb']:.2f} | {rep['beside_files']} "
-          f"({rep['beside_mb']:.1f}) | " + (" | ".join([f"{b['listed_s']:.2f}", f"{b['opened_s']:.2f}",
-                                                          f"{b['heap_mb']:.0f}"]) if b else "not measured (no "
-                                              "Playwright or Chromium)"))
+    seen = (f"{b['listed_s']:.2f} | {b['opened_s']:.2f} | {b['heap_mb']:.0f}" if b
+            else "not measured (no Playwright or Chromium)")
+    print(f"{rep['seconds']:.1f} | {rep['cpu_s']:.1f} | {rep['peak_rss_mb']:.0f} | {rep['page_mb']:.2f} | "
+          f"{rep['beside_files']} ({rep['beside_mb']:.1f}) | {seen}")
     if a.json:
         a.json.write_text(json.dumps({"report": rep, "browser": browser}, indent=2))
 
