@@ -34,7 +34,10 @@ judge, which calls one of them):
 
 :func:`capped_http_client` builds the HTTP client the SDKs are given (``http_client=`` /
 ``httpx_async_client=``): it enforces ``max_response_bytes`` while the body is read, so memory
-stays bounded whatever the server sends (error replies included).
+stays bounded whatever the server sends (error replies included), and its connections acknowledge
+each piece of a reply as soon as it is read (:class:`_QuickAckStream`): a server that writes a reply's
+head and body in two writes would otherwise wait 40 ms for the acknowledgement of the head (Nagle's
+algorithm on its side, Linux's delayed ACK on ours) before it sends the body, on every call.
 
 Messages name the URL and quote the server's own words (:func:`quote_server_text`).
 """
