@@ -51,6 +51,7 @@ import functools
 import json
 import random
 import re
+import select
 import socket
 import time
 import zlib
@@ -349,8 +350,9 @@ class _QuickAckStream(httpcore.AsyncNetworkStream):
 
     def __init__(self, inner: httpcore.AsyncNetworkStream):
         self._inner = inner
-        sock = inner.get_extra_info("socket")  # a socket.socket, or asyncio's TransportSocket view of one
-        self._sock = sock if _QUICKACK is not None and hasattr(sock, "setsockopt") else None
+        #: a socket.socket, or asyncio's TransportSocket view of one (None: not a socket)
+        self._raw = inner.get_extra_info("socket")
+        self._sock = self._raw if _QUICKACK is not None and hasattr(self._raw, "setsockopt") else None
 
     def _ack(self) -> None:
         if self._sock is not None:
@@ -373,7 +375,28 @@ class _QuickAckStream(httpcore.AsyncNetworkStream):
         return _QuickAckStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:
+        # the connection pool asks every idle connection whether the server closed it, for every request:
+        # answered from the socket kept here (the stream's own answer builds its attribute table each time)
+        if info == "socket" and self._raw is not None:
+            return self._raw
+        if info == "is_readable" and self._raw is not None:
+            return _readable(self._raw)
         return self._inner.get_extra_info(info)
+
+
+def _readable(sock: Any) -> bool:
+    """The socket has something to read (data, or the server's end of the connection) or is gone."""
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return True
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
 
 
 class _QuickAckBackend(httpcore.AsyncNetworkBackend):
