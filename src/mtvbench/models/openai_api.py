@@ -224,6 +224,8 @@ class OpenAIBackend(BackendBase):
         self.options = options
         self.endpoint = openai_endpoint(options)
         self.url = self.endpoint.url.rstrip("/") + "/chat/completions"
+        #: parsed once (httpx parses a URL given as text again on every request)
+        self._url = httpx.URL(self.url)
         self.video_part = bool(options.options.get("video_part", False))
         #: the generation fields every request sends (a 400/422 may name some as not accepted)
         self.sent = sent_fields(openai_generation_params(options.generation(), options.options))
@@ -275,7 +277,7 @@ class OpenAIBackend(BackendBase):
                           f"{self.options.drop_advice(fields)}", hint=hint)
 
     async def _once(self, body: bytes) -> GenerationResult:
-        response = await self.client.post(self.url, content=body, headers=self.headers)
+        response = await self.client.post(self._url, content=body, headers=self.headers)
         if not response.is_success:
             raise self._status_failure(response)
         return parse_completion(response.content, self.url)
