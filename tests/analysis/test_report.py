@@ -13,6 +13,7 @@ from mtvbench.analysis.report import build_report
 from mtvbench.data.official import load_benchmark
 from tests.support.browser import chromium
 from tests.support.datasets import make_dataset
+from tests.support.explorer import explorer_data
 from tests.support.runs import make_store_run
 
 HOSTILE_REPLY = "I <b>do</b> not know <!--<script> </script>.\u2028[/x] $\\foo$ =cmd|' /C calc'!A0"
@@ -74,21 +75,9 @@ def test_html_is_self_contained(reported):
     data = json.loads(payload)
     assert len(data["dialogues"]) == 6 and [r["file"] for r in data["runs"]] == ["run-0", "run-1"]
     # what an opened dialogue shows lies beside the page, escaped the same way
-    files = {name: side_file(tmp / "rep" / "explorer" / f"{name}.js", data["token"], name)
-             for name in ("dialogues", "run-0", "run-1", "thumbs")}
+    files = {name: explorer_data(tmp / "rep", name) for name in ("dialogues", "run-0", "run-1", "thumbs")}
     assert any(t["answer"] == HOSTILE_REPLY for t in files["run-1"]["memory_recall/vid1/1"].values())
     assert len(files["thumbs"]["vid0"]) == 4 and len(files["dialogues"]) == 6
-
-
-def side_file(path: Path, token: str, name: str) -> object:
-    """The data of one explorer file beside the page: one call ``mtvbenchExplorer.loaded(token, name, data);``
-    whose data has no ``<``, ``>``, ``&`` or raw U+2028/2029 (json_for_script)."""
-    text = path.read_text(encoding="utf-8")
-    head = f"mtvbenchExplorer.loaded({json.dumps(token)}, {json.dumps(name)}, "
-    assert text.startswith(head) and text.endswith(");\n"), text[:200]
-    body = text[len(head):-3]
-    assert not set(body) & set("<>&\u2028\u2029")
-    return json.loads(body)
 
 
 def test_report_in_headless_chromium(reported):
