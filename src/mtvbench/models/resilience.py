@@ -346,7 +346,8 @@ class _QuickAckStream(httpcore.AsyncNetworkStream):
     frameworks) holds the body back under Nagle's algorithm until the head is acknowledged, and
     Linux delays that acknowledgement by 40 ms on a connection that also sends: 40 ms between a
     reply's head and its body, per call, whatever the server's latency (a slot idle for that long,
-    most of a fast local server's call). ``TCP_QUICKACK`` after each read sends the ACK at once."""
+    most of a fast local server's call). ``TCP_QUICKACK`` after each write and each read sends the ACK at
+    once."""
 
     def __init__(self, inner: httpcore.AsyncNetworkStream):
         self._inner = inner
@@ -366,6 +367,9 @@ class _QuickAckStream(httpcore.AsyncNetworkStream):
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         await self._inner.write(buffer, timeout)
+        # sending right after a reply puts the connection back into delayed-ACK mode: out of it again, so the
+        # kernel acknowledges the next reply's head on arrival, before this process is even scheduled to read it
+        self._ack()
 
     async def aclose(self) -> None:
         await self._inner.aclose()
