@@ -434,13 +434,13 @@ def quick_ack_transport(**kwargs: Any) -> httpx.AsyncHTTPTransport:
 def capped_http_client(client_cls: Callable[..., C], options: BackendOptions, **kwargs: Any) -> C:
     """An async HTTP client (``httpx.AsyncClient``, ``openai.DefaultAsyncHttpxClient``, ...) whose
     every reply body is cut off past ``options.max_response_bytes`` while it is read, and whose
-    connections acknowledge a reply's pieces at once (:class:`_QuickAckStream`; ``limits`` go to its
-    transport)."""
+    connections acknowledge a reply's pieces at once (:class:`_QuickAckStream`; ``limits`` and ``verify`` go to
+    its transport)."""
     advice = options.option_advice("max_response_bytes")
     hooks = {"request": [_identity], "response": [_cap_hook(options.max_response_bytes, advice)]}
     if "transport" not in kwargs:
         limits = kwargs.pop("limits", httpx.Limits(max_connections=100, max_keepalive_connections=20))
-        kwargs["transport"] = quick_ack_transport(limits=limits)
+        kwargs["transport"] = quick_ack_transport(limits=limits, verify=kwargs.pop("verify", True))
     return client_cls(timeout=options.timeout_s, event_hooks=hooks, **kwargs)
 
 
