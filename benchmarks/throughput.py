@@ -1,24 +1,25 @@
-"""Throughput of the local runner against a fixed-latency loopback server.
+"""Throughput of ``mtvbench run`` against a threaded server in its own process, beside a minimal client.
 
-    python benchmarks/throughput.py                          # 1000 dialogues / 100 videos, 4 and 128 frames
-    python benchmarks/throughput.py --dialogues 200 --videos 20 --frames 4
+    python benchmarks/throughput.py      # 1000 dialogues / 100 videos, 4 frames, latency 0.25 and 0.05 s, 16 and 64
+    python benchmarks/throughput.py --concurrency 16 --server-writes two,one --reference quick-ack --repeat 3
+    python benchmarks/throughput.py --src /path/to/other/checkout/src         # the same against another checkout
 
 A synthetic dataset (``--videos`` short generated H.264 videos, ``--dialogues`` dialogues with one
-scored turn each, spread over the six tasks) is written once to ``--dir``. An OpenAI-compatible
-server on 127.0.0.1 (its own, in this process, threaded) answers every call after exactly
-``--latency`` seconds: the model with a short text, the judge with JSON verdicts. The evaluation
-(``mtvbench run``, ``--judge-runs 3``) runs in a child process with a cold frame cache (``seconds``
-includes decoding) or, with ``--cache warm``, one filled beforehand (a second model over the same
-videos); ``CPU s/call`` is the child's user+sys time (``os.wait4``) per
-call, ``peak RSS`` its ``ru_maxrss``.
+scored turn each, spread over the six tasks) is written once to ``--dir``. The server (``--serve``, a child
+process) is Python's ``http.server`` with a thread per connection, HTTP/1.1 keep-alive: it answers every call
+after ``--latency`` seconds (the model with a short text, the judge with JSON verdicts) and logs each call's
+start and end. ``--server-writes two`` writes a reply's head and body in two writes, as the stock server does
+(Nagle's algorithm then holds the body until the client acknowledged the head); ``one`` in one write.
 
-The server is a minimal asyncio HTTP/1.1 server in a thread of this process, so that it adds as
-little as possible to the latency it simulates (a thread-per-request ``http.server`` adds about
-50 ms per call under this load). The reference is the latency bound: with ``C`` calls in flight
-per role, N model calls and M judge calls cannot finish faster than ``max(N, M) * latency / C``
-(+ one latency to fill the pipeline).
-``time / bound`` is 1.0 for a perfect pipeline; ``mean in flight`` is the time-weighted number
-of calls the server was serving, per role, over the whole run.
+For each setting, ``mtvbench run`` (``--judge-runs 3``, a warm frame cache by default) runs in a child process,
+then the minimal client (``--client``, another child: httpx and two groups of ``--concurrency`` workers, one
+model request per dialogue, each answer queuing its judge requests) sends the same numbers of calls to the same
+server. From the server's log: the calls' **span** (first start to last end), the span over the client's, and
+per role the calls **in flight over the concurrency**, time-weighted per 4 s window of the role's steady state
+(from one window after its first request to its last request: the fill and the drain left out), the mean and
+the lowest window; ``CPU ms/call`` is each child's user+sys time per call, ``peak RSS`` the run's. The bound is
+``max(N_model, N_judge) * latency / concurrency + latency``. ``--reference quick-ack`` gives the minimal client
+mtvbench's transport (``models.resilience.quick_ack_transport``), ``httpx`` httpx's own.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""``mtvbench report``: leaderboard (MD/CSV/LaTeX), breakdowns (tables + plots) and one
-self-contained ``report.html`` from stored runs. No model is asked anything.
+"""``mtvbench report``: leaderboard (MD/CSV/LaTeX), breakdowns (tables + plots) and ``report.html``
+(with the dialogue explorer's files beside it in ``explorer/``) from stored runs. No model is asked anything.
 
 The report is an analysis like the others (:mod:`mtvbench.analysis.registry`): it reads run
 directories (:mod:`.rundata`), breaks the scores down (:mod:`.breakdowns`, :mod:`.metadata`) and
@@ -424,7 +424,7 @@ def command(
     title: Annotated[str, typer.Option(help="report title")] = "MT-Video-Bench report",
     output_format: FormatOption = OutputFormat.auto,
 ) -> None:
-    """Leaderboard (MD/CSV/LaTeX), breakdowns and a self-contained report.html from stored runs."""
+    """Leaderboard (MD/CSV/LaTeX), breakdowns and report.html (its explorer's files in explorer/) from stored runs."""
     if estimate_scenes:
         require_scene_detection()
     res = build_report(run_dirs, out, metadata_file=metadata, scene_cache_dir=scene_cache,
