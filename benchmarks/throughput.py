@@ -1,24 +1,25 @@
-"""Throughput of the local runner against a fixed-latency loopback server.
+"""Throughput of ``mtvbench run`` against a threaded server in its own process, beside a minimal client.
 
-    python benchmarks/throughput.py                          # 1000 dialogues / 100 videos, 4 and 128 frames
-    python benchmarks/throughput.py --dialogues 200 --videos 20 --frames 4
+    python benchmarks/throughput.py      # 1000 dialogues / 100 videos, 4 frames, latency 0.25 and 0.05 s, 16 and 64
+    python benchmarks/throughput.py --concurrency 16 --server-writes two,one --reference quick-ack --repeat 3
+    python benchmarks/throughput.py --src /path/to/other/checkout/src         # the same against another checkout
 
 A synthetic dataset (``--videos`` short generated H.264 videos, ``--dialogues`` dialogues with one
-scored turn each, spread over the six tasks) is written once to ``--dir``. An OpenAI-compatible
-server on 127.0.0.1 (its own, in this process, threaded) answers every call after exactly
-``--latency`` seconds: the model with a short text, the judge with JSON verdicts. The evaluation
-(``mtvbench run``, ``--judge-runs 3``) runs in a child process with a cold frame cache (``seconds``
-includes decoding) or, with ``--cache warm``, one filled beforehand (a second model over the same
-videos); ``CPU s/call`` is the child's user+sys time (``os.wait4``) per
-call, ``peak RSS`` its ``ru_maxrss``.
+scored turn each, spread over the six tasks) is written once to ``--dir``. The server (``--serve``, a child
+process) is Python's ``http.server`` with a thread per connection, HTTP/1.1 keep-alive: it answers every call
+after ``--latency`` seconds (the model with a short text, the judge with JSON verdicts) and logs each call's
+start and end. ``--server-writes two`` writes a reply's head and body in two writes, as the stock server does
+(Nagle's algorithm then holds the body until the client acknowledged the head); ``one`` in one write.
 
-The server is a minimal asyncio HTTP/1.1 server in a thread of this process, so that it adds as
-little as possible to the latency it simulates (a thread-per-request ``http.server`` adds about
-50 ms per call under this load). The reference is the latency bound: with ``C`` calls in flight
-per role, N model calls and M judge calls cannot finish faster than ``max(N, M) * latency / C``
-(+ one latency to fill the pipeline).
-``time / bound`` is 1.0 for a perfect pipeline; ``mean in flight`` is the time-weighted number
-of calls the server was serving, per role, over the whole run.
+For each setting, ``mtvbench run`` (``--judge-runs 3``, a warm frame cache by default) runs in a child process,
+then the minimal client (``--client``, another child: httpx and two groups of ``--concurrency`` workers, one
+model request per dialogue, each answer queuing its judge requests) sends the same numbers of calls to the same
+server. From the server's log: the calls' **span** (first start to last end), the span over the client's, and
+per role the calls **in flight over the concurrency**, time-weighted per 4 s window of the role's steady state
+(from one window after its first request to its last request: the fill and the drain left out), the mean and
+the lowest window; ``CPU ms/call`` is each child's user+sys time per call, ``peak RSS`` the run's. The bound is
+``max(N_model, N_judge) * latency / concurrency + latency``. ``--reference quick-ack`` gives the minimal client
+mtvbench's transport (``models.resilience.quick_ack_transport``), ``httpx`` httpx's own.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -205,6 +207,197 @@ class LoopbackServer:
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
+# ---------------------------------------------------------------------------- the threaded server (own process)
+
+
+class ThreadedServer:
+    """An OpenAI-compatible ``http.server`` with a thread per connection (HTTP/1.1 keep-alive), in a
+    process of its own (``--serve``): the kind of server a run meets in practice. Every call is answered
+    after ``latency`` seconds; ``GET /stats`` returns each call's (role, start, end) since the last
+    ``POST /reset`` (``time.perf_counter``: the system's monotonic clock, comparable across processes)."""
+
+    def __init__(self, latency: float, one_write: bool = False):
+        self.latency, self.one_write = latency, one_write
+        self.lock = threading.Lock()
+        self.calls: list[tuple[str, float, float]] = []
+
+    def handler(self) -> type:
+        from http.server import BaseHTTPRequestHandler
+
+        srv = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+            def _send(self, data: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if srv.one_write:  # the head and the body in one write
+                    self._headers_buffer.append(b"\r\n")  # type: ignore[attr-defined]
+                    self.wfile.write(b"".join(self._headers_buffer) + data)  # type: ignore[attr-defined]
+                    self._headers_buffer = []
+                    return
+                # the stock way: the head (send_response .. end_headers) and the body in two writes, which
+                # meet Nagle's algorithm here and the client's delayed ACK
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                with srv.lock:
+                    data = json.dumps(srv.calls).encode()
+                self._send(data)
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path == "/reset":
+                    with srv.lock:
+                        srv.calls = []
+                    self._send(b"{}")
+                    return
+                role = "judge" if JUDGE_PREFIX.encode() in body[:4096] else "model"
+                start = time.perf_counter()
+                time.sleep(srv.latency)
+                self._send(_reply(role))
+                with srv.lock:
+                    srv.calls.append((role, start, time.perf_counter()))
+
+        return Handler
+
+
+def serve(latency: float, one_write: bool) -> None:
+    from http.server import ThreadingHTTPServer
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 1024  # the listen backlog (5 by default: 128 connections at once lose SYNs)
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            return None  # a client that went away (the run ended) is no news
+
+    server = Server(("127.0.0.1", 0), ThreadedServer(latency, one_write).handler())
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+class ServerProcess:
+    """:func:`serve` in a child process."""
+
+    def __init__(self, latency: float, writes: str = "two"):
+        self.writes = writes
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", str(latency), "--server-writes", writes],
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.port = int(self.proc.stdout.readline())
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _call(self, method: str, path: str) -> Any:
+        import httpx
+
+        return httpx.request(method, f"http://127.0.0.1:{self.port}{path}", timeout=60).json()
+
+    def reset(self) -> None:
+        self._call("POST", "/reset")
+
+    def calls(self) -> list[tuple[str, float, float]]:
+        return [tuple(c) for c in self._call("GET", "/stats")]  # type: ignore[misc]
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def slot_stats(calls: list[tuple[str, float, float]], window: float = 4.0) -> dict[str, Any]:
+    """From the server's log: the calls' span (first start to last end), and per role the time-weighted
+    number in flight over each ``window`` of its steady state: the windows from one window after the
+    role's first request to its last request (the fill and the drain left out)."""
+    first = min(c[1] for c in calls)
+    out: dict[str, Any] = {"span_s": max(c[2] for c in calls) - first}
+    for role in ("model", "judge"):
+        mine = [c for c in calls if c[0] == role]
+        out[f"{role}_calls"] = len(mine)
+        if not mine:
+            continue
+        lo, hi = min(c[1] for c in mine) + window, max(c[1] for c in mine)
+        means = []
+        t = lo
+        while t + window <= hi:
+            busy = sum(max(0.0, min(e, t + window) - max(s, t)) for _, s, e in mine)
+            means.append(busy / window)
+            t += window
+        if not means:  # a short phase: its whole length
+            lo, hi = min(c[1] for c in mine), max(c[2] for c in mine)
+            means = [sum(e - s for _, s, e in mine) / max(1e-9, hi - lo)]
+        out[f"{role}_inflight"] = sum(means) / len(means)
+        out[f"{role}_inflight_min"] = min(means)
+        out[f"{role}_windows"] = len(means)
+    return out
+
+
+# ---------------------------------------------------------------------------- the minimal client (own process)
+
+
+def minimal_client(url: str, data: Path, frames: int, cache: Path, concurrency: int, model_calls: int,
+                   judge_runs: int, quick_ack: bool) -> None:
+    """The same requests as the run with nothing but httpx: ``concurrency`` model workers send one model
+    request per dialogue (the video's frames and a question, as the run's bodies), each answer queues
+    ``judge_runs`` judge requests, which ``concurrency`` judge workers send. ``quick_ack``: over mtvbench's
+    transport (a reply's pieces acknowledged at once), else httpx's own. Prints its seconds."""
+    import base64
+
+    import httpx
+
+    from mtvbench.media.cache import FrameCache
+    from mtvbench.media.frames import FrameSettings
+    from mtvbench.models.resilience import quick_ack_transport
+
+    fc = FrameCache(cache)
+    videos = sorted((data / "videos").glob("*.mp4"))
+    parts = [", ".join('{"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,'
+                       + base64.b64encode(j).decode() + '"}}'
+                       for j in fc.get(p, FrameSettings(num_frames=frames)).jpegs) for p in videos]
+    judge_body = json.dumps({"model": "judge", "max_tokens": 512, "temperature": 0.0, "messages": [
+        {"role": "user", "content": JUDGE_PREFIX + " ... Checklist: Q1 ... Q5" + "x" * 1500}]}).encode()
+
+    async def main() -> float:
+        model_todo: asyncio.Queue[bytes] = asyncio.Queue()
+        for k in range(model_calls):
+            head = '{"model": "bench", "messages": [{"role": "user", "content": [' + parts[k % len(parts)]
+            model_todo.put_nowait((head + ', {"type": "text", "text": "Question ' + str(k) + '?"}]}], '
+                                   '"max_tokens": 512}').encode())
+        judge_todo: asyncio.Queue[bytes | None] = asyncio.Queue()
+        headers = {"Content-Type": "application/json"}
+        limits = httpx.Limits(max_connections=4 * concurrency, max_keepalive_connections=4 * concurrency)
+        transport = quick_ack_transport(limits=limits) if quick_ack else httpx.AsyncHTTPTransport(limits=limits)
+        async with httpx.AsyncClient(base_url=url, timeout=600, transport=transport) as client:
+            async def model() -> None:
+                while not model_todo.empty():
+                    body = model_todo.get_nowait()
+                    (await client.post("/chat/completions", content=body, headers=headers)).raise_for_status()
+                    for _ in range(judge_runs):
+                        judge_todo.put_nowait(judge_body)
+
+            async def judge() -> None:
+                while (body := await judge_todo.get()) is not None:
+                    (await client.post("/chat/completions", content=body, headers=headers)).raise_for_status()
+
+            t0 = time.perf_counter()
+            judges = [asyncio.ensure_future(judge()) for _ in range(concurrency)]
+            await asyncio.gather(*(model() for _ in range(concurrency)))
+            for _ in judges:
+                judge_todo.put_nowait(None)
+            await asyncio.gather(*judges)
+            return time.perf_counter() - t0
+
+    print(json.dumps({"seconds": asyncio.run(main())}), flush=True)
+
+
 # ---------------------------------------------------------------------------- one measurement
 
 
@@ -218,10 +411,11 @@ def prime_cache(data: Path, cache: Path, frames: int) -> None:
         fc.get(p, FrameSettings(num_frames=frames))
 
 
-def measure(data: Path, work: Path, frames: int, latency: float, concurrency: int, extra: list[str],
-            warm: bool = False) -> dict[str, Any]:
-    meter = Meter()
-    srv = LoopbackServer(latency, meter)
+def measure(srv: ServerProcess, data: Path, work: Path, frames: int, latency: float, concurrency: int,
+            extra: list[str], warm: bool = False, src: Path = ROOT / "src", client: str = "quick-ack"
+            ) -> dict[str, Any]:
+    """``mtvbench run`` (a child process) against the server, then the minimal client (another child) with the
+    same numbers of calls against the same server."""
     url = srv.url
     out = work / f"run-{frames}f"
     cache = work / f"cache-{frames}f"
@@ -233,59 +427,120 @@ def measure(data: Path, work: Path, frames: int, latency: float, concurrency: in
            "--judge", "openai:judge", "--model-base-url", url, "--judge-base-url", url, "--out", str(out),
            "--frames", str(frames), "--judge-runs", "3", "--concurrency", str(concurrency),
            "--cache-dir", str(cache), "--quiet", *extra]
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=str(src))
+    srv.reset()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - t0
     err = proc.stderr.read().decode() if proc.stderr else ""
-    srv.close()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"run failed ({status}):\n{err[-3000:]}")
-    n_model, n_judge = meter.calls["model"], meter.calls["judge"]
+    run = slot_stats(srv.calls())
+    n_model, n_judge = run["model_calls"], run["judge_calls"]
+    srv.reset()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ran = subprocess.Popen([sys.executable, __file__, "--client", url, "--dir", str(data), "--frames", str(frames),
+                            "--cache-dir", str(cache), "--concurrency", str(concurrency), "--model-calls",
+                            str(n_model), "--judge-runs", str(n_judge // max(1, n_model)),
+                            *(["--client-quick-ack"] if client == "quick-ack" else [])],
+                           env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    out_text, err_text = ran.communicate()  # (it reaps the client: its CPU is in the children's usage)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    if ran.returncode != 0:
+        raise SystemExit(f"minimal client failed:\n{err_text[-3000:]}")
+    client_s = json.loads(out_text.splitlines()[-1])["seconds"]
+    ref = slot_stats(srv.calls())
     bound = max(n_model, n_judge) * latency / concurrency + latency
-    span = meter.end - (meter.first or meter.end)
-    return {"frames": frames, "cache": "warm" if warm else "cold", "seconds": seconds, "span_s": span, "bound_s": bound,
-            "time_over_bound": seconds / bound, "span_over_bound": span / bound,
-            "model_calls": n_model, "judge_calls": n_judge,
-            "mean_inflight_model": meter.mean("model"), "mean_inflight_judge": meter.mean("judge"),
+    return {"server_writes": srv.writes, "client": client, "frames": frames, "cache": "warm" if warm else "cold",
+            "latency": latency, "concurrency": concurrency,
+            "seconds": seconds, "bound_s": bound, "model_calls": n_model, "judge_calls": n_judge,
+            "span_s": run["span_s"], "client_span_s": ref["span_s"], "client_seconds": client_s,
+            "span_over_client": run["span_s"] / ref["span_s"],
+            **{f"{k}": run.get(k) for k in ("model_inflight", "judge_inflight", "model_inflight_min",
+                                             "judge_inflight_min")},
+            **{f"client_{k}": ref.get(k) for k in ("model_inflight", "judge_inflight")},
             "cpu_s_per_call": (ru.ru_utime + ru.ru_stime) / max(1, n_model + n_judge),
+            "client_cpu_s_per_call": client_cpu / max(1, n_model + n_judge),
             "peak_rss_mb": ru.ru_maxrss / 1024}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--serve", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--client", help=argparse.SUPPRESS)
+    ap.add_argument("--cache-dir", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--model-calls", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--judge-runs", type=int, default=3, help=argparse.SUPPRESS)
+    ap.add_argument("--client-quick-ack", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--src", type=Path, default=ROOT / "src", help="the mtvbench source tree the run uses "
+                    "(another checkout's src/ for a before/after comparison)")
+    ap.add_argument("--reference", default="quick-ack", choices=("quick-ack", "httpx"),
+                    help="the minimal client's transport: mtvbench's (a reply's pieces acknowledged at once) or "
+                    "httpx's own")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/mtvbench-throughput"))
     ap.add_argument("--videos", type=int, default=100)
     ap.add_argument("--dialogues", type=int, default=1000)
     ap.add_argument("--video-frames", type=int, default=150, help="frames per generated video (15 fps)")
-    ap.add_argument("--frames", default="4,128", help="comma-separated frames per call to measure")
-    ap.add_argument("--latency", type=float, default=0.25)
-    ap.add_argument("--concurrency", type=int, default=16)
-    ap.add_argument("--cache", default="cold", choices=("cold", "warm", "both"),
+    ap.add_argument("--frames", default="4", help="comma-separated frames per call to measure")
+    ap.add_argument("--latency", default="0.25,0.05", help="comma-separated seconds per call")
+    ap.add_argument("--concurrency", default="16,64", help="comma-separated --concurrency values")
+    ap.add_argument("--server-writes", default="two", help="comma-separated: two (the stock http.server: a reply's "
+                    "head and body in two writes), one (in one write)")
+    ap.add_argument("--repeat", type=int, default=1, help="measure each setting this many times")
+    ap.add_argument("--cache", default="warm", choices=("cold", "warm", "both"),
                     help="cold: frames decoded during the run; warm: the frame cache filled beforehand")
     ap.add_argument("--json", type=Path, help="also write the rows as JSON here")
     ap.add_argument("extra", nargs="*", help="extra arguments for `mtvbench run` (after --)")
     a = ap.parse_args()
+    if a.serve is not None:
+        serve(a.serve, a.server_writes == "one")
+        return
+    if a.client:
+        minimal_client(a.client, a.dir, int(a.frames), a.cache_dir, int(a.concurrency), a.model_calls, a.judge_runs,
+                       a.client_quick_ack)
+        return
     data = make_dataset(a.dir / "data", a.videos, a.dialogues, a.video_frames)
     temps = ("cold", "warm") if a.cache == "both" else (a.cache,)
-    rows = [measure(data, a.dir, int(f), a.latency, a.concurrency, a.extra, warm=t == "warm")
-            for f in a.frames.split(",") for t in temps]
-    print(f"{a.dialogues} dialogues, {a.videos} videos, latency {a.latency}s, concurrency {a.concurrency}, "
-          f"3 judge runs; {os.cpu_count()} CPUs")
-    hdr = ("frames", "cache", "seconds", "calls span s", "bound s", "time/bound", "span/bound", "model", "judge",
-           "in-flight model", "in-flight judge", "CPU s/call", "peak RSS MB")
+    rows = []
+    for writes, latency in ((w, float(x)) for w in a.server_writes.split(",") for x in a.latency.split(",")):
+        srv = ServerProcess(latency, writes)
+        try:
+            for _ in range(a.repeat):
+                for c in (int(x) for x in a.concurrency.split(",")):
+                    for f in a.frames.split(","):
+                        for t in temps:
+                            rows.append(measure(srv, data, a.dir, int(f), latency, c, a.extra, warm=t == "warm",
+                                                src=a.src, client=a.reference))
+                            r = rows[-1]
+                            print(f"  latency {latency}s concurrency {c}: span {r['span_s']:.1f}s, client "
+                                  f"{r['client_span_s']:.1f}s", file=sys.stderr, flush=True)
+        finally:
+            srv.close()
+    load = os.getloadavg()
+    print(f"{a.dialogues} dialogues, {a.videos} videos, 3 judge runs; threaded server in its own process; run from "
+          f"{a.src}; minimal client over {a.reference}; "
+          f"{os.cpu_count()} CPUs, load {load[0]:.1f} {load[1]:.1f}")
+    hdr = ("server writes", "latency", "conc.", "frames", "cache", "wall s", "span s", "client span s", "span / client",
+           "bound s", "model in flight / conc. (min)", "judge in flight / conc. (min)", "client model / judge",
+           "CPU ms/call: run / client", "peak RSS MB")
     print(" | ".join(hdr))
     for r in rows:
-        print(" | ".join([str(r["frames"]), r["cache"], f"{r['seconds']:.1f}", f"{r['span_s']:.1f}",
-                          f"{r['bound_s']:.1f}", f"{r['time_over_bound']:.2f}", f"{r['span_over_bound']:.2f}",
-                          str(r["model_calls"]), str(r["judge_calls"]),
-                          f"{r['mean_inflight_model']:.1f}", f"{r['mean_inflight_judge']:.1f}",
-                          f"{r['cpu_s_per_call'] * 1000:.1f} ms", f"{r['peak_rss_mb']:.0f}"]))
-    print("time/bound = the run's wall time (process start to exit) over the latency bound max(N_model, N_judge) "
-          "x latency / concurrency + latency; span/bound the same from the first call to the last answer "
-          "(1.00 is perfect; >= 0.9 of the bound means <= 1.11). in-flight: time-weighted calls the server "
-          "was serving over the whole span (model calls end long before the judge's).")
+        c = r["concurrency"]
+        print(" | ".join([r["server_writes"], f"{r['latency']:g}", str(c), str(r["frames"]), r["cache"],
+                          f"{r['seconds']:.1f}",
+                          f"{r['span_s']:.1f}", f"{r['client_span_s']:.1f}", f"{r['span_over_client']:.3f}",
+                          f"{r['bound_s']:.1f}",
+                          f"{r['model_inflight'] / c:.3f} ({r['model_inflight_min'] / c:.2f})",
+                          f"{r['judge_inflight'] / c:.3f} ({r['judge_inflight_min'] / c:.2f})",
+                          f"{r['client_model_inflight'] / c:.3f} / {r['client_judge_inflight'] / c:.3f}",
+                          f"{r['cpu_s_per_call'] * 1000:.1f} / {r['client_cpu_s_per_call'] * 1000:.1f}",
+                          f"{r['peak_rss_mb']:.0f}"]))
+    print("span: the server's first call start to its last call end; span / client: the run's span over the minimal "
+          "client's (same calls, same server, same run of this script); in flight: time-weighted calls the server "
+          "served per 4 s window of the role's steady state, over the concurrency (mean, and the lowest window).")
     if a.json:
         a.json.write_text(json.dumps(rows, indent=2))
 

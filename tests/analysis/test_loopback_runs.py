@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from mtvbench.cli import app
 from tests.support.datasets import make_dataset
+from tests.support.explorer import explorer_data
 from tests.support.openai_server import LoopbackServer, ServerState
 from tests.support.runs import evaluate_run
 
@@ -44,11 +45,10 @@ def test_report_compare_agreement_on_loopback_runs(tmp_path):
     assert r.exit_code == 0, r.output
     html = (tmp_path / "rep" / "report.html").read_text()
     assert "openai:test-model" in html and "openai:echo-model" in html
-    payload = json.loads(html.split('type="application/json">')[1].split("</script>")[0].replace("<\\/", "</"))
-    turns = payload["runs"][0]["turns"]["object_reference/vid0/0"]
+    turns = explorer_data(tmp_path / "rep", "run-0")["object_reference/vid0/0"]
     assert turns["3"]["answer"].startswith("The red square") and len(turns["3"]["judge"]) == 2
     # thumbnails come from the run's frame cache (4 frames sampled per video)
-    assert len(payload["thumbs"]["vid0"]) == 4
+    assert len(explorer_data(tmp_path / "rep", "thumbs")["vid0"]) == 4
 
     r = runner.invoke(app, ["compare", str(b), str(a), "--bootstrap", "300", "--json", str(tmp_path / "c.json")])
     assert r.exit_code == 0, r.output

@@ -4,13 +4,16 @@ import csv
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from mtvbench.analysis.report import build_report
+from mtvbench.data.official import load_benchmark
 from tests.support.browser import chromium
 from tests.support.datasets import make_dataset
+from tests.support.explorer import explorer_data
 from tests.support.runs import make_store_run
 
 HOSTILE_REPLY = "I <b>do</b> not know <!--<script> </script>.\u2028[/x] $\\foo$ =cmd|' /C calc'!A0"
@@ -70,8 +73,11 @@ def test_html_is_self_contained(reported):
     payload = html.split('<script id="explorer-data" type="application/json">')[1].split("</script>")[0]
     assert not set(payload) & set("<>&\u2028")
     data = json.loads(payload)
-    assert any(t["answer"] == HOSTILE_REPLY for t in data["runs"][1]["turns"]["memory_recall/vid1/1"].values())
-    assert len(data["thumbs"]["vid0"]) == 4 and len(data["dialogues"]) == 6
+    assert len(data["dialogues"]) == 6 and [r["file"] for r in data["runs"]] == ["run-0", "run-1"]
+    # what an opened dialogue shows lies beside the page, escaped the same way
+    files = {name: explorer_data(tmp / "rep", name) for name in ("dialogues", "run-0", "run-1", "thumbs")}
+    assert any(t["answer"] == HOSTILE_REPLY for t in files["run-1"]["memory_recall/vid1/1"].values())
+    assert len(files["thumbs"]["vid0"]) == 4 and len(files["dialogues"]) == 6
 
 
 def test_report_in_headless_chromium(reported):
@@ -130,3 +136,54 @@ def test_report_in_headless_chromium(reported):
         finally:
             browser.close()
     assert problems == []
+
+
+def test_explorer_loads_a_runs_dialogues_when_opened(reported, tmp_path):
+    """The page holds the explorer's index only; a run's answers and verdicts (and the dialogues' rounds) come
+    from the files beside it the first time a dialogue is opened. Without the folder, or with a file of another
+    report in it, the opened dialogue says so instead of showing wrong or no data."""
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="Playwright for Python not installed (pip install playwright)")
+    exe = chromium()
+    if exe is None:
+        pytest.skip("Chromium not installed (apt-get install -y chromium)")
+    tmp, res = reported
+    rep = tmp / "rep"
+    html = (rep / "report.html").read_text()
+    goldens = [r.assistant for d in load_benchmark(tmp / "data").dialogues for r in d.rounds]
+    assert HOSTILE_REPLY not in html and not any(g in html for g in goldens)  # no answer inlined in the page
+    missing = tmp_path / "missing"  # the page alone, without its folder
+    missing.mkdir()
+    (missing / "report.html").write_text(html)
+    other = tmp_path / "other"  # the folder holds another report's file for run 1
+    shutil.copytree(rep, other)
+    again = build_report([tmp / "oracle", tmp / "half"], tmp_path / "again", bootstrap=10, thumbs=0)
+    shutil.copy(again.out / "explorer" / "run-1.js", other / "explorer" / "run-1.js")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            loaded: list[str] = []
+            page.on("request", lambda r: loaded.append(r.url.rsplit("/", 2)[-2] + "/" + r.url.rsplit("/", 1)[-1])
+                    if "/explorer/" in r.url else None)
+            page.goto((rep / "report.html").resolve().as_uri())
+            page.wait_for_selector("#f-count[data-shown='6']")
+            assert loaded == []  # nothing beside the page is read before a dialogue is opened
+            page.select_option("#f-run", "1")
+            page.fill("#f-text", "summary clip")
+            page.locator("details.dlg summary").first.click()
+            page.wait_for_selector("details.dlg table.ck")
+            assert sorted(loaded) == ["explorer/dialogues.js", "explorer/run-1.js", "explorer/thumbs.js"]
+            body = page.locator("details.dlg").first.inner_text()
+            assert "Judge run 0 (ok)" in body and "I <b>do</b> not know <!--<script> </script>." in body
+            for folder, said in ((missing, "cannot be read"), (other, "belongs to another report")):
+                page.goto((folder / "report.html").resolve().as_uri())
+                page.wait_for_selector("#f-count[data-shown='6']")
+                page.select_option("#f-run", "1")
+                page.locator("details.dlg summary").first.click()
+                page.wait_for_selector("details.dlg [data-failed='1']")
+                text = page.locator("details.dlg").first.inner_text()
+                assert said in text and "keep the folder explorer beside this page" in text
+                assert page.locator("details.dlg table.ck").count() == 0
+        finally:
+            browser.close()

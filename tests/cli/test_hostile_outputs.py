@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from mtvbench.cli import app
 from mtvbench.util.escape import terminal
 from tests.support.datasets import make_dataset
+from tests.support.explorer import explorer_data
 from tests.support.hostile import MARKUP, MATH, RAW_CONTROLS, SCRIPT, PageReader, latex_unescaped, markdown_rows
 from tests.support.openai_server import LoopbackServer, ServerState
 from tests.support.runs import make_store_run
@@ -111,13 +112,15 @@ def test_report_every_sink(runs):
     # stdout is the Markdown leaderboard: every row one line with every cell
     rows = markdown_rows(r.stdout)
     assert len(rows) == 4 and len({len(x) for x in rows}) == 1
-    # HTML: two scripts (data, code), the payload is valid JSON holding the reply, names in cells
+    # HTML: two scripts (data, code), the payload is valid JSON, names in cells; the explorer's files beside the
+    # page hold the reply and the question, escaped for a script as the payload is
     page = PageReader((out / "report.html").read_text())
     assert len(page.scripts) == 2
     payload = json.loads(page.scripts[0])
-    answers = [t["answer"] for run in payload["runs"] for turns in run["turns"].values() for t in turns.values()]
+    answers = [t["answer"] for run in payload["runs"] for turns in explorer_data(out, run["file"]).values()
+               for t in turns.values()]
     assert REPLY in answers
-    assert payload["dialogues"][0]["rounds"][0]["user"] == QUESTION
+    assert explorer_data(out, "dialogues")[payload["dialogues"][0]["id"]][0]["user"] == QUESTION
     assert NAME.join(["openai:", ""]) in page.cells and FORMULA_NAME in page.cells
     # CSV: read back, the formula-like name is neutralised, numbers stay numbers
     lb = {x["model"]: x for x in csv.DictReader((out / "leaderboard.csv").open())}

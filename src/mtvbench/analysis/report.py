@@ -1,5 +1,5 @@
-"""``mtvbench report``: leaderboard (MD/CSV/LaTeX), breakdowns (tables + plots) and one
-self-contained ``report.html`` from stored runs. No model is asked anything.
+"""``mtvbench report``: leaderboard (MD/CSV/LaTeX), breakdowns (tables + plots) and ``report.html``
+(with the dialogue explorer's files beside it in ``explorer/``) from stored runs. No model is asked anything.
 
 The report is an analysis like the others (:mod:`mtvbench.analysis.registry`): it reads run
 directories (:mod:`.rundata`), breaks the scores down (:mod:`.breakdowns`, :mod:`.metadata`) and
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import gc
 import io
 import json
 import logging
@@ -30,7 +31,17 @@ from mtvbench.extras import require_scene_detection
 from mtvbench.media.cache import FrameCache
 from mtvbench.render import plots
 from mtvbench.render.console import FormatOption, OutputFormat, note, print_leaderboard
-from mtvbench.render.html import HtmlReport, Section, esc, html_table, png_img, render_html
+from mtvbench.render.html import (
+    EXPLORER_FOLDER,
+    Explorer,
+    HtmlReport,
+    Section,
+    esc,
+    explorer_file,
+    html_table,
+    png_img,
+    render_html,
+)
 from mtvbench.render.leaderboard import (
     CI_KEYS,
     COLUMNS,
@@ -47,11 +58,13 @@ from mtvbench.render.leaderboard import (
     row_values,
 )
 from mtvbench.render.tables import display
+from mtvbench.run.rundir import SnapshotMemo
 from mtvbench.scoring.aggregate import Scores, fmt
 from mtvbench.scoring.effects import summary_line
 from mtvbench.scoring.usage import cached_words, upper_bound
 from mtvbench.util.escape import csv_cell, markdown
 from mtvbench.util.files import atomic_write_bytes, atomic_write_text, ensure_dir
+from mtvbench.util.heap import long_lived
 from mtvbench.util.paths import cache_dir as user_cache_dir
 
 log = logging.getLogger(__name__)
@@ -217,50 +230,75 @@ def _breakdown_plots(name: str, items: Sequence[Breakdown]) -> list[tuple[str, b
     return out
 
 
-def _explorer(runs: Sequence[RunData], names: Sequence[str], meta: dict[str, DialogueMeta],
-              thumbs: dict[str, list[str]]) -> dict[str, Any]:
-    dialogues: dict[str, Dialogue] = {}
-    for r in runs:
-        for d in r.dialogues:
-            dialogues.setdefault(d.id, d)
-    dl = []
-    for d in dialogues.values():
-        m = meta.get(d.id)
-        dl.append({
-            "id": d.id, "task": d.task.value, "task_abbr": d.task.abbr, "video": d.video, "event": d.event,
-            "meta": m.model_dump(include={"category", "scenes", "duration_s"}) if m else {},
-            "search": " ".join(r.user for r in d.rounds)[:2000],
-            "rounds": [{"index": r.index, "user": r.user, "golden": r.assistant, "ability": r.ability,
-                        "model_turn": r.model_turn, "scored": r.scored,
-                        "checklist": [{"key": it.key, "question": it.question, "expected": it.expected}
-                                      for it in (r.checklist or [])]} for r in d.rounds],
-        })
-    run_payload = []
-    for run, name in zip(runs, names):
-        turn_scores = {t.turn_id: t.score for ds in run.dscores for t in ds.turns}
-        turns: dict[str, dict[str, Any]] = {}
-        for d in run.dialogues:
-            per: dict[str, Any] = {}
-            for r in d.model_turns:
-                tid = d.turn_id(r.index)
-                rec = run.responses.get(tid)
-                judged = run.all_verdicts.get(tid, {})
-                ts = turn_scores.get(tid)
-                per[str(r.index)] = {
-                    "answer": rec["text"] if rec else None, "outcome": rec["outcome"] if rec else "missing",
-                    "score": None if ts is None else 100.0 * ts,
-                    "judge": [{"run": v.run, "status": v.status, "verdicts": v.verdicts}
-                              for _, v in sorted(judged.items())],
-                }
-            turns[d.id] = per
-        run_payload.append({
+def _run_turns(run: RunData) -> dict[str, dict[str, Any]]:
+    """What the explorer shows of one run (its file beside the page): answer, outcome, score and every judge
+    run's verdicts per dialogue and round."""
+    turn_scores = {t.turn_id: t.score for ds in run.dscores for t in ds.turns}
+    turns: dict[str, dict[str, Any]] = {}
+    for d in run.dialogues:
+        per: dict[str, Any] = {}
+        for r in d.model_turns:
+            tid = d.turn_id(r.index)
+            rec = run.responses.get(tid)
+            judged = run.all_verdicts.get(tid, {})
+            ts = turn_scores.get(tid)
+            per[str(r.index)] = {
+                "answer": rec["text"] if rec else None, "outcome": rec["outcome"] if rec else "missing",
+                "score": None if ts is None else 100.0 * ts,
+                "judge": [{"run": v.run, "status": v.status, "verdicts": v.verdicts}
+                          for _, v in sorted(judged.items())],
+            }
+        turns[d.id] = per
+    return turns
+
+
+def _explorer_index(explorer: Explorer, runs: Sequence[RunData], names: Sequence[str],
+                    meta: dict[str, DialogueMeta], thumbs: bool) -> None:
+    """The explorer's index (in the page: what the filters read), beside the files the runs were written to."""
+    dialogues, _ = _union(runs)
+    order = list(dialogues)
+    index = [{"id": d.id, "task": d.task.value, "task_abbr": d.task.abbr, "video": d.video, "event": d.event,
+              "meta": meta[d.id].model_dump(include={"category", "scenes", "duration_s"}) if d.id in meta else {},
+              "search": " ".join(r.user for r in d.rounds)[:2000], "n_rounds": len(d.rounds)}
+             for d in dialogues.values()]
+    run_index = []
+    for i, (run, name) in enumerate(zip(runs, names)):
+        scores = {ds.dialogue_id: ds.score for ds in run.dscores}
+        run_index.append({
             "name": name, "complete": run.scores.complete, "model": run.config.model, "judge": run.config.judge,
-            "context": run.config.context,
-            "dialogue_scores": {ds.dialogue_id: (None if ds.score is None else 100.0 * ds.score) for ds in run.dscores},
-            "turns": turns,
+            "context": run.config.context, "file": f"run-{i}",
+            # in the order of the index's dialogues (None: no score, or not a dialogue of this run)
+            "scores": [None if scores.get(did) is None else round(100.0 * scores[did], 4) for did in order],
         })
-    return {"runs": run_payload, "dialogues": dl, "thumbs": thumbs,
-            "tasks": [{"value": t.value, "abbr": t.abbr, "label": t.label} for t in TASKS]}
+    explorer.page = {"runs": run_index, "dialogues": index, "thumbs": "thumbs" if thumbs else None,
+                     "tasks": [{"value": t.value, "abbr": t.abbr, "label": t.label} for t in TASKS]}
+
+
+def _explorer_dialogues(runs: Sequence[RunData]) -> dict[str, list[dict[str, Any]]]:
+    """Every dialogue's rounds and checklists (the explorer's ``dialogues`` file)."""
+    return {d.id: [{"index": r.index, "user": r.user, "golden": r.assistant, "ability": r.ability,
+                    "model_turn": r.model_turn, "scored": r.scored,
+                    "checklist": [{"key": it.key, "question": it.question, "expected": it.expected}
+                                  for it in (r.checklist or [])]} for r in d.rounds]
+            for d in _union(runs)[0].values()}
+
+
+def _load_runs(res: ReportResult, explorer: Explorer, run_dirs: Sequence[Path], bootstrap: int | None
+               ) -> list[RunData]:
+    """Every run, read one after another: its answers and verdicts go to its explorer file at once and are
+    then let go (with its per-turn scores), so memory holds one run's answers at a time, whatever the number
+    of runs; the dialogues of runs of one benchmark are read once (:class:`SnapshotMemo`)."""
+    memo = SnapshotMemo()
+    runs = []
+    with long_lived():  # what the runs read so far keep is left out of the collector's full passes
+        for i, d in enumerate(run_dirs):
+            run = load_run(Path(d), bootstrap=bootstrap, memo=memo)
+            res.write(f"{EXPLORER_FOLDER}/run-{i}.js", explorer_file(explorer, f"run-{i}", _run_turns(run)))
+            run.responses, run.all_verdicts, run.verdicts = {}, {}, {}
+            run.dscores = [ds.model_copy(update={"turns": []}) for ds in run.dscores]
+            runs.append(run)
+            gc.freeze()
+    return runs
 
 
 def _union(runs: Sequence[RunData]) -> tuple[dict[str, Dialogue], dict[str, Path]]:
@@ -360,7 +398,8 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
     if not run_dirs:
         raise InputError("give at least one run directory")
     res = ReportResult(out=ensure_dir(Path(out)))
-    runs = [load_run(Path(d), bootstrap=bootstrap) for d in run_dirs]
+    explorer = Explorer()
+    runs = _load_runs(res, explorer, run_dirs, bootstrap)
     names = unique_names(runs)
     res.rows = [(n, r.scores) for n, r in zip(names, runs)]
     if any(r.config.judge == "offline" for r in runs):
@@ -392,9 +431,14 @@ def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | N
     estimated = _estimate_section(runs, names)
     if estimated is not None:
         sections.insert(2, estimated)
-    rep = HtmlReport(title=title, sections=sections, notes=res.notes,
-                     explorer=_explorer(runs, names, meta, thumbnails(_union(runs)[1], thumbs, runs=runs)))
-    res.write("report.html", render_html(rep))
+    res.write(f"{EXPLORER_FOLDER}/dialogues.js", explorer_file(explorer, "dialogues", _explorer_dialogues(runs)))
+    small = thumbnails(_union(runs)[1], thumbs, runs=runs)
+    if small:
+        res.write(f"{EXPLORER_FOLDER}/thumbs.js", explorer_file(explorer, "thumbs", small))
+    _explorer_index(explorer, runs, names, meta, bool(small))
+    # the explorer's files first, the page that loads them last
+    res.write("report.html", render_html(HtmlReport(title=title, sections=sections, notes=res.notes,
+                                                    explorer=explorer)))
     return res
 
 
@@ -411,7 +455,7 @@ def command(
     title: Annotated[str, typer.Option(help="report title")] = "MT-Video-Bench report",
     output_format: FormatOption = OutputFormat.auto,
 ) -> None:
-    """Leaderboard (MD/CSV/LaTeX), breakdowns and a self-contained report.html from stored runs."""
+    """Leaderboard (MD/CSV/LaTeX), breakdowns and report.html (its explorer's files in explorer/) from stored runs."""
     if estimate_scenes:
         require_scene_detection()
     res = build_report(run_dirs, out, metadata_file=metadata, scene_cache_dir=scene_cache,

@@ -16,7 +16,7 @@ from mtvbench.config import RunConfig
 from mtvbench.data.schema import Dialogue
 from mtvbench.records import JudgeVerdict
 from mtvbench.run.rescore import load_scored
-from mtvbench.run.rundir import display_name
+from mtvbench.run.rundir import SnapshotMemo, display_name
 from mtvbench.scoring.aggregate import DialogueScore, Scores
 
 
@@ -49,9 +49,11 @@ class RunData:
         return {d.id: d for d in self.dialogues}
 
 
-def load_run(run_dir: Path, label: str | None = None, bootstrap: int | None = None) -> RunData:
-    """Read a run directory (no API calls). ``bootstrap`` overrides the config's CI draws."""
-    r = load_scored(run_dir, bootstrap)
+def load_run(run_dir: Path, label: str | None = None, bootstrap: int | None = None,
+             memo: SnapshotMemo | None = None) -> RunData:
+    """Read a run directory (no API calls). ``bootstrap`` overrides the config's CI draws; ``memo``: the
+    dialogues of runs read before (several runs of one benchmark validate them once)."""
+    r = load_scored(run_dir, bootstrap, details=False, memo=memo)  # an analysis reads no prompt, raw reply, parts
     return RunData(run_dir=r.run_dir, config=r.config, dialogues=r.snapshot.dialogues,
                    videos={k: Path(v) for k, v in r.snapshot.videos.items()}, responses=r.responses,
                    all_verdicts=r.all_verdicts, verdicts=r.verdicts, scores=r.scores, dscores=r.dscores,

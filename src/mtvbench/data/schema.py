@@ -199,7 +199,7 @@ class Dialogue(BaseModel):
 
 
 def dialogue_id(task: Task, video: str, event: str) -> str:
-    return f"{task.value}/{video}/{event}"
+    return f"{task._value_}/{video}/{event}"  # (``_value_``: ``value`` is a slow descriptor, read per turn id)
 
 
 def split_turn_id(turn_id: str) -> tuple[str, int]:

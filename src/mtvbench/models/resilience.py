@@ -35,7 +35,10 @@ judge, which calls one of them):
 
 :func:`capped_http_client` builds the HTTP client the SDKs are given (``http_client=`` /
 ``httpx_async_client=``): it enforces ``max_response_bytes`` while the body is read, so memory
-stays bounded whatever the server sends (error replies included).
+stays bounded whatever the server sends (error replies included), and its connections acknowledge
+each piece of a reply as soon as it is read (:class:`_QuickAckStream`): a server that writes a reply's
+head and body in two writes would otherwise wait 40 ms for the acknowledgement of the head (Nagle's
+algorithm on its side, Linux's delayed ACK on ours) before it sends the body, on every call.
 
 Messages name the URL and quote the server's own words (:func:`quote_server_text`).
 """
@@ -49,6 +52,8 @@ import functools
 import json
 import random
 import re
+import select
+import socket
 import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
@@ -56,6 +61,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import httpcore
 import httpx
 import tenacity
 
@@ -349,11 +355,112 @@ def _cap_hook(limit: int, advice: str) -> Callable[[Any], Awaitable[None]]:
     return cap
 
 
+#: Linux's socket option that sends the ACK of what was received at once (elsewhere: None, nothing to do)
+_QUICKACK = getattr(socket, "TCP_QUICKACK", None)
+
+
+class _QuickAckStream(httpcore.AsyncNetworkStream):
+    """A connection that acknowledges every piece of a reply as soon as it is read.
+
+    A server that writes a reply's head and body in two writes (Python's ``http.server``, many
+    frameworks) holds the body back under Nagle's algorithm until the head is acknowledged, and
+    Linux delays that acknowledgement by 40 ms on a connection that also sends: 40 ms between a
+    reply's head and its body, per call, whatever the server's latency (a slot idle for that long,
+    most of a fast local server's call). ``TCP_QUICKACK`` after each write and each read sends the ACK at
+    once."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream):
+        self._inner = inner
+        #: a socket.socket, or asyncio's TransportSocket view of one (None: not a socket)
+        self._raw = inner.get_extra_info("socket")
+        self._sock = self._raw if _QUICKACK is not None and hasattr(self._raw, "setsockopt") else None
+
+    def _ack(self) -> None:
+        if self._sock is not None:
+            with contextlib.suppress(OSError):  # a closed socket, an AF_UNIX one: nothing to acknowledge
+                self._sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data = await self._inner.read(max_bytes, timeout)
+        self._ack()
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._inner.write(buffer, timeout)
+        # sending right after a reply puts the connection back into delayed-ACK mode: out of it again, so the
+        # kernel acknowledges the next reply's head on arrival, before this process is even scheduled to read it
+        self._ack()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
+        return _QuickAckStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        # the connection pool asks every idle connection whether the server closed it, for every request:
+        # answered from the socket kept here (the stream's own answer builds its attribute table each time)
+        if info == "socket" and self._raw is not None:
+            return self._raw
+        if info == "is_readable" and self._raw is not None:
+            return _readable(self._raw)
+        return self._inner.get_extra_info(info)
+
+
+def _readable(sock: Any) -> bool:
+    """The socket has something to read (data, or the server's end of the connection) or is gone."""
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return True
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+class _QuickAckBackend(httpcore.AsyncNetworkBackend):
+    """httpx's network backend, its connections :class:`_QuickAckStream`."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkBackend):
+        self._inner = inner
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
+        return _QuickAckStream(await self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options: Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
+        return await self._inner.connect_unix_socket(path, timeout, socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def quick_ack_transport(**kwargs: Any) -> httpx.AsyncHTTPTransport:
+    """httpx's transport (``kwargs``: its own, e.g. ``limits``) whose connections acknowledge a reply's
+    pieces at once (:class:`_QuickAckStream`). httpx takes no network backend, so it goes into the
+    connection pool the transport made (``_pool._network_backend``, httpx 0.27-0.28, httpcore 1.x)."""
+    transport = httpx.AsyncHTTPTransport(**kwargs)
+    pool = transport._pool
+    pool._network_backend = _QuickAckBackend(pool._network_backend)  # type: ignore[union-attr]
+    return transport
+
+
 def capped_http_client(client_cls: Callable[..., C], options: BackendOptions, **kwargs: Any) -> C:
     """An async HTTP client (``httpx.AsyncClient``, ``openai.DefaultAsyncHttpxClient``, ...) whose
-    every reply body is cut off past ``options.max_response_bytes`` while it is read."""
+    every reply body is cut off past ``options.max_response_bytes`` while it is read, and whose
+    connections acknowledge a reply's pieces at once (:class:`_QuickAckStream`; ``limits`` and ``verify`` go to
+    its transport)."""
     advice = options.option_advice("max_response_bytes")
     hooks = {"request": [_identity], "response": [_cap_hook(options.max_response_bytes, advice)]}
+    if "transport" not in kwargs:
+        limits = kwargs.pop("limits", httpx.Limits(max_connections=100, max_keepalive_connections=20))
+        kwargs["transport"] = quick_ack_transport(limits=limits, verify=kwargs.pop("verify", True))
     return client_cls(timeout=options.timeout_s, event_hooks=hooks, **kwargs)
 
 

@@ -1,19 +1,28 @@
-"""One self-contained ``report.html``: opens from disk with no server and no network.
+"""``report.html``: opens from disk with no server and no network.
 
 Tables are plain HTML, plots are embedded PNGs (base64 data URIs), and the per-dialogue
-explorer is vanilla JavaScript over a JSON payload embedded in the page
-(``<script type="application/json">``). Nothing is fetched: no fonts, scripts, or icons.
+explorer is vanilla JavaScript. Its index (what the filters read: each dialogue's task, video,
+questions, and each run's dialogue scores) is a JSON payload embedded in the page
+(``<script type="application/json">``); what an opened dialogue shows (its rounds and checklists,
+a run's answers and verdicts, the thumbnails) lies in files beside the page
+(:data:`EXPLORER_FOLDER`, one per run, :func:`explorer_files`), each loaded by a ``<script>``
+element the first time a dialogue needs it, so a page over 24 full runs stays small and opens at
+once. Nothing is fetched from elsewhere: no fonts, scripts, or icons. A file of another report
+(the folder of an older report left beside a new page) is refused, by the report's token.
 
 Every text from runs and datasets is escaped for its place: :func:`esc` for element content
-and attributes, :func:`mtvbench.util.escape.json_for_script` for the embedded payload (no
-``<``, ``>`` or ``&`` in it, so no reply can end or comment out the ``<script>``), and the
-page's JavaScript puts data into the DOM with ``textContent`` only, never ``innerHTML``.
+and attributes, :func:`mtvbench.util.escape.json_for_script` for the embedded payload and the
+files beside the page (no ``<``, ``>`` or ``&`` in it, so no reply can end or comment out the
+``<script>``, and no raw U+2028/2029), and the page's JavaScript puts data into the DOM with
+``textContent`` only, never ``innerHTML``.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,13 +75,34 @@ class Section:
     body: str  # safe HTML
 
 
+#: the folder beside ``report.html`` that holds the explorer's files
+EXPLORER_FOLDER = "explorer"
+
+
+@dataclass
+class Explorer:
+    """The dialogue explorer's index, embedded in the page (``runs``: name, ``file``, ``scores`` in the order of
+    ``dialogues``; ``dialogues``: what the filters read; ``thumbs``: the thumbnails' file or None). What an
+    opened dialogue shows lies in the files beside the page (:func:`explorer_file`): ``dialogues`` (rounds by
+    dialogue id), one per run (answers and verdicts by dialogue id and round), ``thumbs``."""
+
+    page: dict[str, Any] = field(default_factory=dict)
+    #: names this report's files: the page takes no file of another report
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
 @dataclass
 class HtmlReport:
     title: str
     sections: list[Section] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    #: explorer payload: {"runs": [...], "dialogues": [...], "thumbs": {video: [b64 jpeg]}}
-    explorer: dict[str, Any] | None = None
+    explorer: Explorer | None = None
+
+
+def explorer_file(explorer: Explorer, name: str, data: Any) -> str:
+    """The text of the file ``NAME.js`` beside the page: a script that hands ``data`` to the page."""
+    return (f"mtvbenchExplorer.loaded({json.dumps(explorer.token)}, {json.dumps(name)}, {json_for_script(data)});"
+            "\n")
 
 
 CSS = """
@@ -118,6 +148,37 @@ JS = r"""
     return e;
   }
   function fmt(x) { return (x === null || x === undefined) ? "\u2013" : Number(x).toFixed(2); }
+  // the files beside the page: each a script that calls mtvbenchExplorer.loaded(token, name, data) once
+  var files = {};
+  window.mtvbenchExplorer = {
+    loaded: function (token, name, data) {
+      var f = files[name];
+      if (!f) { return; }
+      if (token !== payload.token) { f.error = "belongs to another report (made again since this page?)"; return; }
+      f.data = data;
+    }
+  };
+  function finish(name) {
+    var f = files[name];
+    f.done = true;
+    if (f.data === undefined && !f.error) { f.error = "did not load"; }
+    f.waiting.splice(0).forEach(function (cb) { cb(); });
+  }
+  function load(name, cb) {
+    var f = files[name];
+    if (f && f.done) { cb(); return; }
+    if (f) { f.waiting.push(cb); return; }
+    f = files[name] = {done: false, waiting: [cb]};
+    var s = document.createElement("script");
+    s.src = payload.folder + "/" + name + ".js";
+    s.onload = function () { finish(name); };
+    s.onerror = function () { f.error = "cannot be read"; finish(name); };
+    document.head.appendChild(s);
+  }
+  function loadAll(names, cb) {
+    var left = names.length;
+    names.forEach(function (n) { load(n, function () { left -= 1; if (left === 0) { cb(); } }); });
+  }
   payload.runs.forEach(function (r, i) {
     var o = el("option", null, r.name + (r.complete === false ? " (INCOMPLETE)" : "")); o.value = String(i);
     runSel.appendChild(o);
@@ -125,8 +186,26 @@ JS = r"""
   payload.tasks.forEach(function (t) {
     var o = el("option", null, t.label + " (" + t.abbr + ")"); o.value = t.value; taskSel.appendChild(o);
   });
+  function openBody(d, run, box) {
+    var names = ["dialogues", run.file].concat(payload.thumbs ? [payload.thumbs] : []);
+    var wait = el("div", "na", "loading " + payload.folder + "/" + run.file + ".js \u2026");
+    box.appendChild(wait);
+    loadAll(names, function () {
+      box.removeChild(wait);
+      var bad = names.filter(function (n) { return files[n].error; });
+      if (bad.length) {
+        bad.forEach(function (n) {
+          box.appendChild(el("div", "bad", payload.folder + "/" + n + ".js " + files[n].error +
+            ": keep the folder " + payload.folder + " beside this page"));
+        });
+        box.dataset.failed = "1";
+        return;
+      }
+      renderBody(d, run, box);
+    });
+  }
   function renderBody(d, run, box) {
-    var thumbs = payload.thumbs[d.video] || [];
+    var thumbs = payload.thumbs ? (files[payload.thumbs].data[d.video] || []) : [];
     if (thumbs.length) {
       var tb = el("div", "thumbs");
       thumbs.forEach(function (b64, k) {
@@ -139,8 +218,8 @@ JS = r"""
     box.appendChild(el("div", null, "video " + d.video + ", event " + d.event +
       (meta.duration_s ? ", " + (meta.duration_s / 60).toFixed(1) + " min" : "") +
       (meta.scenes ? ", " + meta.scenes + " scenes" : "") + (meta.category ? ", " + meta.category : "")));
-    var res = run.turns[d.id] || {};
-    d.rounds.forEach(function (r) {
+    var res = files[run.file].data[d.id] || {};
+    (files.dialogues.data[d.id] || []).forEach(function (r) {
       var div = el("div", "round" + (r.model_turn ? " model" : ""));
       var head = el("div", "lbl", "Round " + r.index + (r.ability ? " \u00b7 " + r.ability : "") +
         (r.scored ? " \u00b7 scored" : (r.model_turn ? " \u00b7 model turn" : " \u00b7 context")));
@@ -192,10 +271,10 @@ JS = r"""
     var needle = textIn.value.trim().toLowerCase();
     if (isNaN(lo)) { lo = -Infinity; } if (isNaN(hi)) { hi = Infinity; }
     while (list.firstChild) { list.removeChild(list.firstChild); }
-    var shown = 0;
-    payload.dialogues.forEach(function (d) {
+    var shown = 0, frag = document.createDocumentFragment();
+    payload.dialogues.forEach(function (d, i) {
       if (task && d.task !== task) { return; }
-      var s = run.dialogue_scores[d.id];
+      var s = run.scores[i];
       var hasScore = (s !== null && s !== undefined);
       if ((lo > -Infinity || hi < Infinity) && !hasScore) { return; }
       if (hasScore && (s < lo || s > hi)) { return; }
@@ -206,15 +285,16 @@ JS = r"""
       var sum = el("summary");
       sum.appendChild(el("span", "score", fmt(s)));
       sum.appendChild(document.createTextNode("  " + d.task_abbr + " \u00b7 " + d.video + " / event " + d.event +
-        " \u00b7 " + d.rounds.length + " rounds"));
+        " \u00b7 " + d.n_rounds + " rounds"));
       det.appendChild(sum);
       var body = el("div");
       det.appendChild(body);
       det.addEventListener("toggle", function () {
-        if (det.open && !body.hasChildNodes()) { renderBody(d, run, body); }
+        if (det.open && !body.hasChildNodes()) { openBody(d, run, body); }
       });
-      list.appendChild(det);
+      frag.appendChild(det);
     });
+    list.appendChild(frag);
     countEl.textContent = shown + " of " + payload.dialogues.length + " dialogues shown";
     countEl.dataset.shown = String(shown);
   }
@@ -245,7 +325,9 @@ def render_html(rep: HtmlReport) -> str:
             '<label>Text <input id="f-text" type="search" size="18"></label>'
             '<span id="f-count"></span></div>'
             '<div id="dialogues"></div></section>'
-            f'<script id="explorer-data" type="application/json">{json_for_script(rep.explorer)}</script>'
+            '<script id="explorer-data" type="application/json">'
+            f'{json_for_script({**rep.explorer.page, "token": rep.explorer.token, "folder": EXPLORER_FOLDER})}'
+            '</script>'
             f"<script>{JS}</script>")
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

@@ -22,16 +22,25 @@ from mtvbench.render.leaderboard import leaderboard_markdown
 from mtvbench.run.identity import Current, current_results
 from mtvbench.run.lock import RunLock
 from mtvbench.run.responses import responses_jsonl
-from mtvbench.run.rundir import RunSnapshot, display_name, read_config, read_mark, read_snapshot, run_dir_path
+from mtvbench.run.rundir import (
+    RunSnapshot,
+    SnapshotMemo,
+    display_name,
+    read_config,
+    read_mark,
+    read_snapshot,
+    run_dir_path,
+)
 from mtvbench.run.store import FINAL_JUDGE, FINAL_OUTCOMES, RunStore
 from mtvbench.scoring.aggregate import DialogueScore, Scores, compute_scores
 from mtvbench.scoring.usage import usage_report
 from mtvbench.util.files import atomic_write_text
 
 
-def select_current(snap: RunSnapshot, context: str, store: RunStore) -> Current:
-    """The stored results that match ``snap`` (read inside one store snapshot by the caller)."""
-    return current_results(snap.dialogues, context, snap.turn_keys, snap.judge_keys, store.response_rows(),
+def select_current(snap: RunSnapshot, context: str, store: RunStore, details: bool = True) -> Current:
+    """The stored results that match ``snap`` (read inside one store snapshot by the caller; ``details``: the
+    rows as :meth:`RunStore.response_rows` reads them)."""
+    return current_results(snap.dialogues, context, snap.turn_keys, snap.judge_keys, store.response_rows(details),
                            store.verdict_rows(), FINAL_OUTCOMES, FINAL_JUDGE)
 
 
@@ -52,7 +61,8 @@ class ScoredRun:
     dscores: list[DialogueScore]
 
 
-def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
+def load_scored(run_dir: Path, bootstrap: int | None = None, details: bool = True,
+                memo: SnapshotMemo | None = None) -> ScoredRun:
     """Read a run directory and recompute its scores (no API calls).
 
     The store is read in one transaction (a consistent snapshot even while a run writes), and
@@ -61,6 +71,9 @@ def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
     Args:
         run_dir: a run directory written by :func:`mtvbench.evaluate`.
         bootstrap: bootstrap draws for the confidence intervals (default: the run's).
+        details: read every column (the score files need them); without, only what scores and a report
+            show (:meth:`RunStore.response_rows`): the same scores, read faster.
+        memo: dialogues read before (:class:`~mtvbench.run.rundir.SnapshotMemo`: several runs of one benchmark).
 
     Returns:
         The settings, dialogues, current responses and verdicts, and the scores.
@@ -69,11 +82,11 @@ def load_scored(run_dir: Path, bootstrap: int | None = None) -> ScoredRun:
         RunDirError: not a run directory, another format, or a corrupt file."""
     run_dir = run_dir_path(run_dir)
     cfg = read_config(run_dir)
-    snap = read_snapshot(run_dir)
+    snap = read_snapshot(run_dir, memo)
     store = RunStore(run_dir, create=False)
     try:
         with store.snapshot():
-            cur = select_current(snap, cfg.context, store)
+            cur = select_current(snap, cfg.context, store, details)
             calls, sessions = store.call_rows(), store.session_rows()
             left = store.resources_left(now=time.time())
             dataset = store.get_meta("dataset")

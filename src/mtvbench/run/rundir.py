@@ -132,7 +132,23 @@ def write_snapshot(run_dir: Path, snapshot: RunSnapshot) -> None:
     atomic_write_text(run_dir / "benchmark.json", snapshot.model_dump_json())
 
 
-def read_snapshot(run_dir: Path) -> RunSnapshot:
+class SnapshotMemo:
+    """The dialogues of the snapshots read so far, as read and validated: a report over many runs of one
+    benchmark validates its dialogues once (a snapshot whose ``dialogues`` equal an earlier one's gets the
+    same :class:`Dialogue` objects, which nobody changes: a protocol makes copies)."""
+
+    def __init__(self) -> None:
+        self._seen: list[tuple[list[Any], list[Dialogue]]] = []
+
+    def dialogues(self, raw: Any) -> list[Dialogue] | None:
+        return next((done for seen, done in self._seen if seen == raw), None)
+
+    def remember(self, raw: list[Any], dialogues: list[Dialogue]) -> None:
+        self._seen.append((raw, dialogues))
+
+
+def read_snapshot(run_dir: Path, memo: SnapshotMemo | None = None) -> RunSnapshot:
+    """``benchmark.json`` of ``run_dir``, validated (``memo``: dialogues validated before are not again)."""
     path = run_dir / "benchmark.json"
     if not path.exists():
         raise RunDirError(f"{path}: missing (is {run_dir} a run directory?)")
@@ -144,8 +160,16 @@ def read_snapshot(run_dir: Path) -> RunSnapshot:
         raise RunDirError(f"{path}: not a benchmark snapshot (expected a JSON object)")
     if data.get("schema_version") != RUN_SCHEMA_VERSION:
         raise _other_format(path, data.get("schema_version"), data.get("mtvbench_version"))
+    known = memo.dialogues(data.get("dialogues")) if memo is not None else None
     try:
-        return RunSnapshot.model_validate(data)
+        if known is None:
+            snap = RunSnapshot.model_validate(data)
+            if memo is not None:
+                memo.remember(data["dialogues"], snap.dialogues)
+            return snap
+        snap = RunSnapshot.model_validate({**data, "dialogues": []})
+        snap.dialogues = known
+        return snap
     except ValidationError as e:
         err = e.errors()[0]
         raise RunDirError(f"{path}: field '{'.'.join(str(x) for x in err['loc'])}': {err['msg']} "

@@ -270,8 +270,17 @@ class RunStore:
         for rowid, *values in cur.fetchall():
             yield StoredRow(self.path, table, rowid, dict(zip(cols, values)), StoredValueError, SCHEMA.hint)
 
-    def response_rows(self) -> list[dict[str, Any]]:
-        """Every stored response row (current, superseded and failed), its values checked."""
+    def response_rows(self, details: bool = True) -> list[dict[str, Any]]:
+        """Every stored response row (current, superseded and failed), its values checked. Without ``details``
+        only what scoring and the report read (turn id, fingerprint, text, outcome, created, the characters
+        replaced): not the prompt, the raw reply, the parts or the usage, which a report over many runs would
+        read and parse for nothing."""
+        if not details:
+            return [{"turn_id": row.text("turn_id"), "fingerprint": row.text("fingerprint"), "text": row.text("text"),
+                     "outcome": row.choice("outcome", RESPONSE_OUTCOMES), "created": row.time("created"),
+                     "replaced_characters": row.count("replaced_characters")}
+                    for row in self._rows("responses", "SELECT rowid, turn_id, fingerprint, text, outcome, created, "
+                                                       "replaced_characters FROM responses ORDER BY created")]
         out = []
         for row in self._rows("responses", "SELECT rowid, * FROM responses ORDER BY created"):
             usage = row.json("usage", dict)
@@ -316,7 +325,8 @@ class RunStore:
             self._ledger(db, "judge", turn_id, v.status, v.attempts, v.usage, v.latency_s, now)
 
     def verdict_rows(self) -> list[dict[str, Any]]:
-        """Every stored verdict row, its values checked; ``verdict`` holds the :class:`JudgeVerdict`."""
+        """Every stored verdict row, its values checked; ``verdict`` holds the :class:`JudgeVerdict`. Always
+        read whole: the protocol effects read the raw replies, and a reply stored once is read again from them."""
         out = []
         for row in self._rows("verdicts", "SELECT rowid, turn_id, run, fingerprint, parts, status, verdicts, raw, "
                                           "attempts, error, usage, latency_s, created, reply, replaced_characters, "

@@ -71,19 +71,23 @@ def _union_seconds(intervals: Iterable[tuple[float, float]]) -> float:
 
 def role_usage(rows: Sequence[Mapping[str, Any]], price: Price | None, failed: Sequence[str] = ("error",)
                ) -> RoleUsage:
-    u = RoleUsage(price=price)
-    for r in rows:
-        u.calls += 1
-        u.failed_calls += r["outcome"] in failed
-        u.requests += int(r["requests"] or 0)
-        u.prompt_tokens += int(r["prompt_tokens"] or 0)
-        u.completion_tokens += int(r["completion_tokens"] or 0)
+    calls = failed_calls = requests = prompt = completion = not_recorded = cached_sum = 0
+    call_seconds = 0.0
+    for r in rows:  # summed in locals: a record's field is validated on every assignment
+        calls += 1
+        failed_calls += r["outcome"] in failed
+        requests += int(r["requests"] or 0)
+        prompt += int(r["prompt_tokens"] or 0)
+        completion += int(r["completion_tokens"] or 0)
         cached = r.get("cached_tokens")
         if cached is None:
-            u.cached_not_recorded += 1
+            not_recorded += 1
         else:
-            u.cached_tokens += int(cached)
-        u.call_seconds += float(r["latency_s"] or 0.0)
+            cached_sum += int(cached)
+        call_seconds += float(r["latency_s"] or 0.0)
+    u = RoleUsage(price=price, calls=calls, failed_calls=failed_calls, requests=requests, prompt_tokens=prompt,
+                  completion_tokens=completion, cached_not_recorded=not_recorded, cached_tokens=cached_sum,
+                  call_seconds=call_seconds)
     u.wall_seconds = _union_seconds((r["created"] - (r["latency_s"] or 0.0), r["created"]) for r in rows)
     if price is not None:
         u.cost = cost_of(price, u.prompt_tokens, u.cached_tokens, u.completion_tokens)

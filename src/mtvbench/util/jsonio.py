@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -79,8 +80,9 @@ def _no_constant(name: str) -> Any:
     raise _Constant(name)
 
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_BRACKET = re.compile(r"[\[\]{}]")
+#: a JSON string (the loop unrolled: runs of plain characters, then one escape: several times faster on big files)
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 #: the tokens that matter for locating a problem: strings, structure, the non-standard constants
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|-?Infinity|NaN')
 _SPACE = re.compile(r"[ \t\r\n]*")
@@ -90,12 +92,8 @@ def max_depth_exceeded(text: str, limit: int = MAX_DEPTH) -> bool:
     """True when arrays/objects nest deeper than ``limit`` (brackets inside strings ignored)."""
     if text.count("[") + text.count("{") <= limit:
         return False
-    depth = 0
-    for m in _BRACKET.finditer(_STRING.sub("", text)):
-        depth += 1 if m.group() in "[{" else -1
-        if depth > limit:
-            return True
-    return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets), default=0) > limit
 
 
 class _Located(NamedTuple):
