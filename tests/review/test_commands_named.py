@@ -1,6 +1,6 @@
 """Every command a message of the review names exists: each `mtvbench …` command quoted in a message (the
-review package, its command line, the build review commands, the pages) or in the README's "Human
-verification" section runs with --help, and no message names a command without its `mtvbench` prefix
+review package, its command line, the build review commands, the pages) or in the docs' review guide
+(docs/guides/review.md) runs with --help, and no message names a command without its `mtvbench` prefix
 (as `review adjudicate` once did)."""
 
 from __future__ import annotations
