@@ -68,3 +68,15 @@ def test_the_runnable_blocks_run_against_the_bundled_sample(page: Path, tmp_path
             assert result.exit_code == 0, f"{page.name}: mtvbench {shlex.join(args)}\n{result.output[-3000:]}"
             ran += 1
     assert ran > 0
+
+
+def test_the_python_api_example_runs_on_the_demos_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MTVBENCH_CACHE", str(tmp_path / "cache"))
+    assert CliRunner().invoke(app, ["demo"]).exit_code == 0
+    text = (DOCS / "reference" / "api.md").read_text(encoding="utf-8")
+    example = re.search(r"^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    assert example is not None
+    scope: dict = {}
+    exec(compile(example.group(1), "docs/reference/api.md", "exec"), scope)  # noqa: S102
+    assert type(scope["scores"]).__name__ == "Scores" and (tmp_path / "runs" / "oracle" / "scores.json").is_file()
