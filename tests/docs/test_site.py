@@ -85,6 +85,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly_with_the_generated_pages(site: Path) -> None:
     cli = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
     assert "mtvbench run" in cli and "--judge-runs" in cli and "generated:" not in cli
@@ -94,6 +95,7 @@ def test_the_site_builds_strictly_with_the_generated_pages(site: Path) -> None:
     assert "evaluate_async" in api and "register_backend" in api
 
 
+@pytest.mark.slow
 def test_quickstart_and_cli_reference_render_in_chromium(site: Path, tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python not installed")
     exe = chromium()
