@@ -129,3 +129,16 @@ def test_quickstart_and_cli_reference_render_in_chromium(site: Path, tmp_path: P
     finally:
         server.shutdown()
     assert not problems, problems
+
+
+def test_the_readme_is_short_runs_the_papers_judge_and_links_into_the_site() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    first_run = re.search(r"^mtvbench run (?:.*\\\n)*.*$", text, re.MULTILINE)
+    assert first_run is not None
+    run = first_run.group(0)
+    assert "--judge openai:gemini-2.5-flash" in run and "--judge-runs 3" in run
+    assert "generativelanguage.googleapis.com/v1beta/openai/" in run
+    links = re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", text)
+    assert len(links) > 10 and all((ROOT / link).is_file() for link in links), links
+    assert '-m "not slow"' in text
