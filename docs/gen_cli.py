@@ -1,8 +1,8 @@
 """The generated parts of the docs site: every command and option of ``mtvbench`` (walked from the typer app
 itself, through the root group's own lazy listing and loader), and every settings key of ``RunConfig`` and of
 the build config (type, default, description). MkDocs runs it as a hook (``hooks:`` in mkdocs.yml): a page
-holding ``<!-- generated: cli -->``, ``<!-- generated: run-settings -->`` or ``<!-- generated: build-settings -->``
-gets the text in its place, so the reference cannot drift from the code. ``python docs/gen_cli.py`` prints
+holding ``<!-- generated: cli -->``, ``<!-- generated: run-settings -->``, ``<!-- generated: build-settings -->``
+or ``<!-- generated: scores -->`` (the keys of ``scores.json``) gets the text in its place, so the reference cannot drift from the code. ``python docs/gen_cli.py`` prints
 the CLI reference."""
 
 from __future__ import annotations
@@ -11,9 +11,6 @@ import inspect
 import re
 import sys
 from typing import Any
-
-MARKERS = ("cli", "run-settings", "build-settings")
-
 
 def _cell(text: Any) -> str:
     """Text for one Markdown table cell: one line, pipes and angle brackets escaped."""
@@ -133,7 +130,16 @@ def build_settings() -> str:
     return "\n".join([head, *settings_table(build_config_type())]) + "\n"
 
 
-GENERATORS = {"cli": cli_reference, "run-settings": run_settings, "build-settings": build_settings}
+def scores_keys() -> str:
+    """The keys of ``scores.json`` (:class:`mtvbench.scoring.aggregate.Scores`), nested records as ``a.b``."""
+    from mtvbench.scoring.aggregate import Scores
+
+    head = "| key | type | default | description |\n|---|---|---|---|"
+    return "\n".join([head, *settings_table(Scores)]) + "\n"
+
+
+GENERATORS = {"cli": cli_reference, "run-settings": run_settings, "build-settings": build_settings,
+              "scores": scores_keys}
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:

@@ -72,6 +72,10 @@ def test_the_settings_reference_has_every_key_with_its_default() -> None:
     assert "| `frames` | `int` | `128` |" in run and "| `judge_runs` | `int` | `3` |" in run
     build = gen.build_settings()
     assert "| `concurrency` | `int` | `4` |" in build and "| `model` |" in build
+    from mtvbench.scoring.aggregate import Scores
+
+    scores = gen.scores_keys()
+    assert all(f"| `{name}` |" in scores or f"| `{name}." in scores for name in Scores.model_fields)
 
 
 @pytest.fixture(scope="module")
