@@ -1,9 +1,9 @@
 """The generated parts of the docs site: every command and option of ``mtvbench`` (walked from the typer app
-itself, through the root group's own lazy listing and loader), and every settings key of ``RunConfig`` and of
-the build config (type, default, description). MkDocs runs it as a hook (``hooks:`` in mkdocs.yml): a page
-holding ``<!-- generated: cli -->``, ``<!-- generated: run-settings -->``, ``<!-- generated: build-settings -->``
-or ``<!-- generated: scores -->`` (the keys of ``scores.json``) gets the text in its place, so the reference cannot drift from the code. ``python docs/gen_cli.py`` prints
-the CLI reference."""
+itself, through the root group's own lazy listing and loader), every settings key of ``RunConfig`` and of the
+build config (type, default, description), and the keys of ``scores.json``. MkDocs runs it as a hook
+(``hooks:`` in mkdocs.yml): a page holding ``<!-- generated: NAME -->`` (``cli``, ``run-settings``,
+``build-settings``, ``scores``) gets the text in its place, so the reference cannot drift from the code.
+``python docs/gen_cli.py [NAME]`` prints one of them (default: the CLI reference)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import inspect
 import re
 import sys
 from typing import Any
+
 
 def _cell(text: Any) -> str:
     """Text for one Markdown table cell: one line, pipes and angle brackets escaped."""
