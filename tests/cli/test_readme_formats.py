@@ -1,4 +1,4 @@
-"""The README's file-format examples are accepted by the code that reads those files."""
+"""The docs' file-format examples (docs/reference/formats.md) are accepted by the code that reads those files."""
 
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from tests.support.datasets import make_dataset
 from tests.support.runs import make_store_run
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+FORMATS = Path(__file__).resolve().parents[2] / "docs" / "reference" / "formats.md"
 _FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
 def _examples(heading: str) -> list[tuple[str, str]]:
-    text = README.read_text(encoding="utf-8")
+    text = FORMATS.read_text(encoding="utf-8")
     start = text.index(f"\n### {heading}\n")
     end = text.find("\n##", start + 1)
     return [(m.group(1), m.group(2)) for m in _FENCE.finditer(text[start:end])]

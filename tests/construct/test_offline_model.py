@@ -27,7 +27,7 @@ from mtvbench.review.source import open_source
 from tests.support.builds import two_videos
 
 runner = CliRunner()
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "build.md"
 CROSS = Unit(id="X1", kind="cross", segments=[0, 2], ranges=[(0.0, 5.0), (10.0, 15.0)],
              captions=["From 00:00:00 to 00:00:05: a bright, still shot with red tones across the frame.",
                        "From 00:00:10 to 00:00:15: a dim, moving shot with blue tones across the frame."],
@@ -77,9 +77,8 @@ def test_the_offline_model_answers_only_build_prompts() -> None:
 
 
 def readme_try_it() -> list[list[str]]:
-    """The commands that open the README's construction section (``mtvbench`` left out)."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("\n## Building a benchmark"):]
+    """The commands that open the docs' build guide (``mtvbench`` left out)."""
+    section = GUIDE.read_text(encoding="utf-8")
     start = section.index("```bash\n") + 8
     block = section[start:section.index("\n```", start)]
     return [shlex.split(line.split("#")[0])[1:] for line in block.splitlines() if line.startswith("mtvbench ")]

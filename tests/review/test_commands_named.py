@@ -1,6 +1,6 @@
 """Every command a message of the review names exists: each `mtvbench …` command quoted in a message (the
-review package, its command line, the build review commands, the pages) or in the README's "Human
-verification" section runs with --help, and no message names a command without its `mtvbench` prefix
+review package, its command line, the build review commands, the pages) or in the docs' review guide
+(docs/guides/review.md) runs with --help, and no message names a command without its `mtvbench` prefix
 (as `review adjudicate` once did)."""
 
 from __future__ import annotations
@@ -40,9 +40,8 @@ def _messages(path: Path) -> list[str]:
 
 
 def _readme_section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Human verification")
-    return text[start:text.index("\n## ", start + 1)]
+    """The docs' review guide (moved there from the README's "Human verification" section)."""
+    return (ROOT / "docs" / "guides" / "review.md").read_text(encoding="utf-8")
 
 
 def _named() -> dict[str, str]:
@@ -50,7 +49,8 @@ def _named() -> dict[str, str]:
     texts = [(str(p.relative_to(ROOT)), m) for p in PYTHON for m in _messages(p)]
     texts += [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in PAGES]
     readme = _readme_section()
-    texts += [("README.md", readme)] + [("README.md", f"`{line.strip()}`") for line in readme.splitlines()
+    texts += [("docs/guides/review.md", readme)] + [("docs/guides/review.md", f"`{line.strip()}`")
+                                                  for line in readme.splitlines()
                                           if line.strip().startswith("mtvbench ")]
     found: dict[str, str] = {}
     for where, text in texts:

@@ -504,7 +504,7 @@ def agreement_report(human_file: Path, run_dirs: Sequence[Path], level: Level = 
 
     records = load_human(human_file)
     if not records:
-        raise AgreementError(f"{human_file}: no human records (see `agreement --human` in the README for the format)")
+        raise AgreementError(f"{human_file}: no human records (see docs/reference/formats.md for the format)")
     rows, unmatched = [], {}
     for rd in run_dirs:
         run = load_run(Path(rd), bootstrap=0)

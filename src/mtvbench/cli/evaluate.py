@@ -306,7 +306,7 @@ def demo(
     note("demo", f"--judge {judge}: the offline lexical matcher, so the demo needs no API key; it checks the "
          "pipeline, its scores are not comparable to the paper's", style="cyan")
     note("demo", "--protocol authors (the default): judged and scored as the authors' released eval.py does; "
-         "see README, 'Comparable with the published Table 2'", style="cyan")
+         "see docs/guides/protocols.md", style="cyan")
     rows = []
     for model in ("oracle", "refuse"):
         out = workdir / "runs" / model
