@@ -120,7 +120,7 @@ def metrics(src: Path) -> dict[str, object]:
         for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         and node.end_lineno is not None and node.end_lineno - node.lineno + 1 > 60)
     modules = {module_name(src, p): p for p in paths}
-    graph = {m: {t for t in import_targets(trees[str(p.relative_to(src))]) if t in modules and t != m}
+    graph = {m: {t for t in import_targets(p) if t in modules and t != m}
              for m, p in modules.items()}
     spelled = [(name, node.lineno) for name, tree in trees.items() for node in _strings(tree)
                if LAYOUT.search(node.value)]
