@@ -58,18 +58,47 @@ def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def imports(path: Path) -> list[tuple[str, list[str], int]]:
-    """(module, names imported from it, line) of every import in ``path``: at the top, inside
-    functions and under ``if TYPE_CHECKING:`` alike."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def source_imports(text: str, module: str, is_package: bool = False) -> list[tuple[str, list[str], int]]:
+    """(module, names imported from it, line) of every import in the source ``text`` of ``module``: at
+    the top, inside functions and under ``if TYPE_CHECKING:`` alike, a relative one made absolute."""
     out: list[tuple[str, list[str], int]] = []
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Import):
             out += [(a.name, [], node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            module = _absolute(node, module_name(path), path.name == "__init__.py")
-            out.append((module, [a.name for a in node.names], node.lineno))
+            out.append((_absolute(node, module, is_package), [a.name for a in node.names], node.lineno))
     return out
+
+
+def imports(path: Path) -> list[tuple[str, list[str], int]]:
+    """:func:`source_imports` of the module at ``path``."""
+    return source_imports(path.read_text(encoding="utf-8"), module_name(path), path.name == "__init__.py")
+
+
+def test_every_kind_of_import_is_seen() -> None:
+    text = (
+        "from __future__ import annotations\n"
+        "from typing import TYPE_CHECKING\n"
+        "import mtvbench.util.files\n"
+        "from mtvbench import __version__\n"
+        "if TYPE_CHECKING:\n"
+        "    from mtvbench.run.store import RunStore\n"
+        "def f():\n"
+        "    from mtvbench.analysis import report\n"
+        "    try:\n"
+        "        import mtvbench.cli\n"
+        "    except ImportError:\n"
+        "        pass\n"
+        "from .sibling import x\n"
+        "from .. import errors\n"
+    )
+    seen = [(m, n) for m, n, _line in source_imports(text, "mtvbench.media.cache")]
+    for expected in [("mtvbench.util.files", []), ("mtvbench", ["__version__"]), ("mtvbench.run.store", ["RunStore"]),
+                     ("mtvbench.analysis", ["report"]), ("mtvbench.cli", []), ("mtvbench.media.sibling", ["x"]),
+                     ("mtvbench", ["errors"])]:
+        assert expected in seen, expected
+    in_package = [m for m, _n, _line in source_imports(text, "mtvbench.media", is_package=True)]
+    assert "mtvbench.media.sibling" in in_package and "mtvbench" in in_package
 
 
 def package_edges() -> dict[tuple[str, str], list[str]]:
