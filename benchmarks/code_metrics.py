@@ -4,8 +4,8 @@
     python benchmarks/code_metrics.py --src OTHER/src/mtvbench --json out.json
 
 Printed: lines in src/ (all, and code lines), modules, functions over 60 lines, file-level import cycles
-(every import counted, ``if TYPE_CHECKING:`` and function-local ones too, ``from PKG import NAME`` counting as the module
-``PKG.NAME`` when there is one), pairs of places sharing six or more lines of the same shape, places that
+(every import counted, ``if TYPE_CHECKING:`` and function-local ones too, ``from PKG import NAME`` counting as the
+module ``PKG.NAME`` when there is one), pairs of places sharing six or more lines of the same shape, places that
 spell the released layout's paths (a string constant, not a docstring, holding ``mtqa/`` or ``_CheckList``, or a
 path joined with ``/ "mtqa"`` or ``/ "checklist"``) and places that open
 SQLite (a call of ``sqlite3.connect``).
