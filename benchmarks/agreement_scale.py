@@ -48,8 +48,8 @@ def make_run(root: Path) -> Path:
 def checklist_items(run: Any, n: int) -> list[tuple[str, str, str, str]]:
     """(turn id, answer key, expected answer, digest of the judged answer) of the run's first ``n`` scored
     checklist items."""
-    from mtvbench.analysis.agreement import answer_digest
     from mtvbench.run.responses import judged_answer
+    from mtvbench.scoring.human import answer_digest
 
     items = [(d.turn_id(r.index), it.answer_key, it.expected, answer_digest(judged_answer(d, r, run.responses)))
              for d in run.dialogues for r in d.scored_turns for it in r.checklist or []]
@@ -89,8 +89,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    from mtvbench.analysis.agreement import agreement_report, human_agreement, judge_agreement, load_human
+    from mtvbench.analysis.agreement import agreement_report, judge_agreement
     from mtvbench.analysis.rundata import load_run
+    from mtvbench.scoring.human import human_agreement, load_human
 
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = make_run(Path(tmp))

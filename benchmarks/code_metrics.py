@@ -4,8 +4,8 @@
     python benchmarks/code_metrics.py --src OTHER/src/mtvbench --json out.json
 
 Printed: lines in src/ (all, and code lines), modules, functions over 60 lines, file-level import cycles
-(every import counted, ``if TYPE_CHECKING:`` left out, ``from PKG import NAME`` counting as the module
-``PKG.NAME`` when there is one), pairs of places sharing six or more lines of the same shape, places that
+(every import counted, ``if TYPE_CHECKING:`` and function-local ones too, ``from PKG import NAME`` counting as the
+module ``PKG.NAME`` when there is one), pairs of places sharing six or more lines of the same shape, places that
 spell the released layout's paths (a string constant, not a docstring, holding ``mtqa/`` or ``_CheckList``, or a
 path joined with ``/ "mtqa"`` or ``/ "checklist"``) and places that open
 SQLite (a call of ``sqlite3.connect``).
@@ -34,7 +34,7 @@ WINDOW = 6
 
 sys.path.insert(0, str(ROOT / "tests"))
 # the import graph as the test counts it (one Tarjan, one reading of imports): the figure is what the test checks
-from test_import_graph import cycles, import_targets  # noqa: E402
+from test_import_graph import cycles, source_imports  # noqa: E402
 
 
 def shape_lines(text: str) -> list[tuple[int, str]]:
@@ -120,7 +120,9 @@ def metrics(src: Path) -> dict[str, object]:
         for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         and node.end_lineno is not None and node.end_lineno - node.lineno + 1 > 60)
     modules = {module_name(src, p): p for p in paths}
-    graph = {m: {t for t in import_targets(trees[str(p.relative_to(src))]) if t in modules and t != m}
+    graph = {m: {t for module, names, _line in source_imports(texts[str(p.relative_to(src))], m,
+                                                              p.name == "__init__.py")
+                 for t in {module} | {f"{module}.{name}" for name in names} if t in modules and t != m}
              for m, p in modules.items()}
     spelled = [(name, node.lineno) for name, tree in trees.items() for node in _strings(tree)
                if LAYOUT.search(node.value)]

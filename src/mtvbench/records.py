@@ -10,6 +10,9 @@
 - :class:`JudgeVerdict`: one judge run over one turn's checklist (``ok``, ``unparsed``: no
   parseable verdict after the re-asks, left out of the mean, never counted as wrong; ``error``:
   the call failed, asked again on the next run).
+- :class:`Price`: prices per million tokens of a role (set in the run settings, read by scoring's cost).
+- :class:`Rejected` and :data:`Check`: what a reply's check returns for an unusable reply (the ask loop,
+  :mod:`mtvbench.models.ask`, asks again on it; the protocols' and the judge's readers return it).
 
 **Redaction happens here, once** (:mod:`mtvbench.util.secrets`): the ``error`` text of a result and
 of a verdict has every API key removed when the record is made (:data:`RedactedText`), so the
@@ -30,7 +33,9 @@ them needs another's module for a record.
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, ClassVar, Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -38,7 +43,7 @@ from mtvbench.media.frames import VideoFrames
 from mtvbench.util.jsonio import YesNo
 from mtvbench.util.secrets import redact_secrets, scrub_secret_values
 from mtvbench.util.storable import storable_value
-from mtvbench.util.strict import strict
+from mtvbench.util.strict import STRICT, strict
 
 #: how a call ended: ``ok``; ``blocked`` (content filter) and ``empty`` (no answer, e.g. every token
 #: spent thinking) are final answers scored as wrong; ``error`` is asked again on the next run
@@ -228,8 +233,37 @@ def _make_storable(record: BaseModel, fields: tuple[str, ...]) -> dict[str, int]
     return counts
 
 
-__all__ = ["GenerationConfig", "GenerationRequest", "GenerationResult", "JudgeStatus", "JudgeVerdict", "Outcome",
-           "Usage"]
+class Price(BaseModel):
+    """Prices per million tokens (in the currency you choose; the cost is reported in it)."""
+
+    model_config = STRICT
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    #: prompt tokens served from the provider's prefix or context cache (None: priced as ``input``)
+    cached_input: float | None = Field(None, ge=0)
+
+
+#: the value a :data:`Check` reads from a reply
+CheckedValue = TypeVar("CheckedValue")
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """What a check returns for an unusable reply: the problems, and optionally what it could read.
+    ``final``: give up at once, without asking again (the authors' eval.py on a ``null`` reply)."""
+
+    problems: list[str]
+    partial: Any = None
+    final: bool = False
+
+
+#: parse and check one reply: the value, or :class:`Rejected`
+Check = Callable[[str], "CheckedValue | Rejected"]
+
+
+__all__ = ["Check", "GenerationConfig", "GenerationRequest", "GenerationResult", "JudgeStatus", "JudgeVerdict",
+           "Outcome", "Price", "Rejected", "Usage"]
 
 
 class ProviderResource(BaseModel):

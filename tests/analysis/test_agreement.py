@@ -7,16 +7,15 @@ from pathlib import Path
 import pytest
 
 from mtvbench.analysis.agreement import (
-    AgreementError,
     agreement_markdown,
     agreement_report,
     cohen_kappa,
     correlations,
     fleiss_kappa,
-    load_human,
 )
 from mtvbench.analysis.rundata import load_run
 from mtvbench.errors import InputError
+from mtvbench.scoring.human import AgreementError, load_human
 from tests.support.datasets import make_dataset
 from tests.support.runs import make_store_run
 
@@ -201,7 +200,7 @@ def test_bootstrap_cis_are_seeded_and_hold_the_estimate():
 
 
 def test_the_written_human_file_reads_back_and_its_fields_are_checked(tmp_path):
-    from mtvbench.analysis.agreement import HumanRecord, human_agreement, human_jsonl
+    from mtvbench.scoring.human import HumanRecord, human_agreement, human_jsonl
     from mtvbench.scoring.kappa import krippendorff_alpha_nominal
 
     recs = [HumanRecord(turn_id="object_reference/v/0#3", annotator=a, item=f"A{k}", verdict=v,
@@ -233,9 +232,9 @@ def test_records_the_run_does_not_have_and_records_without_a_digest_are_counted_
     and counted. Turn and item records alike."""
     from typer.testing import CliRunner
 
-    from mtvbench.analysis.agreement import answer_digest
     from mtvbench.cli import app
     from mtvbench.run.responses import judged_answer
+    from mtvbench.scoring.human import answer_digest
 
     tmp, run_dir = judged
     run = load_run(run_dir, bootstrap=0)

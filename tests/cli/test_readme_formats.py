@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mtvbench.analysis.agreement import load_human
 from mtvbench.analysis.metadata import load_metadata_file, resolve_metadata
 from mtvbench.cli import app
 from mtvbench.data.official import load_benchmark
+from mtvbench.scoring.human import load_human
 from tests.support.datasets import make_dataset
 from tests.support.runs import make_store_run
 

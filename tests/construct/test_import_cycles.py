@@ -2,9 +2,9 @@
 artifacts of the stages before it, the build settings are assembled from the registry, and nothing the
 registry or the settings import leads back to a stage module.
 
-Imports are counted as tests/test_import_graph.py counts them (every import, also inside functions; only
-``if TYPE_CHECKING:`` blocks are left out: they never run); ``from PACKAGE import NAME`` counts as an
-import of the module ``PACKAGE.NAME`` when there is one.
+Imports are counted as tests/test_import_graph.py counts them (every import: inside functions and under
+``if TYPE_CHECKING:`` too); ``from PACKAGE import NAME`` counts as an import of the module ``PACKAGE.NAME``
+when there is one.
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mtvbench.analysis.agreement import AgreementError, load_human
 from mtvbench.analysis.metadata import MetadataError, load_metadata_file
 from mtvbench.cli import app
 from mtvbench.errors import InputError
+from mtvbench.scoring.human import AgreementError, load_human
 
 TURN = {"task": "summary", "video": "v", "event": 0, "round": 3}
 

@@ -92,10 +92,10 @@ def test_judge_unparsed_after_the_bound_and_error_on_api_failure() -> None:
 def test_ask_reprompts_with_the_problems_and_keeps_every_reply() -> None:
     import asyncio
 
-    from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
+    from mtvbench.models.ask import ReaskPolicy, append_problems, ask
     from mtvbench.models.registry import create_backend
     from mtvbench.models.settings import BackendOptions
-    from mtvbench.records import GenerationRequest
+    from mtvbench.records import GenerationRequest, Rejected
     from tests.support.openai_server import LoopbackServer, ServerState
 
     replies = iter(["seven", "8", "9"])

@@ -7,11 +7,10 @@ from __future__ import annotations
 import pytest
 
 from mtvbench.data.schema import ChecklistItem, Dialogue, Round, Task
-from mtvbench.models.ask import Rejected
 from mtvbench.prompts import placeholder_answer
 from mtvbench.protocol import JudgeReading, get_protocol
 from mtvbench.protocol.authors import read_reply
-from mtvbench.records import JudgeVerdict
+from mtvbench.records import JudgeVerdict, Rejected
 from mtvbench.scoring.aggregate import compute_scores
 
 AUTHORS = get_protocol("authors")

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from mtvbench.analysis.agreement import load_human
 from mtvbench.cli import app
+from mtvbench.scoring.human import load_human
 from tests.review.conftest import running_server
 from tests.review.test_browser_flows import chromium_pages
 from tests.review.test_rating import HOSTILE, varied

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mtvbench.analysis.agreement import answer_digest, load_human
 from mtvbench.errors import ConfigError
 from mtvbench.review.run_source import RunSource
 from mtvbench.review.source import open_source
 from mtvbench.review.store import ReviewStore
+from mtvbench.scoring.human import answer_digest, load_human
 from tests.review.conftest import item_url, make_client, who
 from tests.support.runs import make_store_run
 

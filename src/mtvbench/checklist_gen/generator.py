@@ -30,10 +30,10 @@ from pydantic import BaseModel, Field
 
 from mtvbench.data.schema import ChecklistItem
 from mtvbench.errors import MtvbenchError
-from mtvbench.models.ask import Check, ReaskPolicy, Rejected, append_problems, ask
+from mtvbench.models.ask import ReaskPolicy, append_problems, ask
 from mtvbench.models.backend import ModelBackend
 from mtvbench.prompts.generation import render_checklist_prompt
-from mtvbench.records import GenerationConfig, GenerationRequest
+from mtvbench.records import Check, GenerationConfig, GenerationRequest, Rejected
 from mtvbench.util.jsonio import json_values, yes_no
 
 #: how a rejected checklist is asked for again (the problems are listed after it)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from mtvbench.config.loading import MAX_CONFIG_BYTES, load_settings_file, load_yaml, loads_yaml_strict
 from mtvbench.config.resolve import apply_preset, preset_overrides
-from mtvbench.config.roles import ExecutorName, LocalRaySettings, Price, RaySettings, RoleSettings
+from mtvbench.config.roles import ExecutorName, LocalRaySettings, RaySettings, RoleSettings
 from mtvbench.config.runconfig import (
     AUTHORS_SCRIPTS,
     IN_PROCESS_BACKENDS,
@@ -36,6 +36,7 @@ from mtvbench.config.stored import (
 )
 from mtvbench.config.validation import validate_settings
 from mtvbench.errors import ConfigError
+from mtvbench.records import Price
 
 __all__ = ["AUTHORS_SCRIPTS", "DEFAULT_PROTOCOL", "IN_PROCESS_BACKENDS", "MAX_CONFIG_BYTES", "NOT_REPRODUCED",
            "RECORDED_IDENTITY_KEYS", "RECORD_KEYS", "RUN_SCHEMA_VERSION", "ConfigError",

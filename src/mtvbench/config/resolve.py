@@ -5,14 +5,13 @@ paper row (:mod:`mtvbench.models.presets`), with the given settings on top.
 :func:`~mtvbench.config.validation.validate_settings`); the role's settings are merged typed, in one
 place (:meth:`mtvbench.models.settings.BackendOptions.merge`); :func:`preset_overrides` lists the preset
 values the given settings change (a run that changes one is marked "modified" in every table);
-:func:`mark_origins` records, for messages, which values the preset gave.
+:func:`mtvbench.config.runconfig.mark_origins` records, for messages, which values the preset gave.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -20,15 +19,10 @@ from mtvbench.config.roles import RoleSettings
 from mtvbench.config.stored import DEFAULT_PROTOCOL, stored_protocol
 from mtvbench.models.endpoints import key_variable_problem
 from mtvbench.models.settings import (
-    GENERATION_SETTINGS,
     OPERATIONAL_OPTIONS,
     OPTIONS_KEY,
     BackendOptions,
-    SettingsOrigin,
 )
-
-if TYPE_CHECKING:
-    from mtvbench.config.runconfig import RunConfig
 
 #: settings of a preset run that may change without it becoming another configuration: where and how
 #: the model is called
@@ -155,20 +149,3 @@ def _merged_settings(preset: BackendOptions, given: dict[str, Any]) -> dict[str,
     except ValidationError:
         return given
     return preset.merge(mine).model_dump(exclude_defaults=True)
-
-
-def mark_origins(cfg: RunConfig, values: Mapping[str, Any]) -> None:
-    """Mark each role's settings with its role and the values its preset gave it (for messages that
-    say how to drop one: :class:`~mtvbench.models.settings.SettingsOrigin`)."""
-    from mtvbench.models.presets import get_preset, resolve_model
-
-    preset = None if values.get("model_spec") else get_preset(cfg.model)
-    keys: frozenset[str] = frozenset()
-    if preset is not None:
-        given = values.get("model_settings") if isinstance(values.get("model_settings"), Mapping) else {}
-        options = given.get(OPTIONS_KEY) if isinstance(given.get(OPTIONS_KEY), Mapping) else {}
-        defaults = resolve_model(cfg.model, protocol=cfg.protocol_name)[1]
-        keys = frozenset(k for k in GENERATION_SETTINGS
-                         if getattr(defaults, k) is not None and k not in given and k not in options)
-    cfg.model_settings.mark(SettingsOrigin(role="model", preset=preset.name if preset else None, preset_keys=keys))
-    cfg.judge_settings.mark(SettingsOrigin(role="judge"))

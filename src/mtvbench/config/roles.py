@@ -1,7 +1,7 @@
 """The settings a run and a build share: a role's connection and generation settings
 (:class:`RoleSettings`, strict :class:`~mtvbench.models.settings.BackendOptions` with ranges), the Ray
-resources, deadlines and local instance (:class:`RaySettings`, :class:`LocalRaySettings`) and prices
-(:class:`Price`).
+resources, deadlines and local instance (:class:`RaySettings`, :class:`LocalRaySettings`) (prices,
+:class:`~mtvbench.records.Price`, are a record that scoring reads too).
 
 Ranges: ``temperature >= 0``, ``0 < top_p <= 1``, ``max_tokens >= 1``, ``repetition_penalty > 0``,
 ``-2 <= presence_penalty <= 2``, ``0 <= min_p <= 1``, ``timeout_s > 0``, ``max_retries >= 0``;
@@ -35,17 +35,6 @@ _RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
     "timeout_s": (lambda v: v > 0, "must be > 0 seconds"),
     "max_retries": (lambda v: v >= 0, "must be >= 0"),
 }
-
-
-class Price(BaseModel):
-    """Prices per million tokens (in the currency you choose; the cost is reported in it)."""
-
-    model_config = STRICT
-
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    #: prompt tokens served from the provider's prefix or context cache (None: priced as ``input``)
-    cached_input: float | None = Field(None, ge=0)
 
 
 class RoleSettings(BackendOptions):

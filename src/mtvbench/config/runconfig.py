@@ -23,15 +23,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
-from mtvbench.config.resolve import apply_preset, mark_origins
-from mtvbench.config.roles import ExecutorName, Price, RaySettings, RoleSettings
+from mtvbench.config.resolve import apply_preset
+from mtvbench.config.roles import ExecutorName, RaySettings, RoleSettings
 from mtvbench.config.stored import DEFAULT_PROTOCOL, RECORD_KEYS, RUN_SCHEMA_VERSION, stored_protocol
 from mtvbench.config.validation import validate_settings
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.errors import ConfigError
 from mtvbench.media.frames import MAX_FRAME_SIDE, FrameRule, FrameSettings, script_size_problem
+from mtvbench.models.settings import GENERATION_SETTINGS, OPTIONS_KEY, SettingsOrigin
 from mtvbench.prompts import InferenceStyle
 from mtvbench.protocol import ProtocolName
+from mtvbench.records import Price
 from mtvbench.util.strict import STRICT
 
 ContextMode = Literal["golden", "self", "none"]
@@ -414,3 +416,20 @@ def build_config(values: dict[str, Any], source: str = "settings", flags: Mappin
                             prepare=lambda v: apply_preset(v, needs_server=needs_server))
     mark_origins(cfg, values)
     return cfg
+
+
+def mark_origins(cfg: RunConfig, values: Mapping[str, Any]) -> None:
+    """Mark each role's settings with its role and the values its preset gave it (for messages that
+    say how to drop one: :class:`~mtvbench.models.settings.SettingsOrigin`)."""
+    from mtvbench.models.presets import get_preset, resolve_model
+
+    preset = None if values.get("model_spec") else get_preset(cfg.model)
+    keys: frozenset[str] = frozenset()
+    if preset is not None:
+        given = values.get("model_settings") if isinstance(values.get("model_settings"), Mapping) else {}
+        options = given.get(OPTIONS_KEY) if isinstance(given.get(OPTIONS_KEY), Mapping) else {}
+        defaults = resolve_model(cfg.model, protocol=cfg.protocol_name)[1]
+        keys = frozenset(k for k in GENERATION_SETTINGS
+                         if getattr(defaults, k) is not None and k not in given and k not in options)
+    cfg.model_settings.mark(SettingsOrigin(role="model", preset=preset.name if preset else None, preset_keys=keys))
+    cfg.judge_settings.mark(SettingsOrigin(role="judge"))

@@ -27,9 +27,9 @@ from mtvbench.construct.artifacts import Failure
 from mtvbench.construct.clipframes import sample_ranges_frames
 from mtvbench.construct.journal import CallJournal, request_key
 from mtvbench.media.frames import FrameSettings, VideoFrames
-from mtvbench.models.ask import AskOutcome, Rejected
+from mtvbench.models.ask import AskOutcome
 from mtvbench.models.backend import BackendBase, ModelBackend
-from mtvbench.records import GenerationRequest, GenerationResult
+from mtvbench.records import GenerationRequest, GenerationResult, Rejected
 
 T = TypeVar("T")
 

@@ -49,10 +49,11 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import av
 import numpy as np
@@ -75,8 +76,13 @@ from mtvbench.media.frames import (
 )
 from mtvbench.util.files import atomic_open, describe_os_error
 
-if TYPE_CHECKING:  # the cache builds its script entries with this module
-    from mtvbench.media.cache import FrameCache
+
+class FileEntries(Protocol):
+    """What :func:`script_clip` needs of a frame cache (:class:`mtvbench.media.cache.FrameCache` has it):
+    named here rather than imported, since the cache makes its script entries with this module."""
+
+    def file_entry(self, key: str, build: Callable[[Path], None]) -> Path: ...
+
 
 #: Bump when an index rule, the size rule or the MP4 encoding changes (part of the cache key).
 RULE_VERSION = SCRIPT_RULES_VERSION
@@ -222,7 +228,7 @@ def script_clip_key(video: Path, frames: int = 128, max_side: int = 720) -> str:
     return f"{fingerprint(video)}-qwenclip-n{frames}-m{max_side}-r{RULE_VERSION}-v{CACHE_VERSION}"
 
 
-def script_clip(video: Path, cache: FrameCache, frames: int = 128, max_side: int = 720) -> ScriptClip:
+def script_clip(video: Path, cache: FileEntries, frames: int = 128, max_side: int = 720) -> ScriptClip:
     """The script's MP4 of ``video`` from the frame cache, made once (``ScriptClip.path`` is in the cache)."""
     video = Path(video)
 

@@ -26,25 +26,13 @@ from typing import Any, Generic, Literal, TypeVar
 
 from mtvbench.errors import ConfigError
 from mtvbench.models.backend import ModelBackend
-from mtvbench.records import GenerationRequest, GenerationResult, Usage
+from mtvbench.records import Check, GenerationRequest, GenerationResult, Rejected, Usage
 
 T = TypeVar("T")
 
 AskStatus = Literal["ok", "failed", "error"]
 
 
-@dataclass(frozen=True)
-class Rejected:
-    """What a check returns for an unusable reply: the problems, and optionally what it could read.
-    ``final``: give up at once, without asking again (the authors' eval.py on a ``null`` reply)."""
-
-    problems: list[str]
-    partial: Any = None
-    final: bool = False
-
-
-#: parse and check one reply: the value, or :class:`Rejected`
-Check = Callable[[str], "T | Rejected"]
 #: the next prompt from the original prompt and the problems of the last reply
 Reprompt = Callable[[str, list[str]], str]
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from mtvbench import __version__
+from mtvbench._version import __version__
 from mtvbench.errors import ConfigError
 from mtvbench.media.frames import VideoFrames
 from mtvbench.models.backend import BackendBase, split_thinking

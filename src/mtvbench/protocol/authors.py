@@ -46,10 +46,9 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from mtvbench.data.schema import ALL_ROUNDS_TASKS, MODEL_TURN_ABILITIES, Dialogue, Round, Task
-from mtvbench.models.ask import Check, Rejected
 from mtvbench.prompts import placeholder_answer, render_authors_judge_prompt
 from mtvbench.protocol.base import EvalProtocol, JudgeReading, ProtocolName
-from mtvbench.records import JudgeVerdict
+from mtvbench.records import Check, JudgeVerdict, Rejected
 from mtvbench.util.jsonio import YesNo, yes_no
 
 #: what ``\s`` matches in the ``regex`` module eval.py imports as ``re``: Unicode White_Space. Python's ``re`` also

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from mtvbench.data.schema import Benchmark, Dialogue, Round, Task
-from mtvbench.models.ask import Check, Rejected
-from mtvbench.records import JudgeVerdict
+from mtvbench.records import Check, JudgeVerdict, Rejected
 from mtvbench.registry import Registry
 from mtvbench.util.jsonio import YesNo
 

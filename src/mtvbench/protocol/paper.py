@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from mtvbench.data.schema import Dialogue, Round, Task, is_model_turn
-from mtvbench.models.ask import Check, Rejected
 from mtvbench.prompts import render_judge_prompt
 from mtvbench.protocol.base import EvalProtocol, JudgeReading, ProtocolName
 from mtvbench.protocol.verdicts import parse_verdicts
-from mtvbench.records import JudgeVerdict
+from mtvbench.records import Check, JudgeVerdict, Rejected
 
 
 class PaperProtocol(EvalProtocol):

@@ -5,12 +5,12 @@ and the export that ``mtvbench agreement --human`` reads.
   rated by every rater (no slots as in the double annotation).
 - **Progress**: for seniors, per rater and task the dialogues rated, the active time, and the agreement
   among the raters (Krippendorff's alpha, nominal, over their Yes/No answers; the same computation as
-  ``agreement``'s, :func:`mtvbench.analysis.agreement.human_agreement`); a rater sees the size of each task
+  ``agreement``'s, :func:`mtvbench.scoring.human.human_agreement`); a rater sees the size of each task
   and their own work, nothing of the other raters.
 - **Export** (:func:`export_ratings`): one record per rater and checklist question (``turn_id``, ``item``,
   ``verdict``, ``rater``, ``at``, the sample's ``seed`` and the digest of the rated answer), written by
-  :func:`mtvbench.analysis.agreement.human_jsonl` and read back with
-  :func:`~mtvbench.analysis.agreement.load_human` before it is kept (one reader). A rater who has not rated
+  :func:`mtvbench.scoring.human.human_jsonl` and read back with
+  :func:`~mtvbench.scoring.human.load_human` before it is kept (one reader). A rater who has not rated
   every sampled dialogue makes the export INCOMPLETE (the command exits 3).
 """
 
@@ -22,11 +22,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from mtvbench.analysis.agreement import HumanRecord, answer_digest, human_agreement, human_jsonl, load_human
 from mtvbench.data.schema import TASKS
 from mtvbench.errors import InputError, OutputError
 from mtvbench.review.decisions import Rating, ReviewItem
 from mtvbench.review.store import UserInfo
+from mtvbench.scoring.human import HumanRecord, answer_digest, human_agreement, human_jsonl, load_human
 from mtvbench.util.files import atomic_write_text
 
 

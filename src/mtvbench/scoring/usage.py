@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mtvbench.config import Price
+from mtvbench.records import Price
 
 ROLES = ("model", "judge")
 

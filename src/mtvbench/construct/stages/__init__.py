@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -34,11 +35,10 @@ from mtvbench.registry import Registry
 
 if TYPE_CHECKING:
     from mtvbench.construct.artifacts import Artifact, VideoRecord
+    from mtvbench.construct.build_settings import BuildSettings
     from mtvbench.construct.calls import StageModel
-    from mtvbench.construct.config import BuildSettings
     from mtvbench.construct.detector import Detector
     from mtvbench.construct.textsim import TextSimilarity
-    from mtvbench.construct.workspace import Workspace
     from mtvbench.media.frames import FrameSettings
 
 #: a model role a stage asks (``caption``, ``merge``, ``suitability``, ``generate``, ``checklist`` for the
@@ -49,10 +49,19 @@ Module = tuple[str, str]
 A = TypeVar("A", bound="Artifact")
 
 
+class StageFolders(Protocol):
+    """What a stage reads of the build workspace (:class:`mtvbench.construct.workspace.Workspace` has it;
+    named here rather than imported, since the workspace reads the artifact types from :data:`STAGES`)."""
+
+    def video_dir(self, video: str) -> Path:
+        """The folder of ``video``'s artifacts (and of what a stage writes beside them)."""
+        ...
+
+
 class StageContext(Protocol):
     """What a stage gets from the builder while it runs for one video."""
 
-    ws: Workspace
+    ws: StageFolders
     #: the build's settings (:class:`~mtvbench.construct.config.BuildConfig`); a stage reads its own
     #: section with ``config.section(ItsSettings)``
     config: BuildSettings
@@ -185,5 +194,5 @@ def roles() -> tuple[Role, ...]:
     return tuple(dict.fromkeys(s.role for s in loadable_stages().values() if s.role is not None))
 
 
-__all__ = ["STAGES", "Role", "Stage", "StageContext", "loadable_stages", "register_stage", "roles",
+__all__ = ["STAGES", "Role", "Stage", "StageContext", "StageFolders", "loadable_stages", "register_stage", "roles",
            "stage_names", "text_digest"]

@@ -52,7 +52,7 @@ from mtvbench.construct.stages.suitability import PROBE_UNIT, SuitabilityResult,
 from mtvbench.data.schema import ALL_ROUNDS_TASKS, TASKS, Task
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
-from mtvbench.models.ask import ReaskPolicy, Rejected, ask
+from mtvbench.models.ask import ReaskPolicy, ask
 from mtvbench.prompts.generation import (
     BASIC_ABILITIES,
     CROSS_SCENE_OBJECTS,
@@ -62,7 +62,7 @@ from mtvbench.prompts.generation import (
     TOPIC_FORMAT,
     render_generation_prompt,
 )
-from mtvbench.records import GenerationRequest
+from mtvbench.records import GenerationRequest, Rejected
 from mtvbench.util.strict import STRICT
 from mtvbench.util.timecodes import hms
 

@@ -29,9 +29,9 @@ from mtvbench.construct.stages import Stage, StageContext, text_digest
 from mtvbench.construct.stages.caption import Captions
 from mtvbench.construct.stages.split import SplitResult
 from mtvbench.construct.textsim import TextSimilarity
-from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
+from mtvbench.models.ask import ReaskPolicy, append_problems, ask
 from mtvbench.prompts.generation import MERGE_PROMPT
-from mtvbench.records import GenerationRequest
+from mtvbench.records import GenerationRequest, Rejected
 from mtvbench.util.jsonio import extract_json_object, yes_no
 from mtvbench.util.strict import STRICT
 from mtvbench.util.timecodes import hms

@@ -28,9 +28,9 @@ from mtvbench.construct.stages.crossscene import CrossSceneResult, Unit
 from mtvbench.data.schema import TASKS, Task
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings
-from mtvbench.models.ask import ReaskPolicy, Rejected, append_problems, ask
+from mtvbench.models.ask import ReaskPolicy, append_problems, ask
 from mtvbench.prompts.generation import SUITABILITY_PROMPT, TASK_DEFINITIONS
-from mtvbench.records import GenerationRequest
+from mtvbench.records import GenerationRequest, Rejected
 from mtvbench.util.jsonio import extract_json_object
 from mtvbench.util.strict import STRICT
 from mtvbench.util.timecodes import hms
