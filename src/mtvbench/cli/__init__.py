@@ -62,7 +62,8 @@ SUMMARIES: dict[str, str] = {
                 "as mtqa/ checklist/ videos/ (unpacking video archives) and validate it. Rerun to resume.",
     "checklists": "Write missing checklists (paper Figure 16) in the released layout; resumable.",
     **GROUP_HELP,
-    "report": "Leaderboard (MD/CSV/LaTeX), breakdowns and a self-contained report.html from stored runs.",
+    "report": "Leaderboard (MD/CSV/LaTeX), breakdowns and report.html (its explorer's files in explorer/) from stored "
+              "runs.",
     "compare": "B - A per task and Overall, paired bootstrap over dialogues (95% CI, p-value, n per row).",
     "agreement": "Judge-human agreement (Table 3: Spearman, Kendall-tau, Pearson with bootstrap CIs; one row per "
                  "judge), Cohen's and Fleiss' kappa, and the agreement among the human raters (Krippendorff's "
