@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from mtvbench.run.evaluate import evaluate
+from tests.support.datasets import make_dataset
 from tests.support.openai_server import LoopbackServer
 from tests.support.run_helpers import cfg_for, cli, judge_requests, model_requests, scores_of
 
@@ -108,13 +109,15 @@ def two_per_task(root: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def source(dataset: Path, tmp_path: Path) -> Path:
-    """A finished run of 12 dialogues (two per task) against a loopback server, judged offline."""
-    two_per_task(dataset)
-    a = tmp_path / "a"
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run of 12 dialogues (two per task) against a loopback server, judged offline; made once for
+    the module (the tests only read it: each writes its own --out)."""
+    base = tmp_path_factory.mktemp("answers-source")
+    dataset = two_per_task(make_dataset(base / "data"))
+    a = base / "a"
     with LoopbackServer() as srv:
-        evaluate(cfg_for(dataset, a, srv.url, tmp_path / "cache", judge="offline", judge_runs=1))
+        evaluate(cfg_for(dataset, a, srv.url, base / "cache", judge="offline", judge_runs=1))
     assert scores_of(a)["counts"]["dialogues"] == 12
     return a
 
