@@ -296,14 +296,22 @@ def test_the_sample_is_marked_not_a_benchmark(root: Path) -> None:
     assert [p.message for p in problems if p.level == "warning"] == [f"NOT a real benchmark: {NOT_A_BENCHMARK}"]
 
 
+@pytest.fixture(scope="module")
+def one_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample written once for the module (its videos take seconds to draw); tests edit copies."""
+    return materialize(tmp_path_factory.mktemp("one-sample") / "s")
+
+
 @pytest.mark.parametrize("reason", ["x" * 100_000, "line one\nline two\x1b[31m red\x07", "   \t "])
-def test_a_mark_from_the_data_is_one_bounded_line_or_none(tmp_path: Path, reason: str) -> None:
+def test_a_mark_from_the_data_is_one_bounded_line_or_none(one_sample: Path, tmp_path: Path, reason: str) -> None:
     """The mark's reason is untrusted text from the dataset: kept as one line of at most 500 characters, without
     control characters; a blank one is no mark."""
+    import shutil
+
     from mtvbench.data.official import load_official
     from mtvbench.data.schema import MAX_MARK_CHARS
 
-    root = materialize(tmp_path / "s")
+    root = Path(shutil.copytree(one_sample, tmp_path / "s"))
     for f in (root / "mtqa").glob("*.json"):
         obj = json.loads(f.read_text())
         for recs in obj.values():

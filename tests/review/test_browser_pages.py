@@ -33,7 +33,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, dict[s
             browser.close()
 
 
-@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("size", ["phone", "laptop"])  # the two sizes; 1366x768: the decision test
 def test_every_page_type_fits_and_has_no_serious_accessibility_violation(site: tuple[Any, dict[str, str]],
                                                                          size: str) -> None:
     browser, urls = site
