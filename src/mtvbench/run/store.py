@@ -51,8 +51,7 @@ from mtvbench.ledger.sqlite import (
     transaction,
 )
 from mtvbench.ledger.sqlite import StoredValueError as LedgerStoredValueError
-from mtvbench.models.ask import Rejected
-from mtvbench.records import GenerationResult, JudgeStatus, JudgeVerdict, Outcome, ProviderResource, Usage
+from mtvbench.records import GenerationResult, JudgeStatus, JudgeVerdict, Outcome, ProviderResource, Rejected, Usage
 from mtvbench.run.identity import ResultKey
 from mtvbench.util.storable import clean_text, storable_value
 
