@@ -3,12 +3,15 @@
     python benchmarks/code_metrics.py                 # src/mtvbench of this checkout
     python benchmarks/code_metrics.py --src OTHER/src/mtvbench --json out.json
 
-Printed: lines in src/ (all, and code lines), modules, functions over 60 lines, file-level import cycles
-(every import counted, ``if TYPE_CHECKING:`` and function-local ones too, ``from PKG import NAME`` counting as the
-module ``PKG.NAME`` when there is one), pairs of places sharing six or more lines of the same shape, places that
-spell the released layout's paths (a string constant, not a docstring, holding ``mtqa/`` or ``_CheckList``, or a
-path joined with ``/ "mtqa"`` or ``/ "checklist"``) and places that open
-SQLite (a call of ``sqlite3.connect``).
+Printed: lines in src/ (all, code, docstring and comment lines), modules, functions over 60 lines, file-level
+import cycles (every import counted, ``if TYPE_CHECKING:`` and function-local ones too, ``from PKG import NAME``
+counting as the module ``PKG.NAME`` when there is one), pairs of places sharing six or more lines of the same shape,
+places that spell the released layout's paths (a string constant, not a docstring, holding ``mtqa/`` or ``_CheckList``
+or a path joined with ``/ "mtqa"`` or ``/ "checklist"``) and places that open
+SQLite (a call of ``sqlite3.connect``); the arrows between packages (a package is a folder or a top-level module
+of ``mtvbench``; an arrow when any module of one imports any module of the other) and how many of them survive a
+transitive reduction (an arrow that another path already implies is dropped); the hidden options and commands of
+the checkout's CLI; the test files and fixture bytes of the checkout's ``tests/``.
 
 Same shape: each line is reduced to its tokens with every name (keywords kept), string and number replaced
 by one placeholder, comments and blank lines dropped; a window of 6 such lines that occurs at two places (in
@@ -111,6 +114,82 @@ def _strings(tree: ast.AST) -> list[ast.Constant]:
             and id(node) not in docs]
 
 
+def docstring_lines(tree: ast.AST) -> int:
+    """Lines of the module's, classes' and functions' docstrings."""
+    return sum(node.body[0].end_lineno - node.body[0].lineno + 1 for node in ast.walk(tree)
+               if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+               and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+               and isinstance(node.body[0].value.value, str) and node.body[0].end_lineno is not None)
+
+
+def comment_lines(text: str) -> int:
+    """Lines holding a comment (on their own or after code)."""
+    try:
+        return len({tok.start[0] for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+                    if tok.type == tokenize.COMMENT})
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return 0
+
+
+def package_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def package_arrows(graph: dict[str, set[str]]) -> tuple[int, int]:
+    """Arrows between packages, and how many survive a transitive reduction."""
+    arrows: dict[str, set[str]] = defaultdict(set)
+    for module, targets in graph.items():
+        for target in targets:
+            a, b = package_of(module), package_of(target)
+            if a != b and a != "mtvbench" and b != "mtvbench":  # the facade re-exports, it is no level
+                arrows[a].add(b)
+
+    def reachable(start: str, skip: tuple[str, str]) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            node = todo.pop()
+            for nxt in arrows.get(node, ()):
+                if (node, nxt) != skip and nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    total = sum(len(b) for b in arrows.values())
+    kept = sum(1 for a, targets in arrows.items() for b in targets if b not in reachable(a, (a, b)))
+    return total, kept
+
+
+def checkout_figures(src: Path) -> dict[str, object]:
+    """Hidden CLI options and commands (the checkout's own CLI, in a child process) and its tests' size."""
+    import subprocess
+
+    probe = (
+        "import click, typer\n"
+        "from mtvbench.cli import app\n"
+        "cmd = typer.main.get_command(app)\n"
+        "opts = cmds = 0\n"
+        "def walk(c):\n"
+        "    global opts, cmds\n"
+        "    opts += sum(1 for p in c.params if getattr(p, 'hidden', False))\n"
+        "    for sub in getattr(c, 'commands', {}).values():\n"
+        "        cmds += bool(sub.hidden)\n"
+        "        walk(sub)\n"
+        "walk(cmd)\n"
+        "print(opts, cmds)\n")
+    env = {**__import__("os").environ, "PYTHONPATH": str(src.parent)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
+    hidden = [int(x) for x in done.stdout.split()] if done.returncode == 0 else [-1, -1]
+    tests = src.parents[1] / "tests"
+    test_files = sorted(tests.rglob("test_*.py")) if tests.is_dir() else []
+    fixtures = tests / "fixtures"
+    fixture_files = [p for p in fixtures.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    fixture_bytes = sum(p.stat().st_size for p in fixture_files)
+    return {"hidden_options": hidden[0], "hidden_commands": hidden[1], "test_files": len(test_files),
+            "fixture_bytes": fixture_bytes}
+
+
 def metrics(src: Path) -> dict[str, object]:
     paths = sorted(p for p in src.rglob("*.py"))
     texts = {str(p.relative_to(src)): p.read_text(encoding="utf-8") for p in paths}
@@ -133,9 +212,14 @@ def metrics(src: Path) -> dict[str, object]:
     layout_places = len(spelled)
     sqlite = sorted(f"{name}:{node.lineno}" for name, tree in trees.items() for node in ast.walk(tree)
                     if isinstance(node, ast.Call) and ast.unparse(node.func) == "sqlite3.connect")
+    arrows, kept = package_arrows(graph)
     return {
         "lines": sum(t.count("\n") for t in texts.values()),
         "code_lines": sum(len(shape_lines(t)) for t in texts.values()),
+        "docstring_lines": sum(docstring_lines(t) for t in trees.values()),
+        "comment_lines": sum(comment_lines(t) for t in texts.values()),
+        "package_arrows": arrows,
+        "package_arrows_reduced": kept,
         "modules": len(paths),
         "functions_over_60_lines": len(long_functions),
         "long_functions": long_functions,
@@ -144,6 +228,7 @@ def metrics(src: Path) -> dict[str, object]:
         "layout_spellings": layout_places,
         "layout_modules": layout,
         "sqlite_connects": sqlite,
+        **checkout_figures(src),
     }
 
 
@@ -153,7 +238,9 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     m = metrics(args.src)
-    for key in ("lines", "code_lines", "modules", "functions_over_60_lines", "duplicate_pairs", "layout_spellings"):
+    for key in ("lines", "code_lines", "docstring_lines", "comment_lines", "modules", "package_arrows",
+                "package_arrows_reduced", "functions_over_60_lines", "duplicate_pairs", "layout_spellings",
+                "hidden_options", "hidden_commands", "test_files", "fixture_bytes"):
         print(f"{key:<26} {m[key]}")
     print(f"{'file_level_cycles':<26} {len(m['file_level_cycles'])} {m['file_level_cycles']}")
     print(f"{'layout_modules':<26} {len(m['layout_modules'])} {m['layout_modules']}")
