@@ -1,6 +1,6 @@
 """The call journal: every model reply a build stage paid for, committed the moment it arrives.
 
-``WS/calls.sqlite`` (the one SQLite set-up and version rule of :mod:`mtvbench.ledger.sqlite`; its format is
+``WS/calls.sqlite`` (the shared SQLite set-up and version rule of :mod:`mtvbench.ledger.sqlite`; its format is
 the workspace's: a journal of another format is refused, naming both) holds one row per reply: the video,
 stage and item it was asked for, a key (:func:`request_key`: the model, the request id with its attempt
 number, the prompt, the frame source and the generation settings) and the reply. A stage never

@@ -10,7 +10,7 @@ Layout::
       videos/<name>/crops/          detected object crops (JPEG)
       review_queue.json             human verification queue (export.py)
       dataset/                      default export target (released layout)
-      .lock                         held by the one build process using the workspace
+      .lock                         locked by the build process using the workspace
 
 Every file is written whole or not at all (:mod:`mtvbench.util.files`). Video names are
 folder names: they are checked when registered and when the manifest is read, and a

@@ -1,4 +1,4 @@
-"""The released dataset layout (docs/official-format.md): its paths, its one writer, its reader entry.
+"""The released dataset layout (docs/official-format.md): its paths, its writer, its reader entry.
 
 Every module that reads or writes a dataset asks this one for where things are::
 
@@ -15,12 +15,13 @@ Rules owned here:
   (``task/video/event``) and the checklist keys (``str(event)``) match.
 - **what an export keeps** (:func:`kept`): with ``accepted_only`` only ``accepted`` dialogues, with
   ``drop_rejected`` every dialogue but ``rejected`` ones, otherwise all of them.
-- **one writer** (:class:`LayoutWriter`): rounds are numbered ``Round 1..n`` in order, checklist entries
-  come sorted by round, every task gets both files (empty ones too), each file written whole
-  (:func:`write_layout_json`: UTF-8, indent 2, non-ASCII kept) or not at all. :meth:`LayoutWriter.export`
-  writes the whole dataset folder (task files, videos, ``metadata.json``) beside the target and swaps it in
-  only when all of it is written (:class:`mtvbench.util.files.FolderSwap`); an export without a dialogue
-  is refused (:class:`~mtvbench.util.files.NothingWritten`) and the previous folder is kept as it was.
+- **the writer** (:class:`LayoutWriter`, the only code that writes the layout): rounds are numbered
+  ``Round 1..n`` in order, checklist entries come sorted by round, every task gets both files (empty ones
+  too), each file written whole (:func:`write_layout_json`: UTF-8, indent 2, non-ASCII kept) or not at all.
+  :meth:`LayoutWriter.export` writes the whole dataset folder (task files, videos, ``metadata.json``) beside
+  the target and swaps it in only when all of it is written (:class:`mtvbench.util.files.FolderSwap`); an
+  export without a dialogue is refused (:class:`~mtvbench.util.files.NothingWritten`) and the previous
+  folder is kept as it was.
 - **the mark of data that is not a benchmark** (:data:`NOT_A_BENCHMARK_KEY`): a dataset built with a scripted
   model carries, besides ``metadata.json``'s ``not_a_benchmark``, the same reason in every dialogue record of
   ``mtqa/<task>.json`` (``{"event_index": 0, "mtqa": {...}, "mtvbench_not_a_benchmark": "..."}``), so a copy
@@ -145,7 +146,7 @@ def kept(status: str, *, accepted_only: bool = False, drop_rejected: bool = Fals
 
 
 def write_layout_json(path: Path, obj: Any) -> None:
-    """One file of the layout, in the one format, whole or not at all."""
+    """Write one file of the layout in its format (UTF-8, indent 2), whole or not at all."""
     atomic_write_json(path, obj)
 
 
@@ -171,7 +172,7 @@ def place_video(out: Path, src: Path, rel: Path | str, mode: VideoMode, previous
 
 class LayoutWriter:
     """Collects dialogues (and the videos and ``metadata.json`` of an export), then writes the twelve task
-    files of the layout (the one writer).
+    files of the layout. Every export writes the layout through this class.
 
     ``not_a_benchmark``: why the data is not a real benchmark (built with a scripted model), written into every
     dialogue record (:data:`NOT_A_BENCHMARK_KEY`); may be set any time before writing."""

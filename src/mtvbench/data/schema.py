@@ -1,4 +1,4 @@
-"""The one typed model of the benchmark that every stage uses.
+"""The typed model of the benchmark (dialogues, rounds, checklists) that every stage uses.
 
 A :class:`Benchmark` holds :class:`Dialogue` records. Each dialogue has ordered
 :class:`Round` records; a round is a *model turn* when the official task rule says the
@@ -234,7 +234,7 @@ class NotABenchmark(BaseModel):
 
     @property
     def line(self) -> str:
-        """The one wording every sink shows (escaped for the sink by its writer)."""
+        """The wording every sink shows (escaped for the sink by its writer)."""
         return f"NOT a real benchmark: {self.reason}"
 
 

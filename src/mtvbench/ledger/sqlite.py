@@ -1,4 +1,4 @@
-"""The one SQLite set-up of mtvbench and its one version rule (run store, call journal, review store).
+"""How mtvbench opens its SQLite files, and the version rule they all follow (run store, call journal, review store).
 
 **Set-up** (:func:`connect`): WAL (readers never block the writer, a killed process loses nothing
 committed), ``synchronous=NORMAL``, a 30 s busy timeout, autocommit mode: every transaction is explicit
@@ -6,7 +6,7 @@ committed), ``synchronous=NORMAL``, a 30 s busy timeout, autocommit mode: every 
 share a file safely.
 
 **Version rule** (:func:`open_db`): a file records its format in a ``meta`` table (``key``, JSON ``value``):
-``kind``, ``schema_version``, ``mtvbench_version`` (the one that created it) and ``created``.
+``kind``, ``schema_version``, ``mtvbench_version`` (the version that created it) and ``created``.
 
 - a file without tables is new: its tables and meta rows are created in one transaction;
 - a file of a newer format is refused, naming the file and both versions (upgrade mtvbench);
@@ -94,7 +94,7 @@ class Schema:
 # ----------------------------------------------------------------------------------- errors
 
 def mapped_error(path: Path, schema: Schema, e: sqlite3.Error, *, writing: bool = True) -> DatabaseError:
-    """The one error for a failure of SQLite on ``path`` (see the module doc)."""
+    """The :class:`DatabaseError` that a failure of SQLite on ``path`` becomes (see the module doc)."""
     msg = str(e)
     if any(s in msg for s in _NOT_A_DB):
         return schema.refusal(f"{path}: not a {schema.kind} mtvbench can read (SQLite says: {msg})",

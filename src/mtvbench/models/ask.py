@@ -1,4 +1,4 @@
-"""Ask a model, read and check its reply, re-ask while the reply is unusable: the one loop.
+"""Ask a model, read and check its reply, and ask again while the reply is unusable.
 
 Every caller that needs a *usable* reply (the checklist judge, the checklist generator,
 the construction stages) goes through :func:`ask`:

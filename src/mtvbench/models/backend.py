@@ -105,7 +105,7 @@ class Abilities:
 def abilities(backend: Any) -> Abilities:
     """The abilities of ``backend``: those a :class:`BackendBase` declares; for a backend of another package
     that does not derive from it, the attributes of the same names it sets (the spelling before
-    :class:`BackendBase` existed), else the defaults. The one place that reads them."""
+    :class:`BackendBase` existed), else the defaults. Callers read abilities only here."""
     if isinstance(backend, BackendBase):
         return Abilities(needs_frames=bool(backend.needs_frames), reads_golden_answer=bool(backend.reads_golden_answer),
                          batch_size=max(0, int(backend.batch_size or 0)), breaker=backend.breaker,

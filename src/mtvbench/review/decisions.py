@@ -161,7 +161,7 @@ class Annotation(BaseModel):
 class Referral(Annotation):
     """A decision handed to the senior annotator instead of counting as one of the two: the
     annotator changed it after both had decided (``changed``; their decision is replaced and
-    ``previous`` holds the one before), or two others already held the dialogue or a senior had
+    ``previous`` holds their earlier one), or two others had already decided the dialogue or a senior had
     decided it (``taken``; the decision is kept here with its text)."""
 
     seq: int

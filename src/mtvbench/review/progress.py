@@ -60,7 +60,7 @@ class Agreement(BaseModel):
     #: annotators who decided items
     people: int = 0
     pairs: list[PairAgreement] = Field(default_factory=list)
-    #: the one pair's kappa of the decision (None with no pair or several: see ``pairs`` and ``alpha``)
+    #: Cohen's kappa of the decision when one pair decided (None with no pair or several: see ``pairs`` and ``alpha``)
     kappa: float | None = None
     #: aspect -> Krippendorff's alpha (nominal); None unless more than two people decided items
     alpha: dict[str, float | None] | None = None
@@ -92,7 +92,7 @@ class AnnotatorProgress(BaseModel):
     done: int = 0
     open: int = 0
     adjudicated: int = 0
-    #: decisions handed to the senior (changed after both decided, or on a dialogue two others held)
+    #: decisions handed to the senior (changed after both decided, or on a dialogue two others had decided)
     referred: int = 0
     by_task: dict[str, AnnotatorTask] = Field(default_factory=dict)
     decisions: dict[str, int] = Field(default_factory=dict)

@@ -1,6 +1,6 @@
-"""The one SQLite file that holds every review decision (one transaction per decision).
+"""The review store: the SQLite file that holds every review decision (one transaction per decision).
 
-The file has its own tables and uses the one SQLite set-up and version rule of
+The file has its own tables and uses the shared SQLite set-up and version rule of
 :mod:`mtvbench.ledger.sqlite` (WAL, its format in the ``meta`` table, errors naming the file); a file of
 another format is refused, naming both. Each person's copy of an item (their draft and their decision) has a
 revision number (``revisions``) that every save moves on, so that a save from a tab whose copy is older is
@@ -396,7 +396,7 @@ class ReviewStore:
         active time on the item (kept for the first decision). ``refer``: hand a decision that cannot
         count to the senior instead of refusing it. ``revision``: the revision of the person's copy the page
         holds (None: not checked, the command line); an older one is refused (:class:`StaleCopyError`). The
-        state's ``seq`` is the history entry (None when the decision repeats the one recorded) and ``notice``
+        state's ``seq`` is the history entry (None when the decision repeats the recorded decision) and ``notice``
         what the person is told."""
         who = check_name(annotator)
         clean = check_decision(item, decision, list(edits or []), comment, strict)
@@ -692,7 +692,7 @@ class ReviewStore:
             return new
 
     def unrate(self, item: ReviewItem, rater: str, seq: int) -> Rating | None:
-        """Take back ``rater``'s rating ``seq`` while it is their latest on the item: the one it replaced
+        """Take back ``rater``'s rating ``seq`` while it is their latest on the item: the rating it replaced
         comes back (None: the item is unrated again)."""
         with self._tx() as db:
             self._current(db, item, None)

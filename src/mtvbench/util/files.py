@@ -225,7 +225,7 @@ class FolderSwap:
         suffix = "" if resumable else f"-{os.getpid()}"
         self.stage = self.out.parent / f".{self.out.name}.partial{suffix}"
         self._old = self.out.parent / f".{self.out.name}.old-{os.getpid()}"
-        #: the stage held an earlier, stopped attempt (resumable only)
+        #: the staging folder had an earlier, stopped attempt (resumable only)
         self.resumed = False
         #: keep the stage after a failure (resumable only): it holds results worth resuming from
         self.keep_on_failure = False

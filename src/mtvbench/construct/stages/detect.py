@@ -70,7 +70,7 @@ def detect_objects(video: str, video_dir: Path, keyframes: KeyFrames, detector: 
 
 
 def _detect_with(detector: Detector, video: str, video_dir: str, keyframes: KeyFrames) -> Detections:
-    """:func:`detect_objects` with a detector held where it runs (a Ray actor of the cluster)."""
+    """:func:`detect_objects` with a detector loaded once where it runs (a Ray actor of the cluster)."""
     return detect_objects(video, Path(video_dir), keyframes, detector)
 
 
