@@ -123,9 +123,11 @@ class Edit(BaseModel):
 
     @property
     def path(self) -> tuple[int, str, str | None]:
+        """Where the edit applies, as a sortable key: (round, field, checklist item or None)."""
         return (self.round, self.field, self.item)
 
     def where(self) -> str:
+        """Where the edit applies, in words for a message (``round 2 question of Q3``)."""
         return f"round {self.round} {self.field}" + (f" of {self.item}" if self.item else "")
 
 
@@ -222,6 +224,7 @@ class ReviewItem(BaseModel):
 
     @property
     def status(self) -> Status:
+        """The item's outcome so far, from its decisions (:func:`status_of`)."""
         return status_of(self.annotations, self.adjudication, self.referrals)
 
     def checklist_keys(self) -> list[str]:
@@ -400,6 +403,7 @@ class ReviewQueue(BaseModel):
     items: dict[str, ReviewItem] = Field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
+        """How many items have each status (every status listed, zeros too)."""
         out: dict[str, int] = dict.fromkeys(STATUSES, 0)
         for it in self.items.values():
             out[it.status] += 1

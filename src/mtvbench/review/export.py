@@ -41,6 +41,8 @@ AUDIT_NAME = "review.json"
 
 
 class Change(BaseModel):
+    """One field of the final revision: where it is, and its text before and after."""
+
     round: int
     field: str
     item: str | None = None
@@ -49,6 +51,9 @@ class Change(BaseModel):
 
 
 class AuditItem(BaseModel):
+    """One dialogue in ``review.json``: its ids, status, whether it was exported, every decision on it and the
+    changes of its final revision."""
+
     id: str
     #: the dialogue's id in the exported layout (task/video/event)
     dialogue_id: str
@@ -89,6 +94,9 @@ class Audit(BaseModel):
 
 
 class ReviewExport(BaseModel):
+    """What ``review export`` wrote: the folder, how many dialogues were exported and revised, the count per status,
+    and how many videos."""
+
     out: str
     exported: int = 0
     revised: int = 0
