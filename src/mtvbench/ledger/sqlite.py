@@ -84,6 +84,7 @@ class Schema:
     refusal: type[DatabaseFormatError] = DatabaseFormatError
 
     def statements(self) -> list[str]:
+        """The statements that create the schema: the meta table first, then every table and index of ``ddl``."""
         return [META_DDL] + [s.strip() for s in self.ddl.split(";") if s.strip()]
 
     def names(self) -> set[str]:
@@ -144,6 +145,8 @@ class StoredRow:
     hint: str | None = None
 
     def fail(self, column: str, what: str) -> StoredValueError:
+        """The error for a bad value in ``column``: file, table, row and column named, the value quoted (shortened),
+        and what it should have been."""
         shown = repr(self.values.get(column))
         shown = shown if len(shown) <= _QUOTED else shown[:_QUOTED - 1] + "…"
         return self.error(f"{self.path}: table {self.table}, row {self.row}, column {column}: {shown} is not {what}",
@@ -177,6 +180,7 @@ class StoredRow:
         return float(v)
 
     def text(self, column: str, *, null: bool = False) -> str | None:
+        """A text value; None only where ``null``."""
         v = self.values.get(column)
         if v is None and null:
             return None

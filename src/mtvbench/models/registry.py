@@ -90,7 +90,7 @@ def register_backend(prefix: str, *, extra: str | None = None, modules: tuple[Mo
 
 
 class UnknownModelError(MtvbenchError, ValueError):
-    pass
+    """A model spec whose prefix no backend has (the message lists the prefixes and suggests the closest)."""
 
 
 class MissingKeyError(MtvbenchError):
@@ -109,6 +109,8 @@ def known_prefixes() -> list[str]:
 
 
 def unknown_prefix_error(spec: str) -> UnknownModelError:
+    """The error for ``spec``, whose prefix names no backend: every known prefix, and the closest ones as a
+    suggestion."""
     prefix, _ = parse_spec(spec)
     close = BACKENDS.suggest(prefix)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""

@@ -56,6 +56,9 @@ def render_json_path(path: Sequence[str | int]) -> str:
 
 
 class DuplicateKeyError(ValueError):
+    """A key given twice in one JSON object (the standard library would keep the last one silently); ``siblings`` are
+    the object's keys, for the message."""
+
     def __init__(self, key: str, siblings: list[str]):
         self.key = key
         self.siblings = siblings
