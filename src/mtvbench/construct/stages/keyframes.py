@@ -91,7 +91,7 @@ def sharpness(rgb: np.ndarray, analysis_side: int = 480) -> float:
 
 
 def hs_histogram(rgb: np.ndarray, bins: tuple[int, int] = (50, 60)) -> np.ndarray:
-    """The hue-saturation histogram of a frame, scaled to 0..1, for comparing a frame with the one kept before it."""
+    """The hue-saturation histogram of a frame, scaled to 0..1, for comparing a frame with the frame kept before it."""
     cv2 = _cv2()
     hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)
     hist = cv2.calcHist([hsv], [0, 1], None, list(bins), [0, 180, 0, 256])
