@@ -96,4 +96,5 @@ class OfflineJudge:
                             verdicts={it.answer_key: ("Yes" if v else "No") for it, v in zip(items, verdicts)})
 
     async def aclose(self) -> None:
+        """Nothing to release: the matcher holds no connection."""
         return None

@@ -74,6 +74,7 @@ class BackendBase:
     resources: ResourceLog | None = None
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Answer one request; every backend overrides this."""
         raise NotImplementedError
 
     async def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:

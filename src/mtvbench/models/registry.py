@@ -38,6 +38,8 @@ class Backend:
     description: str = ""
 
     def make(self, name: str, options: BackendOptions) -> ModelBackend:
+        """Make the backend for the model ``name`` (the part of the spec after the prefix) with ``options``,
+        importing the factory first when it is a reference."""
         factory = load_reference(self.factory) if isinstance(self.factory, str) else self.factory
         return factory(name, options)
 
