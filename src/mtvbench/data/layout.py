@@ -61,10 +61,12 @@ _BY_STEM = {t.official_stem: t for t in TASKS}
 # ----------------------------------------------------------------------------------- paths
 
 def mtqa_name(task: Task) -> str:
+    """The name of ``task``'s dialogue file (``summary.json`` for Content Summary)."""
     return f"{task.official_stem}.json"
 
 
 def checklist_name(task: Task) -> str:
+    """The name of ``task``'s checklist file (``summary_CheckList.json`` for Content Summary)."""
     return f"{task.official_stem}{_CHECKLIST_SUFFIX}"
 
 
@@ -79,26 +81,32 @@ def checklist_rel(task: Task) -> str:
 
 
 def mtqa_dir(root: Path) -> Path:
+    """The folder of the dialogue files, ``ROOT/mtqa``."""
     return Path(root) / MTQA_DIR
 
 
 def checklist_dir(root: Path) -> Path:
+    """The folder of the checklist files, ``ROOT/checklist``."""
     return Path(root) / CHECKLIST_DIR
 
 
 def videos_dir(root: Path) -> Path:
+    """The folder of the videos, ``ROOT/videos``."""
     return Path(root) / VIDEOS_DIR
 
 
 def metadata_path(root: Path) -> Path:
+    """``ROOT/metadata.json``, which only a dataset made by ``mtvbench build`` has."""
     return Path(root) / METADATA_FILE
 
 
 def mtqa_path(root: Path, task: Task) -> Path:
+    """The dialogue file of ``task`` under ``root``."""
     return mtqa_dir(root) / mtqa_name(task)
 
 
 def checklist_path(root: Path, task: Task) -> Path:
+    """The checklist file of ``task`` under ``root``."""
     return checklist_dir(root) / checklist_name(task)
 
 
@@ -188,6 +196,7 @@ class LayoutWriter:
 
     @property
     def dialogues(self) -> int:
+        """How many dialogues have been added so far, over every task."""
         return sum(len(v) for t in TASKS for v in self.mtqa[t].values())
 
     def add(self, task: Task, video: str, event: str, rounds: list[dict[str, Any]],
