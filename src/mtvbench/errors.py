@@ -1,4 +1,4 @@
-"""The one base class of every error meant for the user.
+"""The base class of every error meant for the user, and its kinds.
 
 Anything that is the user's input, environment or a remote service's answer (not a bug of
 mtvbench) raises a subclass of :class:`MtvbenchError`. The command line has exactly one
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 
 class MtvbenchDeprecationWarning(DeprecationWarning):
-    """The one warning of a spelling kept for one *released* version after a rename (CHANGELOG.md): mtvbench
+    """The warning for a spelling kept for one *released* version after a rename (CHANGELOG.md): mtvbench
     warns with this class only, so that its own suite can fail on it (pyproject's ``filterwarnings``) while
     third-party deprecations stay warnings. Nothing warns with it in 0.1.0."""
 

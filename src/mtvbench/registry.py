@@ -187,14 +187,17 @@ class Registry(Generic[T]):
             yield name, self.get(name)
 
     def origin(self, name: str) -> str:
+        """Where the entry ``name`` was added (a module, or an entry point of a package), as messages name it."""
         with self._lock:
             self._read_entry_points()
             return self._slots[name].origin
 
     def suggest(self, name: str, n: int = 3) -> list[str]:
+        """Up to ``n`` names close to ``name`` (for "did you mean")."""
         return difflib.get_close_matches(name, self.names(), n=n, cutoff=0.6)
 
     def unknown_message(self, name: str) -> str:
+        """The message for a name no entry has: the closest names, else every name."""
         close = self.suggest(name)
         hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else "known: " + ", ".join(self.names())
         return f"unknown {self.kind} {name!r} ({hint})"

@@ -1,4 +1,4 @@
-"""The released layout has one owner (mtvbench.data.layout): paths, the one writer, what it keeps.
+"""The released layout has one owner (mtvbench.data.layout): paths, the writer, what it keeps.
 
 What the writer writes loads back with the same dialogue ids (event_index round-trips through the loader),
 and no other module spells the layout's paths.

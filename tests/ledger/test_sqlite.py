@@ -1,4 +1,4 @@
-"""mtvbench.ledger.sqlite: the one set-up and the one version rule of every SQLite file mtvbench writes.
+"""mtvbench.ledger.sqlite: the set-up and the version rule shared by every SQLite file mtvbench writes.
 
 Real files only; the full disk is a real file-size limit (RLIMIT_FSIZE in a subprocess, as tests/run/test_disk.py).
 """

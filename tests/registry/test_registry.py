@@ -1,4 +1,4 @@
-"""The one registry mechanism: unique names, lazy ``module:attr`` entries, entry points, suggestions."""
+"""The registry mechanism every registry uses: unique names, lazy ``module:attr`` entries, entry points, suggestions."""
 
 from __future__ import annotations
 

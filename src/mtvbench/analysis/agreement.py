@@ -188,7 +188,7 @@ def human_scores(records: Sequence[HumanRecord], expected: dict[str, dict[str, s
 
 
 def same_answers(run: Any, records: Sequence[HumanRecord]) -> tuple[list[HumanRecord], int]:
-    """The records of turns whose rated answer is the one the run's judge judged (records without an
+    """The records of turns whose rated answer is the answer the run's judge judged (records without an
     ``answer_digest`` are taken as they are), and how many rated turns are left out."""
     judged: dict[str, str | None] = {}
     for d in run.dialogues:

@@ -159,26 +159,27 @@ def video_shape(path: Path, cfg: RunConfig) -> VideoShape:
 
 
 # ------------------------------------------------------------------------------ order simulation
-def simulate_hits(chains: Sequence[Sequence[int]], concurrency: int, held: int, cache_aware: bool) -> list[int]:
+def simulate_hits(chains: Sequence[Sequence[int]], concurrency: int, videos_in_flight: int,
+                  cache_aware: bool) -> list[int]:
     """Per video, the turns that find their video's prefix cached: a turn hits when, as it is sent, a turn
     of its video was answered before. ``chains``: per video, the lengths of its dialogue chains (a chain's
     turns in order; golden/none context: chains of one). Every call takes the same time; ``concurrency`` calls in flight
-    (first come, first served), ``held`` videos at once; the cache-aware order sends a video's first turn
+    (first come, first served), ``videos_in_flight`` videos at once; the cache-aware order sends a video's first turn
     alone and the others once it is answered."""
     waiting = deque(range(len(chains)))
     queue: deque[tuple[int, int, int]] = deque()  # (video, chain, step)
     running: list[tuple[float, int, int, int, int]] = []
     answered, left = [False] * len(chains), [sum(c) for c in chains]
-    held_now, free, now, seq = 0, concurrency, 0.0, 0
+    open_videos, free, now, seq = 0, concurrency, 0.0, 0
     hits = [0] * len(chains)
 
     def admit() -> None:
-        nonlocal held_now
-        while waiting and held_now < held:
+        nonlocal open_videos
+        while waiting and open_videos < videos_in_flight:
             v = waiting.popleft()
             if not left[v]:
                 continue
-            held_now += 1
+            open_videos += 1
             firsts = [(v, c, 0) for c, n in enumerate(chains[v]) if n]
             queue.extend(firsts[:1] if cache_aware else firsts)
 
@@ -202,7 +203,7 @@ def simulate_hits(chains: Sequence[Sequence[int]], concurrency: int, held: int, 
             if cache_aware and first:
                 queue.extend((v, k, 0) for k, n in enumerate(chains[v]) if n and k != c)
             if not left[v]:
-                held_now -= 1
+                open_videos -= 1
                 admit()
     return hits
 

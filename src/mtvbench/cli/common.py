@@ -1,4 +1,4 @@
-"""What every command group shares: the one error handler, the typer app class, the version.
+"""What every command group shares: the error handler, the typer app class, the version.
 
 - :class:`MtvbenchGroup` is the click group class of every typer app of mtvbench. Its
   ``invoke`` is the single place where a :class:`~mtvbench.errors.MtvbenchError` becomes
@@ -72,7 +72,7 @@ def quiet_on_closed_stdout() -> Iterator[None]:
 
 
 def handle_exception(e: BaseException) -> int:
-    """Print ``e`` for the user and return the exit code (the one policy of every command). A closed
+    """Print ``e`` for the user and return the exit code (every command ends through it). A closed
     stdout ends the command quietly (:func:`end_on_closed_stdout`)."""
     from mtvbench.render.console import note, print_error
     from mtvbench.util.files import describe_os_error
@@ -169,7 +169,7 @@ class MtvbenchGroup(TyperGroup):
             return super().invoke(ctx)
         except _CLICK_SIGNALS:
             raise
-        except BaseException as e:  # noqa: BLE001 - this is the one place that turns errors into exits
+        except BaseException as e:  # noqa: BLE001 - errors become exit codes here and only here
             code = handle_exception(e)
             with quiet_on_closed_stdout():
                 sys.stdout.flush()

@@ -1,8 +1,8 @@
 """The settings of a run (and what a build shares with it), split by job:
 
 - :mod:`.runconfig`: :class:`RunConfig` (every setting of one evaluation), :func:`build_config` (one
-  from plain values, presets resolved, checked strictly) and the one identity function
-  (:meth:`RunConfig.identity`);
+  from plain values, presets resolved, checked strictly) and the run's identity
+  (:meth:`RunConfig.identity`, the only function that computes it);
 - :mod:`.roles`: a role's settings (:class:`RoleSettings`), Ray resources, prices;
 - :mod:`.loading`: settings files read strictly (UTF-8 YAML/JSON, keys given once);
 - :mod:`.validation`: strict validation of any settings model, every problem at once;

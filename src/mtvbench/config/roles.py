@@ -138,7 +138,7 @@ class RaySettings(BaseModel):
     task_cpus: float = Field(1, ge=0)
     #: GPUs of the construction's detector actor (YOLO11)
     detect_gpus: float = Field(0, ge=0)
-    #: times a video's unfinished turns are sent to a new replica after the one running them died
+    #: times a video's unfinished turns are sent to a new replica after the replica running them died
     max_retries: int = Field(3, ge=0)
     #: seconds to join the cluster at ``--ray-address`` (and the instance started for the run, once it is up);
     #: then one error naming the address, exit 2, nothing written

@@ -4,7 +4,7 @@
 files) walks the data along the model first, so that
 
 - an unknown key is an error with a suggestion (``unknown setting 'frame' in run.yaml (did
-  you mean 'frames'?)``); the one free-form place is ``model_settings.extra`` /
+  you mean 'frames'?)``); the only free-form place is ``model_settings.extra`` /
   ``judge_settings.extra`` (backend options, ``--model-option KEY=VALUE``);
 - a number must be a finite number of the right kind (``NaN``, ``.inf`` and ``true`` are not
   numbers; ``2.5`` is not an integer); the ranges are the models' own (:mod:`.roles`);

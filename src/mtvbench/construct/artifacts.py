@@ -35,6 +35,8 @@ def video_name_problem(name: str) -> str | None:
 
 
 class VideoRecord(BaseModel):
+    """A video of the build: its name (a safe folder name), its file and its category."""
+
     name: str
     path: str
     category: str = "uncategorized"
@@ -49,6 +51,8 @@ class VideoRecord(BaseModel):
 
 
 class Manifest(BaseModel):
+    """The videos a build workspace knows (``WS/manifest.json``)."""
+
     videos: list[VideoRecord] = Field(default_factory=list)
 
 
@@ -75,6 +79,9 @@ class Shortfall(BaseModel):
 
 
 class Artifact(BaseModel):
+    """What every stage's artifact has: the video it is about, whether the stage made all of it (``complete``), and
+    what it was made from (``meta``, filled in when it is written)."""
+
     video: str
     complete: bool = True
     meta: ArtifactMeta | None = None

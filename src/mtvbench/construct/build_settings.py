@@ -17,7 +17,7 @@ S = TypeVar("S", bound=BaseModel)
 
 class BuildSettings(BaseModel):
     """What every build has, whatever its stages (see the module docstring). Each model role has its own
-    backend spec (``models``; default: the one ``model``); the built-in stages ask ``caption`` (clip and
+    backend spec (``models``; default: ``model``, for every role); the built-in stages ask ``caption`` (clip and
     object-crop captions, an MLLM), ``merge`` (same-scene judgements, text only), ``suitability`` (task
     suitability ratings, an MLLM), ``generate`` (dialogues, an MLLM) and ``checklist`` (checklists, text only)."""
 

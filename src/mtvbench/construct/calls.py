@@ -43,6 +43,7 @@ class LazyFrames:
         self._task: asyncio.Future[VideoFrames] | None = None
 
     async def get(self) -> VideoFrames:
+        """The frames, decoded the first time they are asked for (every caller awaits the same decode)."""
         if self._task is None:
             self._task = asyncio.ensure_future(asyncio.to_thread(self._load))
         return await self._task
@@ -67,20 +68,26 @@ class StageModel:
 
     @property
     def name(self) -> str:
+        """The backend's name."""
         return self.backend.name
 
     @property
     def calls(self) -> int:
+        """How many calls this role has sent to its backend (replies read from the journal not counted)."""
         return sum(self.asked.values())
 
     def replied(self, stage: str) -> None:
+        """Tell ``on_reply`` that a reply of ``stage`` came (sent or read from the journal)."""
         if self.on_reply is not None:
             self.on_reply(stage)
 
     def caller(self, video: str, stage: str, item: str, frames: LazyFrames | None = None) -> ItemCaller:
+        """The backend the ask loop talks to for one item of ``stage`` on ``video`` (journal first, then this role's
+        backend)."""
         return ItemCaller(self, video, stage, item, frames)
 
     async def aclose(self) -> None:
+        """Close the role's backend."""
         await self.backend.aclose()
 
 
@@ -92,6 +99,8 @@ class ItemCaller(BackendBase):
         self.name = model.name
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
+        """The stored reply of this exact request when the journal has one; else ask the backend (frames decoded now,
+        within the role's concurrency) and store the reply unless the call failed."""
         m = self.model
         g = request.generation
         request = request.model_copy(update={  # the id is part of the stored key

@@ -11,7 +11,7 @@ Output (``--out``, default ``WS/dataset``)::
 
 Dialogue events are numbered per video over every generated dialogue in unit order, so they
 do not change when an export is restricted to accepted dialogues; the files, ``event_index`` and
-which dialogues are kept follow :mod:`mtvbench.data.layout` (the one writer of the layout).
+which dialogues are kept follow :mod:`mtvbench.data.layout` (the only module that writes the layout).
 
 Only current work is exported: a video is exported when its ``checklists`` artifact is
 complete and made from the current ``generate`` artifact, and so on down to the video file

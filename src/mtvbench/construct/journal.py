@@ -1,6 +1,6 @@
 """The call journal: every model reply a build stage paid for, committed the moment it arrives.
 
-``WS/calls.sqlite`` (the one SQLite set-up and version rule of :mod:`mtvbench.ledger.sqlite`; its format is
+``WS/calls.sqlite`` (the shared SQLite set-up and version rule of :mod:`mtvbench.ledger.sqlite`; its format is
 the workspace's: a journal of another format is refused, naming both) holds one row per reply: the video,
 stage and item it was asked for, a key (:func:`request_key`: the model, the request id with its attempt
 number, the prompt, the frame source and the generation settings) and the reply. A stage never
@@ -44,11 +44,14 @@ CREATE INDEX IF NOT EXISTS replies_item ON replies (video, stage, item);
 
 
 class StoredReply(BaseModel):
+    """A reply as the journal keeps it: its text, the raw text and the outcome."""
+
     text: str
     raw_text: str
     outcome: Outcome
 
     def result(self) -> GenerationResult:
+        """The reply as the result a backend would have returned."""
         return GenerationResult(text=self.text, raw_text=self.raw_text, outcome=self.outcome)
 
 
@@ -62,6 +65,8 @@ def request_key(model: str, request: GenerationRequest, frames_key: str | None) 
 
 
 class CallJournal:
+    """The call journal of a workspace (``WS/calls.sqlite``, see the module docstring), opened on first use."""
+
     FILENAME = "calls.sqlite"
 
     def __init__(self, root: Path):
@@ -82,6 +87,7 @@ class CallJournal:
             return db.execute(sql, args)
 
     def get(self, video: str, stage: str, key: str) -> StoredReply | None:
+        """The latest reply stored for ``key`` of ``stage`` on ``video`` that is not superseded, or None."""
         cur = self._run("SELECT rowid, text, raw_text, outcome FROM replies WHERE video=? AND stage=? AND key=? "
                         "AND superseded=0 ORDER BY created DESC LIMIT 1", (video, stage, key))
         found = cur.fetchone()
@@ -95,6 +101,7 @@ class CallJournal:
 
     def put(self, video: str, stage: str, item: str, key: str, request_id: str, model: str,
             result: GenerationResult) -> None:
+        """Store a reply the moment it arrives (committed at once)."""
         self._run("INSERT INTO replies (video, stage, item, key, request_id, model, text, raw_text, outcome, created)"
                   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                   (video, stage, item, key, request_id, model, result.text, result.raw_text,
@@ -121,6 +128,7 @@ class CallJournal:
         return int(self._run(sql, args).fetchone()[0])
 
     def close(self) -> None:
+        """Close the database file (it opens again on the next use)."""
         if self._db is not None:
             self._db.close()
             self._db = None

@@ -21,12 +21,18 @@ from mtvbench.judge.offline import content_words
 
 
 class TextSimilarity(Protocol):
+    """How similar two texts are, from 0 (nothing shared) to 1; ``name`` is recorded in the artifacts."""
+
     name: str
 
-    def similarity(self, a: str, b: str) -> float: ...
+    def similarity(self, a: str, b: str) -> float:
+        """The similarity of ``a`` and ``b``, in 0..1."""
+        ...
 
 
 class LexicalSimilarity:
+    """Text similarity by shared content words: the cosine of the two word counts, asks nothing."""
+
     name = "lexical"
 
     @staticmethod
@@ -35,6 +41,7 @@ class LexicalSimilarity:
         return Counter(content_words(text))
 
     def similarity(self, a: str, b: str) -> float:
+        """The cosine similarity of the content-word counts of ``a`` and ``b`` (0 when either has none)."""
         ba, bb = self._bag(a), self._bag(b)
         if not ba or not bb:
             return 0.0
@@ -43,6 +50,8 @@ class LexicalSimilarity:
 
 
 class EmbeddingSimilarity:
+    """Text similarity by sentence embeddings (``--text-embedder MODEL``, sentence-transformers)."""
+
     def __init__(self, model: str):
         try:
             from sentence_transformers import SentenceTransformer
@@ -59,9 +68,11 @@ class EmbeddingSimilarity:
         return self._cache[text]
 
     def similarity(self, a: str, b: str) -> float:
+        """The cosine of the two texts' normalised embeddings, clipped to 0..1."""
         va, vb = self._vec(a), self._vec(b)
         return max(0.0, min(1.0, sum(x * y for x, y in zip(va, vb))))
 
 
 def make_textsim(embedder: str | None) -> TextSimilarity:
+    """The build's text similarity: sentence embeddings with ``embedder``, else the lexical one."""
     return EmbeddingSimilarity(embedder) if embedder else LexicalSimilarity()

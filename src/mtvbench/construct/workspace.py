@@ -10,7 +10,7 @@ Layout::
       videos/<name>/crops/          detected object crops (JPEG)
       review_queue.json             human verification queue (export.py)
       dataset/                      default export target (released layout)
-      .lock                         held by the one build process using the workspace
+      .lock                         locked by the build process using the workspace
 
 Every file is written whole or not at all (:mod:`mtvbench.util.files`). Video names are
 folder names: they are checked when registered and when the manifest is read, and a
@@ -56,7 +56,8 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class WorkspaceError(MtvbenchError):
-    pass
+    """A build workspace that cannot be used as asked (no videos, an unknown video, an unsafe folder, a bad
+    manifest)."""
 
 
 def discover_videos(videos_dir: Path) -> list[VideoRecord]:
@@ -101,10 +102,12 @@ class Inspection:
 
     @property
     def ok(self) -> bool:
+        """Whether the artifact was found and is sound."""
         return self.kind == "ok"
 
     @property
     def meta(self) -> ArtifactMeta:
+        """What the artifact was made from (only for an artifact that was read)."""
         assert self.artifact is not None and self.artifact.meta is not None
         return self.artifact.meta
 
@@ -119,9 +122,11 @@ class Workspace:
     # ------------------------------------------------------------ manifest
     @property
     def manifest_path(self) -> Path:
+        """The workspace's list of videos, ``WS/manifest.json``."""
         return self.root / "manifest.json"
 
     def manifest(self) -> Manifest:
+        """The registered videos (none when the manifest does not exist yet)."""
         if not self.manifest_path.exists():
             return Manifest()
         data = load_json_file(self.manifest_path, "workspace manifest")
@@ -148,6 +153,8 @@ class Workspace:
         return videos
 
     def videos(self, names: list[str] | None = None, extra: list[VideoRecord] | None = None) -> list[VideoRecord]:
+        """The videos to build: the registered ones and ``extra``, restricted to ``names`` when given (an unknown
+        name is an error)."""
         vids = self.merged(extra or [])
         if not vids:
             raise WorkspaceError(f"{self.root}: no videos registered; pass --videos DIR")
@@ -171,6 +178,8 @@ class Workspace:
 
     # ------------------------------------------------------------ artifacts
     def video_dir(self, video: str, create: bool = True) -> Path:
+        """The folder of ``video``'s artifacts, made when ``create``; a name that is not safe, or a folder that leads
+        outside the workspace, is refused."""
         problem = video_name_problem(video)
         if problem:
             raise WorkspaceError(problem)

@@ -79,7 +79,7 @@ def record_mark(record: object) -> str | None:
 
 
 def mark_of(root: str | Path, in_records: tuple[str, str] | None) -> NotABenchmark | None:
-    """The dataset's mark: ``metadata.json``'s, else the one found in the dialogue records (the reason and the
+    """The dataset's mark: ``metadata.json``'s, else the mark found in the dialogue records (the reason and the
     task file it was found in, as the loader saw it)."""
     if (why := not_a_benchmark(root)) is not None:
         return NotABenchmark(reason=why, found_in=METADATA_FILE)

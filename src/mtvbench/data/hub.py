@@ -7,7 +7,7 @@
    cache (``$HF_HUB_CACHE``, by default ``~/.cache/huggingface/hub``). It is resumable by
    itself (a stopped download continues where it stopped) and works offline from that cache
    (``HF_HUB_OFFLINE=1``, or ``offline=True``). The token is the Hub library's own:
-   ``HF_TOKEN`` or the one saved by ``hf auth login``; mtvbench never reads, prints or stores
+   ``HF_TOKEN`` or the token saved by ``hf auth login``; mtvbench never reads, prints or stores
    it. When online, the file list is read first and the download is refused when it cannot
    fit in the free space of the Hub cache.
 2. **Discover.** The released files are found wherever the snapshot keeps them (at the top or
@@ -528,7 +528,7 @@ def prepare_from_hub(spec: HubSpec, target: Path | None = None, *, offline: bool
 
 
 def resolve_dataset(value: str | os.PathLike[str], *, note: Note = _quiet, offline: bool = False) -> Path:
-    """The one place a dataset argument becomes a folder: ``hf:ORG/NAME[@REV]`` is fetched (or read
+    """Turn a dataset argument into a folder (every command does it here): ``hf:ORG/NAME[@REV]`` is fetched (or read
     from the cache) and laid out (see :func:`prepare_from_hub`); anything else is a path as given."""
     if not is_hub_spec(value):
         return Path(value)

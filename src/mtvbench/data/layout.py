@@ -1,4 +1,4 @@
-"""The released dataset layout (docs/official-format.md): its paths, its one writer, its reader entry.
+"""The released dataset layout (docs/official-format.md): its paths, its writer, its reader entry.
 
 Every module that reads or writes a dataset asks this one for where things are::
 
@@ -15,12 +15,13 @@ Rules owned here:
   (``task/video/event``) and the checklist keys (``str(event)``) match.
 - **what an export keeps** (:func:`kept`): with ``accepted_only`` only ``accepted`` dialogues, with
   ``drop_rejected`` every dialogue but ``rejected`` ones, otherwise all of them.
-- **one writer** (:class:`LayoutWriter`): rounds are numbered ``Round 1..n`` in order, checklist entries
-  come sorted by round, every task gets both files (empty ones too), each file written whole
-  (:func:`write_layout_json`: UTF-8, indent 2, non-ASCII kept) or not at all. :meth:`LayoutWriter.export`
-  writes the whole dataset folder (task files, videos, ``metadata.json``) beside the target and swaps it in
-  only when all of it is written (:class:`mtvbench.util.files.FolderSwap`); an export without a dialogue
-  is refused (:class:`~mtvbench.util.files.NothingWritten`) and the previous folder is kept as it was.
+- **the writer** (:class:`LayoutWriter`, the only code that writes the layout): rounds are numbered
+  ``Round 1..n`` in order, checklist entries come sorted by round, every task gets both files (empty ones
+  too), each file written whole (:func:`write_layout_json`: UTF-8, indent 2, non-ASCII kept) or not at all.
+  :meth:`LayoutWriter.export` writes the whole dataset folder (task files, videos, ``metadata.json``) beside
+  the target and swaps it in only when all of it is written (:class:`mtvbench.util.files.FolderSwap`); an
+  export without a dialogue is refused (:class:`~mtvbench.util.files.NothingWritten`) and the previous
+  folder is kept as it was.
 - **the mark of data that is not a benchmark** (:data:`NOT_A_BENCHMARK_KEY`): a dataset built with a scripted
   model carries, besides ``metadata.json``'s ``not_a_benchmark``, the same reason in every dialogue record of
   ``mtqa/<task>.json`` (``{"event_index": 0, "mtqa": {...}, "mtvbench_not_a_benchmark": "..."}``), so a copy
@@ -60,10 +61,12 @@ _BY_STEM = {t.official_stem: t for t in TASKS}
 # ----------------------------------------------------------------------------------- paths
 
 def mtqa_name(task: Task) -> str:
+    """The name of ``task``'s dialogue file (``summary.json`` for Content Summary)."""
     return f"{task.official_stem}.json"
 
 
 def checklist_name(task: Task) -> str:
+    """The name of ``task``'s checklist file (``summary_CheckList.json`` for Content Summary)."""
     return f"{task.official_stem}{_CHECKLIST_SUFFIX}"
 
 
@@ -78,26 +81,32 @@ def checklist_rel(task: Task) -> str:
 
 
 def mtqa_dir(root: Path) -> Path:
+    """The folder of the dialogue files, ``ROOT/mtqa``."""
     return Path(root) / MTQA_DIR
 
 
 def checklist_dir(root: Path) -> Path:
+    """The folder of the checklist files, ``ROOT/checklist``."""
     return Path(root) / CHECKLIST_DIR
 
 
 def videos_dir(root: Path) -> Path:
+    """The folder of the videos, ``ROOT/videos``."""
     return Path(root) / VIDEOS_DIR
 
 
 def metadata_path(root: Path) -> Path:
+    """``ROOT/metadata.json``, which only a dataset made by ``mtvbench build`` has."""
     return Path(root) / METADATA_FILE
 
 
 def mtqa_path(root: Path, task: Task) -> Path:
+    """The dialogue file of ``task`` under ``root``."""
     return mtqa_dir(root) / mtqa_name(task)
 
 
 def checklist_path(root: Path, task: Task) -> Path:
+    """The checklist file of ``task`` under ``root``."""
     return checklist_dir(root) / checklist_name(task)
 
 
@@ -145,7 +154,7 @@ def kept(status: str, *, accepted_only: bool = False, drop_rejected: bool = Fals
 
 
 def write_layout_json(path: Path, obj: Any) -> None:
-    """One file of the layout, in the one format, whole or not at all."""
+    """Write one file of the layout in its format (UTF-8, indent 2), whole or not at all."""
     atomic_write_json(path, obj)
 
 
@@ -171,7 +180,7 @@ def place_video(out: Path, src: Path, rel: Path | str, mode: VideoMode, previous
 
 class LayoutWriter:
     """Collects dialogues (and the videos and ``metadata.json`` of an export), then writes the twelve task
-    files of the layout (the one writer).
+    files of the layout. Every export writes the layout through this class.
 
     ``not_a_benchmark``: why the data is not a real benchmark (built with a scripted model), written into every
     dialogue record (:data:`NOT_A_BENCHMARK_KEY`); may be set any time before writing."""
@@ -187,6 +196,7 @@ class LayoutWriter:
 
     @property
     def dialogues(self) -> int:
+        """How many dialogues have been added so far, over every task."""
         return sum(len(v) for t in TASKS for v in self.mtqa[t].values())
 
     def add(self, task: Task, video: str, event: str, rounds: list[dict[str, Any]],

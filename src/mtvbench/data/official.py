@@ -368,7 +368,7 @@ def _load_checklists(root: Path, task: Task, col: _Collector) -> dict[tuple[str,
 
 
 def _chosen_entry(k: int, found: list[_Entry], path: Path, video: str, event: str, col: _Collector) -> _Entry:
-    """The entry of round ``k`` among those written for it: the last one (the paper's reading), with the one the
+    """The entry of round ``k`` among those written for it: the last one (the paper's reading), with the entry the
     authors' eval.py judges when that differs: eval.py keys its lookup by the raw ``round index``, so among
     ``2`` and ``"2"`` the last entry written as a number is judged and an entry written as text never is."""
     last = found[-1]

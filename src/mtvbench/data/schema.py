@@ -1,4 +1,4 @@
-"""The one typed model of the benchmark that every stage uses.
+"""The typed model of the benchmark (dialogues, rounds, checklists) that every stage uses.
 
 A :class:`Benchmark` holds :class:`Dialogue` records. Each dialogue has ordered
 :class:`Round` records; a round is a *model turn* when the official task rule says the
@@ -26,6 +26,7 @@ class Task(str, Enum):
 
     @property
     def abbr(self) -> str:
+        """The task's short name in tables (``OR`` for Object Reference)."""
         return TASK_ABBR[self]
 
     @property
@@ -35,10 +36,12 @@ class Task(str, Enum):
 
     @property
     def label(self) -> str:
+        """The task's name as the paper writes it (``Object Reference``)."""
         return TASK_LABEL[self]
 
     @property
     def group(self) -> str:
+        """The task's group in the paper: ``perceptivity`` or ``interactivity``."""
         return "perceptivity" if self in PERCEPTIVITY else "interactivity"
 
 
@@ -150,6 +153,7 @@ class Round(BaseModel):
 
     @property
     def file_position(self) -> int:
+        """The round's place in its dialogue as written in the file (0 for the first)."""
         return self.position if self.position is not None else self.index - 1
 
 
@@ -164,12 +168,15 @@ class Dialogue(BaseModel):
 
     @property
     def id(self) -> str:
+        """The dialogue's id, ``task/video/event``."""
         return dialogue_id(self.task, self.video, self.event)
 
     def turn_id(self, round_index: int) -> str:
+        """The id of round ``round_index`` of this dialogue, ``task/video/event#k``."""
         return f"{self.id}#{round_index}"
 
     def round(self, index: int) -> Round:
+        """The round numbered ``index``; ``KeyError`` when there is none."""
         for r in self.rounds:
             if r.index == index:
                 return r
@@ -177,10 +184,12 @@ class Dialogue(BaseModel):
 
     @property
     def model_turns(self) -> list[Round]:
+        """The rounds the model under test answers (the official turn rule)."""
         return [r for r in self.rounds if r.model_turn]
 
     @property
     def scored_turns(self) -> list[Round]:
+        """The rounds whose checklist is judged and scored."""
         return [r for r in self.rounds if r.scored]
 
     def earlier(self, rnd: Round) -> list[Round]:
@@ -199,6 +208,7 @@ class Dialogue(BaseModel):
 
 
 def dialogue_id(task: Task, video: str, event: str) -> str:
+    """The id of a dialogue: ``task/video/event``."""
     return f"{task._value_}/{video}/{event}"  # (``_value_``: ``value`` is a slow descriptor, read per turn id)
 
 
@@ -234,7 +244,7 @@ class NotABenchmark(BaseModel):
 
     @property
     def line(self) -> str:
-        """The one wording every sink shows (escaped for the sink by its writer)."""
+        """The wording every sink shows (escaped for the sink by its writer)."""
         return f"NOT a real benchmark: {self.reason}"
 
 
@@ -249,9 +259,11 @@ class Benchmark(BaseModel):
     not_a_benchmark: NotABenchmark | None = None
 
     def by_task(self, task: Task) -> list[Dialogue]:
+        """The dialogues of ``task``, in file order."""
         return [d for d in self.dialogues if d.task == task]
 
     def dialogue(self, did: str) -> Dialogue:
+        """The dialogue with id ``did``; ``KeyError`` when there is none."""
         for d in self.dialogues:
             if d.id == did:
                 return d

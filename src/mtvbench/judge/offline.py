@@ -52,6 +52,8 @@ def _stem(w: str) -> str:
 
 
 def content_words(text: str) -> list[str]:
+    """The words of ``text`` that carry its content: lower-cased, stop words dropped, the endings -ing, -ed, -es and
+    -s cut (the matcher's rule, module docstring)."""
     words = _WORD.findall(text.lower().replace("’", "'"))
     out = []
     for w in words:
@@ -73,6 +75,7 @@ def item_verdict(answer: str, question: str, threshold: float = 0.75) -> bool:
 
 
 def judge_items(answer: str, questions: list[str], threshold: float = 0.75) -> list[bool]:
+    """The verdict on each of ``questions`` for ``answer`` (:func:`item_verdict`), in order."""
     return [item_verdict(answer, q, threshold) for q in questions]
 
 
@@ -85,10 +88,13 @@ class OfflineJudge:
         self.threshold = threshold
 
     async def judge(self, answer: str, rnd: Round, run: int) -> JudgeVerdict:
+        """Judge ``answer`` against ``rnd``'s checklist: a Yes for each question whose content words the answer
+        covers. Always one attempt, never a failure."""
         items = rnd.checklist or []
         verdicts = judge_items(answer, [it.question for it in items], self.threshold)
         return JudgeVerdict(run=run, status="ok", attempts=1,
                             verdicts={it.answer_key: ("Yes" if v else "No") for it, v in zip(items, verdicts)})
 
     async def aclose(self) -> None:
+        """Nothing to release: the matcher holds no connection."""
         return None

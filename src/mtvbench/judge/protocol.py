@@ -24,7 +24,9 @@ class Judge(Protocol):
     async def judge(self, answer: str, rnd: Round, run: int) -> JudgeVerdict:
         """One judge run over ``answer`` against ``rnd``'s checklist."""
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release what the judge holds (its backend's connections); a judge that asks no model has nothing."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def judge_of(spec: str) -> tuple[str, str]:
 
 
 class UnknownJudgeError(MtvbenchError, ValueError):
-    pass
+    """A ``--judge`` spec that names neither a judge nor a model backend."""
 
 
 def unknown_judge(spec: str) -> UnknownJudgeError:

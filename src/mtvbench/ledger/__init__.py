@@ -1,5 +1,5 @@
-"""The core that evaluation (``run``) and construction (``construct``) share: one of each mechanism.
+"""What evaluation (``run``) and construction (``construct``) share, each mechanism in one module.
 
-``lock`` (the only file-lock code), ``sqlite`` (the one SQLite set-up and version rule), ``keys`` (the one
-digest). This package imports only ``errors`` and ``util``, so every layer above may use it.
+``lock`` (the only file-lock code), ``sqlite`` (the SQLite set-up and version rule of every store), ``keys``
+(the digest every stored key uses). This package imports only ``errors`` and ``util``, so every layer above may use it.
 """

@@ -1,4 +1,4 @@
-"""The one digest of mtvbench: what identifies a value (a run setting, a request, an artifact's content).
+"""The digest that identifies a value (a run setting, a request, an artifact's content).
 
 :func:`digest` is the SHA-256 of the value's canonical JSON (:func:`canonical_json`: keys sorted, no
 spaces, non-ASCII kept, anything JSON lacks written as its ``str``) as hex digits, cut to ``length``
@@ -16,7 +16,7 @@ from typing import Any
 
 
 def canonical_json(obj: Any) -> str:
-    """The one JSON text of a value: keys sorted, no spaces, non-ASCII kept, other values as ``str``."""
+    """The canonical JSON text of a value: keys sorted, no spaces, non-ASCII kept, other values as ``str``."""
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 

@@ -93,6 +93,8 @@ class DirLock:
             raise OutputError(describe_os_error(self.path, e, "cannot create the lock file")) from e
 
     def acquire(self, wait: bool = False, on_wait: Callable[[str], None] | None = None) -> DirLock:
+        """Take the lock, or raise :class:`~mtvbench.errors.BusyError` naming the holder; with ``wait``, call
+        ``on_wait`` with the holder once and wait for the lock. Records this process as the holder."""
         fd = self._open()
         try:
             if not _try_lock(fd):
@@ -115,6 +117,7 @@ class DirLock:
         return self
 
     def release(self) -> None:
+        """Give the lock back (nothing happens when it is not held)."""
         if self.fd is not None:
             os.close(self.fd)  # closing the descriptor releases the flock
             self.fd = None

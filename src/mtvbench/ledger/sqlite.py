@@ -1,4 +1,4 @@
-"""The one SQLite set-up of mtvbench and its one version rule (run store, call journal, review store).
+"""How mtvbench opens its SQLite files, and the version rule they all follow (run store, call journal, review store).
 
 **Set-up** (:func:`connect`): WAL (readers never block the writer, a killed process loses nothing
 committed), ``synchronous=NORMAL``, a 30 s busy timeout, autocommit mode: every transaction is explicit
@@ -6,7 +6,7 @@ committed), ``synchronous=NORMAL``, a 30 s busy timeout, autocommit mode: every 
 share a file safely.
 
 **Version rule** (:func:`open_db`): a file records its format in a ``meta`` table (``key``, JSON ``value``):
-``kind``, ``schema_version``, ``mtvbench_version`` (the one that created it) and ``created``.
+``kind``, ``schema_version``, ``mtvbench_version`` (the version that created it) and ``created``.
 
 - a file without tables is new: its tables and meta rows are created in one transaction;
 - a file of a newer format is refused, naming the file and both versions (upgrade mtvbench);
@@ -84,6 +84,7 @@ class Schema:
     refusal: type[DatabaseFormatError] = DatabaseFormatError
 
     def statements(self) -> list[str]:
+        """The statements that create the schema: the meta table first, then every table and index of ``ddl``."""
         return [META_DDL] + [s.strip() for s in self.ddl.split(";") if s.strip()]
 
     def names(self) -> set[str]:
@@ -94,7 +95,7 @@ class Schema:
 # ----------------------------------------------------------------------------------- errors
 
 def mapped_error(path: Path, schema: Schema, e: sqlite3.Error, *, writing: bool = True) -> DatabaseError:
-    """The one error for a failure of SQLite on ``path`` (see the module doc)."""
+    """The :class:`DatabaseError` that a failure of SQLite on ``path`` becomes (see the module doc)."""
     msg = str(e)
     if any(s in msg for s in _NOT_A_DB):
         return schema.refusal(f"{path}: not a {schema.kind} mtvbench can read (SQLite says: {msg})",
@@ -144,6 +145,8 @@ class StoredRow:
     hint: str | None = None
 
     def fail(self, column: str, what: str) -> StoredValueError:
+        """The error for a bad value in ``column``: file, table, row and column named, the value quoted (shortened),
+        and what it should have been."""
         shown = repr(self.values.get(column))
         shown = shown if len(shown) <= _QUOTED else shown[:_QUOTED - 1] + "…"
         return self.error(f"{self.path}: table {self.table}, row {self.row}, column {column}: {shown} is not {what}",
@@ -177,6 +180,7 @@ class StoredRow:
         return float(v)
 
     def text(self, column: str, *, null: bool = False) -> str | None:
+        """A text value; None only where ``null``."""
         v = self.values.get(column)
         if v is None and null:
             return None

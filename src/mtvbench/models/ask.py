@@ -1,4 +1,4 @@
-"""Ask a model, read and check its reply, re-ask while the reply is unusable: the one loop.
+"""Ask a model, read and check its reply, and ask again while the reply is unusable.
 
 Every caller that needs a *usable* reply (the checklist judge, the checklist generator,
 the construction stages) goes through :func:`ask`:
@@ -38,6 +38,7 @@ Reprompt = Callable[[str, list[str]], str]
 
 
 def same_prompt(prompt: str, problems: list[str]) -> str:
+    """The reprompt that asks again with the prompt unchanged (the problems are not shown to the model)."""
     return prompt
 
 
@@ -52,6 +53,9 @@ def append_problems(intro: str, outro: str = "", sep: str = "; ") -> Reprompt:
 
 @dataclass(frozen=True)
 class ReaskPolicy:
+    """How often a check may send a reply back: at most ``max_attempts`` calls in all, each again with
+    ``reprompt(prompt, problems)`` as its prompt."""
+
     max_attempts: int = 3
     reprompt: Reprompt = field(default=same_prompt)
 
@@ -80,6 +84,7 @@ class AskOutcome(Generic[T]):
 
     @property
     def ok(self) -> bool:
+        """Whether a reply passed the check."""
         return self.status == "ok"
 
 

@@ -8,7 +8,7 @@ backends are found by the prefix of a spec in :mod:`.registry`.
 
 **Abilities are declared, never guessed.** What a backend may do beyond ``generate`` (skip frame
 decoding, read the golden answer, take batches, carry a circuit breaker, reuse a prompt prefix it saw
-before, free what it held for a video when its turns are done) is declared on :class:`BackendBase`,
+before, release what it kept for a video when its turns are done) is declared on :class:`BackendBase`,
 which every backend of mtvbench derives from, with the defaults of a plain backend. Callers read them
 through :func:`abilities` and :func:`video_done` only: a backend of another package that does not
 derive from :class:`BackendBase` gets what it declares the old way (attributes of the same names), else
@@ -32,7 +32,9 @@ class ResourceLog(Protocol):
     :class:`~mtvbench.records.ProviderResource` when it is asked for, and again when it is made, deleted or
     could not be deleted (the same ``token``, written over)."""
 
-    def record_resource(self, resource: ProviderResource) -> None: ...
+    def record_resource(self, resource: ProviderResource) -> None:
+        """Store ``resource`` (a newer record of the same ``token`` replaces the older)."""
+        ...
 
 
 @runtime_checkable
@@ -41,9 +43,13 @@ class ModelBackend(Protocol):
 
     name: str
 
-    async def generate(self, request: GenerationRequest) -> GenerationResult: ...
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Answer one request (the result's ``outcome`` says whether the call succeeded)."""
+        ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release what the backend holds: connections, loaded weights, what it made on a provider's server."""
+        ...
 
 
 class BackendBase:
@@ -68,6 +74,7 @@ class BackendBase:
     resources: ResourceLog | None = None
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Answer one request; every backend overrides this."""
         raise NotImplementedError
 
     async def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
@@ -75,8 +82,8 @@ class BackendBase:
         return list(await asyncio.gather(*(self.generate(r) for r in requests)))
 
     async def end_video(self, frames: VideoFrames) -> None:
-        """The turns of the video ``frames`` belongs to are done: free what was held for it (Gemini's context
-        cache). Called through :func:`video_done`; the default holds nothing."""
+        """The turns of the video ``frames`` belongs to are done: release what was kept for it (Gemini's context
+        cache). Called through :func:`video_done`; the default keeps nothing."""
         return None
 
     async def delete_left(self, left: Sequence[ProviderResource]) -> None:
@@ -105,7 +112,7 @@ class Abilities:
 def abilities(backend: Any) -> Abilities:
     """The abilities of ``backend``: those a :class:`BackendBase` declares; for a backend of another package
     that does not derive from it, the attributes of the same names it sets (the spelling before
-    :class:`BackendBase` existed), else the defaults. The one place that reads them."""
+    :class:`BackendBase` existed), else the defaults. Callers read abilities only here."""
     if isinstance(backend, BackendBase):
         return Abilities(needs_frames=bool(backend.needs_frames), reads_golden_answer=bool(backend.reads_golden_answer),
                          batch_size=max(0, int(backend.batch_size or 0)), breaker=backend.breaker,

@@ -38,6 +38,8 @@ class Backend:
     description: str = ""
 
     def make(self, name: str, options: BackendOptions) -> ModelBackend:
+        """Make the backend for the model ``name`` (the part of the spec after the prefix) with ``options``,
+        importing the factory first when it is a reference."""
         factory = load_reference(self.factory) if isinstance(self.factory, str) else self.factory
         return factory(name, options)
 
@@ -90,7 +92,7 @@ def register_backend(prefix: str, *, extra: str | None = None, modules: tuple[Mo
 
 
 class UnknownModelError(MtvbenchError, ValueError):
-    pass
+    """A model spec whose prefix no backend has (the message lists the prefixes and suggests the closest)."""
 
 
 class MissingKeyError(MtvbenchError):
@@ -109,6 +111,8 @@ def known_prefixes() -> list[str]:
 
 
 def unknown_prefix_error(spec: str) -> UnknownModelError:
+    """The error for ``spec``, whose prefix names no backend: every known prefix, and the closest ones as a
+    suggestion."""
     prefix, _ = parse_spec(spec)
     close = BACKENDS.suggest(prefix)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""

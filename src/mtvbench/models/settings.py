@@ -1,6 +1,6 @@
 """What a backend is configured with: :class:`BackendOptions` (connection, call path, generation).
 
-:class:`BackendOptions` *is* a :class:`~mtvbench.records.GenerationConfig` (the one record of
+:class:`BackendOptions` *is* a :class:`~mtvbench.records.GenerationConfig` (the only record of
 generation settings) with the connection (:class:`ConnectionSettings`) and the backend's own options
 (:attr:`BackendOptions.options`; given and stored under the key ``extra`` in YAML and a run directory's
 config.yaml, "extra" otherwise naming a pip extra). Every generation setting (:data:`GENERATION_SETTINGS`) is
@@ -53,7 +53,7 @@ OPTIONS_KEY = "extra"
 def setting_flag(field: str, role: str | None) -> str | None:
     """The command-line flag of a role's setting, or None: ``--model-base-url`` / ``--judge-api-key-env``
     for the connection, ``--top-k`` for the model's generation settings (``--model-seed``: ``--seed`` is
-    the bootstrap's). The one naming rule of :mod:`mtvbench.run.flags` and of the messages."""
+    the bootstrap's). :mod:`mtvbench.run.flags` and the messages name flags with it."""
     dashed = field.replace("_", "-")
     if field in ("base_url", "api_key_env") and role in ("model", "judge"):
         return f"--{role}-{dashed}"

@@ -13,7 +13,7 @@ Which rounds (the inference scripts, then ``eval.py``):
   turn, else the placeholder. A position beyond the dialogue's rounds has no answer: not judged (eval.py prints
   a warning and goes on). A ``round index`` given as text never matches: not judged. Both are counted here and
   make the run INCOMPLETE (eval.py drops them silently). eval.py keys its checklist lookup by the raw value:
-  of two entries ``2`` and ``"2"`` for one round, the one written as a number is judged (the last such one),
+  of two entries ``2`` and ``"2"`` for one round, the entry written as a number is judged (the last such one),
   whatever their order (:attr:`~mtvbench.data.schema.Round.checklist_by_number`).
 
 The judge (``evaluate_single_task``):

@@ -2,7 +2,7 @@
 settles disagreements, in a web app with the video beside the dialogue; and human raters of a
 run's answers (paper §4.5, Table 3), who answer the checklists of a seeded sample as the judge does.
 
-- :mod:`.model`: the records (items, decisions, edits, the paper's three criteria, checklist marks,
+- :mod:`.decisions`: the records (items, decisions, edits, the paper's three criteria, checklist marks,
   decisions handed to the senior) and the outcome rule.
 - :mod:`.source`: what is reviewed, a build workspace's queue or a released-layout dataset; or rated,
   a run directory (:mod:`.run_source`: its answers and the raters' sample).

@@ -119,6 +119,10 @@ _SECURITY_HEADERS = {"content-security-policy": _CSP, "x-content-type-options": 
 
 
 class DecisionBody(BaseModel):
+    """What a page sends with a decision: accept, revise or reject, the edits, a comment, the three criteria and the
+    checklist marks, and the content and revision of the copy it was made on (a decision on other content or an
+    older copy is refused)."""
+
     model_config = ConfigDict(extra="forbid")
 
     decision: Decision
@@ -132,18 +136,25 @@ class DecisionBody(BaseModel):
 
 
 class ReviewBody(DecisionBody):
+    """An annotator's decision, with the page's active time on the item."""
+
     annotator: PersonName
     #: the page's active time on the item (see :mod:`mtvbench.review.progress`)
     active_seconds: float | None = Field(default=None, ge=0, le=7 * 86400)
 
 
 class AdjudicateBody(DecisionBody):
+    """The senior's final decision; ``confirm`` to overwrite a final decision someone else made."""
+
     senior: PersonName
     #: overwrite a final decision someone else made
     confirm: bool = False
 
 
 class RatingBody(BaseModel):
+    """A rater's answers to the checklists of one dialogue, with the content and revision they were made on and the
+    page's active time."""
+
     model_config = ConfigDict(extra="forbid")
 
     rater: PersonName
@@ -155,12 +166,17 @@ class RatingBody(BaseModel):
 
 
 class UndoBody(BaseModel):
+    """Which history entry to take back."""
+
     model_config = ConfigDict(extra="forbid")
 
     seq: int = Field(ge=1)
 
 
 class DraftBody(BaseModel):
+    """What a person typed and has not submitted, for one kind of work (``scope``), with the content and revision of
+    their copy."""
+
     model_config = ConfigDict(extra="forbid")
 
     scope: Literal["review", "adjudicate", "rate"] = "review"
@@ -171,6 +187,8 @@ class DraftBody(BaseModel):
 
 
 class ApiError(Exception):
+    """A request the API refuses: the HTTP status and a message for the person."""
+
     def __init__(self, status: int, message: str):
         super().__init__(message)
         self.status = status
@@ -252,19 +270,24 @@ class ReviewApp:
             self.source_error, self._fp = None, fp
 
     def item(self, item_id: str) -> ReviewItem:
+        """The item ``item_id`` as last loaded; :class:`UnknownItemError` when there is none."""
         it = self.items.get(item_id)
         if it is None:
             raise UnknownItemError(f"no dialogue {item_id!r} under review")
         return it
 
     def state(self, it: ReviewItem) -> ItemState:
+        """The decisions that count for ``it`` (those made on its current content)."""
         return self.store.state(it.id, it.content_hash)
 
     # ------------------------------------------------------------------ who
     def token_mode(self) -> bool:
+        """Whether requests must sign in with an access token: when the server is not on a loopback address, or once
+        the store has users."""
         return self.require_tokens or self.store.has_users()
 
     def who(self, request: Request) -> Principal:
+        """The person making ``request``, refused (403) unless their job does this server's kind of work."""
         me = self._who(request)
         work = self.source.work
         if me.job not in WORK_JOBS[work]:
@@ -296,6 +319,7 @@ class ReviewApp:
 
     # ------------------------------------------------------------------ video links
     def media_url(self, video: str, me: Principal) -> str | None:
+        """A signed link to ``video`` for ``me``, valid for 12 hours; None when the source has no such video file."""
         path = self.videos.get(video)
         if path is None or not path.is_file():
             return None
@@ -309,12 +333,14 @@ class ReviewApp:
         return hmac.new(self.secret, f"{video}\x00{who}\x00{epoch}\x00{exp}".encode(), hashlib.sha256).hexdigest()
 
     def media_allowed(self, video: str, who: str, exp: str, sig: str) -> bool:
+        """Whether a video link is one this server signed for ``who`` and has not expired or been revoked."""
         if not exp.isdigit() or int(exp) < time.time() or len(sig) != 64:
             return False
         return hmac.compare_digest(self._sign(video, who, int(exp)), sig)
 
     # ------------------------------------------------------------------ views
     def drafts(self, it: ReviewItem, me: Principal) -> dict[str, Any]:
+        """``me``'s drafts on ``it``, by kind of work."""
         out = {}
         for scope, jobs in DRAFT_SCOPES.items():
             if me.job in jobs and (d := self.store.draft(scope, it.id, me.name)) is not None:
@@ -327,18 +353,23 @@ class ReviewApp:
                 if me.job in jobs}
 
     def detail(self, it: ReviewItem, st: ItemState, me: Principal) -> dict[str, Any]:
+        """``it`` as ``me`` may see it, with its video link, drafts and the revisions of ``me``'s copy."""
         return detail(it, st, me, video_url=self.media_url(it.video, me), drafts=self.drafts(it, me)) | {
             "revisions": self.revisions(it, me)}
 
     # ------------------------------------------------------------------ ratings (a run directory)
     @property
     def rating(self) -> bool:
+        """Whether this server rates a run's answers (a run directory) rather than verifying dialogues."""
         return self.source.work == "rate"
 
     def ratings(self) -> dict[str, list[Rating]]:
+        """The ratings of each item made on its current content."""
         return self.store.ratings({i: it.content_hash for i, it in self.items.items()})[0]
 
     def rating_detail(self, it: ReviewItem, me: Principal) -> dict[str, Any]:
+        """``it`` as rater ``me`` sees it (their own rating, no expected answers), with its video link, drafts and
+        revisions."""
         mine = next((r for r in self.ratings().get(it.id, []) if r.rater == me.name), None)
         return rating_detail(it, mine, me, video_url=self.media_url(it.video, me), drafts=self.drafts(it, me)) | {
             "revisions": self.revisions(it, me)}

@@ -123,9 +123,11 @@ class Edit(BaseModel):
 
     @property
     def path(self) -> tuple[int, str, str | None]:
+        """Where the edit applies, as a sortable key: (round, field, checklist item or None)."""
         return (self.round, self.field, self.item)
 
     def where(self) -> str:
+        """Where the edit applies, in words for a message (``round 2 question of Q3``)."""
         return f"round {self.round} {self.field}" + (f" of {self.item}" if self.item else "")
 
 
@@ -161,7 +163,7 @@ class Annotation(BaseModel):
 class Referral(Annotation):
     """A decision handed to the senior annotator instead of counting as one of the two: the
     annotator changed it after both had decided (``changed``; their decision is replaced and
-    ``previous`` holds the one before), or two others already held the dialogue or a senior had
+    ``previous`` holds their earlier one), or two others had already decided the dialogue or a senior had
     decided it (``taken``; the decision is kept here with its text)."""
 
     seq: int
@@ -222,6 +224,7 @@ class ReviewItem(BaseModel):
 
     @property
     def status(self) -> Status:
+        """The item's outcome so far, from its decisions (:func:`status_of`)."""
         return status_of(self.annotations, self.adjudication, self.referrals)
 
     def checklist_keys(self) -> list[str]:
@@ -400,6 +403,7 @@ class ReviewQueue(BaseModel):
     items: dict[str, ReviewItem] = Field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
+        """How many items have each status (every status listed, zeros too)."""
         out: dict[str, int] = dict.fromkeys(STATUSES, 0)
         for it in self.items.values():
             out[it.status] += 1

@@ -20,6 +20,8 @@ _FIELD_ORDER = {"user": 0, "assistant": 1, "question": 2, "expected": 3}
 
 
 class Piece(BaseModel):
+    """A run of text in a word diff: kept (``equal``), added (``insert``) or removed (``delete``)."""
+
     op: Literal["equal", "insert", "delete"]
     text: str
 

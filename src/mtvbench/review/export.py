@@ -11,7 +11,7 @@ What is written (``--out DIR``)::
 
 Kept: every dialogue that is not rejected; with ``accepted_only`` only the accepted ones
 (both annotators accepted, or the senior accepted or revised): :func:`mtvbench.data.layout.kept`, and
-the files are written by the layout's one writer. A build workspace is
+the files are written by the layout's writer. A build workspace is
 exported by its source (:meth:`ReviewSource.write_export`: the build export, the same files as
 ``mtvbench build export`` with the review applied); a dataset folder is rewritten from its own
 files (:func:`write_dataset`). The export is assembled in a hidden folder beside ``DIR`` and moved into
@@ -41,6 +41,8 @@ AUDIT_NAME = "review.json"
 
 
 class Change(BaseModel):
+    """One field of the final revision: where it is, and its text before and after."""
+
     round: int
     field: str
     item: str | None = None
@@ -49,6 +51,9 @@ class Change(BaseModel):
 
 
 class AuditItem(BaseModel):
+    """One dialogue in ``review.json``: its ids, status, whether it was exported, every decision on it and the
+    changes of its final revision."""
+
     id: str
     #: the dialogue's id in the exported layout (task/video/event)
     dialogue_id: str
@@ -60,7 +65,7 @@ class AuditItem(BaseModel):
     exported: bool
     reviews: list[Annotation]
     adjudication: Annotation | None
-    #: decisions handed to the senior (a change after both decided; a decision on a dialogue two others held)
+    #: decisions handed to the senior (a change after both decided; a decision on a dialogue two others had decided)
     referrals: list[Referral] = Field(default_factory=list)
     #: the final revision: every field that differs from the dialogue as it was reviewed
     changes: list[Change]
@@ -89,6 +94,9 @@ class Audit(BaseModel):
 
 
 class ReviewExport(BaseModel):
+    """What ``review export`` wrote: the folder, how many dialogues were exported and revised, the count per status,
+    and how many videos."""
+
     out: str
     exported: int = 0
     revised: int = 0

@@ -18,6 +18,7 @@ GUIDELINES_MAX = 256 * 1024
 
 
 def default_guidelines() -> str:
+    """The annotation guidelines bundled with mtvbench (``review/guidelines.md``), as Markdown."""
     return resources.files("mtvbench.review").joinpath("guidelines.md").read_text("utf-8")
 
 

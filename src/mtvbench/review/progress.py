@@ -55,18 +55,24 @@ class PairAgreement(BaseModel):
 
 
 class Agreement(BaseModel):
+    """How far the annotators agree on their decisions: per pair Cohen's kappa, and Krippendorff's alpha per aspect
+    when more than two people decided items (see the module docstring)."""
+
     #: items with two decisions
     items: int = 0
     #: annotators who decided items
     people: int = 0
     pairs: list[PairAgreement] = Field(default_factory=list)
-    #: the one pair's kappa of the decision (None with no pair or several: see ``pairs`` and ``alpha``)
+    #: Cohen's kappa of the decision when one pair decided (None with no pair or several: see ``pairs`` and ``alpha``)
     kappa: float | None = None
     #: aspect -> Krippendorff's alpha (nominal); None unless more than two people decided items
     alpha: dict[str, float | None] | None = None
 
 
 class TaskProgress(BaseModel):
+    """One task's progress for seniors: its items by status, those with one decision, revised and referred ones, and
+    the annotators' agreement."""
+
     task: str
     label: str
     items: int = 0
@@ -81,18 +87,23 @@ class TaskProgress(BaseModel):
 
 
 class AnnotatorTask(BaseModel):
+    """One annotator's work on one task: items done and items they could still take."""
+
     done: int = 0
     #: items this annotator could still take (not decided by them, fewer than two others on it)
     open: int = 0
 
 
 class AnnotatorProgress(BaseModel):
+    """One annotator's work for seniors: items done, open and adjudicated, decisions handed to the senior, per task
+    and per decision, and the active seconds per decision."""
+
     name: str
     job: str | None = None
     done: int = 0
     open: int = 0
     adjudicated: int = 0
-    #: decisions handed to the senior (changed after both decided, or on a dialogue two others held)
+    #: decisions handed to the senior (changed after both decided, or on a dialogue two others had decided)
     referred: int = 0
     by_task: dict[str, AnnotatorTask] = Field(default_factory=dict)
     decisions: dict[str, int] = Field(default_factory=dict)
@@ -102,7 +113,8 @@ class AnnotatorProgress(BaseModel):
 
 
 class ReviewProgress(BaseModel):
-    """Everything, for seniors."""
+    """The review's whole progress, which only seniors see: items by status, each task's and the overall
+    progress with the agreement, and each annotator's work."""
 
     scope: Literal["all"] = "all"
     items: int

@@ -55,6 +55,8 @@ def human_records(items: Sequence[ReviewItem], ratings: dict[str, list[Rating]],
 # ------------------------------------------------------------------------------ progress
 
 class RaterTask(BaseModel):
+    """One task of the raters' sample: its label, how many dialogues it has and how many are rated."""
+
     task: str
     label: str
     items: int = 0
@@ -62,6 +64,8 @@ class RaterTask(BaseModel):
 
 
 class RaterProgress(BaseModel):
+    """One rater's work: dialogues rated, by task, and the active seconds per rating."""
+
     name: str
     done: int = 0
     by_task: dict[str, int] = Field(default_factory=dict)
@@ -70,7 +74,8 @@ class RaterProgress(BaseModel):
 
 
 class RatingProgress(BaseModel):
-    """Everything, for seniors."""
+    """The raters' whole progress, which only seniors see: the sample (its size, seed and per-task
+    size), each task's progress and each rater's work."""
 
     scope: str = "rating"
     items: int
@@ -141,6 +146,9 @@ def own_rating(items: Sequence[ReviewItem], ratings: dict[str, list[Rating]], na
 # ------------------------------------------------------------------------------ export
 
 class RatingExport(BaseModel):
+    """What ``review export`` of a run directory wrote: the file, how many records and items, the sample's seed, per
+    rater how many sampled dialogues they rated, and how many ratings were left out as outdated."""
+
     out: str
     records: int
     items: int

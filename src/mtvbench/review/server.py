@@ -23,6 +23,7 @@ def is_loopback(host: str) -> bool:
 
 
 def url_of(host: str, port: int) -> str:
+    """The URL of the app on ``host`` and ``port`` (an IPv6 address in brackets)."""
     h = host.strip("[]")
     return f"http://[{h}]:{port}" if ":" in h else f"http://{h}:{port}"
 

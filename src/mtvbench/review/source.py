@@ -32,6 +32,7 @@ QUEUE_NAME = "review_queue.json"
 
 
 def validation_message(path: Path, e: ValidationError) -> str:
+    """One line for a record of ``path`` that fails validation: the first bad field and how many more there are."""
     first = e.errors()[0]
     loc = ".".join(str(x) for x in first["loc"])
     return f"{path}: field {loc!r}: {first['msg']}" + (f" (and {e.error_count() - 1} more)" if e.error_count() > 1
@@ -83,6 +84,7 @@ class ReviewSource:
 
     @classmethod
     def detect(cls, root: Path) -> bool:
+        """Whether the folder ``root`` is a source of this kind."""
         raise NotImplementedError
 
     @classmethod
@@ -92,9 +94,11 @@ class ReviewSource:
 
     @property
     def default_store(self) -> Path:
+        """Where the review store of this source lives unless ``--store`` says otherwise."""
         return self.root / STORE_NAME
 
     def files(self) -> list[Path]:
+        """The files the items are read from (their sizes and times make :meth:`fingerprint`)."""
         raise NotImplementedError
 
     def prepare(self, store: ReviewStore) -> None:
@@ -105,6 +109,7 @@ class ReviewSource:
         return tuple(_stat(p) for p in self.files())
 
     def load(self) -> list[ReviewItem]:
+        """Read the items under review (and note the videos they may show, :meth:`videos`)."""
         raise NotImplementedError
 
     def videos(self) -> dict[str, Path]:

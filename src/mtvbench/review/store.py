@@ -1,6 +1,6 @@
-"""The one SQLite file that holds every review decision (one transaction per decision).
+"""The review store: the SQLite file that holds every review decision (one transaction per decision).
 
-The file has its own tables and uses the one SQLite set-up and version rule of
+The file has its own tables and uses the shared SQLite set-up and version rule of
 :mod:`mtvbench.ledger.sqlite` (WAL, its format in the ``meta`` table, errors naming the file); a file of
 another format is refused, naming both. Each person's copy of an item (their draft and their decision) has a
 revision number (``revisions``) that every save moves on, so that a save from a tab whose copy is older is
@@ -134,6 +134,7 @@ CREATE TABLE IF NOT EXISTS revisions(
 
 
 def now_iso() -> str:
+    """The current UTC time as ISO 8601 text to the second, as the store records times."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -163,6 +164,8 @@ class Principal(BaseModel):
 
 
 class UserInfo(BaseModel):
+    """A user as the store lists them: name, job and when they were added (never their token)."""
+
     name: str
     job: Job
     created_at: str
@@ -185,10 +188,12 @@ class ItemState(BaseModel):
 
     @property
     def status(self) -> Status:
+        """The item's outcome from the decisions on its current content (:func:`status_of`)."""
         return status_of(self.reviews, self.adjudication, self.referrals)
 
     @property
     def open_referrals(self) -> list[Referral]:
+        """The decisions handed to the senior that no senior has settled yet."""
         return [r for r in self.referrals if r.settled_at is None]
 
     @property
@@ -197,6 +202,7 @@ class ItemState(BaseModel):
         return self.adjudication is not None or len(self.reviews) >= 2
 
     def review_of(self, who: str) -> Annotation | None:
+        """``who``'s decision as an annotator on the item, or None."""
         return next((r for r in self.reviews if r.annotator == who), None)
 
     def referral_of(self, who: str) -> Referral | None:
@@ -215,6 +221,9 @@ class ItemState(BaseModel):
 
 
 class ItemRow(BaseModel):
+    """An item as the store lists it: its id and place in the source, task, video, event, the hash of the content it
+    was last synced with, and whether the source still has it."""
+
     id: str
     pos: int
     task: str
@@ -341,6 +350,7 @@ class ReviewStore:
                 db.execute("UPDATE items SET active=0 WHERE id=?", (i,))
 
     def rows(self, active_only: bool = True) -> list[ItemRow]:
+        """The items the store knows, in the source's order (with ``active_only``, only those the source still has)."""
         with self._tx(write=False) as db:
             sql = "SELECT * FROM items" + (" WHERE active=1" if active_only else "") + " ORDER BY active DESC, pos"
             return [ItemRow(**dict(r)) for r in db.execute(sql)]
@@ -374,6 +384,7 @@ class ReviewStore:
             return self._states(db, current)
 
     def state(self, item_id: str, content_hash: str) -> ItemState:
+        """The state of one item as of ``content_hash`` (decisions made on other content do not count)."""
         return self.states({item_id: content_hash})[item_id]
 
     def _current(self, db: sqlite3.Connection, item: ReviewItem, expected_hash: str | None) -> ItemState:
@@ -396,7 +407,7 @@ class ReviewStore:
         active time on the item (kept for the first decision). ``refer``: hand a decision that cannot
         count to the senior instead of refusing it. ``revision``: the revision of the person's copy the page
         holds (None: not checked, the command line); an older one is refused (:class:`StaleCopyError`). The
-        state's ``seq`` is the history entry (None when the decision repeats the one recorded) and ``notice``
+        state's ``seq`` is the history entry (None when the decision repeats the recorded decision) and ``notice``
         what the person is told."""
         who = check_name(annotator)
         clean = check_decision(item, decision, list(edits or []), comment, strict)
@@ -546,6 +557,7 @@ class ReviewStore:
         return int(cur.lastrowid or 0)
 
     def history(self) -> list[HistoryEvent]:
+        """Every decision ever recorded, in the order it was made (the audit trail)."""
         with self._tx(write=False) as db:
             return [HistoryEvent(seq=r["seq"], at=r["at"], item_id=r["item_id"], content_hash=r["content_hash"],
                                  who=r["who"], action=r["action"], decision=r["decision"], comment=r["comment"],
@@ -576,6 +588,7 @@ class ReviewStore:
         return Draft(scope=scope, item_id=item_id, content_hash=content_hash, data=data, updated_at=at, revision=rev)
 
     def draft(self, scope: str, item_id: str, who: str) -> Draft | None:
+        """``who``'s unsubmitted draft on the item in ``scope``, or None."""
         with self._tx(write=False) as db:
             return self._draft(db, scope, item_id, who)
 
@@ -587,6 +600,8 @@ class ReviewStore:
                      updated_at=r["updated_at"], revision=self._revision(db, scope, item_id, who))
 
     def drop_draft(self, scope: str, item_id: str, who: str) -> None:
+        """Throw away ``who``'s draft on the item; the revision of their copy moves on, so a tab still holding the
+        draft is told when it saves."""
         with self._tx() as db:
             self._settle(db, scope, item_id, who)
 
@@ -692,7 +707,7 @@ class ReviewStore:
             return new
 
     def unrate(self, item: ReviewItem, rater: str, seq: int) -> Rating | None:
-        """Take back ``rater``'s rating ``seq`` while it is their latest on the item: the one it replaced
+        """Take back ``rater``'s rating ``seq`` while it is their latest on the item: the rating it replaced
         comes back (None: the item is unrated again)."""
         with self._tx() as db:
             self._current(db, item, None)
@@ -828,15 +843,20 @@ class ReviewStore:
         return int(row["epoch"]) if row else 0
 
     def users(self) -> list[UserInfo]:
+        """Every user, by name."""
         with self._tx(write=False) as db:
             return [UserInfo(name=r["name"], job=r["role"], created_at=r["created_at"])
                     for r in db.execute("SELECT * FROM users ORDER BY name")]
 
     def has_users(self) -> bool:
+        """Whether any user is registered (without one, the app serves only on a loopback address, where no access
+        token is needed)."""
         with self._tx(write=False) as db:
             return db.execute("SELECT 1 FROM users LIMIT 1").fetchone() is not None
 
     def authenticate(self, token: str) -> Principal | None:
+        """The user an access token belongs to, or None for an unknown, empty or overlong token (only the token's
+        SHA-256 is compared)."""
         if not token or len(token) > 256:
             return None
         with self._tx(write=False) as db:

@@ -47,6 +47,7 @@ def yours(st: ItemState, me: Principal) -> Yours:
 
 
 def dump(a: Annotation | Rating | None) -> dict[str, Any] | None:
+    """A decision or rating as JSON-able data for a page, or None."""
     return a.model_dump(mode="json") if a is not None else None
 
 

@@ -206,8 +206,8 @@ def _check_protocol(cfg: RunConfig, src: RunConfig, source: Path, bench: Benchma
 
 def _reads_golden(source: Path, src: RunConfig, dialogues: list, video_keys: Mapping[str, str],
                   turn_keys: Mapping[str, str]) -> bool:
-    """Whether the source's model read the golden answer (its fingerprints have it): the one of the two key
-    rules that gives the source's own ``benchmark.json`` keys back from its own dialogues."""
+    """Whether the source's model read the golden answer (its fingerprints then include it). Both key rules
+    are tried; the rule that gives the source's own ``benchmark.json`` keys back from its dialogues says which."""
     for reads in (False, True):
         if RunKeys(src, video_keys, reads_golden=reads).turn_keys(dialogues) == dict(turn_keys):
             return reads

@@ -64,10 +64,14 @@ class PaperReading(BaseModel):
 
 
 class ProtocolEffects(BaseModel):
+    """How often each effect of the ``authors`` protocol fired on a run, by kind, and the same run scored by the
+    paper's parser (see the module docstring)."""
+
     counts: dict[str, int] = Field(default_factory=lambda: dict.fromkeys(EFFECT_KINDS, 0))
     paper_reading: PaperReading | None = None
 
     def add(self, kind: str, n: int = 1) -> None:
+        """Count ``n`` more of effect ``kind``."""
         self.counts[kind] += n
 
 

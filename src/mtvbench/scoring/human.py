@@ -32,6 +32,9 @@ class AgreementError(MtvbenchError, ValueError):
 # ------------------------------------------------------------------------------ human file
 
 class HumanRecord(BaseModel):
+    """One human rating of a turn, as the human file stores it: a score, or an item's Yes/No verdict, with who gave
+    it, when, in which sample, and the digest of the answer rated."""
+
     turn_id: str
     annotator: str = ""
     score: float | None = None

@@ -116,6 +116,8 @@ class QwenFamily:
 
     @property
     def factor(self) -> int:
+        """The side length, in pixels, that the processor rounds images to (two patches, as the processor merges 2 x
+        2 patches into one token)."""
         return self.patch * 2  # merge_size 2
 
 
@@ -178,6 +180,8 @@ class FrameRule:
     as_video: bool = False
 
     def tokens(self, frames: int, width: int, height: int, duration_s: float = 0.0) -> int:
+        """The prompt tokens of ``frames`` frames of ``width`` x ``height`` under this rule (``duration_s`` matters
+        only to rules that count time)."""
         if frames <= 0:
             return 0
         if self.kind == "openai-tiles":

@@ -25,6 +25,9 @@ ROLES = ("model", "judge")
 
 
 class RoleUsage(BaseModel):
+    """What one role (the model under test, or the judge) used in a run directory: calls, requests, tokens, time and
+    cost."""
+
     #: results obtained: model answers, judge runs (failed ones included)
     calls: int = 0
     failed_calls: int = 0
@@ -47,6 +50,8 @@ class RoleUsage(BaseModel):
 
 
 class UsageReport(BaseModel):
+    """Usage and cost of a run directory: per role, the ``run`` sessions and their wall time, and the total cost."""
+
     model: RoleUsage
     judge: RoleUsage
     #: ``run`` processes that wrote to this directory, and their total wall time
@@ -56,6 +61,7 @@ class UsageReport(BaseModel):
     cost: float | None = None
 
     def role(self, name: str) -> RoleUsage:
+        """The usage of role ``name`` (``model`` or ``judge``)."""
         return self.model if name == "model" else self.judge
 
 
@@ -71,6 +77,8 @@ def _union_seconds(intervals: Iterable[tuple[float, float]]) -> float:
 
 def role_usage(rows: Sequence[Mapping[str, Any]], price: Price | None, failed: Sequence[str] = ("error",)
                ) -> RoleUsage:
+    """The usage of one role from its rows of the calls ledger, priced at ``price`` (no price: no cost, unless it
+    used no tokens). A call whose outcome is in ``failed`` counts as failed."""
     calls = failed_calls = requests = prompt = completion = not_recorded = cached_sum = 0
     call_seconds = 0.0
     for r in rows:  # summed in locals: a record's field is validated on every assignment
@@ -119,6 +127,8 @@ def upper_bound(r: RoleUsage) -> bool:
 
 def usage_report(calls: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]],
                  price_of: Callable[[str], Price | None]) -> UsageReport:
+    """The usage report of a run directory from its calls ledger and run sessions; ``price_of`` gives each role's
+    price. A session killed before it ended counts until its last stored call."""
     roles = {name: role_usage([c for c in calls if c["role"] == name], price_of(name)) for name in ROLES}
     last_call: dict[Any, float] = {}
     for c in calls:

@@ -55,6 +55,8 @@ def file_mode() -> int:
 
 
 def describe_os_error(path: Path | str, e: OSError, doing: str = "cannot write") -> str:
+    """A one-line message for an ``OSError`` on ``path`` while ``doing`` something: a full disk, a permission problem
+    or a read-only file system said plainly, else the system's own words."""
     if e.errno in _NO_SPACE:
         return f"{path}: {doing}: no space left on the device (free some space, or choose another folder)"
     if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
@@ -101,6 +103,7 @@ def atomic_open(path: Path | str) -> Iterator[BinaryIO]:
 
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (see the module docstring)."""
     with atomic_open(path) as f:
         f.write(data)
 
@@ -225,7 +228,7 @@ class FolderSwap:
         suffix = "" if resumable else f"-{os.getpid()}"
         self.stage = self.out.parent / f".{self.out.name}.partial{suffix}"
         self._old = self.out.parent / f".{self.out.name}.old-{os.getpid()}"
-        #: the stage held an earlier, stopped attempt (resumable only)
+        #: the staging folder had an earlier, stopped attempt (resumable only)
         self.resumed = False
         #: keep the stage after a failure (resumable only): it holds results worth resuming from
         self.keep_on_failure = False

@@ -8,7 +8,7 @@
   let a caller such as the dataset loader name the record itself.
 - :func:`extract_json_object`: the first JSON object in a model reply (a fenced block, or
   the outermost braces), for every parser of model output.
-- :func:`yes_no`: the one Yes/No normaliser (``yes``, ``No.``, ``true``, ...).
+- :func:`yes_no`: the Yes/No normaliser every parser uses (``yes``, ``No.``, ``true``, ...).
 """
 
 from __future__ import annotations
@@ -56,6 +56,9 @@ def render_json_path(path: Sequence[str | int]) -> str:
 
 
 class DuplicateKeyError(ValueError):
+    """A key given twice in one JSON object (the standard library would keep the last one silently); ``siblings`` are
+    the object's keys, for the message."""
+
     def __init__(self, key: str, siblings: list[str]):
         self.key = key
         self.siblings = siblings

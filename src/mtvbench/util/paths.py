@@ -13,6 +13,7 @@ from pathlib import Path
 
 
 def cache_home() -> Path:
+    """The folder of mtvbench's caches (see the module docstring for the rule)."""
     env = os.environ.get("MTVBENCH_CACHE")
     if env:
         return Path(env).expanduser()

@@ -1,4 +1,4 @@
-"""Text from outside made storable: the one policy for characters UTF-8 cannot encode.
+"""Make text from outside storable: how mtvbench treats the characters UTF-8 cannot encode.
 
 A Python string can hold code points that no UTF-8 file, SQLite text column or terminal can take: the
 lone surrogates U+D800..U+DFFF. A server puts one in a reply with nothing more than the JSON escape

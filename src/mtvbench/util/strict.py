@@ -1,4 +1,4 @@
-"""The one configuration of a strict settings model: an unknown key is an error (never dropped without a word),
+"""The configuration every strict settings model shares: an unknown key is an error (never dropped silently),
 and ``NaN`` / ``inf`` are not numbers. Every settings model uses it (run and build settings, a role's backend
 options, generation and frame settings, each build stage's section, scene detection), so a misspelt key is
 refused in YAML, on the command line and from Python alike."""

@@ -142,6 +142,8 @@ class Stage:
     version: int = 2
 
     def needs_under(self, config: BuildSettings) -> tuple[str, tuple[Module, ...]] | None:
+        """The extra and modules this stage needs under the build settings ``config``, or None when it needs none
+        there."""
         if self.needs is None or (self.needs_when is not None and not self.needs_when(config)):
             return None
         return self.needs

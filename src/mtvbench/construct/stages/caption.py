@@ -34,12 +34,16 @@ class CaptionSettings(BaseModel):
 
 
 class Captions(Artifact):
+    """The caption stage's artifact: each clip's caption by clip index, and the clips whose caption was given up."""
+
     captions: dict[int, str] = Field(default_factory=dict)
     failures: list[Failure] = Field(default_factory=list)
 
 
 async def caption_clips(video: str, path: Path, split: SplitResult, model: StageModel, num_frames: int = 8,
                         frame_settings: FrameSettings | None = None, max_attempts: int = 3) -> Captions:
+    """Caption every clip of ``split`` with ``model``, from ``num_frames`` frames sampled inside that clip only. The
+    artifact is complete only when every clip has a caption, since merging needs them all."""
     settings = frame_settings or FrameSettings(num_frames=num_frames, max_side=448)
     video_fp = await asyncio.to_thread(fingerprint, path)
     policy = ReaskPolicy(max_attempts)

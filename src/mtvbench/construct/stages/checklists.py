@@ -36,6 +36,9 @@ class ChecklistSettings(BaseModel):
 
 
 class ChecklistResult(Artifact):
+    """The checklists stage's artifact: per dialogue (``<unit>/<task>``) and round index, the round's checklist
+    items, and the rounds whose checklist was given up."""
+
     #: "<unit>/<task>" -> {round index -> items}
     checklists: dict[str, dict[int, list[ChecklistItem]]] = Field(default_factory=dict)
     failures: list[Failure] = Field(default_factory=list)
@@ -56,6 +59,9 @@ class ChecklistResult(Artifact):
 
 async def make_checklists(video: str, generated: GenerateResult, model: StageModel, n: int = 5,
                           max_attempts: int = 3, exact_split: bool = True) -> ChecklistResult:
+    """Write a checklist of ``n`` yes/no items for every round of ``generated`` that is a model turn under the
+    official rule, one call per round; a reply that breaks the checklist rules is asked again, up to
+    ``max_attempts`` calls."""
     policy = ReaskPolicy(max_attempts, CHECKLIST_REASK)
     check = checklist_check(n, exact_split)
     jobs = [(key, r) for key, d in sorted(generated.dialogues.items()) for r in d.rounds

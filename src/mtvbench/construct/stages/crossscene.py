@@ -56,6 +56,9 @@ class Unit(BaseModel):
 
 
 class CrossSceneResult(Artifact):
+    """The crossscene stage's artifact: the units dialogues are generated from, single-scene segments first, then
+    cross-scene units."""
+
     units: list[Unit] = Field(default_factory=list)
 
 
@@ -70,6 +73,9 @@ def _object_line(objects: ObjectsResult, oid: str, segments: list[int] | None = 
 def retrieve_units(video: str, merge: MergeResult, objects: ObjectsResult | None,
                    settings: CrossSceneSettings | None = None, textsim: TextSimilarity | None = None
                    ) -> CrossSceneResult:
+    """The units of ``video`` (see the module docstring): every merged segment at least ``min_segment_s`` long, then
+    cross-scene units of segments that share detected objects or, with ``theme_threshold``, have similar captions,
+    the strongest first and at most ``max_units``. Asks no model."""
     settings = settings or CrossSceneSettings()
     textsim = textsim or LexicalSimilarity()
     segs = {s.index: s for s in merge.segments}

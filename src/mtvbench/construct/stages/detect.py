@@ -23,6 +23,9 @@ from mtvbench.util.files import atomic_write_bytes, ensure_dir
 
 
 class Detection(BaseModel):
+    """One detected object: its id, the key frame and time it was found at, the segment of that time, its box and the
+    path of its saved crop."""
+
     id: int
     frame: int
     time_s: float
@@ -32,6 +35,8 @@ class Detection(BaseModel):
 
 
 class Detections(Artifact):
+    """The detect stage's artifact: the detector's name and every detection on the kept key frames."""
+
     detector: str
     detections: list[Detection] = Field(default_factory=list)
 
@@ -70,7 +75,7 @@ def detect_objects(video: str, video_dir: Path, keyframes: KeyFrames, detector: 
 
 
 def _detect_with(detector: Detector, video: str, video_dir: str, keyframes: KeyFrames) -> Detections:
-    """:func:`detect_objects` with a detector held where it runs (a Ray actor of the cluster)."""
+    """:func:`detect_objects` with a detector loaded once where it runs (a Ray actor of the cluster)."""
     return detect_objects(video, Path(video_dir), keyframes, detector)
 
 

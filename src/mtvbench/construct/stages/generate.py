@@ -78,6 +78,9 @@ class GenerateSettings(BaseModel):
 
 
 class GenRound(BaseModel):
+    """One round of a generated dialogue: the user's question, the assistant's answer, and the ability label (and,
+    for Topic Shifting, the topic) the generator gave it."""
+
     index: int
     user: str
     assistant: str
@@ -86,6 +89,8 @@ class GenRound(BaseModel):
 
 
 class GeneratedDialogue(BaseModel):
+    """A dialogue generated for one unit and task, and how many calls it took."""
+
     unit: str
     task: Task
     rounds: list[GenRound]
@@ -93,6 +98,8 @@ class GeneratedDialogue(BaseModel):
 
 
 class GenerateResult(Artifact):
+    """The generate stage's artifact: the dialogues by ``<unit>/<task>``, and those given up."""
+
     dialogues: dict[str, GeneratedDialogue] = Field(default_factory=dict)  # "<unit>/<task>" -> dialogue
     failures: list[Failure] = Field(default_factory=list)
 
@@ -272,6 +279,9 @@ def check_dialogue(task: Task, rounds: list[GenRound], *, require_range: bool = 
 
 
 def generation_prompt(task: Task, unit: Unit, whole_video: bool) -> str:
+    """The prompt that asks for a dialogue of ``task`` about ``unit`` (paper Figure 8 with the task's instructions):
+    the unit's place, captions and objects; unless the frames show the whole video, the prompt asks for the clip's
+    time range to be named."""
     objects = ""
     if unit.kind == "cross" and unit.object_lines:
         objects = CROSS_SCENE_OBJECTS.format(object_lines="\n".join(unit.object_lines))
@@ -287,6 +297,7 @@ def generation_prompt(task: Task, unit: Unit, whole_video: bool) -> str:
 
 
 def dialogue_key(unit: str, task: Task) -> str:
+    """The key of ``unit``'s dialogue for ``task`` in the artifacts: ``<unit>/<task>``."""
     return f"{unit}/{task.value}"
 
 
@@ -313,6 +324,9 @@ def dialogue_check(task: Task, whole_video: bool):  # noqa: ANN201 - Check[list[
 async def generate_dialogues(video: str, path: Path, units: list[Unit], scores: SuitabilityResult, model: StageModel,
                              duration_s: float, num_frames: int = 32, max_attempts: int = 3,
                              frame_settings: FrameSettings | None = None) -> GenerateResult:
+    """Generate a dialogue for every unit and every task the suitability stage selected it for, from ``num_frames``
+    frames of the unit's time ranges; a reply that breaks a mechanical rule is asked again with the problems
+    listed, up to ``max_attempts`` calls."""
     settings = frame_settings or FrameSettings(num_frames=num_frames, max_side=448)
     video_fp = await asyncio.to_thread(fingerprint, path)
     policy = ReaskPolicy(max_attempts, _reask)

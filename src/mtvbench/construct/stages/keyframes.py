@@ -47,6 +47,9 @@ class KeyFrameSettings(BaseModel):
 
 
 class KeyFrame(BaseModel):
+    """One kept key frame: its index in the full decode, its time, the segment it falls in, its sharpness and its
+    JPEG file."""
+
     frame: int  # index in the full decode
     time_s: float
     segment: int | None
@@ -55,6 +58,9 @@ class KeyFrame(BaseModel):
 
 
 class KeyFrames(Artifact):
+    """The keyframes stage's artifact: the sampling rate and thresholds used, how many frames were sampled, the times
+    of those dropped as blurry or as near-repeats, and the kept frames."""
+
     sample_fps: float
     sharpness_threshold: float
     similarity_threshold: float
@@ -73,6 +79,8 @@ def _cv2():  # noqa: ANN202
 
 
 def sharpness(rgb: np.ndarray, analysis_side: int = 480) -> float:
+    """How sharp a frame is: the variance of the Laplacian of its grey image, computed at most ``analysis_side``
+    pixels wide (higher is sharper)."""
     cv2 = _cv2()
     grey = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
     h, w = grey.shape
@@ -83,6 +91,7 @@ def sharpness(rgb: np.ndarray, analysis_side: int = 480) -> float:
 
 
 def hs_histogram(rgb: np.ndarray, bins: tuple[int, int] = (50, 60)) -> np.ndarray:
+    """The hue-saturation histogram of a frame, scaled to 0..1, for comparing a frame with the frame kept before it."""
     cv2 = _cv2()
     hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)
     hist = cv2.calcHist([hsv], [0, 1], None, list(bins), [0, 180, 0, 256])
@@ -91,6 +100,7 @@ def hs_histogram(rgb: np.ndarray, bins: tuple[int, int] = (50, 60)) -> np.ndarra
 
 
 def hist_similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """The correlation of two histograms (1.0 for the same picture); a high value marks a near-repeat."""
     return float(_cv2().compareHist(a.astype(np.float32), b.astype(np.float32), _cv2().HISTCMP_CORREL))
 
 

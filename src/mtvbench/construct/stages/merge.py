@@ -52,6 +52,8 @@ class MergeSettings(BaseModel):
 
 
 class Segment(BaseModel):
+    """A single-scene segment: the clips merged into it, its start and end, and its caption."""
+
     index: int
     clips: list[int]
     start_s: float
@@ -60,6 +62,9 @@ class Segment(BaseModel):
 
 
 class MergeDecision(BaseModel):
+    """One same-scene decision between two neighbouring groups of clips in a pass: the answer, whether the caption
+    pre-filter decided it without a call, and why."""
+
     pass_index: int
     left: list[int]
     right: list[int]
@@ -69,12 +74,16 @@ class MergeDecision(BaseModel):
 
 
 class MergeResult(Artifact):
+    """The merge stage's artifact: the segments, every decision that made them, and the decisions given up."""
+
     segments: list[Segment] = Field(default_factory=list)
     decisions: list[MergeDecision] = Field(default_factory=list)
     failures: list[Failure] = Field(default_factory=list)
 
 
 def parse_same_scene(text: str) -> bool | None:
+    """The yes/no of a same-scene reply (a JSON object or a plain Yes/No): True for yes, False for no, None when the
+    reply gives neither."""
     obj = extract_json_object(text, accept=lambda o: any(yes_no(o.get(k)) for k in _KEYS))
     if obj is not None:
         return next(yes_no(obj.get(k)) for k in _KEYS if yes_no(obj.get(k))) == "Yes"
@@ -83,11 +92,15 @@ def parse_same_scene(text: str) -> bool | None:
 
 
 def same_scene_check(text: str) -> bool | Rejected:
+    """The check the ask loop applies to a same-scene reply: its answer, or a rejection that has the model asked
+    again."""
     got = parse_same_scene(text)
     return Rejected(["no yes/no in the reply"]) if got is None else got
 
 
 def segment_caption(captions: list[tuple[float, float, str]]) -> str:
+    """The caption of a segment made of ``captions`` (start, end and text per clip): a single clip's text, else each
+    clip's text after its time range."""
     if len(captions) == 1:
         return captions[0][2]
     return " ".join(f"[{hms(s)}-{hms(e)}] {c}" for s, e, c in captions)
@@ -96,6 +109,9 @@ def segment_caption(captions: list[tuple[float, float, str]]) -> str:
 async def merge_clips(video: str, split: SplitResult, captions: Captions, model: StageModel, passes: int = 2,
                       prefilter_below: float | None = None, textsim: TextSimilarity | None = None,
                       max_attempts: int = 3) -> MergeResult:
+    """Merge neighbouring clips of ``split`` that ``model`` judges to be the same scene from their captions, in
+    ``passes`` passes (the paper applies the method twice). With ``prefilter_below``, two groups whose captions
+    are less similar than that stay apart without a call."""
     result = MergeResult(video=video)
     policy = ReaskPolicy(max_attempts, MERGE_REASK)
     # a group is a list of clip indices; its caption parts are (start, end, caption) per clip

@@ -65,6 +65,8 @@ class BankSettings(BaseModel):
 
 
 class Appearance(BaseModel):
+    """Where an object of the bank was seen: the detection, its segment, frame and time."""
+
     detection: int
     segment: int | None
     frame: int
@@ -72,6 +74,9 @@ class Appearance(BaseModel):
 
 
 class BankEntry(BaseModel):
+    """One object of the memory bank: its ID and label, the captions of its crops, its colour histogram and every
+    appearance."""
+
     id: str
     label: str
     captions: list[str] = Field(default_factory=list)
@@ -80,14 +85,19 @@ class BankEntry(BaseModel):
 
     @property
     def segments(self) -> list[int]:
+        """The segments the object appears in, in order."""
         return sorted({a.segment for a in self.appearances if a.segment is not None})
 
     @property
     def description(self) -> str:
+        """The object's description: its first crop caption, else its label."""
         return self.captions[0] if self.captions else self.label
 
 
 class ObjectsResult(Artifact):
+    """The objects stage's artifact: each detection's caption, the text similarity used, the memory bank's objects,
+    the object each detection was assigned to, and the captions given up."""
+
     captions: dict[int, str] = Field(default_factory=dict)  # detection id -> caption
     text_similarity: str = "lexical"
     entries: list[BankEntry] = Field(default_factory=list)
@@ -108,6 +118,7 @@ class Observation(BaseModel):
 
 
 def crop_histogram(rgb: np.ndarray, bins: tuple[int, int] = (30, 32)) -> list[float]:
+    """The hue-saturation histogram of a crop, scaled to sum to 1, by which the bank compares appearances."""
     import cv2
 
     hsv = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2HSV)
@@ -117,6 +128,7 @@ def crop_histogram(rgb: np.ndarray, bins: tuple[int, int] = (30, 32)) -> list[fl
 
 
 def histogram_similarity(a: list[float] | np.ndarray, b: list[float] | np.ndarray) -> float:
+    """The correlation of two crop histograms, at least 0 (0 when one is empty or their shapes differ)."""
     import cv2
 
     va = np.asarray(a, dtype=np.float32)
@@ -197,6 +209,8 @@ class MemoryBank:
 
 
 def segment_at(merge: MergeResult | None, t: float) -> int | None:
+    """The index of the merged segment that holds time ``t`` (the last segment for a time after its start), or None
+    without segments."""
     if merge is None:
         return None
     for s in merge.segments:
@@ -224,6 +238,8 @@ def _crop_frames(video_dir: Path, d: Detection) -> LazyFrames:
 
 async def caption_objects(video: str, video_dir: Path, detections: Detections, model: StageModel,
                           max_attempts: int = 3) -> tuple[dict[int, str], list[Failure]]:
+    """Caption every detected crop with ``model``, one image per call: the captions by detection id, and the crops
+    whose caption was given up."""
     policy = ReaskPolicy(max_attempts)
 
     async def caption_object(d: Detection):  # noqa: ANN202 - AskOutcome[str]
@@ -245,6 +261,7 @@ async def caption_objects(video: str, video_dir: Path, detections: Detections, m
 
 def observations(video_dir: Path, detections: Detections, captions: dict[int, str], merge: MergeResult | None,
                  bins: tuple[int, int] = (30, 32)) -> list[Observation]:
+    """The detections as the memory bank sees them: each with its caption, its crop's histogram and its segment."""
     from PIL import Image
 
     out = []
@@ -260,6 +277,8 @@ def observations(video_dir: Path, detections: Detections, captions: dict[int, st
 async def build_objects(video: str, video_dir: Path, detections: Detections, merge: MergeResult | None,
                         model: StageModel, settings: BankSettings | None = None,
                         textsim: TextSimilarity | None = None, max_attempts: int = 3) -> ObjectsResult:
+    """Caption the detected crops, then assign each to an object of the dynamic memory bank (see the module
+    docstring)."""
     settings = settings or BankSettings()
     textsim = textsim or LexicalSimilarity()
     captions, failures = await caption_objects(video, video_dir, detections, model, max_attempts)

@@ -34,6 +34,8 @@ class SplitSettings(BaseModel):
 
 
 class Clip(BaseModel):
+    """One shot clip: its frame range (end excluded) and its time range."""
+
     index: int
     start_frame: int
     end_frame: int  # exclusive
@@ -42,10 +44,14 @@ class Clip(BaseModel):
 
     @property
     def duration_s(self) -> float:
+        """The clip's length in seconds."""
         return self.end_s - self.start_s
 
 
 class SplitResult(Artifact):
+    """The split stage's artifact: the detector used, the video's frame rate, frame count and duration, and its shot
+    clips in order."""
+
     detector: str
     fps: float
     total_frames: int
@@ -82,6 +88,8 @@ def detect_cuts(path: Path, settings: SplitSettings) -> list[int]:
 
 
 def split_video(video: str, path: Path, settings: SplitSettings | None = None) -> SplitResult:
+    """Split the video at ``path`` into shot clips at the cuts the detector finds; the clips cover the whole video,
+    the last one ending at its duration."""
     settings = settings or SplitSettings()
     pts, tb, fps = shown_timeline(path)
     times = [float((p - pts[0]) * tb) for p in pts]

@@ -49,12 +49,18 @@ class SuitabilitySettings(BaseModel):
 
 
 class UnitRatings(BaseModel):
+    """A unit's rating from 1 to 6 for each task (by task key) and the tasks it was selected for (those rated at
+    least the stage's ``min_score``)."""
+
     unit: str
     scores: dict[str, int]
     selected: list[Task]
 
 
 class SuitabilityResult(Artifact):
+    """The suitability stage's artifact: the rating a task needs to be selected, every unit's ratings, and the units
+    whose ratings were given up."""
+
     min_score: int = 5
     units: dict[str, UnitRatings] = Field(default_factory=dict)
     failures: list[Failure] = Field(default_factory=list)
@@ -85,16 +91,19 @@ for _t in TASKS:
 
 
 def where(unit: Unit) -> str:
+    """Where ``unit`` is in the video, as the prompt says it (``the video clip from 00:00:05 to 00:00:12``)."""
     spans = " and ".join(f"from {hms(s)} to {hms(e)}" for s, e in unit.ranges)
     return f"the video clip{'s' if len(unit.ranges) > 1 else ''} {spans}"
 
 
 def material(unit: Unit) -> str:
+    """``unit``'s scene captions with their time ranges, one line per scene, for the prompt."""
     pairs = zip(unit.ranges, unit.captions)
     return "\n".join(f"Scene {k} ({hms(s)} to {hms(e)}): {c}" for k, ((s, e), c) in enumerate(pairs, 1))
 
 
 def suitability_prompt(unit: Unit) -> str:
+    """The prompt that asks for ``unit``'s ratings: where it is, its captions, and every task with its definition."""
     tasks = "\n".join(f"- {t.value}: {t.label} — {TASK_DEFINITIONS[t]}" for t in TASKS)
     shape = "{" + ", ".join(f'"{t.value}": 1-6' for t in TASKS) + "}"
     return SUITABILITY_PROMPT.format(where=where(unit), material=material(unit), tasks=tasks, shape=shape)
@@ -133,6 +142,8 @@ def parse_ratings(text: str) -> tuple[dict[Task, int], list[str]]:
 
 
 def ratings_check(text: str) -> dict[Task, int] | Rejected:
+    """The check the ask loop applies to a suitability reply: the rating per task, or a rejection listing the tasks
+    missing or rated out of range (the model is asked again)."""
     scores, problems = parse_ratings(text)
     return Rejected(problems) if problems else scores
 
@@ -140,6 +151,8 @@ def ratings_check(text: str) -> dict[Task, int] | Rejected:
 async def rate_units(video: str, path: Path, units: list[Unit], model: StageModel, min_score: int = 5,
                      num_frames: int = 16, max_attempts: int = 3,
                      frame_settings: FrameSettings | None = None) -> SuitabilityResult:
+    """Rate every unit for each of the six tasks with ``model``, from ``num_frames`` frames of the unit's time
+    ranges, and select the tasks rated at least ``min_score``."""
     settings = frame_settings or FrameSettings(num_frames=num_frames, max_side=448)
     video_fp = await asyncio.to_thread(fingerprint, path)
     policy = ReaskPolicy(max_attempts, SUITABILITY_REASK)

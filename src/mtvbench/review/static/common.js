@@ -721,7 +721,7 @@ const MTV = (() => {
     }
   }
 
-  // A work page's first dialogue: the one named by ?id=, else the next one for this person.
+  // A work page's first dialogue: the dialogue named by ?id=, else the next one for this person.
   async function openFirst(load, next) {
     const id = new URLSearchParams(location.search).get("id");
     try {
