@@ -242,10 +242,10 @@ class RunConfig(BaseModel):
                              f"sends the model: under --protocol authors its frame rule is kept; give "
                              f"--protocol paper for the ablation")
         options = self.model_settings.options
-        if self.frame_timestamps == "on" and (self.in_process or options.get("video_part")
-                                              or options.get("input") == "upload" or options.get("context_cache")):
-            raise ValueError("--frame-timestamps on puts a text part before each image: it needs a backend sent "
-                             "image lists (openai: without video_part, gemini: input=frames without context_cache)")
+        if self.frame_timestamps == "on" and options.get("input") == "upload":
+            raise ValueError("--frame-timestamps on: gemini input=upload sends the video file, whose frames Gemini "
+                             "samples itself (video_fps), so there are no frames of this run to give times to (a "
+                             "Part's video_metadata sets only that rate and a start/end offset): use input=frames")
         if self.sampling == "clip" and self.executor == "ray":
             raise ValueError("--sampling clip picks each turn's frames in this process: it needs --executor local")
         if self.executor == "ray" and options.get("context_cache"):
