@@ -246,8 +246,6 @@ class RunConfig(BaseModel):
             raise ValueError("--frame-timestamps on: gemini input=upload sends the video file, whose frames Gemini "
                              "samples itself (video_fps), so there are no frames of this run to give times to (a "
                              "Part's video_metadata sets only that rate and a start/end offset): use input=frames")
-        if self.sampling == "clip" and self.executor == "ray":
-            raise ValueError("--sampling clip picks each turn's frames in this process: it needs --executor local")
         if self.executor == "ray" and options.get("context_cache"):
             raise ValueError("--model-option context_cache: a context cache made in a Ray replica is not recorded in "
                              "this run's store, so one a killed run leaves could not be named or deleted by the next "
