@@ -155,8 +155,9 @@ def test_authors_script_frame_rule_refuses_the_ablations_with_one_error(tmp_path
 def test_timestamps_refused_only_where_the_backend_samples_the_video_itself(tmp_path: Path) -> None:
     base = {"data": tmp_path, "judge": "offline", "out": tmp_path / "run", "protocol": "paper",
             "frame_timestamps": "on"}
-    with pytest.raises(ConfigError, match="gemini input=upload sends the video file"):
-        build_config({**base, "model": "gemini:g", "model_settings": {"extra": {"input": "upload"}}})
+    for flags in ({}, {"sampling": "clip", "frame_timestamps": "off"}):
+        with pytest.raises(ConfigError, match="gemini input=upload sends the video file"):
+            build_config({**base, **flags, "model": "gemini:g", "model_settings": {"extra": {"input": "upload"}}})
     for model, extra in [("openai:m", {"video_part": True}), ("gemini:g", {"context_cache": True}),
                          ("hf:m", {}), ("vllm:m", {"input": "video"})]:  # each carries the times its own way
         assert build_config({**base, "model": model, "model_settings": {"extra": extra}}).frame_timestamps == "on"

@@ -161,10 +161,12 @@ class RunConfig(BaseModel):
                                "--clip-share of each turn's frames inside the time ranges its text names so far")
     clip_share: float = Field(0.5, **FRAMES, ge=0.0, le=1.0,
                               description="share of the frames inside the named ranges under --sampling clip (0 to 1)")
-    #: an ablation: each frame's time as text before it ("Frame at 00:03:12"); part of the identity when on
+    #: an ablation: each frame's time as text before it ("Frame at 00:03:12"), or a video part's metadata; part of
+    #: the identity when on
     frame_timestamps: OnOff = Field("off", **FRAMES,
-                                    description="on | off: each frame preceded by its time in the video "
-                                                "(\"Frame at 00:03:12\"), for backends sent image lists")
+                                    description="on | off: each image preceded by its time in the video "
+                                                "(\"Frame at 00:03:12\"); a video part gets its frames' times as "
+                                                "metadata")
     max_side: int | None = Field(720, **FRAMES, ge=16, description="longer side of a frame at most this (px)")
     frame_size: tuple[int, int] | None = Field(None, **FRAMES, description="fixed frame size WxH, e.g. 448x448",
                                                validate_default=True)
@@ -242,10 +244,11 @@ class RunConfig(BaseModel):
                              f"sends the model: under --protocol authors its frame rule is kept; give "
                              f"--protocol paper for the ablation")
         options = self.model_settings.options
-        if self.frame_timestamps == "on" and options.get("input") == "upload":
-            raise ValueError("--frame-timestamps on: gemini input=upload sends the video file, whose frames Gemini "
-                             "samples itself (video_fps), so there are no frames of this run to give times to (a "
-                             "Part's video_metadata sets only that rate and a start/end offset): use input=frames")
+        if self.ablations and options.get("input") == "upload":
+            raise ValueError(f"{' and '.join(self.ablations)}: gemini input=upload sends the video file, whose "
+                             "frames Gemini samples itself (video_fps), so no frame of this run is sent to pick or "
+                             "to give a time to (a Part's video_metadata sets only that rate and a start/end "
+                             "offset): use input=frames")
         if self.executor == "ray" and options.get("context_cache"):
             raise ValueError("--model-option context_cache: a context cache made in a Ray replica is not recorded in "
                              "this run's store, so one a killed run leaves could not be named or deleted by the next "
