@@ -36,6 +36,8 @@ from mtvbench.protocol import ProtocolName
 from mtvbench.records import Price
 from mtvbench.util.strict import STRICT
 
+#: ``hf:`` families whose processor decodes the video file itself (:mod:`mtvbench.models.hf_families`)
+FILE_READING_FAMILIES = frozenset({"videollama3", "videochat_flash"})
 ContextMode = Literal["golden", "self", "none"]
 #: ``run --sampling``: frames uniform over the whole video (the paper's), or part of them inside the time ranges
 #: the turn's text names (:func:`mtvbench.media.frames.clip_indices`)
@@ -244,6 +246,11 @@ class RunConfig(BaseModel):
                              f"sends the model: under --protocol authors its frame rule is kept; give "
                              f"--protocol paper for the ablation")
         options = self.model_settings.options
+        family = self._hf_family()
+        if self.ablations and family in FILE_READING_FAMILIES:
+            raise ValueError(f"{' and '.join(self.ablations)}: the {family} model reads the video file with its own "
+                             "processor (its own frames), so no frame of this run is sent to pick or to give a "
+                             "time to: use another model")
         if self.ablations and options.get("input") == "upload":
             raise ValueError(f"{' and '.join(self.ablations)}: gemini input=upload sends the video file, whose "
                              "frames Gemini samples itself (video_fps), so no frame of this run is sent to pick or "
@@ -298,6 +305,15 @@ class RunConfig(BaseModel):
     def frame_rule(self) -> FrameRule:
         """Which frames the model is fed: the authors' script's for its inference style, else uniform sampling."""
         return self.inference if self.inference in NOT_REPRODUCED else "uniform"  # type: ignore[return-value]
+
+    def _hf_family(self) -> str | None:
+        """The ``hf:`` family adapter the model gets (``options["family"]`` or detected), None for others."""
+        kind, _, checkpoint = self.backend_spec.partition(":")
+        if kind.strip().lower() != "hf":
+            return None
+        from mtvbench.models.hf_families import detect_family
+
+        return str(self.model_settings.options.get("family") or detect_family(checkpoint.strip()) or "generic")
 
     @property
     def in_process(self) -> bool:
