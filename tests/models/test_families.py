@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from mtvbench.config.runconfig import build_config
+from mtvbench.errors import ConfigError
 from mtvbench.media.frames import FrameSettings, sample_frames
 from mtvbench.models.hf_families import internvl, minicpm, videochat_flash, videollama3
 from mtvbench.models.local import GenParams
@@ -17,6 +19,7 @@ from mtvbench.models.registry import create_backend
 from mtvbench.models.settings import BackendOptions
 from mtvbench.models.vllm_engine import chat_messages, engine_kwargs, sampling_kwargs, video_input
 from mtvbench.records import GenerationRequest
+from mtvbench.util.timecodes import frame_label
 from tests.support.datasets import write_video
 
 
@@ -98,6 +101,25 @@ def test_video_path_families(frames) -> None:
     assert conv[0] == {"role": "system", "content": videollama3.DEFAULT_SYSTEM}
     assert conv[1]["content"][0]["video"] == {"video_path": str(frames.video), "fps": 1.0, "max_frames": 4}
     assert conv[1]["content"][1] == {"type": "text", "text": "Current question: what?"}
+
+
+def test_frame_timestamps_reach_the_families_that_take_our_frames(frames) -> None:
+    labels = [frame_label(t) for t in frames.timestamps]
+    timed = GenerationRequest(id="x", prompt="q", frames=frames, frame_timestamps=True)
+    opts = get_preset("minicpm-v4.5").backend_options()
+    content = minicpm.chat_kwargs(timed, GenParams.of(timed, opts), opts, v45=True)["msgs"][0]["content"]
+    assert content[0:8:2] == labels and all(isinstance(c, Image.Image) for c in content[1:8:2])
+    assert content[-1] == "q" and len(content) == 9
+    assert internvl.frame_prefix(4, frames.timestamps) == "".join(f"{lab}: <image>\n" for lab in labels)
+    assert internvl.frame_prefix(2) == "Frame1: <image>\nFrame2: <image>\n"
+    # the families whose processor reads the video file refuse both ablations (no frame of the run is sent)
+    base = {"data": ".", "judge": "offline", "out": "run", "protocol": "paper"}
+    for model in ("hf:DAMO-NLP-SG/VideoLLaMA3-7B", "hf:OpenGVLab/VideoChat-Flash-Qwen2-7B_res448"):
+        for flags in ({"frame_timestamps": "on"}, {"sampling": "clip"}):
+            with pytest.raises(ConfigError, match="reads the video file with its own processor"):
+                build_config({**base, **flags, "model": model})
+    assert build_config({**base, "model": "hf:OpenGVLab/InternVL3_5-8B", "frame_timestamps": "on",
+                         "sampling": "clip"}).ablations
 
 
 # ------------------------------------------------------------------------------ vLLM

@@ -20,6 +20,7 @@ from mtvbench.models.registry import create_backend  # noqa: E402
 from mtvbench.models.settings import BackendOptions  # noqa: E402
 from mtvbench.records import GenerationRequest  # noqa: E402
 from mtvbench.run.evaluate import evaluate  # noqa: E402
+from mtvbench.util.timecodes import frame_label  # noqa: E402
 from tests.models.test_gemini import KEY_ENV, run_cfg, stored  # noqa: E402
 from tests.support.datasets import write_video  # noqa: E402
 from tests.support.gemini_server import GeminiServer, GeminiState  # noqa: E402
@@ -88,6 +89,25 @@ def test_the_cache_holds_the_system_prompt_and_ends_with_its_video(tmp_path: Pat
     assert st.live_caches() == []  # and b's at the end of the run
     assert {c["system"]["parts"][0]["text"] for c in st.caches.values()} == {"Be brief."}
     assert all(r["system"] is None for r in st.requests)  # the system prompt travels in the cache
+
+
+@pytest.mark.parametrize("timestamps", [False, True])
+def test_the_cache_holds_each_frames_time_before_it_under_frame_timestamps(tmp_path: Path, timestamps: bool) -> None:
+    frames = _frames(tmp_path)
+
+    async def go(srv: GeminiServer) -> Any:
+        be = _backend(srv)
+        try:
+            return await be.generate(GenerationRequest(id="0", prompt="q", frames=frames, frame_timestamps=timestamps))
+        finally:
+            await be.aclose()
+
+    with GeminiServer() as srv:
+        res = asyncio.run(go(srv))
+    assert res.outcome == "ok" and srv.state.requests[0]["cached_content"] and srv.state.requests[0]["inline"] == 0
+    (cache,) = srv.state.caches.values()
+    labels = [frame_label(t) for t in frames.timestamps]
+    assert cache["order"] == ([x for lab in labels for x in (lab, "image")] if timestamps else ["image"] * 3)
 
 
 def test_a_cache_the_api_refuses_sends_the_frames_inline(tmp_path: Path) -> None:

@@ -100,6 +100,37 @@ def test_api_model_on_two_nodes_equals_local_and_key_stays_in_memory(cluster: Lo
                 assert KEY.encode() not in f.read_bytes(), f
 
 
+def _frames_per_turn(run: Path) -> dict[str, list[int]]:
+    lines = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
+    return {x["turn_id"]: x["inputs"]["frame_indices"] for x in lines}
+
+
+def test_clip_sampling_on_the_cluster_sends_each_turn_the_frames_the_local_run_sends(cluster: LocalCluster,
+                                                                                     sample: Path,
+                                                                                     tmp_path: Path) -> None:
+    with LoopbackServer() as srv:
+        args = [*_api_args(sample, srv.url, tmp_path / "cache"), "--frames", 16, "--context", "self",
+                "--sampling", "clip", "--frame-timestamps", "on"]
+        local = _run(*args, "--out", tmp_path / "local")
+        assert local.returncode == 0, local.stderr
+        n_local = len(srv.state.requests)
+        ray = _run(*args, "--out", tmp_path / "ray", "--executor", "ray", "--ray-address", cluster.address,
+                   "--cache-dir", tmp_path / "ray-cache")  # a cache of its own: the cluster decodes the union
+        assert ray.returncode == 0, ray.stderr
+        requests = srv.state.requests[n_local:]
+    frames = _frames_per_turn(tmp_path / "ray")
+    assert frames == _frames_per_turn(tmp_path / "local") and len(frames) == 72
+    assert all(len(f) == 16 for f in frames.values())
+    assert len({tuple(f) for f in frames.values()}) > 4  # the turns' own frames, not one set per video
+    # what each turn's request carried (its frames and their time labels) is what the local run sent
+    sent = [r["body"]["messages"][-1]["content"] for r in requests if not r["judge"]]
+    local_sent = [r["body"]["messages"][-1]["content"] for r in srv.state.requests[:n_local] if not r["judge"]]
+    key = lambda c: json.dumps(c, sort_keys=True)  # noqa: E731
+    assert sorted(map(key, sent)) == sorted(map(key, local_sent))
+    assert _answers(tmp_path / "ray") == _answers(tmp_path / "local")
+    assert _scores(tmp_path / "ray") == _scores(tmp_path / "local")
+
+
 def test_tiny_hf_model_on_two_replicas_equals_local(cluster: LocalCluster, sample: Path, tmp_path: Path) -> None:
     require("hf", "torch", "transformers")
     from mtvbench.models.tiny import build_tiny_llava

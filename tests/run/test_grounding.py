@@ -152,8 +152,54 @@ def test_authors_script_frame_rule_refuses_the_ablations_with_one_error(tmp_path
     assert not (tmp_path / "run").exists()
 
 
-def test_timestamps_refused_where_no_image_list_is_sent(tmp_path: Path) -> None:
-    base = {"data": tmp_path, "model": "openai:m", "judge": "offline", "out": tmp_path / "run", "protocol": "paper",
+def test_timestamps_refused_only_where_the_backend_samples_the_video_itself(tmp_path: Path) -> None:
+    base = {"data": tmp_path, "judge": "offline", "out": tmp_path / "run", "protocol": "paper",
             "frame_timestamps": "on"}
-    with pytest.raises(ConfigError, match="needs a backend sent image lists"):
-        build_config({**base, "model_settings": {"extra": {"video_part": True}}})
+    for flags in ({}, {"sampling": "clip", "frame_timestamps": "off"}):
+        with pytest.raises(ConfigError, match="gemini input=upload sends the video file"):
+            build_config({**base, **flags, "model": "gemini:g", "model_settings": {"extra": {"input": "upload"}}})
+    for model, extra in [("openai:m", {"video_part": True}), ("gemini:g", {"context_cache": True}),
+                         ("hf:m", {}), ("vllm:m", {"input": "video"})]:  # each carries the times its own way
+        assert build_config({**base, "model": model, "model_settings": {"extra": extra}}).frame_timestamps == "on"
+
+
+@pytest.mark.parametrize("timestamps", ["off", "on"])
+def test_a_video_part_carries_each_turns_frame_times_as_vllm_media_io_kwargs(tmp_path: Path, timestamps: str) -> None:
+    data = _dataset(tmp_path / "data")
+    with LoopbackServer() as srv:
+        evaluate(cfg_for(data, tmp_path / "run", srv.url, tmp_path / "cache", frames=FRAMES, judge="offline",
+                         protocol="paper", tasks="OR", sampling="clip", frame_timestamps=timestamps, judge_runs=1,
+                         model_settings={"base_url": srv.url, "timeout_s": 20,
+                                         "extra": {"retry_base_s": 0.01, "video_part": True}}))
+    reqs = model_requests(srv.state)
+    assert len(reqs) == sum(len(r) for r, _ in DIALOGUES)
+    recorded = {json.loads(line)["question"]: json.loads(line)["inputs"]
+                for line in (tmp_path / "run" / "responses.jsonl").read_text().splitlines()}
+    for req in reqs:
+        (video,) = [p for p in req["body"]["messages"][-1]["content"] if p["type"] == "video_url"]
+        shown = [read_time(base64.b64decode(j)) for j in video["video_url"]["url"].split(",", 1)[1].split(",")]
+        if timestamps == "off":
+            assert "media_io_kwargs" not in req["body"]
+            continue
+        meta = req["body"]["media_io_kwargs"]["video"]
+        inputs = next(v for q, v in recorded.items() if req["text"].endswith(q[-40:]))
+        assert meta["frames_indices"] == inputs["frame_indices"] and len(shown) == FRAMES
+        assert meta["total_num_frames"] == 600 and meta["duration"] == pytest.approx(60)
+        # the time vLLM gives frame k (frames_indices[k] / fps) is the time the frame shows
+        assert [i / meta["fps"] for i in meta["frames_indices"]] == pytest.approx(shown, abs=0.051)
+
+
+def test_in_process_image_lists_put_each_frames_time_before_it(tmp_path: Path) -> None:
+    from mtvbench.media.frames import FrameSettings, sample_frames
+    from mtvbench.models.local import build_messages
+    from mtvbench.records import GenerationRequest
+    from mtvbench.util.timecodes import frame_label
+
+    frames = sample_frames(write_timed_video(tmp_path / "v.mp4", 20), FrameSettings(num_frames=5, max_side=64))
+    for ts in (False, True):
+        req = GenerationRequest(id="0", prompt="q", frames=frames, frame_timestamps=ts)
+        content = build_messages(req, None, "images")[-1]["content"]
+        expected = [{"type": "text", "text": frame_label(t)} for t in frames.timestamps] if ts else []
+        assert [p for p in content if p["type"] == "text"][:-1] == expected
+        assert [p["type"] for p in content].count("image") == 5 and content[-1]["text"] == "q"
+        assert build_messages(req, None, "video")[-1]["content"] == [{"type": "video"}, {"type": "text", "text": "q"}]

@@ -69,7 +69,7 @@ class GeminiState:
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     attempts: Counter = field(default_factory=Counter)
     api_keys: list[str] = field(default_factory=list)
-    #: cache id -> {"model", "images", "system", "expires" (time.time()), "deleted", "display"}
+    #: cache id -> {"model", "images", "order" (its parts), "system", "expires" (time.time()), "deleted", "display"}
     caches: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the smallest cache the server makes (tokens), as the API's per-model minimum
     min_cache_tokens: int = 0
@@ -276,6 +276,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         images = sum(1 for content in body.get("contents", []) for part in content.get("parts", [])
                      if _get(part, "inlineData", "inline_data"))
+        #: the cached parts in order: "image", or the text of a text part
+        order = ["image" if _get(part, "inlineData", "inline_data") else str(part.get("text"))
+                 for content in body.get("contents", []) for part in content.get("parts", [])]
         system = body.get("systemInstruction")
         tokens = 258 * images + (10 if system else 0)
         ttl = re.fullmatch(r"([0-9.]+)s", str(body.get("ttl", "3600s")))
@@ -289,7 +292,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         cid = uuid.uuid4().hex[:12]
         with st.lock:
-            st.caches[cid] = {"model": body["model"], "images": images, "system": system, "tokens": tokens,
+            st.caches[cid] = {"model": body["model"], "images": images, "order": order, "system": system,
+                              "tokens": tokens,
                               "expires": time.time() + float(ttl.group(1)), "deleted": False,
                               "display": body.get("displayName", ""), "served": 0,
                               "vanishes": len(st.caches) < st.vanish_caches}

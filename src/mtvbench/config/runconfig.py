@@ -36,6 +36,8 @@ from mtvbench.protocol import ProtocolName
 from mtvbench.records import Price
 from mtvbench.util.strict import STRICT
 
+#: ``hf:`` families whose processor decodes the video file itself (:mod:`mtvbench.models.hf_families`)
+FILE_READING_FAMILIES = frozenset({"videollama3", "videochat_flash"})
 ContextMode = Literal["golden", "self", "none"]
 #: ``run --sampling``: frames uniform over the whole video (the paper's), or part of them inside the time ranges
 #: the turn's text names (:func:`mtvbench.media.frames.clip_indices`)
@@ -161,10 +163,12 @@ class RunConfig(BaseModel):
                                "--clip-share of each turn's frames inside the time ranges its text names so far")
     clip_share: float = Field(0.5, **FRAMES, ge=0.0, le=1.0,
                               description="share of the frames inside the named ranges under --sampling clip (0 to 1)")
-    #: an ablation: each frame's time as text before it ("Frame at 00:03:12"); part of the identity when on
+    #: an ablation: each frame's time as text before it ("Frame at 00:03:12"), or a video part's metadata; part of
+    #: the identity when on
     frame_timestamps: OnOff = Field("off", **FRAMES,
-                                    description="on | off: each frame preceded by its time in the video "
-                                                "(\"Frame at 00:03:12\"), for backends sent image lists")
+                                    description="on | off: each image preceded by its time in the video "
+                                                "(\"Frame at 00:03:12\"); a video part gets its frames' times as "
+                                                "metadata")
     max_side: int | None = Field(720, **FRAMES, ge=16, description="longer side of a frame at most this (px)")
     frame_size: tuple[int, int] | None = Field(None, **FRAMES, description="fixed frame size WxH, e.g. 448x448",
                                                validate_default=True)
@@ -242,12 +246,16 @@ class RunConfig(BaseModel):
                              f"sends the model: under --protocol authors its frame rule is kept; give "
                              f"--protocol paper for the ablation")
         options = self.model_settings.options
-        if self.frame_timestamps == "on" and (self.in_process or options.get("video_part")
-                                              or options.get("input") == "upload" or options.get("context_cache")):
-            raise ValueError("--frame-timestamps on puts a text part before each image: it needs a backend sent "
-                             "image lists (openai: without video_part, gemini: input=frames without context_cache)")
-        if self.sampling == "clip" and self.executor == "ray":
-            raise ValueError("--sampling clip picks each turn's frames in this process: it needs --executor local")
+        family = self._hf_family()
+        if self.ablations and family in FILE_READING_FAMILIES:
+            raise ValueError(f"{' and '.join(self.ablations)}: the {family} model reads the video file with its own "
+                             "processor (its own frames), so no frame of this run is sent to pick or to give a "
+                             "time to: use another model")
+        if self.ablations and options.get("input") == "upload":
+            raise ValueError(f"{' and '.join(self.ablations)}: gemini input=upload sends the video file, whose "
+                             "frames Gemini samples itself (video_fps), so no frame of this run is sent to pick or "
+                             "to give a time to (a Part's video_metadata sets only that rate and a start/end "
+                             "offset): use input=frames")
         if self.executor == "ray" and options.get("context_cache"):
             raise ValueError("--model-option context_cache: a context cache made in a Ray replica is not recorded in "
                              "this run's store, so one a killed run leaves could not be named or deleted by the next "
@@ -297,6 +305,15 @@ class RunConfig(BaseModel):
     def frame_rule(self) -> FrameRule:
         """Which frames the model is fed: the authors' script's for its inference style, else uniform sampling."""
         return self.inference if self.inference in NOT_REPRODUCED else "uniform"  # type: ignore[return-value]
+
+    def _hf_family(self) -> str | None:
+        """The ``hf:`` family adapter the model gets (``options["family"]`` or detected), None for others."""
+        kind, _, checkpoint = self.backend_spec.partition(":")
+        if kind.strip().lower() != "hf":
+            return None
+        from mtvbench.models.hf_families import detect_family
+
+        return str(self.model_settings.options.get("family") or detect_family(checkpoint.strip()) or "generic")
 
     @property
     def in_process(self) -> bool:

@@ -113,6 +113,11 @@ class TurnWriter(Protocol):
         """The frames of ``video`` (``run(fn, *args)`` runs the decode off the event loop)."""
         ...
 
+    def frame_rule(self, video: str) -> Callable[[int, float], Sequence[int]] | None:
+        """Which frames of ``video`` to decode when they are not the frame settings' own (``--sampling clip``:
+        the union of its calls' frames, a picklable rule ``(total frames, duration) -> indices``); None else."""
+        ...
+
     def record(self, dialogue: Dialogue, rnd: Round, request: GenerationRequest, result: GenerationResult) -> bool:
         """Store one result as it arrives; False when its dialogue cannot go on (failed, or not stored)."""
         ...

@@ -375,15 +375,20 @@ def driver_model(spec: str, options: BackendOptions) -> ModelBackend:
 
 
 # ------------------------------------------------------------------------------ cluster side
-def decode_frames(path: str, settings: dict[str, Any], cache_root: str | None
+def decode_frames(path: str, settings: dict[str, Any], cache_root: str | None,
+                  rule: Callable[[int, float], Sequence[int]] | None = None
                   ) -> tuple[tuple[str, Any] | None, VideoFrames | None]:
     """A Ray task with two results: a small status (None, ``("video", message)`` for a video that
     cannot be read, ``("cache", (errno, strerror))`` for a frame cache that cannot be written), so
     the driver learns the outcome without fetching the frames, and the frames of the video, read
-    through the frame cache (decoded once per content and settings)."""
+    through the frame cache (decoded once per content and settings; with ``rule``, the writer's
+    :meth:`~mtvbench.dispatch.TurnWriter.frame_rule`, the frames it picks, as the local path decodes them)."""
     cache = FrameCache(Path(cache_root) if cache_root else None, memory_items=0)
     try:
-        return None, cache.get(Path(path), FrameSettings.model_validate(settings))
+        frame_settings = FrameSettings.model_validate(settings)
+        if rule is not None:
+            return None, cache.get_indices(Path(path), frame_settings, rule)
+        return None, cache.get(Path(path), frame_settings)
     except VideoError as e:
         return ("video", e.message), None
     except OSError as e:
@@ -790,7 +795,8 @@ class _RayLane:
     # frames ---------------------------------------------------------------------------
     async def frames(self, job: VideoJob) -> Any:
         """An object ref of the video's frames, decoded in a Ray task (on the replica's node when it
-        has room); None when the model reads no frames."""
+        has room); None when the model reads no frames. Under ``--sampling clip`` the frames themselves:
+        the writer picks each turn's out of them and they go inside its request."""
         if self.given_up is not None:
             self.reported = True
             raise FramesNotMade(self.given_up)
@@ -798,6 +804,17 @@ class _RayLane:
             return None
         try:
             self.frames_ref = await self._decode(job)
+            if self.writer.frame_rule(job.video) is None:
+                return self.frames_ref
+            while True:  # --sampling clip: fetched here, decoded again if they were lost on the way
+                try:
+                    return await self._or_abandoned(self.frames_ref)
+                except _Abandoned:
+                    raise FramesNotMade(self.given_up or "given up") from None
+                except self.pool.lost as e:
+                    if not self._count(f"its frames were lost ({type(e).__name__})"):
+                        raise FramesNotMade(self.given_up or "its frames were lost") from None
+                    self.frames_ref = await self._decode(job)
         except FramesNotMade:
             self.reported = True
             raise
@@ -812,7 +829,8 @@ class _RayLane:
             opts = {} if node is None else {"scheduling_strategy": node_affinity(node, spill=True)}
             root = self.d.cache_root
             status, frames = self.d.decode.options(**opts).remote(str(job.path), settings,
-                                                                  None if root is None else str(root))
+                                                                  None if root is None else str(root),
+                                                                  self.writer.frame_rule(job.video))
             self.waiting_frames = True
             try:
                 failed = await self._or_abandoned(status)
@@ -850,8 +868,9 @@ class _RayLane:
         finally:
             self._redecode = None
 
-    def request_frames(self, frames: Any) -> None:
-        return None  # they travel beside the request, as an object ref
+    def request_frames(self, frames: Any) -> VideoFrames | None:
+        # they travel beside the request, as an object ref; under --sampling clip each turn's go inside it
+        return frames if isinstance(frames, VideoFrames) else None
 
     # calls ------------------------------------------------------------------------------
     async def call(self, request: GenerationRequest, frames: Any, first: bool = False) -> GenerationResult:
@@ -863,7 +882,8 @@ class _RayLane:
                 if self.slot is None or self.pool.slots[self.slot] is None:
                     self._move()
                     continue
-                call = RemoteCall(request, None if frames is None else self.frames_ref)
+                call = RemoteCall(request, None if frames is None or isinstance(frames, VideoFrames)
+                                  else self.frames_ref)
                 try:
                     result = await self._or_abandoned(self.pool.gates[self.slot].call(call, first))
                 except _Abandoned:

@@ -255,6 +255,15 @@ class VideoFrames(SampledFrames):
                    "timestamps": [self.timestamps[k] for k in keep]}
         return VideoFrames(**fields_, settings=self.settings, jpegs=[self.jpegs[k] for k in keep])
 
+    def time_metadata(self) -> dict[str, object]:
+        """Where these frames lie in the video, in the keys video processors read (Qwen-VL's ``VideoMetadata``,
+        vLLM's video metadata): frame ``frames_indices[k]`` of ``total_num_frames`` shows time
+        ``frames_indices[k] / fps`` (``fps``: the video's mean rate, ``total_num_frames / duration``), so the times
+        of frames that are not evenly spaced (``run --sampling clip``) are kept too."""
+        fps = self.total_frames / self.duration_s if self.duration_s else 1.0
+        return {"total_num_frames": self.total_frames, "fps": fps, "duration": self.duration_s,
+                "frames_indices": list(self.indices)}
+
     def images(self) -> list[Image.Image]:
         """The JPEGs decoded to RGB PIL images (lazy, memoised)."""
         memo = self.__dict__.get("_images")

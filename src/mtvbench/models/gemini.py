@@ -97,6 +97,8 @@ from mtvbench.records import GenerationRequest, GenerationResult, ProviderResour
 from mtvbench.util.timecodes import frame_label
 
 T = TypeVar("T")
+#: a video's context cache: (video, frame settings key, system prompt, frame times before the frames)
+_CacheKey = tuple[str, str, str, bool]
 
 try:
     import httpx
@@ -243,6 +245,17 @@ def shared(table: dict[Any, asyncio.Task[T]], key: Any, make: Callable[[], Await
     return asyncio.shield(task)
 
 
+
+def frame_parts(frames: VideoFrames, timestamps: bool) -> list[Any]:
+    """The frames as inline JPEG parts (sent with each turn, or held by the video's context cache), each after a
+    text part with its time under ``--frame-timestamps on``."""
+    parts: list[Any] = []
+    for t, j in zip(frames.timestamps, frames.jpegs):
+        if timestamps:
+            parts.append(types.Part.from_text(text=frame_label(t)))
+        parts.append(types.Part.from_bytes(data=j, mime_type="image/jpeg"))
+    return parts
+
 class GeminiBackend(BackendBase):
     """``gemini:MODEL``: Google Gemini through the google-genai SDK."""
 
@@ -291,11 +304,11 @@ class GeminiBackend(BackendBase):
         self.breaker = self.calls.breaker
         self._uploads: dict[Path, asyncio.Task[Any]] = {}
         #: (video, frame settings, system prompt) -> the task that made its cache (None: frames go inline)
-        self._caches: dict[tuple[str, str, str], asyncio.Task[FrameCache | None]] = {}
+        self._caches: dict[_CacheKey, asyncio.Task[FrameCache | None]] = {}
         #: every cache asked for and not known to be gone, by token, with the key of its video: deleted when its
         #: video ends or in aclose, whether it is the video's current cache, one that was replaced, or one whose
         #: creation was never answered (found on the server by its display name)
-        self._made: dict[str, tuple[tuple[str, str, str], ProviderResource]] = {}
+        self._made: dict[str, tuple[_CacheKey, ProviderResource]] = {}
         #: names of the files this backend uploaded (deleted in aclose)
         self.uploaded: list[str] = []
 
@@ -330,10 +343,7 @@ class GeminiBackend(BackendBase):
                 part.video_metadata = types.VideoMetadata(fps=float(self.options.options["video_fps"]))
             parts.append(part)
         elif request.frames is not None:
-            for t, j in zip(request.frames.timestamps, request.frames.jpegs):
-                if request.frame_timestamps:  # --frame-timestamps on: the frame's time before it
-                    parts.append(types.Part.from_text(text=frame_label(t)))
-                parts.append(types.Part.from_bytes(data=j, mime_type="image/jpeg"))
+            parts += frame_parts(request.frames, request.frame_timestamps)
         parts.append(types.Part.from_text(text=request.prompt))
         return parts
 
@@ -367,8 +377,8 @@ class GeminiBackend(BackendBase):
 
     # -------------------------------------------------------------------- context caching
     @staticmethod
-    def _cache_key(frames: VideoFrames, system: str | None) -> tuple[str, str, str]:
-        return str(frames.video), frames.settings.key(), str(system or "")
+    def _cache_key(frames: VideoFrames, system: str | None, timestamps: bool = False) -> _CacheKey:
+        return str(frames.video), frames.settings.key(), str(system or ""), timestamps
 
     def _record(self, rec: ProviderResource) -> None:
         """Write ``rec`` to the run's record of provider resources (the run store), when there is one. A store
@@ -385,7 +395,7 @@ class GeminiBackend(BackendBase):
             self._record(rec)
 
     async def _make_cache(self, request: GenerationRequest, system: str | None,
-                          key: tuple[str, str, str]) -> FrameCache | None:
+                          key: _CacheKey) -> FrameCache | None:
         """One explicit cache of the request's frames and the system prompt; None when the API refuses it
         (400: the video's frames then go inline). Other SDK errors reach the turn's retry loop.
 
@@ -399,8 +409,7 @@ class GeminiBackend(BackendBase):
                                expires=now + self.cache_ttl_s + self.options.timeout_s)
         self._made[token] = (key, rec)
         self._record(rec)
-        content = types.Content(role="user", parts=[types.Part.from_bytes(data=j, mime_type="image/jpeg")
-                                                     for j in request.frames.jpegs])
+        content = types.Content(role="user", parts=frame_parts(request.frames, request.frame_timestamps))
         config = types.CreateCachedContentConfig(contents=[content], system_instruction=system or None,
                                                  ttl=f"{self.cache_ttl_s:g}s", display_name=token)
         try:
@@ -423,7 +432,7 @@ class GeminiBackend(BackendBase):
         key = (str(frames.video), frames.settings.key())
         await self._drop_caches(lambda k: k[:2] == key)
 
-    async def _drop_caches(self, which: Callable[[tuple[str, str, str]], bool]) -> None:
+    async def _drop_caches(self, which: Callable[[_CacheKey], bool]) -> None:
         """Delete every cache of the keys ``which`` picks. A creation still in flight is waited for (at most
         ``context_cache_delete_s``), then given up and looked for on the server; every delete is retried until
         its deadline. What cannot be deleted keeps its record (its error and expiry), named by the run."""
@@ -517,7 +526,7 @@ class GeminiBackend(BackendBase):
         backend can reach (the same endpoint); each outcome is recorded."""
         await self._settle([r for r in left if r.kind == CACHE_KIND and r.url == self.url])
 
-    def _replaced(self, key: tuple[str, str, str], made: FrameCache) -> None:
+    def _replaced(self, key: _CacheKey, made: FrameCache) -> None:
         """The server no longer has ``made`` (403/404 before its video ended: expired, deleted): the next turn
         makes the video's cache again, once, shared by the turns that found it gone. Only the entry that still
         holds ``made`` is taken away; a turn told late about the old cache leaves the new one alone."""
@@ -530,7 +539,7 @@ class GeminiBackend(BackendBase):
     async def _cached_call(self, request: GenerationRequest, config: Any) -> GenerationResult:
         """One attempt with the video's frames from its cache (made by the first turn that needs it)."""
         system = config.system_instruction
-        key = self._cache_key(request.frames, system)  # type: ignore[arg-type]
+        key = self._cache_key(request.frames, system, request.frame_timestamps)  # type: ignore[arg-type]
         made = await shared(self._caches, key, lambda: self._make_cache(request, system, key))
         if made is None:  # the API would not cache this video's frames: inline
             return await self._inline_call(request, config)

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from mtvbench.errors import ConfigError, MissingExtraError
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationConfig, GenerationRequest
+from mtvbench.util.timecodes import frame_label
 
 DEFAULT_MAX_NEW_TOKENS = 1024
 #: ``options["generation_defaults"]`` value: pass only the settings that are set to ``generate()``
@@ -133,11 +134,15 @@ def system_of(request: GenerationRequest, options: BackendOptions) -> str | None
 def build_messages(request: GenerationRequest, system: str | None, mode: str) -> list[dict[str, Any]]:
     """Chat-template messages: optional system turn, then the frames (one video or N images) and
     the prompt (Figure 15 text with the history and the question) in one user turn; the prompt first
-    when ``request.text_first``."""
+    when ``request.text_first``. ``request.frame_timestamps`` (``--frame-timestamps on``): as N images, each after
+    a text part with its time; as one video, the times go as the video's metadata (:func:`video_metadata`)."""
     content: list[dict[str, Any]] = []
     if request.frames is not None and len(request.frames):
         if mode == "video":
             content.append({"type": "video"})
+        elif request.frame_timestamps:
+            for t in request.frames.timestamps:
+                content += [{"type": "text", "text": frame_label(t)}, {"type": "image"}]
         else:
             content.extend({"type": "image"} for _ in range(len(request.frames)))
     text = {"type": "text", "text": request.prompt}
@@ -153,7 +158,6 @@ def build_messages(request: GenerationRequest, system: str | None, mode: str) ->
 
 
 def video_metadata(frames: Any) -> dict[str, Any]:
-    """What the video processors need to place sampled frames in time (Qwen3-VL timestamps)."""
-    fps = frames.total_frames / frames.duration_s if frames.duration_s else 1.0
-    return {"total_num_frames": frames.total_frames, "fps": fps, "duration": frames.duration_s,
-            "frames_indices": list(frames.indices), "width": frames.width, "height": frames.height}
+    """What the video processors need to place sampled frames in time (Qwen3-VL timestamps; vLLM's
+    ``(frames, metadata)`` video input): :meth:`~mtvbench.media.frames.VideoFrames.time_metadata` and the size."""
+    return {**frames.time_metadata(), "width": frames.width, "height": frames.height}

@@ -109,7 +109,8 @@ def _frame_parts(frames: VideoFrames, video_part: bool, timestamps: bool = False
 def frame_parts_json(frames: VideoFrames, video_part: bool = False, timestamps: bool = False) -> str:
     """The JSON of a video's frame parts (without brackets), written once per video and reused
     by every turn: at 128 frames it is most of a request's bytes and of its encoding time. ``timestamps``: each
-    image part after a text part with its time (``--frame-timestamps on``; not with ``video_part``)."""
+    image part after a text part with its time (``--frame-timestamps on``; a video part carries its times in
+    :func:`request_body` instead)."""
     if timestamps and not video_part:
         memo = frames.__dict__.get("_openai_timed_parts_json")
         if memo is None:
@@ -128,12 +129,27 @@ def frame_parts_json(frames: VideoFrames, video_part: bool = False, timestamps: 
     return memo
 
 
+def video_part_times(frames: VideoFrames, given: Any = None) -> dict[str, Any]:
+    """vLLM's ``media_io_kwargs`` request field (its chat-completions extra parameter, merged with the server's
+    ``--media-io-kwargs``) with the times of a ``data:video/jpeg`` part's frames: its JPEG-sequence loader reads
+    ``fps``, ``frames_indices``, ``total_num_frames`` and ``duration`` from the ``video`` entry into the video's
+    metadata, which the Qwen-VL processors turn into each frame's time. Other entries the options gave are kept;
+    these four are the frames'."""
+    out = dict(given) if isinstance(given, dict) else {}
+    video = out.get("video")
+    out["video"] = {**(video if isinstance(video, dict) else {}), **frames.time_metadata()}
+    return out
+
+
 def request_body(params: dict[str, Any], frames: VideoFrames | None, video_part: bool = False,
                  timestamps: bool = False) -> bytes:
     """The JSON body of a chat-completions request whose messages hold the frames placeholder:
-    ``extra_body`` merged at the top level (as the SDK does), the frames' JSON spliced in."""
+    ``extra_body`` merged at the top level (as the SDK does), the frames' JSON spliced in. ``timestamps`` with
+    ``video_part``: the frames' times go as vLLM's request field ``media_io_kwargs`` (:func:`video_part_times`)."""
     body = {k: v for k, v in params.items() if k != "extra_body"}
     body.update(params.get("extra_body") or {})
+    if timestamps and video_part and frames is not None and len(frames):
+        body["media_io_kwargs"] = video_part_times(frames, body.get("media_io_kwargs"))
     text = json.dumps(body)
     if frames is not None:
         parts = frame_parts_json(frames, video_part, timestamps)

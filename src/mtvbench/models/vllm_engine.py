@@ -13,7 +13,8 @@ Two input modes (``options["input"]``):
   ``limit_mm_per_prompt={"image": N}`` >= the frame count (set from ``options["max_images"]``, 128).
 - ``video``: ``LLM.generate`` with the chat-template prompt of one ``{"type": "video"}`` part and
   the frames as one ``(T, H, W, 3)`` array (optionally with the video metadata that Qwen3-VL uses
-  for timestamps, ``options["video_metadata"]``).
+  for timestamps, ``options["video_metadata"]``; always under ``--frame-timestamps on``, which in ``images``
+  mode puts each frame's time as a text part before it).
 
 Backend options (``--model-option KEY=VALUE``): ``tensor_parallel_size`` (1), ``dtype`` (``auto``), ``max_model_len``,
 ``gpu_memory_utilization`` (0.9), ``max_num_seqs``, ``trust_remote_code``,
@@ -152,7 +153,8 @@ class VLLMBackend(BackendBase):
         start = time.perf_counter()
         try:
             if self.mode == "video":
-                inputs = [video_input(r, self._prompt_text(r), bool(self.options.options.get("video_metadata")))
+                inputs = [video_input(r, self._prompt_text(r),  # --frame-timestamps on: the times as metadata
+                                      bool(self.options.options.get("video_metadata")) or r.frame_timestamps)
                           for r in requests]
                 outputs = self.llm.generate(inputs, params, use_tqdm=False)
             else:

@@ -18,6 +18,7 @@ prompt and message shape of the authors' script for the model (``qwen-script``: 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from mtvbench.config import ContextMode
 from mtvbench.data.schema import Dialogue, Round
@@ -77,6 +78,25 @@ def turn_frame_indices(dialogue: Dialogue, rnd: Round, context: ContextMode, tot
     over the ranges named so far; uniform when none is named)."""
     ranges = turn_ranges(dialogue, rnd, context, duration_s, own_answers).ranges
     return clip_indices(total, duration_s, n_frames, [(r.start, r.end) for r in ranges], share)
+
+
+@dataclass(frozen=True)
+class ClipUnion:
+    """The frames every call of one video needs under ``--sampling clip``, for one decode: a rule ``(total frames,
+    duration) -> sorted indices`` over :func:`turn_frame_indices` of each turn. A plain record (dialogues, rounds,
+    numbers), so a Ray task can take it to the node that decodes the video."""
+
+    #: each call: its dialogue, its round, and in self context the model's earlier answers when all are known
+    turns: tuple[tuple[Dialogue, Round, Mapping[int, str] | None], ...]
+    context: ContextMode
+    n_frames: int
+    share: float
+
+    def __call__(self, total: int, duration_s: float) -> list[int]:
+        out: set[int] = set()
+        for d, r, own in self.turns:
+            out.update(turn_frame_indices(d, r, self.context, total, duration_s, self.n_frames, self.share, own))
+        return sorted(out)
 
 
 def build_request(dialogue: Dialogue, rnd: Round, context: ContextMode, frames: VideoFrames | None,

@@ -47,7 +47,7 @@ from mtvbench.run.identity import (
     current_results,
     reason,
 )
-from mtvbench.run.plan import build_request, rounds_to_call, turn_frame_indices
+from mtvbench.run.plan import ClipUnion, build_request, rounds_to_call, turn_frame_indices
 from mtvbench.run.store import FINAL_JUDGE, FINAL_OUTCOMES, RunStore
 from mtvbench.util.heap import long_lived
 
@@ -320,23 +320,20 @@ class Runner:
             frames = self.cache.get_indices(frames.video, cfg.frame_settings(), lambda _t, _d: wanted)
         return frames.select(wanted)
 
-    def _clip_union(self, video: str) -> Callable[[int, float], list[int]]:
-        """The frames every call of ``video`` this run needs under ``--sampling clip`` (from the text each sends;
-        in self context the model's answers are not known yet), for one decode."""
+    def frame_rule(self, video: str) -> ClipUnion | None:
+        """Under ``--sampling clip`` the frames every call of ``video`` this run needs (from the text each sends;
+        in self context the model's answers known now), for one decode; None: the frame settings' own frames."""
         cfg = self.cfg
-        turns = [(t.dialogue, r) for t in self._turns.get(video, []) for r in t.rounds]
-
-        def union(total: int, duration_s: float) -> list[int]:
-            out: set[int] = set()
-            for d, r in turns:
+        if cfg.sampling != "clip":
+            return None
+        turns = []
+        for t in self._turns.get(video, []):
+            d = t.dialogue
+            for r in t.rounds:
                 own = {x.index: self.answers[d.turn_id(x.index)] for x in d.earlier(r)
                        if d.turn_id(x.index) in self.answers} if cfg.context == "self" else None
-                complete = own is not None and len(own) == len(d.earlier(r))
-                out.update(turn_frame_indices(d, r, cfg.context, total, duration_s, cfg.frames, cfg.clip_share,
-                                              own if complete else None))
-            return sorted(out)
-
-        return union
+                turns.append((d, r, own if own is not None and len(own) == len(d.earlier(r)) else None))
+        return ClipUnion(tuple(turns), cfg.context, cfg.frames, cfg.clip_share)
 
     def record(self, dialogue: Dialogue, rnd: Round, request: GenerationRequest, res: GenerationResult) -> bool:
         """Store one result as it arrives (bound to the fingerprint of what produced it), count it,
@@ -373,7 +370,8 @@ class Runner:
         """The frames of ``video`` (``run(fn, *args)`` runs the decode off the event loop)."""
         path, settings, cache = self.bench.videos[video], self.cfg.frame_settings(), self.cache
         # under --sampling clip the union of the video's turns' frames, decoded once
-        extra = (self._clip_union(video),) if self.cfg.sampling == "clip" else ()
+        rule = self.frame_rule(video)
+        extra = (rule,) if rule is not None else ()
         try:
             return await run(cache.get_indices if extra else cache.get, path, settings, *extra)
         except OSError as e:  # the frame cache cannot be written (disk full, permissions)

@@ -33,6 +33,7 @@ from mtvbench.models.local import GenParams, RawOutput, device_map, require_torc
 from mtvbench.models.settings import BackendOptions
 from mtvbench.prompts import internvl_frame_prefix
 from mtvbench.records import GenerationRequest
+from mtvbench.util.timecodes import frame_label
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -83,7 +84,11 @@ def normalise(tiles: Sequence[Any], size: int) -> np.ndarray:
     return arr.transpose(0, 3, 1, 2).copy()
 
 
-def frame_prefix(n: int) -> str:
+def frame_prefix(n: int, times: Sequence[float] | None = None) -> str:
+    """One ``FrameK: <image>`` line per frame; with ``times`` (``--frame-timestamps on``) ``Frame at 00:03:12:
+    <image>``."""
+    if times is not None:
+        return "".join(f"{frame_label(t)}: {IMAGE_PLACEHOLDER}\n" for t in times[:n])
     return "".join(f"Frame{i + 1}: {IMAGE_PLACEHOLDER}\n" for i in range(n))
 
 
@@ -144,7 +149,8 @@ class InternVLEngine:
                     text = self.model.chat(self.tokenizer, pv, question, generation_config(params),
                                            num_patches_list=patches, history=history)
                 else:
-                    question = frame_prefix(len(patches)) + r.prompt if patches else r.prompt
+                    times = r.frames.timestamps if r.frames is not None and r.frame_timestamps else None
+                    question = frame_prefix(len(patches), times) + r.prompt if patches else r.prompt
                     text = self.model.chat(self.tokenizer, pv, question, generation_config(params),
                                            num_patches_list=patches or None, history=None, return_history=False)
             fed = {"transformers": self.transformers_version, "frames": len(patches), "tiles": sum(patches),

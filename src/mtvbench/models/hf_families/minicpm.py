@@ -19,6 +19,7 @@ from typing import Any
 from mtvbench.models.local import GenParams, RawOutput, require_torch, system_of, torch_dtype
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest
+from mtvbench.util.timecodes import frame_label
 
 
 def is_v45(checkpoint: str) -> bool:
@@ -34,8 +35,13 @@ def temporal_ids(timestamps: Sequence[float], packing: int = 1, time_scale: floa
     return [ids[i: i + packing] for i in range(0, len(ids), packing)]
 
 
-def build_msgs(images: Sequence[Any], prompt: str) -> list[dict[str, Any]]:
-    return [{"role": "user", "content": [*images, prompt]}]
+def build_msgs(images: Sequence[Any], prompt: str, times: Sequence[float] | None = None) -> list[dict[str, Any]]:
+    """The chat's one user turn: the frames, then the prompt; with ``times`` (``--frame-timestamps on``) each
+    frame after its time as text."""
+    if times is None:
+        return [{"role": "user", "content": [*images, prompt]}]
+    return [{"role": "user", "content": [*(x for t, im in zip(times, images) for x in (frame_label(t), im)),
+                                         prompt]}]
 
 
 def chat_kwargs(request: GenerationRequest, params: GenParams, options: BackendOptions, v45: bool) -> dict[str, Any]:
@@ -44,7 +50,8 @@ def chat_kwargs(request: GenerationRequest, params: GenParams, options: BackendO
     frames = request.frames
     images = frames.images() if frames is not None else []
     kw: dict[str, Any] = {
-        "msgs": build_msgs(images, request.prompt),
+        "msgs": build_msgs(images, request.prompt,
+                           frames.timestamps if frames is not None and request.frame_timestamps else None),
         "sampling": params.do_sample,
         "max_new_tokens": params.max_new_tokens,
         "use_image_id": bool(own.get("use_image_id", False)),
