@@ -3,22 +3,22 @@
 The videos go through :func:`~mtvbench.dispatch.run_videos` with three stages in this process:
 
 1. **Frames, decoded ahead.** Videos are taken in order; a video first takes one of
-   ``videos_in_flight`` slots (the memory bound: frames are held for at most that many
+   ``videos_in_flight`` video slots (the memory bound: frames are kept for at most that many
    videos), then its frames are decoded (or read from the frame cache) in a pool of
-   ``decode_workers`` threads. Decoding never holds a call slot, so while the calls of the
+   ``decode_workers`` threads. Decoding never takes a call slot, so while the calls of the
    first videos are in flight the next videos are decoded.
 2. **Turns.** In golden/none context every pending round of a video is asked at once; in self
    context each dialogue is a chain whose next round is asked when the previous one was
    recorded, while the dialogues of a video run side by side. Under the cache-aware order
    (:class:`~mtvbench.dispatch.VideoOrder`) a video's first turn goes alone and the others
    once it was answered.
-3. **One call gate.** Every model call passes :class:`CallGate`: at most ``concurrency``
+3. **A call gate.** Every model call passes the dispatcher's :class:`CallGate`: at most ``concurrency``
    calls (or batches) in flight, taken in order, a video's first turn under the cache-aware
    order ahead of the others; a batching backend (``hf:``, ``vllm:``) gets up to
    ``batch_size`` ready requests at once, gathered across every video in flight.
 
 A video's slot is released when its last turn is recorded, so memory stays bounded by the
-videos held, while the model calls stay near ``concurrency`` as long as decoding keeps up.
+videos in flight, while the model calls stay near ``concurrency`` as long as decoding keeps up.
 Construction uses the same dispatcher for its per-video computations (a thread each) and its
 model roles (the backends themselves).
 """
@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from mtvbench.dispatch import NotSent, TurnWriter, VideoJob, VideoState, cache_order, run_videos
+from mtvbench.dispatch import NotSent, TurnRecorder, VideoJob, VideoState, cache_order, run_videos
 from mtvbench.models.backend import abilities, generate_many, video_done
 from mtvbench.models.registry import create_backend
 
@@ -95,10 +95,11 @@ class Slots:
 
 
 class CallGate(Generic[C]):
-    """The one way to the model: ``concurrency`` calls (or batches) in flight, taken in order (a video's
-    first turn under the cache-aware order ahead of the others: :class:`Slots`); a backend with
-    ``generate_batch`` and ``batch_size`` gets the ready requests in batches, across videos.
-    ``stopped`` is checked once a slot is free: a stopped run sends nothing more."""
+    """The path every model call of a dispatcher takes: at most ``concurrency`` calls (or batches) in flight,
+    taken in order of arrival, except that a video's first turn under the cache-aware order goes ahead of the
+    others (:class:`Slots`). A backend with ``generate_batch`` and ``batch_size`` gets the ready requests in
+    batches, gathered across videos. ``stopped`` is checked once a slot is free, so a stopped run sends
+    nothing more."""
 
     def __init__(self, model: CallTarget[C], concurrency: int, stopped: Callable[[], bool] = lambda: False):
         self.model = model
@@ -183,18 +184,19 @@ class CallGate(Generic[C]):
                 fut.set_result(res)
 
 
-class _LocalLane:
-    """Every video of a local run: frames from the writer, decoded in the pool; calls through the gate."""
+class _LocalSession:
+    """The video session of every video of a local run: frames from the runner, decoded in the thread pool;
+    calls through the call gate."""
 
-    def __init__(self, writer: TurnWriter, gate: CallGate[GenerationRequest], pool: ThreadPoolExecutor,
+    def __init__(self, recorder: TurnRecorder, gate: CallGate[GenerationRequest], pool: ThreadPoolExecutor,
                  model: ModelBackend):
-        self.writer, self.gate, self.pool, self.model = writer, gate, pool, model
+        self.recorder, self.gate, self.pool, self.model = recorder, gate, pool, model
 
     async def frames(self, job: VideoJob) -> VideoFrames | None:
         if not abilities(self.model).needs_frames:
             return None
         loop = asyncio.get_running_loop()
-        return await self.writer.frames(job.video, lambda f, *a: loop.run_in_executor(self.pool, f, *a))
+        return await self.recorder.frames(job.video, lambda f, *a: loop.run_in_executor(self.pool, f, *a))
 
     def request_frames(self, frames: VideoFrames | None) -> VideoFrames | None:
         return frames
@@ -235,17 +237,17 @@ class LocalDispatcher:
     async def start(self, videos: int) -> None:
         return None
 
-    async def run(self, jobs: Sequence[VideoJob], writer: TurnWriter) -> None:
+    async def run(self, jobs: Sequence[VideoJob], recorder: TurnRecorder) -> None:
         if self.model is None:
             raise RuntimeError("LocalDispatcher.run needs the model: call driver_model() first")
-        gate = self.gate = CallGate(self.model, self.concurrency, lambda: writer.stopped)
+        gate = self.gate = CallGate(self.model, self.concurrency, lambda: recorder.stopped)
         with ThreadPoolExecutor(self.decode_workers, thread_name_prefix="mtvbench-frames") as pool:
-            lane = _LocalLane(writer, gate, pool, self.model)
+            session = _LocalSession(recorder, gate, pool, self.model)
 
-            def open_lane(state: VideoState) -> _LocalLane:
-                return lane
+            def open_session(state: VideoState) -> _LocalSession:
+                return session
 
-            await run_videos(jobs, writer, self.videos_in_flight, open_lane,
+            await run_videos(jobs, recorder, self.videos_in_flight, open_session,
                              first_alone=cache_order(self.cache_order, self.model))
 
     def backend(self, spec: str, options: BackendOptions) -> ModelBackend:

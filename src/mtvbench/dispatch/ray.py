@@ -1,9 +1,10 @@
 """The dispatcher on a Ray cluster: ``run --executor ray`` and ``build --executor ray``.
 
-What stays in this process (the *driver*): everything that decides a result. The writer (planning,
-the run store or the build's artifacts and call journal, the fingerprints, the judge) is the only
-writer; the pipeline (:func:`~mtvbench.dispatch.run_videos`: which turn is asked when, the
-self-context chain, the stop test) is the local run's. What goes to the cluster:
+What stays in this process (the *driver*): everything that decides a result. The runner or the builder
+(planning, the run store or the build's artifacts and call journal, the fingerprints, the judge) is the
+only code that stores anything, and the pipeline (:func:`~mtvbench.dispatch.run_videos`: which turn is
+asked when, the self-context chain, the check whether the run stopped) is the local run's. What goes to the
+cluster:
 
 - **Model calls** run on *replicas*: Ray actors that each create the backend once (``hf:``/``vllm:``:
   one model per replica with ``ray.num_gpus`` GPUs, tensor parallel inside it with
@@ -16,7 +17,7 @@ self-context chain, the stop test) is the local run's. What goes to the cluster:
   sweep; the cache is keyed by content, so a node-local folder is only slower), on the node of the
   video's replica when it has a free CPU, else wherever one is free. They go into Ray's object store
   once per video; the replica resolves them once and every turn of the video reuses them. Videos are
-  dealt to the least busy replica; at most ``videos_in_flight`` videos per replica hold frames at a time.
+  dealt to the least busy replica; at most ``videos_in_flight`` videos per replica keep frames at a time.
 - **Per-video computations** (build: split, key frames) run as Ray tasks (``ray.task_cpus``), and an
   object that is expensive to make (build: the detector) lives in a :class:`Holder` actor, made once
   and checked before anything is written (a factory that fails there fails as it would locally).
@@ -26,9 +27,9 @@ answers is one error naming it, exit 2, before anything is written; SIGINT/SIGTE
 any time); without it a Ray instance is started on this machine for the run (:mod:`.raylocal`: no
 key in its environment, no dashboard, its own ports, ended with the driver whatever ends it).
 
-**Failures: one classification.** A call's failure is classified in its replica by the same code as
-in one process (:mod:`mtvbench.models.resilience`); what the replica's breaker counted comes back
-with the answer and is counted on the driver's one breaker (the replicas' own never open), so the
+**Failures are classified as in one process.** A call's failure is classified in its replica by the same
+code as in one process (:mod:`mtvbench.models.resilience`); what the replica's breaker counted comes back
+with the answer and is counted on the driver's circuit breaker (the replicas' own never open), so the
 exit codes and hints are the local run's (a key refused by every call: exit 2, "check its URL, key
 and model name"). An error a replica raises is raised here as it was raised.
 
@@ -36,7 +37,7 @@ and model name"). An error a replica raises is raised here as it was raised.
 
 - A replica that dies: its slot gets a new replica, on the node the dead one held resources on
   (its CPUs come back there, so the other nodes keep theirs for the frame tasks); the calls in
-  flight on it are asked there again (their answers never reached the writer); nothing recorded is
+  flight on it are asked there again (their answers never reached the runner); nothing recorded is
   asked again. A video whose replicas died (or whose frames were lost) more than ``ray.max_retries``
   times leaves its remaining turns for the next run (a build's call: an error result).
 - A node that dies: while the living nodes cannot hold every replica plus ``ray.task_cpus`` for the
@@ -73,9 +74,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mtvbench._version import __version__
 from mtvbench.dispatch import (
-    NotAsked,
     NotSent,
-    TurnWriter,
+    TurnGivenUp,
+    TurnRecorder,
     VideoJob,
     VideoState,
     cache_order,
@@ -339,7 +340,7 @@ class Answered:
 
 
 def replica_options(spec: str, options: BackendOptions) -> tuple[BackendOptions, dict[str, str]]:
-    """The options a replica uses and the one key variable it gets: the URL and key the endpoint
+    """The options a replica uses and the single key variable it gets: the URL and key the endpoint
     rules chose here (:mod:`mtvbench.models.endpoints`), so a replica sends exactly what a local
     run would, whatever its node's environment holds; a local engine gets the Hugging Face token
     that is set here (a gated checkpoint), if any."""
@@ -367,7 +368,7 @@ class RemoteEngine(BackendBase):
 
 
 def driver_model(spec: str, options: BackendOptions) -> ModelBackend:
-    """The backend object the driver's writer holds: the real one for API backends and baselines
+    """The backend object the driver's runner keeps: the real one for API backends and baselines
     (cheap; a missing key is found before the run directory exists), a stand-in for local engines."""
     if parse_spec(spec)[0] in LOCAL_ENGINES:
         return RemoteEngine(spec)
@@ -494,7 +495,7 @@ class FramesLost(Exception):
 
 
 class _Abandoned(Exception):
-    """The watchdog gave the lane's work up."""
+    """The watchdog gave the video session's work up."""
 
 
 class FramesNotMade(VideoError):
@@ -746,13 +747,13 @@ class RemoteBackend(BackendBase):
         return None  # its replicas end with the dispatcher that started them
 
 
-class _RayLane:
-    """One video of a run on the cluster: its replica slot, its frames decoded in a Ray task, its calls
-    through the slot's gate, its replicas' deaths (and lost frames) counted, given up by the watchdog
-    when the cluster stalls."""
+class _RaySession:
+    """The video session of one video of a run on the cluster: its replica slot, its frames decoded in a Ray
+    task, its calls through the slot's call gate, its replicas' deaths (and lost frames) counted, and its
+    waiting work given up by the watchdog when the cluster stalls."""
 
-    def __init__(self, d: RayDispatcher, state: VideoState, writer: TurnWriter, pool: ReplicaPool):
-        self.d, self.state, self.writer, self.pool = d, state, writer, pool
+    def __init__(self, d: RayDispatcher, state: VideoState, recorder: TurnRecorder, pool: ReplicaPool):
+        self.d, self.state, self.recorder, self.pool = d, state, recorder, pool
         self.slot = pool.pick()
         if self.slot is not None:
             pool.load[self.slot] += 1
@@ -766,10 +767,10 @@ class _RayLane:
         self._redecode: asyncio.Future[Any] | None = None
         self._sent_to: list[Any] = []
         self._abandoned: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        d.lanes.add(self)
+        d.sessions.add(self)
 
     async def _or_abandoned(self, aw: Awaitable[T]) -> T:
-        """``aw``, unless the watchdog gives this lane up first (:class:`_Abandoned`)."""
+        """``aw``, unless the watchdog gives this session up first (:class:`_Abandoned`)."""
         task = asyncio.ensure_future(aw)
         try:
             await asyncio.wait([task, self._abandoned], return_when=asyncio.FIRST_COMPLETED)
@@ -833,7 +834,7 @@ class _RayLane:
                 raise VideoError(detail)
             assert root is not None
             self.d.cache_root = None  # the frame cache cannot be written: frames in memory from now on
-            self.writer.warn(frame_cache_warning(root, OSError(*detail)))
+            self.recorder.warn(frame_cache_warning(root, OSError(*detail)))
 
     async def _frames_lost(self, ref: Any) -> None:
         """The frames ``ref`` were lost with their node: decoded again, once for every call that found out."""
@@ -859,7 +860,7 @@ class _RayLane:
         try:
             while True:
                 if self.given_up is not None:
-                    raise NotAsked
+                    raise TurnGivenUp
                 if self.slot is None or self.pool.slots[self.slot] is None:
                     self._move()
                     continue
@@ -867,14 +868,14 @@ class _RayLane:
                 try:
                     result = await self._or_abandoned(self.pool.gates[self.slot].call(call, first))
                 except _Abandoned:
-                    raise NotAsked from None
+                    raise TurnGivenUp from None
                 except ReplicaLost as e:
-                    if self.writer.stopped:
+                    if self.recorder.stopped:
                         raise NotSent from None
                     self._lost(e.actor)
                     continue
                 except FramesLost:
-                    if self.writer.stopped:
+                    if self.recorder.stopped:
                         raise NotSent from None
                     await self._frames_lost(call.frames)
                     continue
@@ -903,7 +904,7 @@ class _RayLane:
             self.pool.replace(self.slot, actor)
             self.d.retried_videos += 1
             if self._count("its model replica died"):
-                self.writer.progress.note("ray", f"{self.state.job.video}: its model replica was lost; "
+                self.recorder.progress.note("ray", f"{self.state.job.video}: its model replica was lost; "
                                                  f"{self.state.left} turns not stored yet go to a new replica")
         if self.slot is None or self.pool.slots[self.slot] is None:
             self._move()
@@ -920,7 +921,7 @@ class _RayLane:
         self.pool.load[new] += 1
 
     async def video_done(self, frames: Any) -> None:
-        """Its replica frees what it held for the video (a replica that died held nothing any more)."""
+        """Its replica frees what it kept for the video (a replica that died keeps nothing any more)."""
         actor = self.pool.slots[self.slot] if self.slot is not None else None
         if frames is None or actor is None or not any(a is actor for a in self._sent_to):
             return
@@ -936,10 +937,10 @@ class _RayLane:
     def close(self) -> None:
         if self.slot is not None:
             self.pool.load[self.slot] -= 1
-        self.d.lanes.discard(self)
-        if self.given_up is not None and not self.reported and self.state.not_asked:
-            self.writer.video_failed(self.state.job.video, f"{self.given_up}; {self.state.not_asked} turns not "
-                                                           "asked (run the same command again)")
+        self.d.sessions.discard(self)
+        if self.given_up is not None and not self.reported and self.state.pending:
+            self.recorder.video_failed(self.state.job.video, f"{self.given_up}; {self.state.pending} turns left "
+                                                             "pending (run the same command again)")
 
 
 class RayDispatcher:
@@ -948,7 +949,7 @@ class RayDispatcher:
 
     name = "ray"
     #: False: the replicas' failures are counted on the driver model's own breaker (:class:`Answered`), as a
-    #: local backend counts them; the writer counts only for a backend without a breaker (``hf:``, ``vllm:``)
+    #: local backend counts them; the runner counts only for a backend without a breaker (``hf:``, ``vllm:``)
     remote_calls = False
 
     def __init__(self, address: str | None, settings: RaySettings, concurrency: int, *, videos_in_flight: int = 1,
@@ -969,7 +970,7 @@ class RayDispatcher:
         self._holders: dict[tuple[Any, ...], Any] = {}
         self.decode: Any = None
         #: the videos in flight, and why the run's waiting work was given up (the watchdog found a stall)
-        self.lanes: set[_RayLane] = set()
+        self.sessions: set[_RaySession] = set()
         self.stalled: str | None = None
         #: what ran on the cluster: replicas started (their ready info), per-video tasks, held-object calls,
         #: videos sent to a new replica after theirs died
@@ -1018,27 +1019,27 @@ class RayDispatcher:
             raise RuntimeError("RayDispatcher.start needs the model: call driver_model() first")
         self.pool = self._pool(*self._spec, max(1, videos), breaker=breaker_of(self.model))
 
-    async def run(self, jobs: Sequence[VideoJob], writer: TurnWriter) -> None:
+    async def run(self, jobs: Sequence[VideoJob], recorder: TurnRecorder) -> None:
         if not jobs:
             return
         await self.start(len(jobs))
         pool = self.pool
         assert pool is not None
         nodes = len({r["node"] for r in self.replicas})
-        writer.progress.note("ray", f"{len(self.replicas)} model replica(s) of {pool.spec.spec} on {nodes} node(s)")
+        recorder.progress.note("ray", f"{len(self.replicas)} model replica(s) of {pool.spec.spec} on {nodes} node(s)")
         self.decode = self.ray.remote(num_cpus=self.settings.task_cpus, num_returns=2)(decode_frames)
-        pool.stop_when(lambda: writer.stopped)
-        pool.note = partial(writer.progress.note, "ray")
+        pool.stop_when(lambda: recorder.stopped)
+        pool.note = partial(recorder.progress.note, "ray")
         pool.progress()
 
-        def open_lane(state: VideoState) -> _RayLane:
-            return _RayLane(self, state, writer, pool)
+        def open_session(state: VideoState) -> _RaySession:
+            return _RaySession(self, state, recorder, pool)
 
-        await run_videos(jobs, writer, self.videos_in_flight * len(pool.slots), open_lane,
-                         watchdog=partial(self._watch, writer, pool),
+        await run_videos(jobs, recorder, self.videos_in_flight * len(pool.slots), open_session,
+                         watchdog=partial(self._watch, recorder, pool),
                          first_alone=cache_order(self.cache_order, pool.gates[0].model))
 
-    async def _watch(self, writer: TurnWriter, pool: ReplicaPool) -> None:
+    async def _watch(self, recorder: TurnRecorder, pool: ReplicaPool) -> None:
         """Beside the videos: retire the replicas the cluster no longer holds (:meth:`ReplicaPool.fit`),
         and give the waiting work up when nothing came back for ``ray.stall_s``."""
         every = min(WATCH_EVERY_S, self.settings.stall_s / 4)
@@ -1046,21 +1047,21 @@ class RayDispatcher:
             await asyncio.sleep(every)
             pool.fit()
             idle = time.monotonic() - pool.progress_at
-            if self.lanes and idle > self.settings.stall_s:
+            if self.sessions and idle > self.settings.stall_s:
                 self.stalled = self._stall_report(pool, idle)
-                writer.warn(self.stalled)
-                for lane in list(self.lanes):
-                    lane.abandon(f"given up after {idle:.0f} s without progress on the cluster (ray.stall_s)")
+                recorder.warn(self.stalled)
+                for session in list(self.sessions):
+                    session.abandon(f"given up after {idle:.0f} s without progress on the cluster (ray.stall_s)")
                 return
 
     def _stall_report(self, pool: ReplicaPool, idle: float) -> str:
         waiting = pool.waiting()
-        frames = sorted(lane.state.job.video for lane in self.lanes if lane.waiting_frames)
+        frames = sorted(session.state.job.video for session in self.sessions if session.waiting_frames)
         if frames:
             waiting.append(f"{len(frames)} video(s) waiting for their frames ({', '.join(frames[:5])})")
-        calls = sum(lane.calls for lane in self.lanes)
+        calls = sum(session.calls for session in self.sessions)
         return (f"nothing came back from the Ray cluster for {idle:.0f} s (ray.stall_s={self.settings.stall_s:g}) "
-                f"while {calls} turn(s) of {len(self.lanes)} video(s) waited: " + "; ".join(waiting)
+                f"while {calls} turn(s) of {len(self.sessions)} video(s) waited: " + "; ".join(waiting)
                 + f"; {free_resources(self.ray)}. The waiting work is given up for this run: run the same command "
                   "again")
 

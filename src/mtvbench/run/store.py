@@ -13,7 +13,7 @@ one row per resource a backend made on a provider's server (a Gemini context cac
 asked for and again when it is made or deleted: what a run could not delete (or a run killed with
 ``kill -9`` left) is named in ``scores.json`` and deleted by the next run in the directory.
 
-The file is opened with the one SQLite set-up and version rule (:mod:`mtvbench.ledger.sqlite`):
+The file is opened with the SQLite set-up and version rule every store shares (:mod:`mtvbench.ledger.sqlite`):
 its ``meta`` table records the format (``schema_version``: the run-directory format,
 :data:`~mtvbench.config.RUN_SCHEMA_VERSION`), the
 mtvbench version that created it, and here also the run identity and the dataset it belongs
