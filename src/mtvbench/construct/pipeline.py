@@ -36,9 +36,9 @@ exits 2 when a stage failed on bad input, 3 when anything is incomplete or block
 video exports no dialogue (or a dialogue without checklists) because replies broke the rules,
 or when nothing at all is exported; 0 otherwise.
 
-**Progress** goes to a :class:`BuildProgress` (``start``/``advance`` per stage over the videos,
-``reply`` per model reply, asked or read from the journal); the CLI shows it with the same rich
-display as ``mtvbench run``.
+**Progress** goes to a :class:`~mtvbench.dispatch.Progress`, the same interface a run reports to
+(``start``/``advance`` per stage over the videos, ``reply`` per model reply, asked or read from the
+journal); the CLI shows it with the same rich display as ``mtvbench run``.
 
 **Before anything is written** (:meth:`Builder.preflight`): the stages that have work to
 do are determined from the workspace, and for them the optional dependencies are imported

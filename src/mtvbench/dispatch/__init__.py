@@ -85,6 +85,7 @@ class VideoJob:
 
     @property
     def turns(self) -> int:
+        """How many model calls the video still needs."""
         return sum(len(d.rounds) for d in self.dialogues)
 
 

@@ -31,6 +31,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from mtvbench.dispatch import NotSent, TurnRecorder, VideoJob, VideoState, cache_order, run_videos
@@ -52,7 +53,9 @@ C_contra = TypeVar("C_contra", contravariant=True)
 class CallTarget(Protocol[C_contra]):
     """What a gate sends calls to: a backend (``generate``; ``generate_batch`` and ``batch_size`` when it batches)."""
 
-    async def generate(self, call: C_contra) -> GenerationResult: ...
+    async def generate(self, call: C_contra) -> GenerationResult:
+        """Make one model call."""
+        ...
 
 
 def default_decode_workers() -> int:
@@ -72,6 +75,7 @@ class Slots:
         self._arrivals = 0
 
     async def acquire(self, urgent: bool = False) -> None:
+        """Wait for a free slot (``urgent``: ahead of every taker already waiting)."""
         if self.free > 0 and not self._waiting:
             self.free -= 1
             return
@@ -86,12 +90,23 @@ class Slots:
             raise
 
     def release(self) -> None:
+        """Free a slot: it goes straight to the next waiter that is still waiting, else back to the free ones."""
         while self._waiting:
             waiter = heapq.heappop(self._waiting)[2]
             if not waiter.done():
                 waiter.set_result(None)
                 return
         self.free += 1
+
+
+@dataclass
+class QueuedCall(Generic[C]):
+    """A call waiting in a batching gate for its batch: what it sends, whether it is a video's first turn
+    under the cache-aware order (its batch goes first), and where its result goes."""
+
+    call: C
+    first: bool
+    result: asyncio.Future[GenerationResult]
 
 
 class CallGate(Generic[C]):
@@ -106,7 +121,7 @@ class CallGate(Generic[C]):
         self.stopped = stopped
         self.slots = Slots(concurrency)
         self.batch_size = abilities(model).batch_size
-        self._queue: list[tuple[C, bool, asyncio.Future[GenerationResult]]] = []
+        self._queue: list[QueuedCall[C]] = []
         self._flushing = False
         #: calls (or batches) in flight right now, and the largest number seen
         self.in_flight = 0
@@ -140,7 +155,7 @@ class CallGate(Generic[C]):
 
     async def _batched(self, request: C, first: bool) -> GenerationResult:
         fut: asyncio.Future[GenerationResult] = asyncio.get_running_loop().create_future()
-        self._queue.append((request, first, fut))
+        self._queue.append(QueuedCall(request, first, fut))
         if not self._flushing:
             self._flushing = True
             asyncio.get_running_loop().create_task(self._flush())
@@ -155,33 +170,33 @@ class CallGate(Generic[C]):
             await asyncio.sleep(0)
         try:
             while self._queue:
-                self._queue.sort(key=lambda q: not q[1])  # first turns first (a stable sort keeps the rest in order)
+                self._queue.sort(key=lambda q: not q.first)  # first turns first (a stable sort keeps the rest in order)
                 batch, self._queue = self._queue[: self.batch_size], self._queue[self.batch_size:]
                 asyncio.get_running_loop().create_task(self._run_batch(batch))
                 await asyncio.sleep(0)
         finally:
             self._flushing = False
 
-    async def _run_batch(self, batch: list[tuple[C, bool, asyncio.Future[GenerationResult]]]) -> None:
-        await self.slots.acquire(any(first for _, first, _ in batch))
+    async def _run_batch(self, batch: list[QueuedCall[C]]) -> None:
+        await self.slots.acquire(any(q.first for q in batch))
         try:
             if self.stopped():
                 raise NotSent
             self._enter(len(batch))
             try:
-                results = await generate_many(self.model, [r for r, _, _ in batch])  # type: ignore[arg-type]
+                results = await generate_many(self.model, [q.call for q in batch])  # type: ignore[arg-type]
             finally:
                 self._leave(len(batch))
         except BaseException as e:  # noqa: BLE001 - every waiting turn gets the error
-            for _, _, fut in batch:
-                if not fut.done():
-                    fut.set_exception(e)
+            for q in batch:
+                if not q.result.done():
+                    q.result.set_exception(e)
             return
         finally:
             self.slots.release()
-        for (_, _, fut), res in zip(batch, results):
-            if not fut.done():
-                fut.set_result(res)
+        for q, res in zip(batch, results):
+            if not q.result.done():
+                q.result.set_result(res)
 
 
 class _LocalSession:
@@ -260,4 +275,4 @@ class LocalDispatcher:
         return None
 
 
-__all__ = ["CallGate", "CallTarget", "LocalDispatcher", "Slots", "default_decode_workers"]
+__all__ = ["CallGate", "CallTarget", "LocalDispatcher", "QueuedCall", "Slots", "default_decode_workers"]

@@ -70,7 +70,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from mtvbench._version import __version__
 from mtvbench.dispatch import (
@@ -339,22 +339,30 @@ class Answered:
     events: list[BreakerEvent] = field(default_factory=list)
 
 
-def replica_options(spec: str, options: BackendOptions) -> tuple[BackendOptions, dict[str, str]]:
-    """The options a replica uses and the single key variable it gets: the URL and key the endpoint
-    rules chose here (:mod:`mtvbench.models.endpoints`), so a replica sends exactly what a local
-    run would, whatever its node's environment holds; a local engine gets the Hugging Face token
-    that is set here (a gated checkpoint), if any."""
+class ReplicaSetup(NamedTuple):
+    """What a replica is started with: the backend options it uses, and the environment variables it gets
+    (in memory, as an argument of the actor: never through a Ray ``runtime_env``)."""
+
+    options: BackendOptions
+    env: dict[str, str]
+
+
+def replica_options(spec: str, options: BackendOptions) -> ReplicaSetup:
+    """The options a replica uses and the only key variable it gets: the URL and key the endpoint
+    rules chose here (:mod:`mtvbench.models.endpoints`), so that a replica sends exactly what a local
+    run would, whatever its node's environment holds. A local engine gets the Hugging Face token
+    that is set here (for a gated checkpoint), if any."""
     prefix, _ = parse_spec(spec)
     if prefix in LOCAL_ENGINES:
-        return options, {k: v for k in HF_TOKEN_ENVS if (v := os.environ.get(k))}
+        return ReplicaSetup(options, {k: v for k in HF_TOKEN_ENVS if (v := os.environ.get(k))})
     if prefix == "openai":
         ep = openai_endpoint(options)
     elif prefix == "gemini" and not (use_vertex() and not options.api_key_env):
         ep = gemini_endpoint(options)
     else:
-        return options, {}
+        return ReplicaSetup(options, {})
     moved = options.model_copy(update={"base_url": ep.url, "api_key_env": ep.key_env})
-    return moved, ({ep.key_env: ep.key} if ep.key_env else {})
+    return ReplicaSetup(moved, {ep.key_env: ep.key} if ep.key_env else {})
 
 
 class RemoteEngine(BackendBase):
@@ -1141,6 +1149,7 @@ class RayDispatcher:
 
 __all__ = ["Answered", "ClusterLostError", "Connection", "FramesLost", "FramesNotMade", "HF_TOKEN_ENVS", "Holder",
            "LOCAL_ENGINES", "RayDispatcher", "RayExecutorError", "RemoteBackend", "RemoteCall", "RemoteEngine",
-           "Replica", "ReplicaLost", "ReplicaModel", "ReplicaPool", "ReplicaSpec", "bootstrap_address", "connect",
-           "decode_frames", "default_replicas", "driver_model", "free_resources", "join", "lost_errors", "no_room",
-           "node_affinity", "replica_class", "replica_options", "require_ray", "start_error", "task_error"]
+           "Replica", "ReplicaLost", "ReplicaModel", "ReplicaPool", "ReplicaSetup", "ReplicaSpec",
+           "bootstrap_address", "connect", "decode_frames", "default_replicas", "driver_model", "free_resources",
+           "join", "lost_errors", "no_room", "node_affinity", "replica_class", "replica_options", "require_ray",
+           "start_error", "task_error"]
