@@ -318,7 +318,7 @@ class ReplicaSpec:
     options: dict[str, Any]
     env: dict[str, str]
     #: the frames of this many videos stay resolved in the replica (``videos_in_flight``)
-    frames_held: int = 1
+    videos_in_flight: int = 1
 
 
 @dataclass
@@ -384,21 +384,28 @@ def driver_model(spec: str, options: BackendOptions) -> ModelBackend:
 
 
 # ------------------------------------------------------------------------------ cluster side
+class FramesFailure(NamedTuple):
+    """Why a frame task made no frames: ``kind`` ``"video"`` (the video cannot be read; ``detail`` is the
+    message) or ``"cache"`` (the frame cache cannot be written; ``detail`` is ``(errno, strerror)``)."""
+
+    kind: str
+    detail: Any
+
+
 def decode_frames(path: str, settings: dict[str, Any], cache_root: str | None
-                  ) -> tuple[tuple[str, Any] | None, VideoFrames | None]:
-    """A Ray task with two results: a small status (None, ``("video", message)`` for a video that
-    cannot be read, ``("cache", (errno, strerror))`` for a frame cache that cannot be written), so
-    the driver learns the outcome without fetching the frames, and the frames of the video, read
-    through the frame cache (decoded once per content and settings)."""
+                  ) -> tuple[FramesFailure | None, VideoFrames | None]:
+    """A Ray task with two results (Ray returns them as two object refs): a small status, None or a
+    :class:`FramesFailure`, so that the driver learns the outcome without fetching the frames; and the frames
+    of the video, read through the frame cache (decoded once per content and settings)."""
     cache = FrameCache(Path(cache_root) if cache_root else None, memory_items=0)
     try:
         return None, cache.get(Path(path), FrameSettings.model_validate(settings))
     except VideoError as e:
-        return ("video", e.message), None
+        return FramesFailure("video", e.message), None
     except OSError as e:
         if cache_root is None:
             raise
-        return ("cache", (e.errno, e.strerror or str(e))), None
+        return FramesFailure("cache", (e.errno, e.strerror or str(e))), None
 
 
 class Replica:
@@ -450,12 +457,12 @@ class Replica:
 
     async def _resolve(self, ref: Any) -> VideoFrames:
         """A video's frames, resolved once while the video is in flight (the same object for every turn,
-        so their encoded parts are reused); the ``frames_held`` videos used last are kept."""
+        so their encoded parts are reused); the ``videos_in_flight`` videos used last are kept."""
         key = ref.hex()
         fetch = self._frames.get(key)
         if fetch is None:
             fetch = self._frames[key] = asyncio.ensure_future(ref)
-            while len(self._frames) > max(1, self.spec.frames_held):
+            while len(self._frames) > max(1, self.spec.videos_in_flight):
                 self._frames.popitem(last=False)
         self._frames.move_to_end(key)
         try:
@@ -837,12 +844,11 @@ class _RaySession:
             self.pool.progress()
             if failed is None:
                 return frames
-            kind, detail = failed
-            if kind == "video":
-                raise VideoError(detail)
+            if failed.kind == "video":
+                raise VideoError(failed.detail)
             assert root is not None
             self.d.cache_root = None  # the frame cache cannot be written: frames in memory from now on
-            self.recorder.warn(frame_cache_warning(root, OSError(*detail)))
+            self.recorder.warn(frame_cache_warning(root, OSError(*failed.detail)))
 
     async def _frames_lost(self, ref: Any) -> None:
         """The frames ``ref`` were lost with their node: decoded again, once for every call that found out."""
@@ -1001,7 +1007,7 @@ class RayDispatcher:
         n = default_replicas(ray, self.settings, most)
         pool = ReplicaPool(ray, replica_class(ray, self.settings),
                            ReplicaSpec(spec=spec, options=opts.model_dump(mode="json"), env=env,
-                                       frames_held=self.videos_in_flight), n, self.concurrency, self.settings)
+                                       videos_in_flight=self.videos_in_flight), n, self.concurrency, self.settings)
         self._pools.append(pool)
         with interruptible():
             infos = pool.start()
@@ -1147,9 +1153,9 @@ class RayDispatcher:
                 connection.close()
 
 
-__all__ = ["Answered", "ClusterLostError", "Connection", "FramesLost", "FramesNotMade", "HF_TOKEN_ENVS", "Holder",
-           "LOCAL_ENGINES", "RayDispatcher", "RayExecutorError", "RemoteBackend", "RemoteCall", "RemoteEngine",
-           "Replica", "ReplicaLost", "ReplicaModel", "ReplicaPool", "ReplicaSetup", "ReplicaSpec",
-           "bootstrap_address", "connect", "decode_frames", "default_replicas", "driver_model", "free_resources",
-           "join", "lost_errors", "no_room", "node_affinity", "replica_class", "replica_options", "require_ray",
-           "start_error", "task_error"]
+__all__ = ["Answered", "ClusterLostError", "Connection", "FramesFailure", "FramesLost", "FramesNotMade",
+           "HF_TOKEN_ENVS", "Holder", "LOCAL_ENGINES", "RayDispatcher", "RayExecutorError", "RemoteBackend",
+           "RemoteCall", "RemoteEngine", "Replica", "ReplicaLost", "ReplicaModel", "ReplicaPool", "ReplicaSetup",
+           "ReplicaSpec", "bootstrap_address", "connect", "decode_frames", "default_replicas", "driver_model",
+           "free_resources", "join", "lost_errors", "no_room", "node_affinity", "replica_class", "replica_options",
+           "require_ray", "start_error", "task_error"]
