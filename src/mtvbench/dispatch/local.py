@@ -246,13 +246,17 @@ class LocalDispatcher:
         self.gate: CallGate[GenerationRequest] | None = None
 
     def driver_model(self, spec: str, options: BackendOptions) -> ModelBackend:
+        """Create the model under test here; it is also the backend the calls go to."""
         self.model = create_backend(spec, options)
         return self.model
 
     async def start(self, videos: int) -> None:
+        """Nothing to start in one process."""
         return None
 
     async def run(self, jobs: Sequence[VideoJob], recorder: TurnRecorder) -> None:
+        """Run every job in this process (see the module docstring); each result goes to ``recorder.record`` as it
+        arrives."""
         if self.model is None:
             raise RuntimeError("LocalDispatcher.run needs the model: call driver_model() first")
         gate = self.gate = CallGate(self.model, self.concurrency, lambda: recorder.stopped)
@@ -266,12 +270,15 @@ class LocalDispatcher:
                              first_alone=cache_order(self.cache_order, self.model))
 
     def backend(self, spec: str, options: BackendOptions) -> ModelBackend:
+        """A backend created in this process (a construction role)."""
         return create_backend(spec, options)
 
     async def offload(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a thread, off the event loop."""
         return await asyncio.to_thread(fn, *args)
 
     async def aclose(self) -> None:
+        """Nothing to end in one process."""
         return None
 
 

@@ -142,6 +142,7 @@ class Connection:
     local: LocalRay | None = None
 
     def close(self) -> None:
+        """Leave Ray, and end the instance started for the run, if any."""
         try:
             self.ray.shutdown()
         finally:
@@ -423,6 +424,8 @@ class Replica:
         self._frames: OrderedDict[str, asyncio.Future[VideoFrames]] = OrderedDict()
 
     def ready(self) -> dict[str, Any]:
+        """This replica's node, process, version and backend abilities, once its backend is created (the driver waits
+        for it before sending calls)."""
         import ray
 
         breaker = breaker_of(self.model)
@@ -432,12 +435,14 @@ class Replica:
                 "prefix_cache": abilities(self.model).prefix_cache}
 
     async def generate(self, call: RemoteCall) -> Answered:
+        """Answer one call; what the backend's breaker counted goes back with the result."""
         request = await self._request(call)
         with breaker_events() as events:
             result = await self.model.generate(request)
         return Answered(result, events)
 
     async def generate_batch(self, calls: list[RemoteCall]) -> Answered:
+        """Answer a batch of calls at once (a batching backend); what its breaker counted goes back with the results."""
         requests = [await self._request(c) for c in calls]
         with breaker_events() as events:
             results = await generate_many(self.model, requests)
@@ -472,6 +477,7 @@ class Replica:
             raise
 
     async def close(self) -> None:
+        """Close the replica's backend."""
         await self.model.aclose()
 
 
@@ -488,10 +494,13 @@ class Holder:
             self.error = e
 
     def ready(self) -> None:
+        """Raise the factory's error, if making the object failed, so that the driver reports it before anything is
+        written."""
         if self.error is not None:
             raise self.error
 
     def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(obj, *args)`` on the held object, on this actor's node."""
         self.ready()
         return fn(self.obj, *args)
 
@@ -526,9 +535,11 @@ class ReplicaModel:
         self.name = pool.spec.spec
 
     async def generate(self, call: RemoteCall) -> GenerationResult:
+        """Send one call to the slot's current replica."""
         return await self._send("generate", call)
 
     async def generate_batch(self, calls: Sequence[RemoteCall]) -> list[GenerationResult]:
+        """Send a batch of calls to the slot's current replica."""
         return await self._send("generate_batch", list(calls))
 
     async def _send(self, method: str, arg: Any) -> Any:
@@ -630,6 +641,7 @@ class ReplicaPool:
             gate.stopped = stopped
 
     def progress(self) -> None:
+        """Note that something came back from the cluster now (what the stall watchdog reads)."""
         self.progress_at = time.monotonic()
 
     def answered(self, slot: int, actor: Any, events: list[BreakerEvent]) -> None:
@@ -642,6 +654,7 @@ class ReplicaPool:
         self.progress()
 
     def live(self) -> list[int]:
+        """The slots that have a replica."""
         return [i for i, a in enumerate(self.slots) if a is not None]
 
     def pick(self) -> int | None:
@@ -650,9 +663,11 @@ class ReplicaPool:
         return min(live, key=lambda i: self.load[i]) if live else None
 
     def none_left(self) -> str:
+        """The message when no replica is left, with why each slot was retired."""
         return "no model replica is left on the cluster (" + "; ".join(self.retired.values()) + ")"
 
     def retired_on_purpose(self, actor: Any) -> bool:
+        """Whether ``actor`` was retired by the pool (its loss is not a death to count)."""
         return any(a is actor for a in self._retired_actors)
 
     def replace(self, i: int, dead: Any) -> bool:
@@ -738,6 +753,8 @@ class RemoteBackend(BackendBase):
         self.breaker = pool.breaker
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
+        """One call of a construction role, sent to the least busy replica; a replica that dies is replaced and the
+        call sent again, up to ``ray.max_retries`` deaths."""
         died = 0
         while True:
             if self.breaker is not None:
@@ -759,6 +776,7 @@ class RemoteBackend(BackendBase):
                 self.pool.load[slot] -= 1
 
     async def aclose(self) -> None:
+        """Nothing to close here: the replicas end with the dispatcher that started them."""
         return None  # its replicas end with the dispatcher that started them
 
 
@@ -1019,6 +1037,8 @@ class RayDispatcher:
 
     # evaluation --------------------------------------------------------------------------
     def driver_model(self, spec: str, options: BackendOptions) -> ModelBackend:
+        """The backend object the runner keeps in the driver (:func:`driver_model`); the replicas are started by
+        :meth:`start`."""
         self._spec = (spec, options)
         self.model = driver_model(spec, options)
         return self.model
@@ -1034,6 +1054,8 @@ class RayDispatcher:
         self.pool = self._pool(*self._spec, max(1, videos), breaker=breaker_of(self.model))
 
     async def run(self, jobs: Sequence[VideoJob], recorder: TurnRecorder) -> None:
+        """Run every job with its turns sent to the replicas and its frames decoded in Ray tasks; each result goes to
+        ``recorder.record`` in the driver as it arrives (see the module docstring)."""
         if not jobs:
             return
         await self.start(len(jobs))
