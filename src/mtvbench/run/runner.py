@@ -122,9 +122,12 @@ class Plan:
 
 
 def script_answer(res: GenerationResult, keep_thinking: bool, strip: bool) -> GenerationResult:
-    """The answer an authors' script writes from the reply ``res.raw_text``: the whole reply (``keep_thinking``:
-    infer_internvl.py without Think), else the text after the first ``</think>``, stripped; without one, the
-    reply as it is (infer_qwen25vl.py) or stripped (``strip``: infer_internvl.py in Think mode)."""
+    """The answer one of the authors' inference scripts would write from the raw reply ``res.raw_text``.
+
+    With ``keep_thinking`` (infer_internvl.py without Think) it is the whole reply. Otherwise it is the text
+    after the first ``</think>``, stripped, and the text before it becomes the reasoning; a reply without
+    ``</think>`` is kept as it is (infer_qwen25vl.py) or stripped (``strip``: infer_internvl.py in Think mode).
+    An answer left empty is stored with the outcome ``empty``."""
     raw = res.raw_text
     if keep_thinking:
         text, reasoning = raw, None
@@ -287,7 +290,8 @@ class Runner:
 
     # judging ----------------------------------------------------------------------------
     def _spawn_judging(self, dialogue: Dialogue, rnd: Round, runs: Sequence[int]) -> None:
-        """Queue the judge runs of ``rnd`` that its answer has no verdict for, and start workers for them."""
+        """Queue the judge runs of ``rnd`` that its answer has no stored verdict for, and start judge workers
+        for them."""
         tid = dialogue.turn_id(rnd.index)
         answer = self._answer(dialogue, rnd)
         assert rnd.checklist and answer is not None
@@ -299,7 +303,8 @@ class Runner:
         self._queue_judge_runs([JudgeRun(tid, rnd, answer, key, run) for run in todo])
 
     def _queue_judge_runs(self, runs: Sequence[JudgeRun]) -> None:
-        """Queue judge runs and start a worker for each that no running worker will take."""
+        """Queue judge runs, and start a worker for each run that the workers already running will not take
+        (at most ``judge_workers`` in all)."""
         self.judge_queue.extend(runs)
         for _ in range(min(len(runs), self.judge_workers - self.judge_active)):
             self.judge_active += 1
@@ -336,8 +341,9 @@ class Runner:
 
     # inference (the dispatcher's TurnRecorder) -----------------------------------------
     def request(self, dialogue: Dialogue, rnd: Round, frames: VideoFrames | None) -> GenerationRequest:
-        """The request of one turn: the run's inference prompt with the history of the run's context (in self
-        context the model's own earlier answers, which were recorded before)."""
+        """Build the request of one turn: the run's inference prompt with the history of the run's context
+        (in self context the model's own earlier answers, which were recorded before) and the turn's
+        frames."""
         own = self._own(dialogue, rnd)
         if frames is not None and self.cfg.sampling == "clip":
             frames = self._turn_frames(dialogue, rnd, frames, own)
@@ -377,8 +383,9 @@ class Runner:
         return union
 
     def record(self, dialogue: Dialogue, rnd: Round, request: GenerationRequest, res: GenerationResult) -> bool:
-        """Store one result as it arrives (bound to the fingerprint of what produced it), count it,
-        and start its judge runs; False when the dialogue cannot go on (failed or not stored)."""
+        """Store one model result as it arrives, under the fingerprint of what produced it, then count it on
+        the progress and the circuit breaker and queue the judge runs that judge this answer. Returns False
+        when the dialogue cannot go on: the call failed, or its result could not be stored."""
         tid = dialogue.turn_id(rnd.index)
         if self.cfg.frame_rule != "uniform" and res.outcome in ("ok", "empty") and res.raw_text:
             res = script_answer(res, request.keep_thinking, strip=self.cfg.inference == "internvl-script")
@@ -409,7 +416,8 @@ class Runner:
         return True
 
     async def frames(self, video: str, run: Callable[..., Awaitable[VideoFrames]]) -> VideoFrames:
-        """The frames of ``video`` (``run(fn, *args)`` runs the decode off the event loop)."""
+        """The frames of ``video``, from the frame cache or decoded (``run(fn, *args)`` runs the decode off
+        the event loop). A frame cache that cannot be written is replaced by one in memory, with a warning."""
         path, settings, cache = self.bench.videos[video], self.cfg.frame_settings(), self.cache
         # under --sampling clip the union of the video's turns' frames, decoded once
         extra = (self._clip_union(video),) if self.cfg.sampling == "clip" else ()
