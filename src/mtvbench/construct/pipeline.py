@@ -162,7 +162,7 @@ class Builder:
             return ""
         nodes = {r["node"] for r in cluster.replicas}
         return (f"{len(cluster.replicas)} model replica(s) on {len(nodes)} node(s), {cluster.tasks} split/key-frame "
-                f"task(s), {cluster.held_calls} detection call(s)")
+                f"task(s), {cluster.holder_calls} detection call(s)")
 
     async def offload(self, fn: Callable[..., Any], *args: Any) -> Any:
         """A per-video computation off the event loop: a thread here, or a Ray task on the cluster."""

@@ -1004,11 +1004,11 @@ class RayDispatcher:
         #: the videos in flight, and why the run's waiting work was given up (the watchdog found a stall)
         self.sessions: set[_RaySession] = set()
         self.stalled: str | None = None
-        #: what ran on the cluster: replicas started (their ready info), per-video tasks, held-object calls,
+        #: what ran on the cluster: replicas started (their ready info), per-video tasks, calls on holder actors,
         #: videos sent to a new replica after theirs died
         self.replicas: list[dict[str, Any]] = []
         self.tasks = 0
-        self.held_calls = 0
+        self.holder_calls = 0
         self.retried_videos = 0
 
     def _ray(self) -> Any:
@@ -1147,9 +1147,9 @@ class RayDispatcher:
             self._holders[key] = actor
         return self._holders[key]
 
-    async def call_held(self, holder: Any, fn: Callable[..., T], *args: Any) -> T:
+    async def call_holder(self, holder: Any, fn: Callable[..., T], *args: Any) -> T:
         """``fn(obj, *args)`` on the holder's object, where it lives."""
-        self.held_calls += 1
+        self.holder_calls += 1
         try:
             return await holder.call.remote(fn, *args)
         except self.ray.exceptions.RayTaskError as e:
@@ -1161,7 +1161,7 @@ class RayDispatcher:
 
     # ending -------------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """End the replicas and held objects, and leave Ray (and end the instance started for the run)
+        """End the replicas and holder actors, and leave Ray (and end the instance started for the run)
         when this dispatcher joined it."""
         try:
             for pool in self._pools:
