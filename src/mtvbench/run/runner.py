@@ -195,16 +195,17 @@ class Runner:
 
     def stop(self, error: BaseException) -> None:
         """Stop the run because of ``error``: no new model call or judge run is started, the calls already in
-        flight finish (their results are still stored), and :meth:`execute` raises the error once they are done.
+        flight finish (their results are stored as they arrive, as long as the store can take them), and
+        :meth:`execute` raises the error once they are done.
 
         Every early stop of a run goes through here. It is called when a result cannot be stored (disk full, a
         read-only file), when an endpoint keeps failing and its circuit breaker opens
         (:class:`~mtvbench.models.resilience.CircuitOpenError`), and by a dispatcher with an error of its own
-        work. The caller sees one error at the end: the first that was reported, except that an error other
-        than an open breaker wins over one (a store that cannot be written is the problem to fix first, and an
-        open breaker may only be its consequence). Nothing is lost: what was not sent or not stored is asked
-        on the next run. An error that is not an :class:`~mtvbench.errors.MtvbenchError` is a bug, not a
-        reason to stop: it is raised again at once."""
+        work. The caller sees one error at the end: the first that was reported, except that any other error
+        wins over an open breaker, whichever came first (a store that cannot be written, for example, has to
+        be fixed before any run can go on, while an endpoint may recover). Nothing is lost: what was not sent
+        or not stored is asked on the next run. An error that is not an :class:`~mtvbench.errors.MtvbenchError`
+        is a bug, not a reason to stop: it is raised again at once."""
         if not isinstance(error, MtvbenchError):
             raise error
         first = self._stopped_by
