@@ -34,7 +34,7 @@ WITHIN: dict[str, set[tuple[str, str]]] = {
     "engines": {("config", "models"), ("extras", "models"), ("judge", "models"), ("checklist_gen", "models"),
                 ("dispatch", "models"), ("dispatch", "config")},
     "workflows": {("run", "render"), ("analysis", "run"), ("analysis", "render"),
-                  ("review", "run"), ("construct", "run"), ("construct", "review")},
+                  ("review", "run"), ("construct", "review")},
     "surface": {("__main__", "cli")},
 }
 

@@ -18,7 +18,7 @@ from mtvbench.dispatch.local import LocalDispatcher
 from mtvbench.models.backend import BackendBase
 from mtvbench.records import GenerationRequest, GenerationResult
 from mtvbench.run.evaluate import evaluate
-from tests.dispatch.test_dispatch import _Writer
+from tests.dispatch.test_dispatch import _Runner
 from tests.support.datasets import write_video
 from tests.support.openai_server import Faults, LoopbackServer, ServerState
 from tests.support.run_helpers import cfg_for, model_requests
@@ -58,21 +58,21 @@ def _jobs() -> list[VideoJob]:
             VideoJob("b", Path("b.mp4"), [DialogueTurns("b1", [1, 2])])]  # type: ignore[list-item]
 
 
-def _run(model: _Recorder, concurrency: int, order: bool | None) -> _Writer:
-    writer = _Writer(set(), set())
+def _run(model: _Recorder, concurrency: int, order: bool | None) -> _Runner:
+    runner = _Runner(set(), set())
     dispatcher = LocalDispatcher(concurrency=concurrency, videos_in_flight=2, model=model, cache_order=order)
-    asyncio.run(dispatcher.run(_jobs(), writer))  # type: ignore[arg-type]
-    return writer
+    asyncio.run(dispatcher.run(_jobs(), runner))  # type: ignore[arg-type]
+    return runner
 
 
 def test_a_videos_first_turn_goes_alone_and_the_next_videos_first_turn_jumps_the_queue() -> None:
-    """One call slot, two videos held: a's first turn, then b's (it waited ahead of a's released turns), then
+    """One call slot, two videos in flight: a's first turn, then b's (it waited ahead of a's released turns), then
     the rest in order; no turn of a video starts before its first one ended."""
     model = _Recorder()
-    writer = _run(model, concurrency=1, order=None)  # None: the backend's default (it declares a prefix cache)
+    runner = _run(model, concurrency=1, order=None)  # None: the backend's default (it declares a prefix cache)
     starts = [i for e, i in model.events if e == "start"]
     assert starts[0].startswith("a") and starts[1] == "b1:1"
-    assert sorted(starts) == sorted(f"{d}:{r}" for d, r in writer.recorded) and len(starts) == 7
+    assert sorted(starts) == sorted(f"{d}:{r}" for d, r in runner.recorded) and len(starts) == 7
     for video in "ab":
         mine = [(e, i) for e, i in model.events if i.startswith(video)]
         assert mine[0][0] == "start" and mine[1] == ("end", mine[0][1]), mine
@@ -85,8 +85,8 @@ def test_without_the_order_a_videos_turns_are_sent_at_once(order: bool | None, p
     model = _Recorder(prefix_cache=prefix_cache, hold=0)
     model.hold = 4
     model.together["b"].set()  # b has only two turns: they need not wait
-    writer = _run(model, concurrency=8, order=order)
-    assert len(writer.recorded) == 7 and writer.not_asked == 0
+    runner = _run(model, concurrency=8, order=order)
+    assert len(runner.recorded) == 7 and runner.pending == 0
 
 
 def test_the_default_is_the_backends_ability_and_the_setting_wins() -> None:

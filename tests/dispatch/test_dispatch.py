@@ -26,26 +26,26 @@ def _ask(recorded: dict[int, bool], asked: list[int]) -> Callable[[int], Awaitab
     return ask
 
 
-@pytest.mark.parametrize("chained, asked_rounds, not_asked", [(True, [1, 2], [1]), (False, [1, 2, 3], [])])
-def test_one_chain_rule(chained: bool, asked_rounds: list[int], not_asked: list[int]) -> None:
+@pytest.mark.parametrize("chained, asked_rounds, pending", [(True, [1, 2], [1]), (False, [1, 2, 3], [])])
+def test_one_chain_rule(chained: bool, asked_rounds: list[int], pending: list[int]) -> None:
     """Round 2 is not recorded as an answer (an error, or a result that could not be stored): in a chain
-    round 3 is not asked and counted; independent rounds are all asked."""
+    round 3 is left pending and counted; independent rounds are all asked."""
     asked: list[int] = []
     counted: list[int] = []
     turns = DialogueTurns(dialogue=None, rounds=[1, 2, 3], chained=chained)  # type: ignore[arg-type, list-item]
     asyncio.run(run_dialogue(turns, _ask({2: False}, asked), counted.append))  # type: ignore[arg-type]
-    assert sorted(asked) == asked_rounds and counted == not_asked
+    assert sorted(asked) == asked_rounds and counted == pending
 
 
-class _Writer:
-    """A writer that records everything it is told (the runner's side of the narrow interface)."""
+class _Runner:
+    """A stand-in runner that records everything a dispatcher tells it (the TurnRecorder interface)."""
 
     def __init__(self, unreadable: set[str], fail_record: set[tuple[str, int]]):
         self.unreadable, self.fail_record = unreadable, fail_record
         self.progress = self
         self.recorded: list[tuple[str, int]] = []
         self.failed: dict[str, str] = {}
-        self.not_asked = 0
+        self.pending = 0
         self.frames_done = 0
 
     @property
@@ -69,16 +69,16 @@ class _Writer:
         self.recorded.append((dialogue, rnd))
         return (dialogue, rnd) not in self.fail_record
 
-    def turns_not_asked(self, n: int) -> None:
-        self.not_asked += n
+    def turns_pending(self, n: int) -> None:
+        self.pending += n
 
     def video_failed(self, video: str, why: str) -> None:
         self.failed[video] = why
 
     def warn(self, message: str) -> None: ...
 
-    def fail(self, e: BaseException) -> None:
-        raise e
+    def stop(self, error: BaseException) -> None:
+        raise error
 
 
 class _Model(BackendBase):
@@ -98,18 +98,18 @@ def test_the_pipeline_reports_every_turn_it_does_not_ask() -> None:
     jobs = [VideoJob("v1", Path("v1.mp4"), [DialogueTurns("a", [1, 2, 3], chained=True),  # type: ignore[arg-type]
                                             DialogueTurns("b", [1, 2], chained=False)]),  # type: ignore[arg-type]
             VideoJob("v2", Path("v2.mp4"), [DialogueTurns("c", [1, 2], chained=True)])]  # type: ignore[arg-type]
-    writer, model = _Writer(unreadable={"v2"}, fail_record={("a", 1)}), _Model()
-    asyncio.run(LocalDispatcher(concurrency=2, videos_in_flight=1, model=model).run(jobs, writer))  # type: ignore[arg-type]
-    # a's round 1 was not recorded as an answer: rounds 2 and 3 not asked; v2 unreadable: its 2 turns not asked
-    assert sorted(writer.recorded) == [("a", 1), ("b", 1), ("b", 2)]
-    assert writer.not_asked == 2 + 2 and writer.failed == {"v2": "v2: not a video"} and writer.frames_done == 2
+    recorder, model = _Runner(unreadable={"v2"}, fail_record={("a", 1)}), _Model()
+    asyncio.run(LocalDispatcher(concurrency=2, videos_in_flight=1, model=model).run(jobs, recorder))  # type: ignore[arg-type]
+    # a's round 1 was not recorded as an answer: rounds 2 and 3 left pending; v2 unreadable: its 2 turns left pending
+    assert sorted(recorder.recorded) == [("a", 1), ("b", 1), ("b", 2)]
+    assert recorder.pending == 2 + 2 and recorder.failed == {"v2": "v2: not a video"} and recorder.frames_done == 2
     assert model.ended == ["frames of v1"]  # the backend was told once v1's turns were done (v2 had no frames)
 
 
 def test_a_watchdog_error_ends_the_run() -> None:
     """What a stall detector does: its error ends ``run_videos`` while calls are still waiting."""
     from mtvbench.dispatch import run_videos
-    from mtvbench.dispatch.local import _LocalLane
+    from mtvbench.dispatch.local import _LocalSession
 
     class Slow(_Model):
         async def generate(self, request: GenerationRequest) -> GenerationResult:
@@ -124,10 +124,10 @@ def test_a_watchdog_error_ends_the_run() -> None:
         raise Stalled("no progress")
 
     async def go() -> None:
-        writer = _Writer(set(), set())
-        lane = _LocalLane(writer, CallGate(Slow(), 1), None, Slow())  # type: ignore[arg-type]
+        recorder = _Runner(set(), set())
+        session = _LocalSession(recorder, CallGate(Slow(), 1), None, Slow())  # type: ignore[arg-type]
         jobs = [VideoJob("v", Path("v.mp4"), [DialogueTurns("a", [1, 2])])]  # type: ignore[list-item]
-        await asyncio.wait_for(run_videos(jobs, writer, 1, lambda state: lane, watchdog), 10)  # type: ignore[arg-type]
+        await asyncio.wait_for(run_videos(jobs, recorder, 1, lambda state: session, watchdog), 10)  # type: ignore[arg-type]
 
     with pytest.raises(Stalled, match="no progress"):
         asyncio.run(go())

@@ -44,7 +44,7 @@ from mtvbench.cli.evaluate import RichRunProgress, _progress_bar
 from mtvbench.config import load_settings_file
 from mtvbench.construct.config import BuildConfig, BuildSettings, build_config_type, load_build_config, require_build
 from mtvbench.construct.export import ExportReport
-from mtvbench.construct.pipeline import Builder, BuildProgress, StageReport
+from mtvbench.construct.pipeline import Builder, StageReport
 from mtvbench.construct.review_queue import adjudicate, load_queue, record_review
 from mtvbench.construct.stages import STAGES, stage_names
 from mtvbench.construct.workspace import Workspace, discover_videos
@@ -99,7 +99,7 @@ def build_settings(config: Path | None, given: dict[str, Any]) -> BuildSettings:
     return load_build_config(values, str(config) if config else "command line", origins)
 
 
-class RichBuildProgress(RichRunProgress, BuildProgress):
+class RichBuildProgress(RichRunProgress):
     """The build's progress in ``run``'s rich display: a bar per stage over the videos, with its replies so far.
     The display starts with the first stage (an error before it prints only the error) and ends with :meth:`close`."""
 

@@ -13,6 +13,7 @@ from rich.progress import Progress as RichProgress
 from mtvbench.cli.data import check_dataset
 from mtvbench.config import build_config, load_yaml
 from mtvbench.data.layout import FOLDERS_TEXT
+from mtvbench.dispatch import Progress
 from mtvbench.extras import require_backend
 from mtvbench.render.console import (
     FormatOption,
@@ -29,7 +30,7 @@ from mtvbench.render.console import (
 )
 from mtvbench.render.leaderboard import leaderboard_table
 from mtvbench.run.flags import require_settings, run_flags, settings_from_flags, with_flags
-from mtvbench.run.runner import RunProgress, RunSummary
+from mtvbench.run.runner import RunSummary
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.scoring.effects import summary_line
 from mtvbench.scoring.usage import usage_lines
@@ -40,8 +41,9 @@ T = TypeVar("T")
 RUN_FLAGS = run_flags()
 
 
-class RichRunProgress(RunProgress):
-    """Progress bars of a run; a stage with nothing to do gets no bar (a finished run shows no 0/0 bars)."""
+class RichRunProgress(Progress):
+    """Progress bars of a run (the :class:`~mtvbench.dispatch.Progress` of ``mtvbench run``); a stage with
+    nothing to do gets no bar, so a finished run shows no 0/0 bars."""
 
     def __init__(self, progress: RichProgress):
         self.p = progress
@@ -87,7 +89,7 @@ def validate(path: Annotated[Path, typer.Argument(help=f"dataset root ({FOLDERS_
         raise typer.Exit(2)
 
 
-def _run_with_progress(fn: Callable[[RunProgress], T], quiet: bool, out: Path | None = None) -> T:
+def _run_with_progress(fn: Callable[[Progress], T], quiet: bool, out: Path | None = None) -> T:
     """``fn`` with progress bars; a run that found everything stored says so (instead of 0/0 bars)."""
     progress = RichRunProgress(_progress_bar(quiet))
     try:

@@ -36,9 +36,9 @@ exits 2 when a stage failed on bad input, 3 when anything is incomplete or block
 video exports no dialogue (or a dialogue without checklists) because replies broke the rules,
 or when nothing at all is exported; 0 otherwise.
 
-**Progress** goes to a :class:`BuildProgress` (``start``/``advance`` per stage over the videos,
-``reply`` per model reply, asked or read from the journal); the CLI shows it with the same rich
-display as ``mtvbench run``.
+**Progress** goes to a :class:`~mtvbench.dispatch.Progress`, the same interface a run reports to
+(``start``/``advance`` per stage over the videos, ``reply`` per model reply, asked or read from the
+journal); the CLI shows it with the same rich display as ``mtvbench run``.
 
 **Before anything is written** (:meth:`Builder.preflight`): the stages that have work to
 do are determined from the workspace, and for them the optional dependencies are imported
@@ -67,14 +67,13 @@ from mtvbench.construct.journal import CallJournal
 from mtvbench.construct.stages import STAGES, Role, stage_names
 from mtvbench.construct.textsim import TextSimilarity, make_textsim
 from mtvbench.construct.workspace import Inspection, Workspace, WorkspaceError
-from mtvbench.dispatch import Dispatcher
+from mtvbench.dispatch import Dispatcher, Progress
 from mtvbench.dispatch.local import LocalDispatcher
 from mtvbench.errors import InputError, MtvbenchError, require
 from mtvbench.ledger.keys import canonical_json
 from mtvbench.media.cache import fingerprint
 from mtvbench.media.frames import FrameSettings, VideoError
 from mtvbench.models.backend import ModelBackend
-from mtvbench.run.runner import RunProgress
 from mtvbench.util.files import VideoMode
 
 if TYPE_CHECKING:
@@ -101,14 +100,6 @@ class StageReport(BaseModel):
     shortfall: Shortfall | None = None
 
 
-class BuildProgress(RunProgress):
-    """What the builder reports while it works (``start``/``advance`` per stage over the videos, as
-    :class:`~mtvbench.run.runner.RunProgress`); the CLI plugs a rich progress display in here."""
-
-    def reply(self, stage: str) -> None:
-        """One model reply of ``stage`` arrived (asked, or read from the call journal)."""
-
-
 class BuildError(MtvbenchError):
     pass
 
@@ -132,7 +123,7 @@ class Builder:
 
     def __init__(self, ws: Workspace, config: BuildSettings, *, backends: dict[str, ModelBackend] | None = None,
                  detector: Detector | None = None, on_report: Callable[[StageReport], None] | None = None,
-                 progress: BuildProgress | None = None):
+                 progress: Progress | None = None):
         self.ws = ws
         self.config = config
         self._given = dict(backends or {})
@@ -144,7 +135,7 @@ class Builder:
         self._dispatcher: Dispatcher | None = None
         self.reports: list[StageReport] = []
         self.on_report = on_report
-        self.progress = progress or BuildProgress()
+        self.progress = progress or Progress()
 
     # ------------------------------------------------------------ where the work runs
     def dispatcher(self) -> Dispatcher:
@@ -171,7 +162,7 @@ class Builder:
             return ""
         nodes = {r["node"] for r in cluster.replicas}
         return (f"{len(cluster.replicas)} model replica(s) on {len(nodes)} node(s), {cluster.tasks} split/key-frame "
-                f"task(s), {cluster.held_calls} detection call(s)")
+                f"task(s), {cluster.holder_calls} detection call(s)")
 
     async def offload(self, fn: Callable[..., Any], *args: Any) -> Any:
         """A per-video computation off the event loop: a thread here, or a Ray task on the cluster."""

@@ -1,40 +1,42 @@
-"""Who asks the model, and how each result gets back to the one writer.
+"""Who asks the model under test, and how each result gets back to the runner that stores it.
 
-A *writer* decides what is asked and is the only one that stores anything (the evaluation's
-:class:`~mtvbench.run.runner.Runner`); a *dispatcher* decides where the work runs: in this process
-(:mod:`.local`) or on a Ray cluster (:mod:`.ray`). Both implement one lifecycle
+Two sides meet here. The *runner* (:class:`~mtvbench.run.runner.Runner`) decides what is asked and is the
+only code that writes to the run store; a *dispatcher* decides where the work runs: in this process
+(:mod:`.local`) or on a Ray cluster (:mod:`.ray`). Every dispatcher has the same lifecycle
 (:class:`Dispatcher`)::
 
-    model = dispatcher.driver_model(spec, options)  # the backend the writer holds
-    await dispatcher.start(videos)                  # where the work runs is up (before anything is written)
-    await dispatcher.run(jobs, writer)              # each result handed to writer.record as it arrives
+    model = dispatcher.driver_model(spec, options)  # the backend object the runner keeps
+    await dispatcher.start(videos)                  # where the work runs is up (before anything is stored)
+    await dispatcher.run(jobs, recorder)            # each result handed to recorder.record as it arrives
     await dispatcher.aclose()
 
-and talk to the writer only through :class:`TurnWriter`: build the request of a turn, get a video's
-frames, record a result (which says whether the dialogue goes on), stopped?, and fail.
+and talks to the runner only through :class:`TurnRecorder`: build the request of a turn, get a video's
+frames, record a result (which says whether the dialogue goes on), ask whether the run stopped, and report
+turns left pending, a video that failed, a warning or an error.
 
-**One pipeline for every dispatcher** (:func:`run_videos`). A video takes one of ``held`` slots (the
-memory bound: frames are held for at most that many videos), then its frames are got where the
-dispatcher gets them (the video's :class:`Lane`), then its dialogues run side by side. Every turn: the
-writer builds the request, the lane sends it, the writer records the result the moment it exists.
+**The same pipeline for every dispatcher** (:func:`run_videos`). A video first waits for one of
+``videos_in_flight`` video slots (the memory bound: frames are kept for at most that many videos at once),
+then its frames are fetched where the dispatcher keeps them (the video's :class:`VideoSession`), then its
+dialogues run side by side. For every turn the runner builds the request, the session sends it, and the
+runner records the result the moment it exists.
 
-**One request order** (:class:`VideoOrder`). With the cache-aware order (``run --cache-order``, on by
-default for a backend that declares a prefix cache: :func:`cache_order`) a video's first turn is sent
-alone and ahead of the turns already waiting for a call slot, and the video's other turns are released
-once it was answered: then they find the video's frame prefix in the provider's (or engine's) cache,
-which a turn sent at the same moment cannot. ``held`` stays the memory bound: the next videos are taken
-(decoded) while the turns of the first ones run, and their first turns jump the queue, so the call slots
-stay full. Without it, every turn of a video is sent at once.
+**The order of a video's requests** (:class:`VideoOrder`). With the cache-aware order (``run
+--cache-order``, on by default for a backend that declares a prefix cache: :func:`cache_order`) a video's
+first turn is sent alone, ahead of the turns already waiting for a call slot, and the video's other turns are
+released once it was answered: they then find the video's frame prefix in the provider's (or engine's)
+cache, which a turn sent at the same moment cannot. ``videos_in_flight`` stays the memory bound: the next
+videos are taken (decoded) while the turns of the first ones run, and their first turns go to the front of
+the queue, so the call slots stay busy. Without it, every turn of a video is sent at once.
 
-**One chain rule** (:func:`run_dialogue`). Rounds that build on the model's own earlier answers (self
-context: :attr:`DialogueTurns.chained`) are asked in order, each once the one before was recorded; a
-round the writer did not record as an answer (``record`` returned False: the call failed, or its
-result could not be stored; or it was not sent at all) stops its dialogue, and the rounds after it are
-reported as not asked (asked on the next run). Rounds that do not build on each other are asked at once.
+**Dialogues that build on the model's answers** (:func:`run_dialogue`). In self context
+(:attr:`DialogueTurns.chained`) each round's prompt holds the model's own earlier answers, so the rounds
+are asked in order, each once the one before was recorded. A round the runner did not record as an answer
+(``record`` returned False because the call failed or its result could not be stored, or the call was not
+sent at all) ends its dialogue for this run: the rounds after it are reported as pending and asked on the
+next run. Rounds that do not build on each other are asked at once.
 
-Where later work plugs in: a watchdog beside the videos (``run_videos(watchdog=...)``, e.g. a stall
-detector that reads the gates' ``in_flight`` and ``last_done``); the order of a video's turns is
-:class:`VideoOrder`, one place for every dispatcher.
+A watchdog can run beside the videos (``run_videos(watchdog=...)``, e.g. a stall detector that reads a call
+gate's ``in_flight`` and ``last_done``); the Ray dispatcher uses one.
 """
 
 from __future__ import annotations
@@ -83,26 +85,44 @@ class VideoJob:
 
     @property
     def turns(self) -> int:
+        """How many model calls the video still needs."""
         return sum(len(d.rounds) for d in self.dialogues)
 
 
 # ------------------------------------------------------------------------------ the two sides
-class Progress(Protocol):
-    """What a dispatcher reports (the runner's :class:`~mtvbench.run.runner.RunProgress`)."""
+class Progress:
+    """What an evaluation run or a build reports while it works; this class itself shows nothing.
 
-    def advance(self, name: str, n: int = 1) -> None: ...
+    It is the progress interface of both workflows: the runner reports the stages ``frames``, ``inference``
+    and ``judging`` (a dispatcher advances ``frames`` and writes notes), the builder one stage per build
+    stage over the videos, and each model reply of a stage. The command line's displays
+    (``RichRunProgress`` in :mod:`mtvbench.cli.evaluate`, ``RichBuildProgress`` in
+    :mod:`mtvbench.cli.construct`) subclass it; a caller that wants no display passes nothing and gets this
+    silent one. Any object with these four methods will do."""
 
-    def note(self, label: str, message: str) -> None: ...
+    def start(self, name: str, total: int) -> None:
+        """Stage ``name`` begins with ``total`` steps to do (0: nothing to do)."""
+
+    def advance(self, name: str, n: int = 1) -> None:
+        """``n`` more steps of stage ``name`` are done."""
+
+    def note(self, label: str, message: str) -> None:
+        """Tell the user something now, under ``label`` (a warning, a cleanup, where the work runs)."""
+
+    def reply(self, stage: str) -> None:
+        """One model reply of build stage ``stage`` arrived (asked, or read back from the build's call
+        journal); an evaluation run does not report replies."""
 
 
-class TurnWriter(Protocol):
-    """The writer's side: everything a dispatcher may ask of it."""
+class TurnRecorder(Protocol):
+    """The runner as a dispatcher sees it: everything a dispatcher may ask of it or report to it."""
 
     progress: Progress
 
     @property
     def stopped(self) -> bool:
-        """Nothing new is asked (a result could not be stored, an endpoint's breaker opened)."""
+        """Whether the run stopped (a result could not be stored, an endpoint's breaker opened): nothing new
+        is sent."""
         ...
 
     def request(self, dialogue: Dialogue, rnd: Round, frames: VideoFrames | None) -> GenerationRequest:
@@ -122,68 +142,76 @@ class TurnWriter(Protocol):
         """Store one result as it arrives; False when its dialogue cannot go on (failed, or not stored)."""
         ...
 
-    def turns_not_asked(self, n: int) -> None:
-        """``n`` turns are left unasked this run (an earlier round failed, the video cannot be read, ...)."""
+    def turns_pending(self, n: int) -> None:
+        """``n`` turns are left pending this run (an earlier round of their dialogue failed, their video
+        cannot be read, ...): they are asked on the next run."""
         ...
 
     def video_failed(self, video: str, why: str) -> None:
-        """``video`` is left (partly) unasked this run, and why."""
+        """``video``'s turns are (partly) left pending this run, and why."""
         ...
 
     def warn(self, message: str) -> None:
-        """A warning the run's summary repeats."""
+        """Show a warning now; the run's summary repeats it."""
         ...
 
-    def fail(self, e: BaseException) -> None:
-        """An error of the work: a user-facing one stops the run (reported once at the end; an open
-        circuit breaker as such); any other is raised again."""
+    def stop(self, error: BaseException) -> None:
+        """Stop the run because of ``error`` (:meth:`mtvbench.run.runner.Runner.stop`): nothing new is sent,
+        the error is raised once the calls in flight are done; an error that is not an mtvbench error is
+        raised again at once."""
         ...
 
 
-class Lane(Protocol):
-    """Where one video's work runs: opened while the video holds a slot, closed after its last turn."""
+class VideoSession(Protocol):
+    """Where one video's work runs: opened when the video gets a video slot, closed after its last turn.
+
+    The local dispatcher uses one session for every video (its frames decoded in a thread pool, its calls
+    through one call gate); the Ray dispatcher opens one per video, bound to the model replica that video
+    was dealt to."""
 
     async def frames(self, job: VideoJob) -> Any:
-        """The video's frames as this lane carries them (None: the model reads none); VideoError when
-        the video cannot be read."""
+        """The video's frames in the form this session sends them (None: the model reads no frames);
+        raises VideoError when the video cannot be read."""
         ...
 
     def request_frames(self, frames: Any) -> VideoFrames | None:
-        """The frames the writer puts into a request (None when they travel beside it)."""
+        """The frames the runner puts into a request (None when they travel beside it)."""
         ...
 
     async def call(self, request: GenerationRequest, frames: Any, first: bool = False) -> GenerationResult:
-        """One model call (``first``: a video's first turn under the cache-aware order, sent ahead of the calls
-        waiting for a slot); :class:`NotSent` or :class:`NotAsked` when it was not made."""
+        """Send one model call (``first``: a video's first turn under the cache-aware order, sent ahead of the
+        calls waiting for a call slot). Raises :class:`NotSent` or :class:`TurnGivenUp` when no call was made."""
         ...
 
     async def video_done(self, frames: Any) -> None:
-        """The video's turns are done (or will not be asked this run): the backend frees what it held for
+        """The video's turns are done (or will not be asked this run): the backend frees what it kept for
         it (:func:`~mtvbench.models.backend.video_done`)."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """The video left its video slot."""
+        ...
 
 
 class Dispatcher(Protocol):
     """Where model calls and per-video work run (see the module docstring for the lifecycle)."""
 
     name: str
-    #: the model's calls run in other processes: the writer's model is only the driver's copy, so the
-    #: writer counts the call failures against its breaker itself
+    #: the model's calls run in other processes: the runner's model object is only the driver's copy, so the
+    #: runner counts the call failures against its circuit breaker itself
     remote_calls: bool
 
     def driver_model(self, spec: str, options: BackendOptions) -> ModelBackend:
-        """The backend the writer holds for the model under test (cheap: created, nothing started)."""
+        """The backend object the runner keeps for the model under test (cheap: created, nothing started)."""
         ...
 
     async def start(self, videos: int) -> None:
-        """Make ready where the work runs, for at most ``videos`` videos (a cluster joined, replicas up);
-        a problem here is one error before anything is written."""
+        """Make ready where the work runs, for at most ``videos`` videos (a cluster joined, replicas up), so
+        that a problem here is one error before anything is stored."""
         ...
 
-    async def run(self, jobs: Sequence[VideoJob], writer: TurnWriter) -> None:
-        """Run every job, each result handed to ``writer.record`` the moment it exists."""
+    async def run(self, jobs: Sequence[VideoJob], recorder: TurnRecorder) -> None:
+        """Run every job, handing each result to ``recorder.record`` the moment it exists."""
         ...
 
     def backend(self, spec: str, options: BackendOptions) -> ModelBackend:
@@ -200,46 +228,50 @@ class Dispatcher(Protocol):
 
 
 def frame_cache_warning(root: Path, e: OSError) -> str:
-    """The one warning of a frame cache that cannot be written (the run goes on with frames in memory)."""
+    """The warning shown when the frame cache cannot be written (the run goes on with frames in memory);
+    both dispatchers show the same text."""
     return (f"{describe_os_error(root, e, 'frame cache not writable')}; continuing with frames in memory "
             "(decoded again by the next run)")
 
 
-# ------------------------------------------------------------------------------ the chain rule
+# ------------------------------------------------------------------------------ dialogues
 async def run_dialogue(turns: DialogueTurns, ask: Callable[[Round], Awaitable[bool]],
-                       not_asked: Callable[[int], None]) -> None:
-    """Ask the rounds of one dialogue (see the module docstring): ``ask(round)`` is True when the round
-    was recorded as an answer; in a chain, the first that is not stops the dialogue."""
+                       left_pending: Callable[[int], None]) -> None:
+    """Ask the rounds of one dialogue (see the module docstring). ``ask(round)`` returns True when the round
+    was recorded as an answer; in a chained dialogue the first round that is not ends the dialogue, and the
+    number of rounds after it goes to ``left_pending``."""
     if not turns.chained:  # every round is independent of the model's other answers
         await asyncio.gather(*(ask(r) for r in turns.rounds))
         return
     for i, r in enumerate(turns.rounds):
         if not await ask(r):
-            not_asked(len(turns.rounds) - i - 1)  # the next rounds need this answer
+            left_pending(len(turns.rounds) - i - 1)  # the next rounds need this answer
             return
 
 
 # ------------------------------------------------------------------------------ the pipeline
 class NotSent(Exception):
-    """The run stopped while the call waited for its slot: nothing was sent (asked on the next run)."""
+    """The run stopped while the call waited for its call slot: nothing was sent (asked on the next run)."""
 
 
-class NotAsked(Exception):
-    """The dispatcher gave this turn up for this run (e.g. its video's replicas kept dying): not sent,
-    counted as not asked (asked on the next run)."""
+class TurnGivenUp(Exception):
+    """The dispatcher gave this turn up for this run (e.g. its video's replicas kept dying): nothing was sent,
+    the turn is counted as pending and asked on the next run."""
 
 
 @dataclass
 class VideoState:
-    """What became of one video's turns so far (its lane reads how many are left)."""
+    """What became of one video's turns so far (its session reads how many are left)."""
 
     job: VideoJob
     recorded: int = 0
-    not_asked: int = 0
+    #: turns left pending this run (asked on the next run)
+    pending: int = 0
 
     @property
     def left(self) -> int:
-        return self.job.turns - self.recorded - self.not_asked
+        """Turns neither recorded nor left pending yet."""
+        return self.job.turns - self.recorded - self.pending
 
 
 def cache_order(setting: bool | None, model: Any) -> bool:
@@ -249,9 +281,10 @@ def cache_order(setting: bool | None, model: Any) -> bool:
 
 
 class VideoOrder:
-    """The order of one video's turns (the module docstring): every turn at once, or (``first_alone``, the
-    cache-aware order) the first turn asked alone, marked ``first`` so it goes ahead of the calls waiting for
-    a slot, and the others once it was answered (or was not asked: they go on without it)."""
+    """The order of one video's turns (see the module docstring): every turn at once, or with ``first_alone``
+    (the cache-aware order) the first turn asked alone, marked ``first`` so that it goes ahead of the calls
+    waiting for a call slot, and the other turns once it was answered (or was not sent: they go on without
+    it)."""
 
     def __init__(self, first_alone: bool):
         self._first_taken = not first_alone
@@ -260,7 +293,7 @@ class VideoOrder:
             self._answered.set()
 
     async def ask(self, turn: Callable[[bool], Awaitable[bool]]) -> bool:
-        """``turn(first)`` when this video's order lets it go; its result."""
+        """Run ``turn(first)`` once this video's order lets it go, and return its result."""
         if not self._first_taken:
             self._first_taken = True
             try:
@@ -271,13 +304,14 @@ class VideoOrder:
         return await turn(False)
 
 
-async def run_videos(jobs: Sequence[VideoJob], writer: TurnWriter, held: int,
-                     open_lane: Callable[[VideoState], Lane],
+async def run_videos(jobs: Sequence[VideoJob], recorder: TurnRecorder, videos_in_flight: int,
+                     open_session: Callable[[VideoState], VideoSession],
                      watchdog: Callable[[], Awaitable[None]] | None = None, *, first_alone: bool = False) -> None:
-    """Every job through the pipeline (module docstring); ``watchdog()`` runs beside them until they end
-    (an error it raises ends the run); ``first_alone``: the cache-aware order (:class:`VideoOrder`)."""
-    slots = asyncio.Semaphore(held)  # asyncio semaphores wake waiters in order
-    videos = asyncio.gather(*(_video(VideoState(job), writer, slots, open_lane, first_alone) for job in jobs))
+    """Run every job through the pipeline (see the module docstring), at most ``videos_in_flight`` videos at a
+    time, each in the session ``open_session`` gives it. ``watchdog()`` runs beside the videos until they end
+    (an error it raises ends the run); ``first_alone`` selects the cache-aware order (:class:`VideoOrder`)."""
+    slots = asyncio.Semaphore(videos_in_flight)  # asyncio semaphores wake waiters in order
+    videos = asyncio.gather(*(_video(VideoState(job), recorder, slots, open_session, first_alone) for job in jobs))
     if watchdog is None:
         await videos
         return
@@ -301,65 +335,70 @@ async def run_videos(jobs: Sequence[VideoJob], writer: TurnWriter, held: int,
                 await videos
 
 
-async def _video(state: VideoState, writer: TurnWriter, slots: asyncio.Semaphore,
-                 open_lane: Callable[[VideoState], Lane], first_alone: bool) -> None:
+async def _video(state: VideoState, recorder: TurnRecorder, slots: asyncio.Semaphore,
+                 open_session: Callable[[VideoState], VideoSession], first_alone: bool) -> None:
+    """One video: wait for a video slot, open its session, run its turns, close the session."""
     try:
         async with slots:
-            if writer.stopped:
+            if recorder.stopped:
                 return
-            lane = open_lane(state)
+            session = open_session(state)
             try:
-                await _video_held(state, writer, lane, VideoOrder(first_alone))
+                await _video_in_slot(state, recorder, session, VideoOrder(first_alone))
             finally:
-                lane.close()
-    except Exception as e:  # noqa: BLE001 - the writer decides: a user error stops the run, once
-        writer.fail(e)
+                session.close()
+    except Exception as e:  # noqa: BLE001 - the runner decides: an mtvbench error stops the run, once
+        recorder.stop(e)
 
 
-async def _video_held(state: VideoState, writer: TurnWriter, lane: Lane, order: VideoOrder) -> None:
+async def _video_in_slot(state: VideoState, recorder: TurnRecorder, session: VideoSession,
+                         order: VideoOrder) -> None:
+    """A video that has its slot: its frames, then its dialogues side by side."""
     job = state.job
     try:
-        frames = await lane.frames(job)
-    except VideoError as e:  # its turns are not asked (this run), the run goes on
-        writer.video_failed(job.video, str(e))
-        _not_asked(state, writer, job.turns)
-        writer.progress.advance("frames")
+        frames = await session.frames(job)
+    except VideoError as e:  # its turns are left pending (this run), the run goes on
+        recorder.video_failed(job.video, str(e))
+        _left_pending(state, recorder, job.turns)
+        recorder.progress.advance("frames")
         return
-    writer.progress.advance("frames")
+    recorder.progress.advance("frames")
 
     def ask(d: Dialogue) -> Callable[[Round], Awaitable[bool]]:
-        return lambda r: order.ask(partial(_turn, state, writer, lane, d, r, frames))
+        return lambda r: order.ask(partial(_turn, state, recorder, session, d, r, frames))
 
     try:
-        await asyncio.gather(*(run_dialogue(t, ask(t.dialogue), partial(_not_asked, state, writer))
+        await asyncio.gather(*(run_dialogue(t, ask(t.dialogue), partial(_left_pending, state, recorder))
                                for t in job.dialogues))
     finally:
-        await lane.video_done(frames)
+        await session.video_done(frames)
 
 
-def _not_asked(state: VideoState, writer: TurnWriter, n: int) -> None:
-    state.not_asked += n
-    writer.turns_not_asked(n)
+def _left_pending(state: VideoState, recorder: TurnRecorder, n: int) -> None:
+    state.pending += n
+    recorder.turns_pending(n)
 
 
-async def _turn(state: VideoState, writer: TurnWriter, lane: Lane, d: Dialogue, r: Round, frames: Any,
-                first: bool) -> bool:
-    if writer.stopped:  # not sent, not stored: asked on the next run
+async def _turn(state: VideoState, recorder: TurnRecorder, session: VideoSession, d: Dialogue, r: Round,
+                frames: Any, first: bool) -> bool:
+    """One turn: build its request, send it, record the result; True when it was recorded as an answer."""
+    if recorder.stopped:  # not sent, not stored: asked on the next run
         return False
-    request = writer.request(d, r, lane.request_frames(frames))
+    request = recorder.request(d, r, session.request_frames(frames))
     try:
-        result = await lane.call(request, frames, first)
+        result = await session.call(request, frames, first)
     except NotSent:
         return False
-    except NotAsked:
-        _not_asked(state, writer, 1)
+    except TurnGivenUp:
+        _left_pending(state, recorder, 1)
         return False
     except CircuitOpenError as e:  # the endpoint's breaker is open: not sent, not stored
-        writer.fail(e)
+        recorder.stop(e)
         return False
     state.recorded += 1
-    return writer.record(d, r, request, result)
+    return recorder.record(d, r, request, result)
 
 
-__all__ = ["DialogueTurns", "Dispatcher", "Lane", "NotAsked", "NotSent", "Progress", "TurnWriter", "VideoJob",
-           "VideoOrder", "VideoState", "cache_order", "frame_cache_warning", "run_dialogue", "run_videos"]
+__all__ = ["DialogueTurns", "Dispatcher", "NotSent", "Progress", "TurnGivenUp", "TurnRecorder", "VideoJob",
+           "VideoOrder", "VideoSession", "VideoState", "cache_order", "frame_cache_warning", "run_dialogue",
+           "run_videos"]

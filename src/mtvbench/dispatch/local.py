@@ -3,22 +3,22 @@
 The videos go through :func:`~mtvbench.dispatch.run_videos` with three stages in this process:
 
 1. **Frames, decoded ahead.** Videos are taken in order; a video first takes one of
-   ``videos_in_flight`` slots (the memory bound: frames are held for at most that many
+   ``videos_in_flight`` video slots (the memory bound: frames are kept for at most that many
    videos), then its frames are decoded (or read from the frame cache) in a pool of
-   ``decode_workers`` threads. Decoding never holds a call slot, so while the calls of the
+   ``decode_workers`` threads. Decoding never takes a call slot, so while the calls of the
    first videos are in flight the next videos are decoded.
 2. **Turns.** In golden/none context every pending round of a video is asked at once; in self
    context each dialogue is a chain whose next round is asked when the previous one was
    recorded, while the dialogues of a video run side by side. Under the cache-aware order
    (:class:`~mtvbench.dispatch.VideoOrder`) a video's first turn goes alone and the others
    once it was answered.
-3. **One call gate.** Every model call passes :class:`CallGate`: at most ``concurrency``
+3. **A call gate.** Every model call passes the dispatcher's :class:`CallGate`: at most ``concurrency``
    calls (or batches) in flight, taken in order, a video's first turn under the cache-aware
    order ahead of the others; a batching backend (``hf:``, ``vllm:``) gets up to
    ``batch_size`` ready requests at once, gathered across every video in flight.
 
 A video's slot is released when its last turn is recorded, so memory stays bounded by the
-videos held, while the model calls stay near ``concurrency`` as long as decoding keeps up.
+videos in flight, while the model calls stay near ``concurrency`` as long as decoding keeps up.
 Construction uses the same dispatcher for its per-video computations (a thread each) and its
 model roles (the backends themselves).
 """
@@ -31,9 +31,10 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from mtvbench.dispatch import NotSent, TurnWriter, VideoJob, VideoState, cache_order, run_videos
+from mtvbench.dispatch import NotSent, TurnRecorder, VideoJob, VideoState, cache_order, run_videos
 from mtvbench.models.backend import abilities, generate_many, video_done
 from mtvbench.models.registry import create_backend
 
@@ -52,7 +53,9 @@ C_contra = TypeVar("C_contra", contravariant=True)
 class CallTarget(Protocol[C_contra]):
     """What a gate sends calls to: a backend (``generate``; ``generate_batch`` and ``batch_size`` when it batches)."""
 
-    async def generate(self, call: C_contra) -> GenerationResult: ...
+    async def generate(self, call: C_contra) -> GenerationResult:
+        """Make one model call."""
+        ...
 
 
 def default_decode_workers() -> int:
@@ -72,6 +75,7 @@ class Slots:
         self._arrivals = 0
 
     async def acquire(self, urgent: bool = False) -> None:
+        """Wait for a free slot (``urgent``: ahead of every taker already waiting)."""
         if self.free > 0 and not self._waiting:
             self.free -= 1
             return
@@ -86,6 +90,7 @@ class Slots:
             raise
 
     def release(self) -> None:
+        """Free a slot: it goes straight to the next waiter that is still waiting, else back to the free ones."""
         while self._waiting:
             waiter = heapq.heappop(self._waiting)[2]
             if not waiter.done():
@@ -94,18 +99,29 @@ class Slots:
         self.free += 1
 
 
+@dataclass
+class QueuedCall(Generic[C]):
+    """A call waiting in a batching gate for its batch: what it sends, whether it is a video's first turn
+    under the cache-aware order (its batch goes first), and where its result goes."""
+
+    call: C
+    first: bool
+    result: asyncio.Future[GenerationResult]
+
+
 class CallGate(Generic[C]):
-    """The one way to the model: ``concurrency`` calls (or batches) in flight, taken in order (a video's
-    first turn under the cache-aware order ahead of the others: :class:`Slots`); a backend with
-    ``generate_batch`` and ``batch_size`` gets the ready requests in batches, across videos.
-    ``stopped`` is checked once a slot is free: a stopped run sends nothing more."""
+    """The path every model call of a dispatcher takes: at most ``concurrency`` calls (or batches) in flight,
+    taken in order of arrival, except that a video's first turn under the cache-aware order goes ahead of the
+    others (:class:`Slots`). A backend with ``generate_batch`` and ``batch_size`` gets the ready requests in
+    batches, gathered across videos. ``stopped`` is checked once a slot is free, so a stopped run sends
+    nothing more."""
 
     def __init__(self, model: CallTarget[C], concurrency: int, stopped: Callable[[], bool] = lambda: False):
         self.model = model
         self.stopped = stopped
         self.slots = Slots(concurrency)
         self.batch_size = abilities(model).batch_size
-        self._queue: list[tuple[C, bool, asyncio.Future[GenerationResult]]] = []
+        self._queue: list[QueuedCall[C]] = []
         self._flushing = False
         #: calls (or batches) in flight right now, and the largest number seen
         self.in_flight = 0
@@ -139,7 +155,7 @@ class CallGate(Generic[C]):
 
     async def _batched(self, request: C, first: bool) -> GenerationResult:
         fut: asyncio.Future[GenerationResult] = asyncio.get_running_loop().create_future()
-        self._queue.append((request, first, fut))
+        self._queue.append(QueuedCall(request, first, fut))
         if not self._flushing:
             self._flushing = True
             asyncio.get_running_loop().create_task(self._flush())
@@ -154,47 +170,48 @@ class CallGate(Generic[C]):
             await asyncio.sleep(0)
         try:
             while self._queue:
-                self._queue.sort(key=lambda q: not q[1])  # first turns first (a stable sort keeps the rest in order)
+                self._queue.sort(key=lambda q: not q.first)  # first turns first (a stable sort keeps the rest in order)
                 batch, self._queue = self._queue[: self.batch_size], self._queue[self.batch_size:]
                 asyncio.get_running_loop().create_task(self._run_batch(batch))
                 await asyncio.sleep(0)
         finally:
             self._flushing = False
 
-    async def _run_batch(self, batch: list[tuple[C, bool, asyncio.Future[GenerationResult]]]) -> None:
-        await self.slots.acquire(any(first for _, first, _ in batch))
+    async def _run_batch(self, batch: list[QueuedCall[C]]) -> None:
+        await self.slots.acquire(any(q.first for q in batch))
         try:
             if self.stopped():
                 raise NotSent
             self._enter(len(batch))
             try:
-                results = await generate_many(self.model, [r for r, _, _ in batch])  # type: ignore[arg-type]
+                results = await generate_many(self.model, [q.call for q in batch])  # type: ignore[arg-type]
             finally:
                 self._leave(len(batch))
         except BaseException as e:  # noqa: BLE001 - every waiting turn gets the error
-            for _, _, fut in batch:
-                if not fut.done():
-                    fut.set_exception(e)
+            for q in batch:
+                if not q.result.done():
+                    q.result.set_exception(e)
             return
         finally:
             self.slots.release()
-        for (_, _, fut), res in zip(batch, results):
-            if not fut.done():
-                fut.set_result(res)
+        for q, res in zip(batch, results):
+            if not q.result.done():
+                q.result.set_result(res)
 
 
-class _LocalLane:
-    """Every video of a local run: frames from the writer, decoded in the pool; calls through the gate."""
+class _LocalSession:
+    """The video session of every video of a local run: frames from the runner, decoded in the thread pool;
+    calls through the call gate."""
 
-    def __init__(self, writer: TurnWriter, gate: CallGate[GenerationRequest], pool: ThreadPoolExecutor,
+    def __init__(self, recorder: TurnRecorder, gate: CallGate[GenerationRequest], pool: ThreadPoolExecutor,
                  model: ModelBackend):
-        self.writer, self.gate, self.pool, self.model = writer, gate, pool, model
+        self.recorder, self.gate, self.pool, self.model = recorder, gate, pool, model
 
     async def frames(self, job: VideoJob) -> VideoFrames | None:
         if not abilities(self.model).needs_frames:
             return None
         loop = asyncio.get_running_loop()
-        return await self.writer.frames(job.video, lambda f, *a: loop.run_in_executor(self.pool, f, *a))
+        return await self.recorder.frames(job.video, lambda f, *a: loop.run_in_executor(self.pool, f, *a))
 
     def request_frames(self, frames: VideoFrames | None) -> VideoFrames | None:
         return frames
@@ -229,33 +246,40 @@ class LocalDispatcher:
         self.gate: CallGate[GenerationRequest] | None = None
 
     def driver_model(self, spec: str, options: BackendOptions) -> ModelBackend:
+        """Create the model under test here; it is also the backend the calls go to."""
         self.model = create_backend(spec, options)
         return self.model
 
     async def start(self, videos: int) -> None:
+        """Nothing to start in one process."""
         return None
 
-    async def run(self, jobs: Sequence[VideoJob], writer: TurnWriter) -> None:
+    async def run(self, jobs: Sequence[VideoJob], recorder: TurnRecorder) -> None:
+        """Run every job in this process (see the module docstring); each result goes to ``recorder.record`` as it
+        arrives."""
         if self.model is None:
             raise RuntimeError("LocalDispatcher.run needs the model: call driver_model() first")
-        gate = self.gate = CallGate(self.model, self.concurrency, lambda: writer.stopped)
+        gate = self.gate = CallGate(self.model, self.concurrency, lambda: recorder.stopped)
         with ThreadPoolExecutor(self.decode_workers, thread_name_prefix="mtvbench-frames") as pool:
-            lane = _LocalLane(writer, gate, pool, self.model)
+            session = _LocalSession(recorder, gate, pool, self.model)
 
-            def open_lane(state: VideoState) -> _LocalLane:
-                return lane
+            def open_session(state: VideoState) -> _LocalSession:
+                return session
 
-            await run_videos(jobs, writer, self.videos_in_flight, open_lane,
+            await run_videos(jobs, recorder, self.videos_in_flight, open_session,
                              first_alone=cache_order(self.cache_order, self.model))
 
     def backend(self, spec: str, options: BackendOptions) -> ModelBackend:
+        """A backend created in this process (a construction role)."""
         return create_backend(spec, options)
 
     async def offload(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a thread, off the event loop."""
         return await asyncio.to_thread(fn, *args)
 
     async def aclose(self) -> None:
+        """Nothing to end in one process."""
         return None
 
 
-__all__ = ["CallGate", "CallTarget", "LocalDispatcher", "Slots", "default_decode_workers"]
+__all__ = ["CallGate", "CallTarget", "LocalDispatcher", "QueuedCall", "Slots", "default_decode_workers"]

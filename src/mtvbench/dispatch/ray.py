@@ -1,9 +1,10 @@
 """The dispatcher on a Ray cluster: ``run --executor ray`` and ``build --executor ray``.
 
-What stays in this process (the *driver*): everything that decides a result. The writer (planning,
-the run store or the build's artifacts and call journal, the fingerprints, the judge) is the only
-writer; the pipeline (:func:`~mtvbench.dispatch.run_videos`: which turn is asked when, the
-self-context chain, the stop test) is the local run's. What goes to the cluster:
+What stays in this process (the *driver*): everything that decides a result. The runner or the builder
+(planning, the run store or the build's artifacts and call journal, the fingerprints, the judge) is the
+only code that stores anything, and the pipeline (:func:`~mtvbench.dispatch.run_videos`: which turn is
+asked when, the self-context chain, the check whether the run stopped) is the local run's. What goes to the
+cluster:
 
 - **Model calls** run on *replicas*: Ray actors that each create the backend once (``hf:``/``vllm:``:
   one model per replica with ``ray.num_gpus`` GPUs, tensor parallel inside it with
@@ -16,7 +17,7 @@ self-context chain, the stop test) is the local run's. What goes to the cluster:
   sweep; the cache is keyed by content, so a node-local folder is only slower), on the node of the
   video's replica when it has a free CPU, else wherever one is free. They go into Ray's object store
   once per video; the replica resolves them once and every turn of the video reuses them. Videos are
-  dealt to the least busy replica; at most ``videos_in_flight`` videos per replica hold frames at a time.
+  dealt to the least busy replica; at most ``videos_in_flight`` videos per replica keep frames at a time.
 - **Per-video computations** (build: split, key frames) run as Ray tasks (``ray.task_cpus``), and an
   object that is expensive to make (build: the detector) lives in a :class:`Holder` actor, made once
   and checked before anything is written (a factory that fails there fails as it would locally).
@@ -26,9 +27,9 @@ answers is one error naming it, exit 2, before anything is written; SIGINT/SIGTE
 any time); without it a Ray instance is started on this machine for the run (:mod:`.raylocal`: no
 key in its environment, no dashboard, its own ports, ended with the driver whatever ends it).
 
-**Failures: one classification.** A call's failure is classified in its replica by the same code as
-in one process (:mod:`mtvbench.models.resilience`); what the replica's breaker counted comes back
-with the answer and is counted on the driver's one breaker (the replicas' own never open), so the
+**Failures are classified as in one process.** A call's failure is classified in its replica by the same
+code as in one process (:mod:`mtvbench.models.resilience`); what the replica's breaker counted comes back
+with the answer and is counted on the driver's circuit breaker (the replicas' own never open), so the
 exit codes and hints are the local run's (a key refused by every call: exit 2, "check its URL, key
 and model name"). An error a replica raises is raised here as it was raised.
 
@@ -36,7 +37,7 @@ and model name"). An error a replica raises is raised here as it was raised.
 
 - A replica that dies: its slot gets a new replica, on the node the dead one held resources on
   (its CPUs come back there, so the other nodes keep theirs for the frame tasks); the calls in
-  flight on it are asked there again (their answers never reached the writer); nothing recorded is
+  flight on it are asked there again (their answers never reached the runner); nothing recorded is
   asked again. A video whose replicas died (or whose frames were lost) more than ``ray.max_retries``
   times leaves its remaining turns for the next run (a build's call: an error result).
 - A node that dies: while the living nodes cannot hold every replica plus ``ray.task_cpus`` for the
@@ -69,13 +70,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from mtvbench._version import __version__
 from mtvbench.dispatch import (
-    NotAsked,
     NotSent,
-    TurnWriter,
+    TurnGivenUp,
+    TurnRecorder,
     VideoJob,
     VideoState,
     cache_order,
@@ -141,6 +142,7 @@ class Connection:
     local: LocalRay | None = None
 
     def close(self) -> None:
+        """Leave Ray, and end the instance started for the run, if any."""
         try:
             self.ray.shutdown()
         finally:
@@ -317,7 +319,7 @@ class ReplicaSpec:
     options: dict[str, Any]
     env: dict[str, str]
     #: the frames of this many videos stay resolved in the replica (``videos_in_flight``)
-    frames_held: int = 1
+    videos_in_flight: int = 1
 
 
 @dataclass
@@ -338,22 +340,30 @@ class Answered:
     events: list[BreakerEvent] = field(default_factory=list)
 
 
-def replica_options(spec: str, options: BackendOptions) -> tuple[BackendOptions, dict[str, str]]:
-    """The options a replica uses and the one key variable it gets: the URL and key the endpoint
-    rules chose here (:mod:`mtvbench.models.endpoints`), so a replica sends exactly what a local
-    run would, whatever its node's environment holds; a local engine gets the Hugging Face token
-    that is set here (a gated checkpoint), if any."""
+class ReplicaSetup(NamedTuple):
+    """What a replica is started with: the backend options it uses, and the environment variables it gets
+    (in memory, as an argument of the actor: never through a Ray ``runtime_env``)."""
+
+    options: BackendOptions
+    env: dict[str, str]
+
+
+def replica_options(spec: str, options: BackendOptions) -> ReplicaSetup:
+    """The options a replica uses and the only key variable it gets: the URL and key the endpoint
+    rules chose here (:mod:`mtvbench.models.endpoints`), so that a replica sends exactly what a local
+    run would, whatever its node's environment holds. A local engine gets the Hugging Face token
+    that is set here (for a gated checkpoint), if any."""
     prefix, _ = parse_spec(spec)
     if prefix in LOCAL_ENGINES:
-        return options, {k: v for k in HF_TOKEN_ENVS if (v := os.environ.get(k))}
+        return ReplicaSetup(options, {k: v for k in HF_TOKEN_ENVS if (v := os.environ.get(k))})
     if prefix == "openai":
         ep = openai_endpoint(options)
     elif prefix == "gemini" and not (use_vertex() and not options.api_key_env):
         ep = gemini_endpoint(options)
     else:
-        return options, {}
+        return ReplicaSetup(options, {})
     moved = options.model_copy(update={"base_url": ep.url, "api_key_env": ep.key_env})
-    return moved, ({ep.key_env: ep.key} if ep.key_env else {})
+    return ReplicaSetup(moved, {ep.key_env: ep.key} if ep.key_env else {})
 
 
 class RemoteEngine(BackendBase):
@@ -367,7 +377,7 @@ class RemoteEngine(BackendBase):
 
 
 def driver_model(spec: str, options: BackendOptions) -> ModelBackend:
-    """The backend object the driver's writer holds: the real one for API backends and baselines
+    """The backend object the driver's runner keeps: the real one for API backends and baselines
     (cheap; a missing key is found before the run directory exists), a stand-in for local engines."""
     if parse_spec(spec)[0] in LOCAL_ENGINES:
         return RemoteEngine(spec)
@@ -375,14 +385,22 @@ def driver_model(spec: str, options: BackendOptions) -> ModelBackend:
 
 
 # ------------------------------------------------------------------------------ cluster side
+class FramesFailure(NamedTuple):
+    """Why a frame task made no frames: ``kind`` ``"video"`` (the video cannot be read; ``detail`` is the
+    message) or ``"cache"`` (the frame cache cannot be written; ``detail`` is ``(errno, strerror)``)."""
+
+    kind: str
+    detail: Any
+
+
 def decode_frames(path: str, settings: dict[str, Any], cache_root: str | None,
                   rule: Callable[[int, float], Sequence[int]] | None = None
-                  ) -> tuple[tuple[str, Any] | None, VideoFrames | None]:
-    """A Ray task with two results: a small status (None, ``("video", message)`` for a video that
-    cannot be read, ``("cache", (errno, strerror))`` for a frame cache that cannot be written), so
-    the driver learns the outcome without fetching the frames, and the frames of the video, read
-    through the frame cache (decoded once per content and settings; with ``rule``, the writer's
-    :meth:`~mtvbench.dispatch.TurnWriter.frame_rule`, the frames it picks, as the local path decodes them)."""
+                  ) -> tuple[FramesFailure | None, VideoFrames | None]:
+    """A Ray task with two results (Ray returns them as two object refs): a small status, None or a
+    :class:`FramesFailure`, so that the driver learns the outcome without fetching the frames; and the frames
+    of the video, read through the frame cache (decoded once per content and settings; with ``rule``, the
+    runner's :meth:`~mtvbench.dispatch.TurnRecorder.frame_rule`, the frames it picks, as the local path decodes
+    them)."""
     cache = FrameCache(Path(cache_root) if cache_root else None, memory_items=0)
     try:
         frame_settings = FrameSettings.model_validate(settings)
@@ -390,11 +408,11 @@ def decode_frames(path: str, settings: dict[str, Any], cache_root: str | None,
             return None, cache.get_indices(Path(path), frame_settings, rule)
         return None, cache.get(Path(path), frame_settings)
     except VideoError as e:
-        return ("video", e.message), None
+        return FramesFailure("video", e.message), None
     except OSError as e:
         if cache_root is None:
             raise
-        return ("cache", (e.errno, e.strerror or str(e))), None
+        return FramesFailure("cache", (e.errno, e.strerror or str(e))), None
 
 
 class Replica:
@@ -412,6 +430,8 @@ class Replica:
         self._frames: OrderedDict[str, asyncio.Future[VideoFrames]] = OrderedDict()
 
     def ready(self) -> dict[str, Any]:
+        """This replica's node, process, version and backend abilities, once its backend is created (the driver waits
+        for it before sending calls)."""
         import ray
 
         breaker = breaker_of(self.model)
@@ -421,12 +441,14 @@ class Replica:
                 "prefix_cache": abilities(self.model).prefix_cache}
 
     async def generate(self, call: RemoteCall) -> Answered:
+        """Answer one call; what the backend's breaker counted goes back with the result."""
         request = await self._request(call)
         with breaker_events() as events:
             result = await self.model.generate(request)
         return Answered(result, events)
 
     async def generate_batch(self, calls: list[RemoteCall]) -> Answered:
+        """Answer a batch of calls at once (a batching backend); what its breaker counted goes back with the results."""
         requests = [await self._request(c) for c in calls]
         with breaker_events() as events:
             results = await generate_many(self.model, requests)
@@ -446,12 +468,12 @@ class Replica:
 
     async def _resolve(self, ref: Any) -> VideoFrames:
         """A video's frames, resolved once while the video is in flight (the same object for every turn,
-        so their encoded parts are reused); the ``frames_held`` videos used last are kept."""
+        so their encoded parts are reused); the ``videos_in_flight`` videos used last are kept."""
         key = ref.hex()
         fetch = self._frames.get(key)
         if fetch is None:
             fetch = self._frames[key] = asyncio.ensure_future(ref)
-            while len(self._frames) > max(1, self.spec.frames_held):
+            while len(self._frames) > max(1, self.spec.videos_in_flight):
                 self._frames.popitem(last=False)
         self._frames.move_to_end(key)
         try:
@@ -461,6 +483,7 @@ class Replica:
             raise
 
     async def close(self) -> None:
+        """Close the replica's backend."""
         await self.model.aclose()
 
 
@@ -477,10 +500,13 @@ class Holder:
             self.error = e
 
     def ready(self) -> None:
+        """Raise the factory's error, if making the object failed, so that the driver reports it before anything is
+        written."""
         if self.error is not None:
             raise self.error
 
     def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(obj, *args)`` on the held object, on this actor's node."""
         self.ready()
         return fn(self.obj, *args)
 
@@ -499,7 +525,7 @@ class FramesLost(Exception):
 
 
 class _Abandoned(Exception):
-    """The watchdog gave the lane's work up."""
+    """The watchdog gave the video session's work up."""
 
 
 class FramesNotMade(VideoError):
@@ -515,9 +541,11 @@ class ReplicaModel:
         self.name = pool.spec.spec
 
     async def generate(self, call: RemoteCall) -> GenerationResult:
+        """Send one call to the slot's current replica."""
         return await self._send("generate", call)
 
     async def generate_batch(self, calls: Sequence[RemoteCall]) -> list[GenerationResult]:
+        """Send a batch of calls to the slot's current replica."""
         return await self._send("generate_batch", list(calls))
 
     async def _send(self, method: str, arg: Any) -> Any:
@@ -619,6 +647,7 @@ class ReplicaPool:
             gate.stopped = stopped
 
     def progress(self) -> None:
+        """Note that something came back from the cluster now (what the stall watchdog reads)."""
         self.progress_at = time.monotonic()
 
     def answered(self, slot: int, actor: Any, events: list[BreakerEvent]) -> None:
@@ -631,6 +660,7 @@ class ReplicaPool:
         self.progress()
 
     def live(self) -> list[int]:
+        """The slots that have a replica."""
         return [i for i, a in enumerate(self.slots) if a is not None]
 
     def pick(self) -> int | None:
@@ -639,9 +669,11 @@ class ReplicaPool:
         return min(live, key=lambda i: self.load[i]) if live else None
 
     def none_left(self) -> str:
+        """The message when no replica is left, with why each slot was retired."""
         return "no model replica is left on the cluster (" + "; ".join(self.retired.values()) + ")"
 
     def retired_on_purpose(self, actor: Any) -> bool:
+        """Whether ``actor`` was retired by the pool (its loss is not a death to count)."""
         return any(a is actor for a in self._retired_actors)
 
     def replace(self, i: int, dead: Any) -> bool:
@@ -727,6 +759,8 @@ class RemoteBackend(BackendBase):
         self.breaker = pool.breaker
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
+        """One call of a construction role, sent to the least busy replica; a replica that dies is replaced and the
+        call sent again, up to ``ray.max_retries`` deaths."""
         died = 0
         while True:
             if self.breaker is not None:
@@ -748,16 +782,17 @@ class RemoteBackend(BackendBase):
                 self.pool.load[slot] -= 1
 
     async def aclose(self) -> None:
+        """Nothing to close here: the replicas end with the dispatcher that started them."""
         return None  # its replicas end with the dispatcher that started them
 
 
-class _RayLane:
-    """One video of a run on the cluster: its replica slot, its frames decoded in a Ray task, its calls
-    through the slot's gate, its replicas' deaths (and lost frames) counted, given up by the watchdog
-    when the cluster stalls."""
+class _RaySession:
+    """The video session of one video of a run on the cluster: its replica slot, its frames decoded in a Ray
+    task, its calls through the slot's call gate, its replicas' deaths (and lost frames) counted, and its
+    waiting work given up by the watchdog when the cluster stalls."""
 
-    def __init__(self, d: RayDispatcher, state: VideoState, writer: TurnWriter, pool: ReplicaPool):
-        self.d, self.state, self.writer, self.pool = d, state, writer, pool
+    def __init__(self, d: RayDispatcher, state: VideoState, recorder: TurnRecorder, pool: ReplicaPool):
+        self.d, self.state, self.recorder, self.pool = d, state, recorder, pool
         self.slot = pool.pick()
         if self.slot is not None:
             pool.load[self.slot] += 1
@@ -771,10 +806,10 @@ class _RayLane:
         self._redecode: asyncio.Future[Any] | None = None
         self._sent_to: list[Any] = []
         self._abandoned: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        d.lanes.add(self)
+        d.sessions.add(self)
 
     async def _or_abandoned(self, aw: Awaitable[T]) -> T:
-        """``aw``, unless the watchdog gives this lane up first (:class:`_Abandoned`)."""
+        """``aw``, unless the watchdog gives this session up first (:class:`_Abandoned`)."""
         task = asyncio.ensure_future(aw)
         try:
             await asyncio.wait([task, self._abandoned], return_when=asyncio.FIRST_COMPLETED)
@@ -796,7 +831,7 @@ class _RayLane:
     async def frames(self, job: VideoJob) -> Any:
         """An object ref of the video's frames, decoded in a Ray task (on the replica's node when it
         has room); None when the model reads no frames. Under ``--sampling clip`` the frames themselves:
-        the writer picks each turn's out of them and they go inside its request."""
+        the runner picks each turn's out of them and they go inside its request."""
         if self.given_up is not None:
             self.reported = True
             raise FramesNotMade(self.given_up)
@@ -804,7 +839,7 @@ class _RayLane:
             return None
         try:
             self.frames_ref = await self._decode(job)
-            if self.writer.frame_rule(job.video) is None:
+            if self.recorder.frame_rule(job.video) is None:
                 return self.frames_ref
             while True:  # --sampling clip: fetched here, decoded again if they were lost on the way
                 try:
@@ -830,7 +865,7 @@ class _RayLane:
             root = self.d.cache_root
             status, frames = self.d.decode.options(**opts).remote(str(job.path), settings,
                                                                   None if root is None else str(root),
-                                                                  self.writer.frame_rule(job.video))
+                                                                  self.recorder.frame_rule(job.video))
             self.waiting_frames = True
             try:
                 failed = await self._or_abandoned(status)
@@ -846,12 +881,11 @@ class _RayLane:
             self.pool.progress()
             if failed is None:
                 return frames
-            kind, detail = failed
-            if kind == "video":
-                raise VideoError(detail)
+            if failed.kind == "video":
+                raise VideoError(failed.detail)
             assert root is not None
             self.d.cache_root = None  # the frame cache cannot be written: frames in memory from now on
-            self.writer.warn(frame_cache_warning(root, OSError(*detail)))
+            self.recorder.warn(frame_cache_warning(root, OSError(*failed.detail)))
 
     async def _frames_lost(self, ref: Any) -> None:
         """The frames ``ref`` were lost with their node: decoded again, once for every call that found out."""
@@ -878,7 +912,7 @@ class _RayLane:
         try:
             while True:
                 if self.given_up is not None:
-                    raise NotAsked
+                    raise TurnGivenUp
                 if self.slot is None or self.pool.slots[self.slot] is None:
                     self._move()
                     continue
@@ -887,14 +921,14 @@ class _RayLane:
                 try:
                     result = await self._or_abandoned(self.pool.gates[self.slot].call(call, first))
                 except _Abandoned:
-                    raise NotAsked from None
+                    raise TurnGivenUp from None
                 except ReplicaLost as e:
-                    if self.writer.stopped:
+                    if self.recorder.stopped:
                         raise NotSent from None
                     self._lost(e.actor)
                     continue
                 except FramesLost:
-                    if self.writer.stopped:
+                    if self.recorder.stopped:
                         raise NotSent from None
                     await self._frames_lost(call.frames)
                     continue
@@ -923,7 +957,7 @@ class _RayLane:
             self.pool.replace(self.slot, actor)
             self.d.retried_videos += 1
             if self._count("its model replica died"):
-                self.writer.progress.note("ray", f"{self.state.job.video}: its model replica was lost; "
+                self.recorder.progress.note("ray", f"{self.state.job.video}: its model replica was lost; "
                                                  f"{self.state.left} turns not stored yet go to a new replica")
         if self.slot is None or self.pool.slots[self.slot] is None:
             self._move()
@@ -940,7 +974,7 @@ class _RayLane:
         self.pool.load[new] += 1
 
     async def video_done(self, frames: Any) -> None:
-        """Its replica frees what it held for the video (a replica that died held nothing any more)."""
+        """Its replica frees what it kept for the video (a replica that died keeps nothing any more)."""
         actor = self.pool.slots[self.slot] if self.slot is not None else None
         if frames is None or actor is None or not any(a is actor for a in self._sent_to):
             return
@@ -956,10 +990,10 @@ class _RayLane:
     def close(self) -> None:
         if self.slot is not None:
             self.pool.load[self.slot] -= 1
-        self.d.lanes.discard(self)
-        if self.given_up is not None and not self.reported and self.state.not_asked:
-            self.writer.video_failed(self.state.job.video, f"{self.given_up}; {self.state.not_asked} turns not "
-                                                           "asked (run the same command again)")
+        self.d.sessions.discard(self)
+        if self.given_up is not None and not self.reported and self.state.pending:
+            self.recorder.video_failed(self.state.job.video, f"{self.given_up}; {self.state.pending} turns left "
+                                                             "pending (run the same command again)")
 
 
 class RayDispatcher:
@@ -968,7 +1002,7 @@ class RayDispatcher:
 
     name = "ray"
     #: False: the replicas' failures are counted on the driver model's own breaker (:class:`Answered`), as a
-    #: local backend counts them; the writer counts only for a backend without a breaker (``hf:``, ``vllm:``)
+    #: local backend counts them; the runner counts only for a backend without a breaker (``hf:``, ``vllm:``)
     remote_calls = False
 
     def __init__(self, address: str | None, settings: RaySettings, concurrency: int, *, videos_in_flight: int = 1,
@@ -989,13 +1023,13 @@ class RayDispatcher:
         self._holders: dict[tuple[Any, ...], Any] = {}
         self.decode: Any = None
         #: the videos in flight, and why the run's waiting work was given up (the watchdog found a stall)
-        self.lanes: set[_RayLane] = set()
+        self.sessions: set[_RaySession] = set()
         self.stalled: str | None = None
-        #: what ran on the cluster: replicas started (their ready info), per-video tasks, held-object calls,
+        #: what ran on the cluster: replicas started (their ready info), per-video tasks, calls on holder actors,
         #: videos sent to a new replica after theirs died
         self.replicas: list[dict[str, Any]] = []
         self.tasks = 0
-        self.held_calls = 0
+        self.holder_calls = 0
         self.retried_videos = 0
 
     def _ray(self) -> Any:
@@ -1012,7 +1046,7 @@ class RayDispatcher:
         n = default_replicas(ray, self.settings, most)
         pool = ReplicaPool(ray, replica_class(ray, self.settings),
                            ReplicaSpec(spec=spec, options=opts.model_dump(mode="json"), env=env,
-                                       frames_held=self.videos_in_flight), n, self.concurrency, self.settings)
+                                       videos_in_flight=self.videos_in_flight), n, self.concurrency, self.settings)
         self._pools.append(pool)
         with interruptible():
             infos = pool.start()
@@ -1024,6 +1058,8 @@ class RayDispatcher:
 
     # evaluation --------------------------------------------------------------------------
     def driver_model(self, spec: str, options: BackendOptions) -> ModelBackend:
+        """The backend object the runner keeps in the driver (:func:`driver_model`); the replicas are started by
+        :meth:`start`."""
         self._spec = (spec, options)
         self.model = driver_model(spec, options)
         return self.model
@@ -1038,27 +1074,29 @@ class RayDispatcher:
             raise RuntimeError("RayDispatcher.start needs the model: call driver_model() first")
         self.pool = self._pool(*self._spec, max(1, videos), breaker=breaker_of(self.model))
 
-    async def run(self, jobs: Sequence[VideoJob], writer: TurnWriter) -> None:
+    async def run(self, jobs: Sequence[VideoJob], recorder: TurnRecorder) -> None:
+        """Run every job with its turns sent to the replicas and its frames decoded in Ray tasks; each result goes to
+        ``recorder.record`` in the driver as it arrives (see the module docstring)."""
         if not jobs:
             return
         await self.start(len(jobs))
         pool = self.pool
         assert pool is not None
         nodes = len({r["node"] for r in self.replicas})
-        writer.progress.note("ray", f"{len(self.replicas)} model replica(s) of {pool.spec.spec} on {nodes} node(s)")
+        recorder.progress.note("ray", f"{len(self.replicas)} model replica(s) of {pool.spec.spec} on {nodes} node(s)")
         self.decode = self.ray.remote(num_cpus=self.settings.task_cpus, num_returns=2)(decode_frames)
-        pool.stop_when(lambda: writer.stopped)
-        pool.note = partial(writer.progress.note, "ray")
+        pool.stop_when(lambda: recorder.stopped)
+        pool.note = partial(recorder.progress.note, "ray")
         pool.progress()
 
-        def open_lane(state: VideoState) -> _RayLane:
-            return _RayLane(self, state, writer, pool)
+        def open_session(state: VideoState) -> _RaySession:
+            return _RaySession(self, state, recorder, pool)
 
-        await run_videos(jobs, writer, self.videos_in_flight * len(pool.slots), open_lane,
-                         watchdog=partial(self._watch, writer, pool),
+        await run_videos(jobs, recorder, self.videos_in_flight * len(pool.slots), open_session,
+                         watchdog=partial(self._watch, recorder, pool),
                          first_alone=cache_order(self.cache_order, pool.gates[0].model))
 
-    async def _watch(self, writer: TurnWriter, pool: ReplicaPool) -> None:
+    async def _watch(self, recorder: TurnRecorder, pool: ReplicaPool) -> None:
         """Beside the videos: retire the replicas the cluster no longer holds (:meth:`ReplicaPool.fit`),
         and give the waiting work up when nothing came back for ``ray.stall_s``."""
         every = min(WATCH_EVERY_S, self.settings.stall_s / 4)
@@ -1066,21 +1104,21 @@ class RayDispatcher:
             await asyncio.sleep(every)
             pool.fit()
             idle = time.monotonic() - pool.progress_at
-            if self.lanes and idle > self.settings.stall_s:
+            if self.sessions and idle > self.settings.stall_s:
                 self.stalled = self._stall_report(pool, idle)
-                writer.warn(self.stalled)
-                for lane in list(self.lanes):
-                    lane.abandon(f"given up after {idle:.0f} s without progress on the cluster (ray.stall_s)")
+                recorder.warn(self.stalled)
+                for session in list(self.sessions):
+                    session.abandon(f"given up after {idle:.0f} s without progress on the cluster (ray.stall_s)")
                 return
 
     def _stall_report(self, pool: ReplicaPool, idle: float) -> str:
         waiting = pool.waiting()
-        frames = sorted(lane.state.job.video for lane in self.lanes if lane.waiting_frames)
+        frames = sorted(session.state.job.video for session in self.sessions if session.waiting_frames)
         if frames:
             waiting.append(f"{len(frames)} video(s) waiting for their frames ({', '.join(frames[:5])})")
-        calls = sum(lane.calls for lane in self.lanes)
+        calls = sum(session.calls for session in self.sessions)
         return (f"nothing came back from the Ray cluster for {idle:.0f} s (ray.stall_s={self.settings.stall_s:g}) "
-                f"while {calls} turn(s) of {len(self.lanes)} video(s) waited: " + "; ".join(waiting)
+                f"while {calls} turn(s) of {len(self.sessions)} video(s) waited: " + "; ".join(waiting)
                 + f"; {free_resources(self.ray)}. The waiting work is given up for this run: run the same command "
                   "again")
 
@@ -1130,9 +1168,9 @@ class RayDispatcher:
             self._holders[key] = actor
         return self._holders[key]
 
-    async def call_held(self, holder: Any, fn: Callable[..., T], *args: Any) -> T:
+    async def call_holder(self, holder: Any, fn: Callable[..., T], *args: Any) -> T:
         """``fn(obj, *args)`` on the holder's object, where it lives."""
-        self.held_calls += 1
+        self.holder_calls += 1
         try:
             return await holder.call.remote(fn, *args)
         except self.ray.exceptions.RayTaskError as e:
@@ -1144,7 +1182,7 @@ class RayDispatcher:
 
     # ending -------------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """End the replicas and held objects, and leave Ray (and end the instance started for the run)
+        """End the replicas and holder actors, and leave Ray (and end the instance started for the run)
         when this dispatcher joined it."""
         try:
             for pool in self._pools:
@@ -1158,8 +1196,9 @@ class RayDispatcher:
                 connection.close()
 
 
-__all__ = ["Answered", "ClusterLostError", "Connection", "FramesLost", "FramesNotMade", "HF_TOKEN_ENVS", "Holder",
-           "LOCAL_ENGINES", "RayDispatcher", "RayExecutorError", "RemoteBackend", "RemoteCall", "RemoteEngine",
-           "Replica", "ReplicaLost", "ReplicaModel", "ReplicaPool", "ReplicaSpec", "bootstrap_address", "connect",
-           "decode_frames", "default_replicas", "driver_model", "free_resources", "join", "lost_errors", "no_room",
-           "node_affinity", "replica_class", "replica_options", "require_ray", "start_error", "task_error"]
+__all__ = ["Answered", "ClusterLostError", "Connection", "FramesFailure", "FramesLost", "FramesNotMade",
+           "HF_TOKEN_ENVS", "Holder", "LOCAL_ENGINES", "RayDispatcher", "RayExecutorError", "RemoteBackend",
+           "RemoteCall", "RemoteEngine", "Replica", "ReplicaLost", "ReplicaModel", "ReplicaPool", "ReplicaSetup",
+           "ReplicaSpec", "bootstrap_address", "connect", "decode_frames", "default_replicas", "driver_model",
+           "free_resources", "join", "lost_errors", "no_room", "node_affinity", "replica_class", "replica_options",
+           "require_ray", "start_error", "task_error"]

@@ -65,6 +65,7 @@ def instance_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def free_port() -> int:
+    """A TCP port that is free on this machine now."""
     with socket.socket() as s:
         s.bind(("", 0))
         return int(s.getsockname()[1])
@@ -121,6 +122,7 @@ class LocalRay:
         self._stderr: IO[bytes] | None = None
 
     def start(self) -> str:
+        """Start the instance through its keeper process and return the address to join."""
         token_auth_default()
         # short: Ray's socket paths must fit in 107 bytes
         root = Path(tempfile.mkdtemp(prefix="mtvray-", dir="/tmp" if os.path.isdir("/tmp") else None))

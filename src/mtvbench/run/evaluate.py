@@ -20,7 +20,7 @@ from mtvbench.config import RunConfig
 from mtvbench.data.layout import checklist_path, mtqa_path
 from mtvbench.data.official import load_benchmark
 from mtvbench.data.schema import Benchmark, NotABenchmark
-from mtvbench.dispatch import Dispatcher
+from mtvbench.dispatch import Dispatcher, Progress
 from mtvbench.dispatch.local import LocalDispatcher
 from mtvbench.errors import InputError, MtvbenchError, OutputError, RunDirError
 from mtvbench.extras import require_backend
@@ -37,7 +37,7 @@ from mtvbench.run.lock import RunLock
 from mtvbench.run.replay import stored_answers
 from mtvbench.run.rescore import score_dir
 from mtvbench.run.rundir import RunSnapshot, read_mark, write_config, write_snapshot
-from mtvbench.run.runner import Runner, RunProgress, RunSummary
+from mtvbench.run.runner import Runner, RunSummary
 from mtvbench.run.store import RunStore
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.util.files import ensure_dir
@@ -100,7 +100,7 @@ async def _close(*backends: ModelBackend | Judge | None) -> None:
             await b.aclose()
 
 
-def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = False) -> tuple[Scores, RunSummary]:
+def evaluate(cfg: RunConfig, progress: Progress | None = None, wait: bool = False) -> tuple[Scores, RunSummary]:
     """Run (or resume) one evaluation into ``cfg.out``: :func:`evaluate_async` in an event loop of its
     own, where SIGTERM stops the run as SIGINT does (:func:`~mtvbench.util.signals.run_main`: closed as at
     its end, then :class:`~mtvbench.util.signals.Terminated`, a ``KeyboardInterrupt``). Inside a running
@@ -121,7 +121,7 @@ def evaluate(cfg: RunConfig, progress: RunProgress | None = None, wait: bool = F
                            hint="use `await mtvbench.evaluate_async(cfg)` there")
 
 
-async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
+async def evaluate_async(cfg: RunConfig, progress: Progress | None = None,
                          wait: bool = False) -> tuple[Scores, RunSummary]:
     """Run (or resume) one evaluation into ``cfg.out`` in the running event loop (:func:`evaluate`: in its own).
     Only what is missing or no longer valid is asked; everything is committed as it arrives, and the score
@@ -142,7 +142,7 @@ async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
     Raises:
         MtvbenchError: bad data, settings, run directory, a missing key or extra; an endpoint whose
             circuit breaker opened (after the scores so far were written)."""
-    progress = progress or RunProgress()
+    progress = progress or Progress()
     run_dir, protocol, full, bench = _inputs(cfg)
     video_keys = {v: _video_key(p) for v, p in sorted(bench.videos.items())}
     cache = FrameCache(cfg.cache_dir if cfg.cache_dir is not None else default_cache_dir())
@@ -189,7 +189,7 @@ async def evaluate_async(cfg: RunConfig, progress: RunProgress | None = None,
     return scored.scores, summary
 
 
-async def _delete_left(model: ModelBackend, store: RunStore, progress: RunProgress) -> None:
+async def _delete_left(model: ModelBackend, store: RunStore, progress: Progress) -> None:
     """Delete what an earlier run of this directory left on a provider's server (recorded in the store: its
     deletes failed, or it was killed with ``kill -9``), and say so; what has expired since is only marked."""
     now = time.time()
@@ -212,7 +212,7 @@ async def _delete_left(model: ModelBackend, store: RunStore, progress: RunProgre
             progress.note("left on the server", f"left by an earlier run, still not deleted: {r.describe()}")
 
 
-def _name_left(store: RunStore, progress: RunProgress) -> list[ProviderResource]:
+def _name_left(store: RunStore, progress: Progress) -> list[ProviderResource]:
     """What the run made on a provider's server and could not delete, each named with its expiry."""
     left = store.resources_left(now=time.time())
     for r in left:
@@ -253,7 +253,7 @@ def _inputs(cfg: RunConfig) -> tuple[Path, EvalProtocol, Benchmark, Benchmark]:
     return run_dir, protocol, full, full.limit(cfg.limit)
 
 
-def _take(run_dir: Path, wait: bool, progress: RunProgress) -> tuple[RunLock, bool]:
+def _take(run_dir: Path, wait: bool, progress: Progress) -> tuple[RunLock, bool]:
     """The run directory made (if new) and locked; whether this call made it."""
     created = not run_dir.exists()
     ensure_dir(run_dir)
@@ -268,7 +268,7 @@ def _take(run_dir: Path, wait: bool, progress: RunProgress) -> tuple[RunLock, bo
     return lock, created  # type: ignore[return-value]
 
 
-def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, keys: RunKeys, progress: RunProgress,
+def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, keys: RunKeys, progress: Progress,
              created: bool) -> RunStore:
     """Open and check the store, then write config.yaml and benchmark.json (under the lock).
     A run directory this call created is removed again when any of it fails. The scores.json of an earlier

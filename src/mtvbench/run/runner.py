@@ -1,22 +1,24 @@
-"""The evaluation loop: plan what to ask, record every result the moment it exists, judge
-answers as they arrive.
+"""The evaluation loop: plan what to ask, store every result the moment it exists, and judge answers as
+they arrive.
 
-The runner decides *what* is asked (only stored results whose fingerprint is the expected one,
-:mod:`mtvbench.run.identity`, count as done; every other turn is asked again and the reasons
-are reported) and it is the only writer of the run store. *How* the model under test is asked
-(frames decoded ahead, bounded calls, batches, other processes or machines) is the dispatcher's
-job (:mod:`mtvbench.dispatch`): the runner is its :class:`~mtvbench.dispatch.TurnWriter`,
-so the dispatcher calls :meth:`Runner.request` to build a turn's request and :meth:`Runner.record`
-with each result, which stores it, updates the breaker and queues the judge runs of a scored turn
-(and says whether a self-context dialogue goes on). The judge runs in this process: ``judge_concurrency``
-workers take the queued judge runs in order, each sending its next request as soon as its last answer
-is stored (no task per judge run waits for a slot, and no wake-up of another task lies between an
-answer and the next request). While the turns run, the objects made before (modules, the dataset, the
-plan) are kept out of the garbage collector's full passes (:func:`~mtvbench.util.heap.long_lived`),
-which would otherwise stop the event loop, and every call in flight with it, for up to hundreds of ms.
+The runner decides *what* is asked. Only stored results whose fingerprint is the expected one
+(:mod:`mtvbench.run.identity`) count as done; every other turn is asked again and the reasons are reported.
+It is also the only code that writes to the run store. *How* the model under test is asked (frames decoded
+ahead, a bounded number of calls in flight, batches, other processes or machines) is the dispatcher's job
+(:mod:`mtvbench.dispatch`). The runner is the dispatcher's :class:`~mtvbench.dispatch.TurnRecorder`: the
+dispatcher calls :meth:`Runner.request` to build a turn's request and :meth:`Runner.record` with each
+result, which stores it, updates the circuit breaker, queues the judge runs of a scored turn and says
+whether a self-context dialogue goes on.
 
-A result that cannot be stored (disk full) stops the run cleanly: no new call is started, the
-calls in flight finish, and the one error is raised at the end. A frame cache that cannot be
+The judge runs in this process: ``judge_concurrency`` workers take the queued judge runs
+(:class:`JudgeRun`) in order, each sending its next request as soon as its last verdict is stored (no task
+per judge run waits for a slot, and no wake-up of another task lies between a verdict and the next
+request). While the turns run, the objects made before (modules, the dataset, the plan) are kept out of the
+garbage collector's full passes (:func:`~mtvbench.util.heap.long_lived`), which would otherwise stop the
+event loop, and every call in flight with it, for up to hundreds of milliseconds.
+
+A result that cannot be stored (disk full) stops the run cleanly (:meth:`Runner.stop`): no new call is
+started, the calls in flight finish, and the error is raised at the end. A frame cache that cannot be
 written is replaced by an in-memory one with a warning.
 """
 
@@ -26,10 +28,11 @@ import asyncio
 from collections import Counter, defaultdict, deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Benchmark, Dialogue, Round
-from mtvbench.dispatch import DialogueTurns, Dispatcher, VideoJob, frame_cache_warning
+from mtvbench.dispatch import DialogueTurns, Dispatcher, Progress, VideoJob, frame_cache_warning
 from mtvbench.dispatch.local import LocalDispatcher
 from mtvbench.errors import MtvbenchError
 from mtvbench.judge.protocol import Judge
@@ -37,7 +40,7 @@ from mtvbench.media.cache import FrameCache
 from mtvbench.media.frames import VideoFrames
 from mtvbench.models.backend import ModelBackend
 from mtvbench.models.resilience import CircuitBreaker, CircuitOpenError, breaker_of
-from mtvbench.records import GenerationRequest, GenerationResult, JudgeVerdict, ProviderResource
+from mtvbench.records import GenerationRequest, GenerationResult, ProviderResource
 from mtvbench.run.identity import (
     DEPENDS_ON_EARLIER,
     RESPONSE_REASONS,
@@ -54,6 +57,10 @@ from mtvbench.util.heap import long_lived
 
 @dataclass
 class RunSummary:
+    """What a run did, for the summary the command line prints and ``scores.json``: the calls made and how
+    many failed, the videos that could not be read, the turns left pending, the stored results that no
+    longer match, and the warnings shown."""
+
     calls: int = 0
     call_errors: int = 0
     judge_calls: int = 0
@@ -75,10 +82,52 @@ class RunSummary:
     left_on_server: list[ProviderResource] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class JudgeRun:
+    """One judge run waiting for a judge worker: the turn it judges, that turn's round (its checklist), the
+    answer judged, the fingerprint its verdict is stored under, and which of the ``judge_runs`` runs it is."""
+
+    turn_id: str
+    round: Round
+    answer: str
+    key: ResultKey
+    run: int
+
+
+@dataclass(frozen=True)
+class JudgingToDo:
+    """The judge runs a scored round still needs at the start of a run (its answer is stored, some of its
+    ``judge_runs`` have no final verdict for it)."""
+
+    dialogue: Dialogue
+    round: Round
+    runs: list[int]
+
+
+class StoredVerdict(NamedTuple):
+    """Which final verdict is stored: the turn, the fingerprint of what was judged, and the judge run."""
+
+    turn_id: str
+    fingerprint: str
+    run: int
+
+
+@dataclass
+class Plan:
+    """What a run asks, worked out from the store before the first call: the turns of each video that need a
+    model call, and the judge runs that stored answers still need."""
+
+    turns: dict[str, list[DialogueTurns]]
+    judging: list[JudgingToDo]
+
+
 def script_answer(res: GenerationResult, keep_thinking: bool, strip: bool) -> GenerationResult:
-    """The answer an authors' script writes from the reply ``res.raw_text``: the whole reply (``keep_thinking``:
-    infer_internvl.py without Think), else the text after the first ``</think>``, stripped; without one, the
-    reply as it is (infer_qwen25vl.py) or stripped (``strip``: infer_internvl.py in Think mode)."""
+    """The answer one of the authors' inference scripts would write from the raw reply ``res.raw_text``.
+
+    With ``keep_thinking`` (infer_internvl.py without Think) it is the whole reply. Otherwise it is the text
+    after the first ``</think>``, stripped, and the text before it becomes the reasoning; a reply without
+    ``</think>`` is kept as it is (infer_qwen25vl.py) or stripped (``strip``: infer_internvl.py in Think mode).
+    An answer left empty is stored with the outcome ``empty``."""
     raw = res.raw_text
     if keep_thinking:
         text, reasoning = raw, None
@@ -89,16 +138,6 @@ def script_answer(res: GenerationResult, keep_thinking: bool, strip: bool) -> Ge
         text, reasoning = (raw.strip() if strip else raw), res.reasoning
     outcome, error = ("ok", None) if text else ("empty", res.error or "no text after </think>")
     return res.model_copy(update={"text": text, "reasoning": reasoning, "outcome": outcome, "error": error})
-
-
-class RunProgress:
-    """What the runner reports; the CLI plugs a rich progress display in here."""
-
-    def start(self, name: str, total: int) -> None: ...
-
-    def advance(self, name: str, n: int = 1) -> None: ...
-
-    def note(self, label: str, message: str) -> None: ...
 
 
 def invalidation_lines(summary: RunSummary) -> list[str]:
@@ -113,8 +152,12 @@ def invalidation_lines(summary: RunSummary) -> list[str]:
 
 
 class Runner:
+    """One evaluation run over a benchmark: it plans what is asked from what the store holds, hands the turns
+    to the dispatcher, stores each answer and verdict as it arrives, and judges the answers as they come.
+    :meth:`execute` does it all and returns the :class:`RunSummary`."""
+
     def __init__(self, cfg: RunConfig, bench: Benchmark, store: RunStore, model: ModelBackend, judge: Judge,
-                 cache: FrameCache, keys: RunKeys, progress: RunProgress | None = None,
+                 cache: FrameCache, keys: RunKeys, progress: Progress | None = None,
                  dispatcher: Dispatcher | None = None):
         self.cfg = cfg
         #: the turns of each video this run asks (set by :meth:`execute`; ``--sampling clip`` decodes their union)
@@ -125,12 +168,12 @@ class Runner:
         self.model = model
         self.judge = judge
         self.cache = cache
-        self.progress = progress or RunProgress()
+        self.progress = progress or Progress()
         self.summary = RunSummary()
         self.dispatcher = dispatcher or LocalDispatcher(cfg.concurrency, cfg.videos_in_flight, cfg.decode_workers,
                                                         model=model, cache_order=cfg.first_alone)
-        #: judge runs waiting for a worker: (turn id, round, answer, verdict key, judge run)
-        self.judge_queue: deque[tuple[str, Round, str, ResultKey, int]] = deque()
+        #: judge runs waiting for a worker, in the order they were queued
+        self.judge_queue: deque[JudgeRun] = deque()
         self.judge_workers = cfg.judge_concurrency or cfg.concurrency
         #: workers still taking judge runs (one that found the queue empty is not, even before its task ends)
         self.judge_active = 0
@@ -140,48 +183,51 @@ class Runner:
         #: whose calls run in other processes (a Ray replica's), here
         self.breaker = breaker_of(model) or CircuitBreaker(model.name, None, cfg.model_settings.breaker_threshold)
         self._count_failures = breaker_of(model) is None or self.dispatcher.remote_calls
-        self._abort: MtvbenchError | None = None
-        #: a result could not be stored (disk full, ...): no new call starts, raised at the end
-        self._fatal: MtvbenchError | None = None
-        #: (turn id, verdict fingerprint, judge run) of every final verdict stored before this run
-        self._judged: set[tuple[str, str, int]] = set()
+        #: why the run stopped (see :meth:`stop`); None while it goes on
+        self._stopped_by: MtvbenchError | None = None
+        #: every final verdict stored before this run
+        self._judged: set[StoredVerdict] = set()
 
     @property
     def stopped(self) -> bool:
-        """Nothing new is asked: a result could not be stored, or an endpoint's breaker opened."""
-        return self._abort is not None or self._fatal is not None
+        """Whether the run stopped (:meth:`stop`): no new model call or judge run is started."""
+        return self._stopped_by is not None
 
-    def _stop(self, e: MtvbenchError) -> None:
-        if self._fatal is None:
-            self._fatal = e
+    def stop(self, error: BaseException) -> None:
+        """Stop the run because of ``error``: no new model call or judge run is started, the calls already in
+        flight finish (their results are stored as they arrive, as long as the store can take them), and
+        :meth:`execute` raises the error once they are done.
 
-    def abort(self, e: MtvbenchError) -> None:
-        """An endpoint keeps failing (its circuit breaker is open): stop asking, report ``e``."""
-        self._abort = self._abort or e
-
-    def fail(self, e: BaseException) -> None:
-        """A dispatcher's error: an open breaker stops asking, another user-facing one stops the run
-        (each reported once at the end); anything else is raised again."""
-        if isinstance(e, CircuitOpenError):
-            self.abort(e)
-        elif isinstance(e, MtvbenchError):
-            self._stop(e)
-        else:
-            raise e
+        Every early stop of a run goes through here. It is called when a result cannot be stored (disk full, a
+        read-only file), when an endpoint keeps failing and its circuit breaker opens
+        (:class:`~mtvbench.models.resilience.CircuitOpenError`), and by a dispatcher with an error of its own
+        work. The caller sees one error at the end: the first that was reported, except that any other error
+        wins over an open breaker, whichever came first (a store that cannot be written, for example, has to
+        be fixed before any run can go on, while an endpoint may recover). Nothing is lost: what was not sent
+        or not stored is asked on the next run. An error that is not an :class:`~mtvbench.errors.MtvbenchError`
+        is a bug, not a reason to stop: it is raised again at once."""
+        if not isinstance(error, MtvbenchError):
+            raise error
+        first = self._stopped_by
+        if first is None or (isinstance(first, CircuitOpenError) and not isinstance(error, CircuitOpenError)):
+            self._stopped_by = error
 
     # planning ---------------------------------------------------------------------------
-    def _plan(self) -> tuple[dict[str, list[DialogueTurns]], list[tuple[Dialogue, Round, list[int]]]]:
+    def _plan(self) -> Plan:
+        """The turns to ask and the judge runs to do, from what the store holds (only results whose fingerprint
+        is the expected one count as done); counts the stored results that no longer match, by reason."""
         ctx, dialogues = self.cfg.context, self.bench.dialogues
         rows, vrows = self.store.response_rows(), self.store.verdict_rows()
         cur = current_results(dialogues, ctx, self.keys.turn_keys(dialogues), self.keys.judge_keys(dialogues),
                               rows, vrows, FINAL_OUTCOMES, FINAL_JUDGE)
         final_verdicts = cur.final_verdicts(FINAL_JUDGE)
         self.answers = {tid: rec["text"] for tid, rec in cur.responses.items()}
-        self._judged = {(v["turn_id"], v["fingerprint"], v["run"]) for v in vrows if v["verdict"].status in FINAL_JUDGE}
+        self._judged = {StoredVerdict(v["turn_id"], v["fingerprint"], v["run"]) for v in vrows
+                        if v["verdict"].status in FINAL_JUDGE}
         stale_r: Counter[str] = Counter()
         stale_v: Counter[str] = Counter()
         by_video: dict[str, list[DialogueTurns]] = defaultdict(list)
-        judge_todo: list[tuple[Dialogue, Round, list[int]]] = []
+        judge_todo: list[JudgingToDo] = []
         for d in dialogues:
             todo = [r for r in rounds_to_call(d, ctx) if d.turn_id(r.index) not in cur.responses]
             if todo:
@@ -201,13 +247,13 @@ class Runner:
                     continue
                 runs = [i for i in range(self.cfg.judge_runs) if i not in final_verdicts.get(tid, {})]
                 if runs:
-                    judge_todo.append((d, r, runs))
+                    judge_todo.append(JudgingToDo(d, r, runs))
                 for run in runs:
                     old_v = cur.stale_verdicts.get((tid, run))
                     if old_v is not None:
                         stale_v[reason(old_v["parts"], self.keys.verdict(r, answer).parts, VERDICT_REASONS)] += 1
         self.summary.invalidated, self.summary.invalidated_verdicts = dict(stale_r), dict(stale_v)
-        return by_video, judge_todo
+        return Plan(by_video, judge_todo)
 
     def _own(self, d: Dialogue, r: Round) -> dict[int, str] | None:
         """In self context the model's answers to every earlier round (its prompt holds them)."""
@@ -225,19 +271,14 @@ class Runner:
         return self.keys.response(d, r, self._own(d, r))
 
     # storing ----------------------------------------------------------------------------
-    def _store_response(self, tid: str, prompt: str, res: GenerationResult, key: ResultKey) -> bool:
+    def _store(self, put: Callable[[], None]) -> bool:
+        """Commit one result to the run store (``put``: :meth:`RunStore.put_response` or
+        :meth:`RunStore.put_verdict` with its arguments) before anything reports it. False when it could not be
+        stored: the run stops (:meth:`stop`) and the result is asked again by the next run."""
         try:
-            self.store.put_response(tid, prompt, res, key)
+            put()
         except MtvbenchError as e:
-            self._stop(e)
-            return False
-        return True
-
-    def _store_verdict(self, tid: str, v: JudgeVerdict, key: ResultKey) -> bool:
-        try:
-            self.store.put_verdict(tid, v, key)
-        except MtvbenchError as e:
-            self._stop(e)
+            self.stop(e)
             return False
         return True
 
@@ -246,23 +287,25 @@ class Runner:
         if not task.cancelled() and task.exception() is not None:  # retrieved here, raised by execute()
             exc = task.exception()
             if isinstance(exc, MtvbenchError):
-                self._stop(exc)
+                self.stop(exc)
 
     # judging ----------------------------------------------------------------------------
     def _spawn_judging(self, dialogue: Dialogue, rnd: Round, runs: Sequence[int]) -> None:
-        """Queue the judge runs of ``rnd`` that its answer has no verdict for, and start workers for them."""
+        """Queue the judge runs of ``rnd`` that its answer has no stored verdict for, and start judge workers
+        for them."""
         tid = dialogue.turn_id(rnd.index)
         answer = self._answer(dialogue, rnd)
         assert rnd.checklist and answer is not None
         key = self.keys.verdict(rnd, answer)
         # an answer asked again that came out the same keeps the verdicts it already has
-        todo = [i for i in runs if (tid, key.fingerprint, i) not in self._judged]
+        todo = [i for i in runs if StoredVerdict(tid, key.fingerprint, i) not in self._judged]
         if len(todo) < len(runs):
             self.progress.advance("judging", len(runs) - len(todo))
-        self._queue_judge_runs([(tid, rnd, answer, key, run) for run in todo])
+        self._queue_judge_runs([JudgeRun(tid, rnd, answer, key, run) for run in todo])
 
-    def _queue_judge_runs(self, runs: Sequence[tuple[str, Round, str, ResultKey, int]]) -> None:
-        """Queue judge runs and start a worker for each that no running worker will take."""
+    def _queue_judge_runs(self, runs: Sequence[JudgeRun]) -> None:
+        """Queue judge runs, and start a worker for each run that the workers already running will not take
+        (at most ``judge_workers`` in all)."""
         self.judge_queue.extend(runs)
         for _ in range(min(len(runs), self.judge_workers - self.judge_active)):
             self.judge_active += 1
@@ -271,21 +314,22 @@ class Runner:
             task.add_done_callback(self._task_done)
 
     async def _judge_worker(self) -> None:
-        """Judge queued runs one after another until none is left (or the run stopped: not asked, not stored,
-        asked on the next run)."""
+        """Judge queued runs one after another until none is left (or the run stopped: the runs left in the
+        queue are not sent and are asked on the next run)."""
         try:
             while self.judge_queue and not self.stopped:
-                await self._judge_run(*self.judge_queue.popleft())
+                await self._judge_run(self.judge_queue.popleft())
         finally:  # in the step that found the queue empty: a run queued after it starts a new worker
             self.judge_active -= 1
 
-    async def _judge_run(self, tid: str, rnd: Round, answer: str, key: ResultKey, run: int) -> None:
+    async def _judge_run(self, job: JudgeRun) -> None:
+        """Send one judge run and store its verdict, then count it."""
         try:
-            v = await self.judge.judge(answer, rnd, run)
+            v = await self.judge.judge(job.answer, job.round, job.run)
         except CircuitOpenError as e:  # the judge endpoint's breaker is open: not sent, not stored
-            self.abort(e)
+            self.stop(e)
             return
-        if not self._store_verdict(tid, v, key):
+        if not self._store(lambda: self.store.put_verdict(job.turn_id, v, job.key)):
             return
         self.summary.judge_calls += 1
         if v.status == "error":
@@ -296,10 +340,11 @@ class Runner:
             self.summary.last_judge_error = v.error
         self.progress.advance("judging")
 
-    # inference (the dispatcher's TurnWriter) -------------------------------------------
+    # inference (the dispatcher's TurnRecorder) -----------------------------------------
     def request(self, dialogue: Dialogue, rnd: Round, frames: VideoFrames | None) -> GenerationRequest:
-        """The request of one turn: the run's inference prompt with the history of the run's context (in self
-        context the model's own earlier answers, which were recorded before)."""
+        """Build the request of one turn: the run's inference prompt with the history of the run's context
+        (in self context the model's own earlier answers, which were recorded before) and the turn's
+        frames."""
         own = self._own(dialogue, rnd)
         if frames is not None and self.cfg.sampling == "clip":
             frames = self._turn_frames(dialogue, rnd, frames, own)
@@ -315,8 +360,8 @@ class Runner:
         cfg = self.cfg
         wanted = turn_frame_indices(dialogue, rnd, cfg.context, frames.total_frames, frames.duration_s, cfg.frames,
                                     cfg.clip_share, own)
-        held = set(frames.indices)
-        if any(i not in held for i in wanted):
+        decoded = set(frames.indices)
+        if any(i not in decoded for i in wanted):
             frames = self.cache.get_indices(frames.video, cfg.frame_settings(), lambda _t, _d: wanted)
         return frames.select(wanted)
 
@@ -336,15 +381,17 @@ class Runner:
         return ClipUnion(tuple(turns), cfg.context, cfg.frames, cfg.clip_share)
 
     def record(self, dialogue: Dialogue, rnd: Round, request: GenerationRequest, res: GenerationResult) -> bool:
-        """Store one result as it arrives (bound to the fingerprint of what produced it), count it,
-        and start its judge runs; False when the dialogue cannot go on (failed or not stored)."""
+        """Store one model result as it arrives, under the fingerprint of what produced it, then count it on
+        the progress and the circuit breaker and queue the judge runs that judge this answer. Returns False
+        when the dialogue cannot go on: the call failed, or its result could not be stored."""
         tid = dialogue.turn_id(rnd.index)
         if self.cfg.frame_rule != "uniform" and res.outcome in ("ok", "empty") and res.raw_text:
             res = script_answer(res, request.keep_thinking, strip=self.cfg.inference == "internvl-script")
         if request.frames is not None:  # which frames the turn was sent (every sampling), beside what the backend says
             res = res.model_copy(update={"inputs": {**(res.inputs or {}), "frame_indices": request.frames.indices,
                                                     "frame_times": [round(t, 3) for t in request.frames.timestamps]}})
-        if not self._store_response(tid, request.prompt, res, self._key(dialogue, rnd)):
+        key = self._key(dialogue, rnd)
+        if not self._store(lambda: self.store.put_response(tid, request.prompt, res, key)):
             return False
         self.summary.calls += 1
         self.progress.advance("inference")
@@ -356,7 +403,7 @@ class Runner:
         if res.outcome == "error":
             self.summary.call_errors += 1
             if self.breaker.is_open:
-                self.abort(self.breaker.error())
+                self.stop(self.breaker.error())
             return False
         self.summary.blocked += res.outcome == "blocked"
         self.summary.empty += res.outcome == "empty"
@@ -367,7 +414,8 @@ class Runner:
         return True
 
     async def frames(self, video: str, run: Callable[..., Awaitable[VideoFrames]]) -> VideoFrames:
-        """The frames of ``video`` (``run(fn, *args)`` runs the decode off the event loop)."""
+        """The frames of ``video``, from the frame cache or decoded (``run(fn, *args)`` runs the decode off
+        the event loop). A frame cache that cannot be written is replaced by one in memory, with a warning."""
         path, settings, cache = self.bench.videos[video], self.cfg.frame_settings(), self.cache
         # under --sampling clip the union of the video's turns' frames, decoded once
         rule = self.frame_rule(video)
@@ -388,19 +436,20 @@ class Runner:
         self.progress.note("warning", message)
 
     def video_failed(self, video: str, why: str) -> None:
-        """The video cannot be read (or its replicas kept dying): its turns left are not asked this run."""
+        """The video cannot be read (or its replicas kept dying): its remaining turns are left pending this
+        run."""
         self.summary.failed_videos[video] = why
 
-    def turns_not_asked(self, n: int) -> None:
-        """Rounds left unasked this run (an earlier round of their dialogue failed in self context, their
-        video cannot be read, ...)."""
+    def turns_pending(self, n: int) -> None:
+        """``n`` rounds are left pending this run (an earlier round of their dialogue failed in self context,
+        their video cannot be read, ...); the next run asks them."""
         self.summary.pending_turns += n
         self.progress.advance("inference", n)
 
-    async def _ask_and_judge(self, jobs: list[VideoJob], judge_todo: list[tuple[Dialogue, Round, list[int]]]) -> None:
+    async def _ask_and_judge(self, jobs: list[VideoJob], judge_todo: list[JudgingToDo]) -> None:
         """Every job through the dispatcher and every judge run through the workers, until both are done."""
-        for d, r, runs in judge_todo:
-            self._spawn_judging(d, r, runs)
+        for todo in judge_todo:
+            self._spawn_judging(todo.dialogue, todo.round, todo.runs)
         try:
             await self.dispatcher.run(jobs, self)
             while self.judge_tasks:
@@ -410,12 +459,16 @@ class Runner:
                 t.cancel()
 
     async def execute(self) -> RunSummary:
-        by_video, judge_todo = self._plan()
+        """Run everything the plan holds: the model's turns through the dispatcher and the judge runs through
+        the judge workers. Returns the summary; raises the error that stopped the run (:meth:`stop`) once the
+        calls in flight are done and their results stored."""
+        plan = self._plan()
+        by_video, judge_todo = plan.turns, plan.judging
         self._turns = by_video
         for line in invalidation_lines(self.summary):
             self.progress.note("invalidated", line)
         jobs = [VideoJob(v, self.bench.videos[v], ts) for v, ts in sorted(by_video.items())]
-        n_judge = sum(len(runs) for *_, runs in judge_todo)
+        n_judge = sum(len(todo.runs) for todo in judge_todo)
         n_judge += sum(self.cfg.judge_runs for j in jobs for t in j.dialogues for r in t.rounds
                        for judged in t.dialogue.scored_turns if judged.answer_index == r.index)
         self.progress.start("frames", len(jobs))
@@ -423,8 +476,6 @@ class Runner:
         self.progress.start("judging", n_judge)
         with long_lived():
             await self._ask_and_judge(jobs, judge_todo)
-        if self._fatal:
-            raise self._fatal
-        if self._abort:
-            raise self._abort
+        if self._stopped_by is not None:
+            raise self._stopped_by
         return self.summary

@@ -13,7 +13,7 @@ one row per resource a backend made on a provider's server (a Gemini context cac
 asked for and again when it is made or deleted: what a run could not delete (or a run killed with
 ``kill -9`` left) is named in ``scores.json`` and deleted by the next run in the directory.
 
-The file is opened with the one SQLite set-up and version rule (:mod:`mtvbench.ledger.sqlite`):
+The file is opened with the SQLite set-up and version rule every store shares (:mod:`mtvbench.ledger.sqlite`):
 its ``meta`` table records the format (``schema_version``: the run-directory format,
 :data:`~mtvbench.config.RUN_SCHEMA_VERSION`), the
 mtvbench version that created it, and here also the run identity and the dataset it belongs
@@ -117,10 +117,15 @@ class StoredValueError(LedgerStoredValueError, RunStoreError):
 
 
 class StoreMismatchError(RunDirError):
-    pass
+    """The run directory holds results for other settings or another dataset than the command asks for."""
 
 
 class RunStore:
+    """The SQLite file ``store.sqlite`` of one run directory (see the module docstring): the model's
+    responses, the judge's verdicts, the ledger of calls, the run sessions and the resources made on a
+    provider's server. The runner is the only code that writes results to it; scoring and the analyses read
+    it. ``create=False`` opens an existing store only (for reading a finished run)."""
+
     FILENAME = "store.sqlite"
 
     def __init__(self, run_dir: Path, create: bool = True):
@@ -132,6 +137,7 @@ class RunStore:
         self.db = open_db(self.path, SCHEMA)
 
     def close(self) -> None:
+        """Close the database connection."""
         self.db.close()
 
     # writing ----------------------------------------------------------------------------
@@ -154,6 +160,7 @@ class RunStore:
                                        hint=SCHEMA.hint) from None
 
     def set_meta(self, key: str, value: Any) -> None:
+        """Write one meta value (JSON) in its own committed transaction."""
         self._put_meta({key: value})
 
     def holds_results(self) -> bool:
@@ -230,18 +237,23 @@ class RunStore:
 
     # sessions ---------------------------------------------------------------------------
     def begin_session(self) -> None:
+        """Record the start of this ``run`` process; the calls stored from now on are counted under it."""
         with self._writing() as db:
             cur = db.execute("INSERT INTO sessions (started, pid, mtvbench_version) VALUES (?,?,?)",
                              (time.time(), os.getpid(), __version__))
         self.session = cur.lastrowid
 
     def end_session(self) -> None:
+        """Record the end of this ``run`` process (a process killed before this leaves its end empty)."""
         if self.session is not None:
             with self._writing() as db:
                 db.execute("UPDATE sessions SET ended=? WHERE id=?", (time.time(), self.session))
 
     # responses --------------------------------------------------------------------------
     def put_response(self, turn_id: str, prompt: str, res: GenerationResult, key: ResultKey) -> None:
+        """Commit the model's result for one turn, under the fingerprint of what produced it (``key``), and
+        its line in the ledger of calls, in one transaction. A row of the same turn and fingerprint (a
+        failed call asked again) is replaced; rows of other fingerprints are kept, never scored."""
         now = time.time()
         with self._writing() as db:
             db.execute(
@@ -306,8 +318,10 @@ class RunStore:
 
     # verdicts ---------------------------------------------------------------------------
     def put_verdict(self, turn_id: str, v: JudgeVerdict, key: ResultKey) -> None:
-        """One judge run. A reply that is the ``authors`` reading of the last raw reply is not stored a second
-        time (``reply_from_raw``: read again from ``raw`` when the row is read; a 3 MB reply is stored once)."""
+        """Commit one judge run's verdict for a turn, under the fingerprint of what was judged (``key``), and
+        its line in the ledger of calls, in one transaction. A reply that is the ``authors`` protocol's reading
+        of the last raw reply is not stored a second time: ``reply_from_raw`` marks it, and it is read again
+        from ``raw`` when the row is read, so a 3 MB reply is stored once."""
         now = time.time()
         raw = storable_value(v.raw)[0]
         reply = None if v.reply is None else [list(kv) for kv in storable_value(v.reply)[0]]

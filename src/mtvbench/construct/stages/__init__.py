@@ -95,7 +95,7 @@ class StageContext(Protocol):
         ...
 
     def cluster(self) -> Any:
-        """The Ray dispatcher of ``executor: ray`` (``dispatch.ray.RayDispatcher``: ``holder``/``call_held``
+        """The Ray dispatcher of ``executor: ray`` (``dispatch.ray.RayDispatcher``: ``holder``/``call_holder``
         for an object made once on the cluster), or None."""
         ...
 

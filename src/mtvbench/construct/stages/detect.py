@@ -91,7 +91,7 @@ async def _make(ctx: StageContext, v: VideoRecord) -> Detections:
     keyframes = ctx.artifact(v, "keyframes", KeyFrames)
     cluster = ctx.cluster()
     if cluster is not None:
-        return await cluster.call_held(_held_detector(ctx), _detect_with, v.name, str(ctx.ws.video_dir(v.name)),
+        return await cluster.call_holder(_held_detector(ctx), _detect_with, v.name, str(ctx.ws.video_dir(v.name)),
                                        keyframes)
     return await asyncio.to_thread(detect_objects, v.name, ctx.ws.video_dir(v.name), keyframes, ctx.detector())
 
