@@ -203,10 +203,8 @@ async def _session(cfg: RunConfig, rundir: RunDirectory, full: Benchmark, bench:
 
 async def _after_runner(runner: Runner, store: RunStore, backends: _Backends, progress: RunProgress) -> None:
     """The backends closed (a provider's resources deleted), then what could not be deleted named."""
-    try:
-        await backends.aclose()
-    finally:
-        runner.summary.left_on_server = _name_left(store, progress)
+    await backends.aclose()
+    runner.summary.left_on_server = _name_left(store, progress)
 
 
 async def _delete_left(model: ModelBackend, store: RunStore, progress: RunProgress) -> None:
