@@ -1,7 +1,7 @@
 """Run directories for the report/analysis tests.
 
 ``make_store_run`` writes a real run directory through the core's own writers (config,
-snapshot, SQLite store, ``score_run``) with answers scripted per turn and verdicts from the
+snapshot, SQLite store, ``score_dir``) with answers scripted per turn and verdicts from the
 offline judge (several judge runs, optionally disagreeing), so tests can set exact scores
 without the frame pipeline. ``evaluate_run`` makes a run end to end with
 ``mtvbench.run.evaluate.evaluate`` (skipping when that pipeline is not importable yet).
@@ -20,7 +20,7 @@ from mtvbench.records import GenerationResult, JudgeVerdict
 from mtvbench.run.evaluate import evaluate
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.plan import rounds_to_call
-from mtvbench.run.rescore import score_run
+from mtvbench.run.rescore import score_dir
 from mtvbench.run.rundir import RunDirectory, RunSnapshot
 from mtvbench.run.settings import build_config
 from mtvbench.run.store import RunStore
@@ -64,7 +64,7 @@ def make_store_run(data: Path, out: Path, model: str = "scripted", answer: Answe
                                                         attempts=1), keys.verdict(r, text))
     finally:
         store.close()
-    score_run(out)
+    score_dir(out)
     return out
 
 

@@ -67,8 +67,3 @@ def score_dir(run_dir: Path, lock: bool = True) -> ScoreOutcome:
         write_score_files(run)
     return ScoreOutcome(run.scores, run.dscores, written=True)
 
-
-def score_run(run_dir: Path) -> tuple[Scores, list[DialogueScore]]:
-    """:func:`score_dir` for callers that need only the scores."""
-    out = score_dir(run_dir)
-    return out.scores, out.dscores

@@ -48,7 +48,7 @@ from mtvbench.data.schema import Benchmark, Dialogue, NotABenchmark, Task
 from mtvbench.errors import InputError, OutputError, RunDirError
 from mtvbench.protocol import ProtocolName
 from mtvbench.records import JudgeVerdict
-from mtvbench.run.identity import Current, RunKeys, current_results
+from mtvbench.run.identity import RunKeys, current_results
 from mtvbench.run.lock import RunLock
 from mtvbench.run.store import FINAL_JUDGE, FINAL_OUTCOMES, RunStore
 from mtvbench.scoring.aggregate import DialogueScore, Scores, compute_scores, modified_name
@@ -152,7 +152,7 @@ class RunDirectory:
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
-        #: whether :meth:`claim` made the folder (it is removed again when the run fails before its first result)
+        #: whether :meth:`claim` made the folder (removed again when the lock or the preparation fails)
         self.created = False
 
     # detection ------------------------------------------------------------------------------------
@@ -185,13 +185,13 @@ class RunDirectory:
 
         Raises:
             RunDirError: a file, or a folder without one of the files (the first missing is named)."""
-        found = cls(path)
-        if found.path.exists() and not found.path.is_dir():
-            raise RunDirError(f"{found.path}: is a file, not a run directory")
-        missing = found.missing()
-        if missing:
-            raise found._missing_error(missing[0])
-        return found
+        found = cls.detect(path)
+        if found is not None:
+            return found
+        nothing = cls(path)
+        if nothing.path.exists() and not nothing.path.is_dir():
+            raise RunDirError(f"{nothing.path}: is a file, not a run directory")
+        raise nothing._missing_error(cls.FILES[0])
 
     # config.yaml ----------------------------------------------------------------------------------
     def _config_data(self) -> dict[str, Any]:
@@ -377,7 +377,8 @@ class RunDirectory:
         store = self.store()
         try:
             with store.snapshot():
-                cur = _select_current(snap, cfg.context, store, details)
+                cur = current_results(snap.dialogues, cfg.context, snap.turn_keys, snap.judge_keys,
+                                      store.response_rows(details), store.verdict_rows(), FINAL_OUTCOMES, FINAL_JUDGE)
                 calls, sessions = store.call_rows(), store.session_rows()
                 left = store.resources_left(now=time.time())
                 dataset = store.get_meta("dataset")
@@ -413,13 +414,6 @@ class RunDirectory:
         if not isinstance(ids, list):
             raise RunDirError(f"{self.path / self.STORE}: table meta, row 'dataset': no list of dialogue ids")
         return len(ids)
-
-
-def _select_current(snap: RunSnapshot, context: str, store: RunStore, details: bool) -> Current:
-    """The stored results that match ``snap`` (read inside one store snapshot by the caller; ``details``: the
-    rows as :meth:`RunStore.response_rows` reads them)."""
-    return current_results(snap.dialogues, context, snap.turn_keys, snap.judge_keys, store.response_rows(details),
-                           store.verdict_rows(), FINAL_OUTCOMES, FINAL_JUDGE)
 
 
 def _other_format(path: Path, found: Any, made_by: Any) -> RunDirError:
