@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 
 def make_run(root: Path) -> Path:
-    from mtvbench.config import build_config
     from mtvbench.data.sample import materialize
     from mtvbench.run.evaluate import evaluate
+    from mtvbench.run.settings import build_config
 
     data = materialize(root / "sample")
     cfg = build_config({"data": data, "model": "oracle", "judge": "offline", "out": root / "run", "judge_runs": 3,
@@ -90,12 +90,12 @@ def main() -> None:
     args = ap.parse_args()
 
     from mtvbench.analysis.agreement import agreement_report, judge_agreement
-    from mtvbench.analysis.rundata import load_run
+    from mtvbench.run.rundir import RunDirectory
     from mtvbench.scoring.human import human_agreement, load_human
 
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = make_run(Path(tmp))
-        run = load_run(run_dir, bootstrap=0)
+        run = RunDirectory.open(run_dir).load(bootstrap=0)
         items = checklist_items(run, args.items)
         print(f"run: {run_dir.name} ({len(items)} checklist items rated by every rater; {args.repeat} timings each, "
               "median)")

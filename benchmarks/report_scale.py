@@ -64,7 +64,7 @@ def write_run(out: Path, data: Path, dialogues: list[Any], model: str, judge_run
     from mtvbench.data.schema import Benchmark
     from mtvbench.ledger.keys import digest
     from mtvbench.run.identity import RunKeys, response_fingerprint, verdict_fingerprint
-    from mtvbench.run.rundir import RunSnapshot, write_config, write_snapshot
+    from mtvbench.run.rundir import RunDirectory, RunSnapshot
     from mtvbench.run.store import RunStore
 
     rng = random.Random(seed)
@@ -77,8 +77,8 @@ def write_run(out: Path, data: Path, dialogues: list[Any], model: str, judge_run
     out.mkdir(parents=True, exist_ok=True)
     store = RunStore(out)
     store.check_identity(cfg.identity())
-    write_config(out, cfg)
-    write_snapshot(out, snap)
+    RunDirectory(out).write_config(cfg)
+    RunDirectory(out).write_snapshot(snap)
     store.begin_session()
     responses, verdicts, calls = [], [], []
     usage = json.dumps({"prompt_tokens": 2000, "completion_tokens": 80, "total_tokens": 2080})

@@ -25,13 +25,14 @@ _EXPORTS = {
     "evaluate": "mtvbench.run.evaluate",
     "evaluate_async": "mtvbench.run.evaluate",
     "RunConfig": "mtvbench.config",
-    "build_config": "mtvbench.config",
+    "build_config": "mtvbench.run.settings",
     "load_benchmark": "mtvbench.data.official",
     "Benchmark": "mtvbench.data.schema",
     "Dialogue": "mtvbench.data.schema",
     "Task": "mtvbench.data.schema",
     "Scores": "mtvbench.scoring.aggregate",
-    "load_scored": "mtvbench.run.rescore",
+    "RunDirectory": "mtvbench.run.rundir",
+    "RunData": "mtvbench.run.rundir",
     # the records every backend and judge exchange
     "GenerationConfig": "mtvbench.records",
     "GenerationRequest": "mtvbench.records",
@@ -57,16 +58,16 @@ _EXPORTS = {
 
 __all__ = [
     "__version__", "evaluate", "evaluate_async", "RunConfig", "build_config", "load_benchmark", "Benchmark",
-    "Dialogue", "Task", "Scores", "load_scored", "GenerationConfig", "GenerationRequest", "GenerationResult",
-    "JudgeVerdict", "Usage", "BackendOptions", "ModelBackend", "BackendBase", "Backend", "register_backend",
-    "create_backend", "create_judge",
+    "Dialogue", "Task", "Scores", "RunDirectory", "RunData", "GenerationConfig", "GenerationRequest",
+    "GenerationResult", "JudgeVerdict", "Usage", "BackendOptions", "ModelBackend", "BackendBase", "Backend",
+    "register_backend", "create_backend", "create_judge",
     "register_judge", "register_analysis", "Stage", "register_stage", "Registry", "MtvbenchError",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from mtvbench._version import __version__
     from mtvbench.analysis.registry import register_analysis
-    from mtvbench.config import RunConfig, build_config
+    from mtvbench.config import RunConfig
     from mtvbench.construct.stages import Stage, register_stage
     from mtvbench.data.official import load_benchmark
     from mtvbench.data.schema import Benchmark, Dialogue, Task
@@ -79,7 +80,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from mtvbench.records import GenerationConfig, GenerationRequest, GenerationResult, JudgeVerdict, Usage
     from mtvbench.registry import Registry
     from mtvbench.run.evaluate import evaluate, evaluate_async
-    from mtvbench.run.rescore import load_scored
+    from mtvbench.run.rundir import RunData, RunDirectory
+    from mtvbench.run.settings import build_config
     from mtvbench.scoring.aggregate import Scores
 
 

@@ -13,8 +13,8 @@ from mtvbench.analysis.agreement import (
     correlations,
     fleiss_kappa,
 )
-from mtvbench.analysis.rundata import load_run
 from mtvbench.errors import InputError
+from mtvbench.run.rundir import RunDirectory
 from mtvbench.scoring.human import AgreementError, load_human
 from tests.support.datasets import make_dataset
 from tests.support.runs import make_store_run
@@ -61,7 +61,7 @@ def judged(tmp_path_factory):
 
 def test_agreement_turn_level_and_kappas(judged):
     tmp, run_dir = judged
-    run = load_run(run_dir, bootstrap=0)
+    run = RunDirectory.open(run_dir).load(bootstrap=0)
     turns = sorted((t.turn_id, t.score) for ds in run.dscores for t in ds.turns)
     assert len(turns) == 12
     # humans: the judge's score with a monotone distortion on half the turns, as percent
@@ -92,7 +92,7 @@ def test_agreement_turn_level_and_kappas(judged):
 
 def test_agreement_item_level_cohen_kappa_and_dialogue_level(judged):
     tmp, run_dir = judged
-    run = load_run(run_dir, bootstrap=0)
+    run = RunDirectory.open(run_dir).load(bootstrap=0)
     recs = []
     agree = disagree = 0
     for tid, runs in sorted(run.verdicts.items()):
@@ -163,7 +163,7 @@ def test_why_a_cell_is_undefined_is_said_once_under_the_table(tmp_path):
 
     data = make_dataset(tmp_path / "data")
     run_dir = make_store_run(data, tmp_path / "run", judge_runs=1)  # golden answers: every turn scores 100
-    run = load_run(run_dir, bootstrap=0)
+    run = RunDirectory.open(run_dir).load(bootstrap=0)
     assert len({t.score for ds in run.dscores for t in ds.turns}) == 1
     path = tmp_path / "human.csv"
     path.write_text("turn_id,score\n" + "".join(f"{t.turn_id},{i % 4 / 4}\n" for i, t in enumerate(
@@ -237,7 +237,7 @@ def test_records_the_run_does_not_have_and_records_without_a_digest_are_counted_
     from mtvbench.scoring.human import answer_digest
 
     tmp, run_dir = judged
-    run = load_run(run_dir, bootstrap=0)
+    run = RunDirectory.open(run_dir).load(bootstrap=0)
     d = run.dialogues[0]
     r = d.scored_turns[0]
     tid = d.turn_id(r.index)

@@ -153,8 +153,8 @@ def test_clip_sampling_estimate_says_what_it_costs_under_each_choice(tmp_path: P
     """Under --sampling clip a video's turns are sent different frames: fewer cached tokens than uniform, the
     same requests and prompt tokens; the estimate gives both rows and counts the distinct frame sets."""
     from mtvbench.analysis.estimate import estimate_config
-    from mtvbench.config import build_config
     from mtvbench.data.sample import materialize
+    from mtvbench.run.settings import build_config
 
     root = materialize(tmp_path / "sample")
     base = {"data": root, "model": "openai:gpt-4o", "judge": "offline", "out": tmp_path / "run", "protocol": "paper"}

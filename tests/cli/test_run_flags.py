@@ -59,8 +59,9 @@ def test_a_bad_flag_value_is_named_by_its_flag(tmp_path: Path) -> None:
 
 
 def test_every_generation_setting_has_one_spelling_and_none_drops_a_preset_value(tmp_path: Path) -> None:
-    from mtvbench.config import RoleSettings, build_config
+    from mtvbench.config import RoleSettings
     from mtvbench.models.settings import GENERATION_SETTINGS
+    from mtvbench.run.settings import build_config
 
     flags = rf.run_flags()
     by_key = {f.key: f for f in flags}

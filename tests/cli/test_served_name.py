@@ -136,7 +136,7 @@ def test_which_replies_say_the_model_name_is_not_served(body: str, named: str | 
                                                         ("qwen3-vl-8b-instruct@openai", 8, True),
                                                         ("qwen3-vl-8b-instruct@openai", 128, True)])
 def test_what_the_model_was_sent_is_about_the_model_in_the_run(model: str, frames: int, qwen3: bool) -> None:
-    from mtvbench.config import build_config
+    from mtvbench.run.settings import build_config
 
     cfg = build_config({"data": "data", "model": model, "judge": "offline", "out": "run", "frames": frames,
                         "model_settings": {"base_url": "http://127.0.0.1:9/v1"}}, "test")

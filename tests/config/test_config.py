@@ -6,8 +6,9 @@ import pytest
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from mtvbench.config import ConfigError, build_config
+from mtvbench.config import ConfigError
 from mtvbench.run.flags import parse_options
+from mtvbench.run.settings import build_config
 
 
 def test_preset_supplies_backend_frames_and_generation(tmp_path: Path) -> None:

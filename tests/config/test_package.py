@@ -6,11 +6,13 @@ import importlib
 
 import mtvbench.config as config
 
-#: the public names of config.py before the split
+#: the public names of config.py before the split (less ``build_config``, now the edge where a run's settings
+#: meet its run directory, :mod:`mtvbench.run.settings`, and ``stored_protocol``, now
+#: :meth:`mtvbench.run.rundir.RunDirectory.recorded_protocol`)
 NAMES = ["AUTHORS_SCRIPTS", "ConfigError", "ContextMode", "DEFAULT_PROTOCOL", "ExecutorName", "IN_PROCESS_BACKENDS",
          "MAX_CONFIG_BYTES", "NOT_REPRODUCED", "Price", "RECORD_KEYS", "RUN_SCHEMA_VERSION",
-         "RaySettings", "RoleSettings", "RunConfig", "apply_preset", "build_config", "load_settings_file", "load_yaml",
-         "loads_yaml_strict", "parse_tasks", "preset_overrides", "stored_protocol", "validate_settings"]
+         "RaySettings", "RoleSettings", "RunConfig", "apply_preset", "load_settings_file", "load_yaml",
+         "loads_yaml_strict", "parse_tasks", "preset_overrides", "validate_settings"]
 #: module -> a name it owns
 JOBS = {"runconfig": "RunConfig", "roles": "RoleSettings", "loading": "loads_yaml_strict",
         "validation": "validate_settings", "resolve": "apply_preset", "stored": "identity_differences"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mtvbench.config import build_config
 from mtvbench.models.presets import resolve_model
 from mtvbench.models.settings import BackendOptions
+from mtvbench.run.settings import build_config
 
 
 def _cfg(tmp_path: Path, model: str, settings: dict) -> object:

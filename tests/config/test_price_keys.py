@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mtvbench.config import build_config
 from mtvbench.errors import ConfigError
+from mtvbench.run.settings import build_config
 from tests.support.run_helpers import cli
 
 PRICE = {"input": 1.0, "output": 2.0}

@@ -156,7 +156,7 @@ def test_a_corrupt_file_is_one_error_naming_it(tmp_path: Path) -> None:
 
 def test_a_refused_run_store_is_still_a_run_directory_error(tmp_path: Path) -> None:
     (tmp_path / RunStore.FILENAME).write_bytes(b"overwritten" * 500)
-    with pytest.raises(RunDirError) as e:  # what library callers of load_scored/evaluate catch
+    with pytest.raises(RunDirError) as e:  # what library callers of RunDirectory.load/evaluate catch
         RunStore(tmp_path, create=False)
     assert isinstance(e.value, DatabaseError) and "store.sqlite: not a run store mtvbench can read" in e.value.message
 

@@ -19,9 +19,9 @@ import yaml
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from mtvbench.config import build_config
 from mtvbench.models.endpoints import PLACEHOLDER_KEY
 from mtvbench.run.evaluate import evaluate
+from mtvbench.run.settings import build_config
 from tests.support.openai_server import (
     BAD_GATEWAY_TEXT,
     BAD_REQUEST_DETAIL,

@@ -13,7 +13,6 @@ pytest.importorskip("google.genai")
 
 from google.genai import errors as genai_errors  # noqa: E402
 
-from mtvbench.config import build_config  # noqa: E402
 from mtvbench.media.frames import FrameSettings, sample_frames  # noqa: E402
 from mtvbench.models.gemini import classify_error, retry_delay  # noqa: E402
 from mtvbench.models.registry import MissingKeyError, create_backend  # noqa: E402
@@ -21,6 +20,7 @@ from mtvbench.models.resilience import FatalError, RetryableError  # noqa: E402
 from mtvbench.models.settings import BackendOptions  # noqa: E402
 from mtvbench.records import GenerationRequest  # noqa: E402
 from mtvbench.run.evaluate import evaluate  # noqa: E402
+from mtvbench.run.settings import build_config  # noqa: E402
 from mtvbench.run.store import RunStore  # noqa: E402
 from tests.support.datasets import write_video  # noqa: E402
 from tests.support.gemini_server import GeminiServer, GeminiState  # noqa: E402

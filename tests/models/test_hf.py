@@ -17,7 +17,6 @@ require("hf", "torch", "transformers")
 
 from typer.testing import CliRunner  # noqa: E402
 
-from mtvbench.config import build_config  # noqa: E402
 from mtvbench.media.frames import FrameSettings, sample_frames  # noqa: E402
 from mtvbench.models.hf import HFBackend  # noqa: E402
 from mtvbench.models.hf_families import detect_family  # noqa: E402
@@ -27,6 +26,7 @@ from mtvbench.models.settings import BackendOptions  # noqa: E402
 from mtvbench.models.tiny import IMAGE_TOKEN, TOKENS_PER_IMAGE, build_tiny_llava  # noqa: E402
 from mtvbench.records import GenerationConfig, GenerationRequest  # noqa: E402
 from mtvbench.run.evaluate import evaluate  # noqa: E402
+from mtvbench.run.settings import build_config  # noqa: E402
 from mtvbench.run.store import RunStore  # noqa: E402
 from tests.support.datasets import write_video  # noqa: E402
 

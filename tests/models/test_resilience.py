@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mtvbench.config import ConfigError, build_config
+from mtvbench.config import ConfigError
 from mtvbench.models.endpoints import (
     OPENAI_DEFAULT_URL,
     PLACEHOLDER_KEY,
@@ -29,6 +29,7 @@ from mtvbench.models.resilience import (
 )
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult
+from mtvbench.run.settings import build_config
 from mtvbench.util.secrets import redact_secrets as redact
 from tests.support.openai_server import Faults, LoopbackServer, ServerState, always
 

@@ -21,11 +21,12 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from mtvbench.config import ConfigError, build_config
+from mtvbench.config import ConfigError
 from mtvbench.models.openai_api import OpenAIBackend
 from mtvbench.models.presets import get_preset
 from mtvbench.models.settings import BackendOptions, SettingsOrigin
 from mtvbench.records import GenerationRequest, GenerationResult
+from mtvbench.run.settings import build_config
 from tests.support.datasets import make_dataset, write_video
 from tests.support.openai_server import LoopbackServer, ServerState, unexpected_fields_detail
 

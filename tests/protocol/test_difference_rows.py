@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mtvbench.config import build_config
 from mtvbench.data.schema import MODEL_TURN_ABILITIES, Task, is_model_turn
 from mtvbench.prompts.generation import render_checklist_prompt
+from mtvbench.run.settings import build_config
 
 
 @pytest.mark.parametrize("task", [Task.OBJECT_REFERENCE, Task.MEMORY_RECALL, Task.CONTENT_SUMMARY,

@@ -30,7 +30,7 @@ from mtvbench.data.schema import STEM_TO_TASK
 from mtvbench.models.registry import BACKENDS, register_backend
 from mtvbench.models.settings import BackendOptions
 from mtvbench.records import GenerationRequest, GenerationResult
-from mtvbench.run.rescore import load_scored
+from mtvbench.run.rundir import RunDirectory
 from tests.support.authors_fixtures import AuthorsCase, Case, load_case, load_mix
 from tests.support.replay_server import ReplayServer, prompt_digest
 from tests.support.run_helpers import cli
@@ -133,7 +133,7 @@ def test_scores_equal_eval_py(name: Case, marked: bool, tmp_path: Path, sample_v
     for r in srv.requests:
         assert r.body["messages"] == sent[r.digest]["messages"]
         assert r.body["model"] == "gemini-2.5-flash" and set(r.body) == {"model", "messages"}
-    run = load_scored(run_dir, bootstrap=0)
+    run = RunDirectory.open(run_dir).load(bootstrap=0, details=True)
     by_id = {t.turn_id: t for ds in run.dscores for t in ds.turns}
     dscore = {ds.dialogue_id: ds.score for ds in run.dscores}
     for stem, exp in case.tasks.items():
@@ -166,7 +166,7 @@ def test_scores_equal_eval_py(name: Case, marked: bool, tmp_path: Path, sample_v
 def test_edge_drops_are_counted_and_loud(tmp_path: Path, sample_videos: Path) -> None:
     case = load_case("edge")
     run_dir, _, res = run_case(case, tmp_path, sample_videos)
-    s = load_scored(run_dir, bootstrap=0).scores
+    s = RunDirectory.open(run_dir).load(bootstrap=0, details=True).scores
     mr = case.tasks["memory_recall"]
     assert len(mr.dropped_turns) == 3 and s.counts.unscored_turns == 3  # edge_formats R8, edge_drop R2 and R3
     # eval.py's unasked entries: text round index, no answer at the position (counted here), a duplicate entry

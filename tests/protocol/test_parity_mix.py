@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mtvbench.data.schema import STEM_TO_TASK
-from mtvbench.run.rescore import load_scored
+from mtvbench.run.rundir import RunDirectory
 from tests.protocol.test_parity import PREFIX, sample_videos  # noqa: F401 (the module fixture)
 from tests.support.authors_fixtures import MIXES, Mix, load_mix
 from tests.support.replay_server import ReplayServer
@@ -59,7 +59,7 @@ def test_mix_scores_equal_eval_py(mix: Mix, tmp_path: Path, sample_videos: Path)
     for r in srv.requests:
         got[r.digest] = got.get(r.digest, 0) + 1
     assert got == asked
-    run = load_scored(run_dir, bootstrap=0)
+    run = RunDirectory.open(run_dir).load(bootstrap=0, details=True)
     by_id = {t.turn_id: t for ds in run.dscores for t in ds.turns}
     kept = 0
     for stem, results in recorded.eval_results.items():

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mtvbench.config import ConfigError, build_config
+from mtvbench.config import ConfigError
 from mtvbench.dispatch.ray import RemoteEngine, driver_model, replica_options
 from mtvbench.models.settings import BackendOptions
+from mtvbench.run.settings import build_config
 from tests.support.run_helpers import cli
 
 

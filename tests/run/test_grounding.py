@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from mtvbench.config.runconfig import build_config
 from mtvbench.errors import ConfigError
 from mtvbench.run.evaluate import evaluate
+from mtvbench.run.settings import build_config
 from tests.support.datasets import checklist_entry
 from tests.support.openai_server import LoopbackServer
 from tests.support.run_helpers import cfg_for, cli, model_requests

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from mtvbench.config import RECORDED_IDENTITY_KEYS, RunConfig, build_config, identity_differences
+from mtvbench.config import RECORDED_IDENTITY_KEYS, RunConfig, identity_differences
 from mtvbench.errors import MtvbenchError
 from mtvbench.records import GenerationResult
 from mtvbench.run.identity import ResultKey, RunKeys
+from mtvbench.run.settings import build_config
 from mtvbench.run.store import RunStore
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from mtvbench.analysis.report import build_report
-from mtvbench.run.rundir import SnapshotMemo, read_snapshot
+from mtvbench.run.rundir import RunDirectory, SnapshotMemo
 from tests.support.datasets import make_dataset
 from tests.support.runs import make_store_run
 
@@ -26,11 +26,11 @@ def test_equal_dialogues_are_shared_and_other_dialogues_are_not(tmp_path):
     c = make_store_run(edited, tmp_path / "c", model="c")
 
     memo = SnapshotMemo()
-    sa, sb, sc = (read_snapshot(d, memo) for d in (a, b, c))
+    sa, sb, sc = (RunDirectory(d).snapshot(memo) for d in (a, b, c))
     assert sb.dialogues is sa.dialogues  # validated once
     assert sc.dialogues is not sa.dialogues
-    assert sc.dialogues == read_snapshot(c).dialogues and sb.dialogues == read_snapshot(b).dialogues
-    assert sb.turn_keys == read_snapshot(b).turn_keys != sa.turn_keys  # the rest is each run's own
+    assert sc.dialogues == RunDirectory(c).snapshot().dialogues and sb.dialogues == RunDirectory(b).snapshot().dialogues
+    assert sb.turn_keys == RunDirectory(b).snapshot().turn_keys != sa.turn_keys  # the rest is each run's own
     assert any("(edited)" in r.user for d in sc.dialogues for r in d.rounds)
     assert not any("(edited)" in r.user for d in sa.dialogues for r in d.rounds)
 

@@ -16,7 +16,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
-from mtvbench.config import build_config
+from mtvbench.run.settings import build_config
 from tests.support.openai_server import ServerState
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")

@@ -1,7 +1,7 @@
 """Run directories for the report/analysis tests.
 
 ``make_store_run`` writes a real run directory through the core's own writers (config,
-snapshot, SQLite store, ``score_run``) with answers scripted per turn and verdicts from the
+snapshot, SQLite store, ``score_dir``) with answers scripted per turn and verdicts from the
 offline judge (several judge runs, optionally disagreeing), so tests can set exact scores
 without the frame pipeline. ``evaluate_run`` makes a run end to end with
 ``mtvbench.run.evaluate.evaluate`` (skipping when that pipeline is not importable yet).
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from mtvbench.config import RunConfig, build_config
+from mtvbench.config import RunConfig
 from mtvbench.data.official import load_benchmark
 from mtvbench.judge.offline import judge_items
 from mtvbench.media.cache import fingerprint
@@ -20,8 +20,9 @@ from mtvbench.records import GenerationResult, JudgeVerdict
 from mtvbench.run.evaluate import evaluate
 from mtvbench.run.identity import RunKeys
 from mtvbench.run.plan import rounds_to_call
-from mtvbench.run.rescore import score_run
-from mtvbench.run.rundir import RunSnapshot, write_config, write_snapshot
+from mtvbench.run.rescore import score_dir
+from mtvbench.run.rundir import RunDirectory, RunSnapshot
+from mtvbench.run.settings import build_config
 from mtvbench.run.store import RunStore
 
 AnswerFn = Callable[[str, int, str], str]  # (dialogue id, round, golden) -> answer
@@ -40,8 +41,8 @@ def make_store_run(data: Path, out: Path, model: str = "scripted", answer: Answe
     store = RunStore(out)
     try:
         store.check_identity(cfg.identity())
-        write_config(out, cfg)
-        write_snapshot(out, RunSnapshot.of(cfg, bench, keys))
+        RunDirectory(out).write_config(cfg)
+        RunDirectory(out).write_snapshot(RunSnapshot.of(cfg, bench, keys))
         for d in bench.dialogues:
             own: dict[int, str] = {}
             for r in rounds_to_call(d, cfg.context):  # self context: every round up to the last scored
@@ -63,7 +64,7 @@ def make_store_run(data: Path, out: Path, model: str = "scripted", answer: Answe
                                                         attempts=1), keys.verdict(r, text))
     finally:
         store.close()
-    score_run(out)
+    score_dir(out)
     return out
 
 

@@ -213,7 +213,7 @@ def _pairs(j_turn: dict[str, float], h_scores: dict[str, float], level: Level) -
 
 def judge_agreement(run: Any, records: Sequence[HumanRecord], level: Level = "turn", *, bootstrap: int = 0,
                     seed: int = 0) -> tuple[JudgeAgreement, int]:
-    """Agreement of one run's judge (a :class:`~mtvbench.analysis.rundata.RunData`) with the
+    """Agreement of one run's judge (a :class:`~mtvbench.run.rundir.RunData`) with the
     humans. Returns the row and the number of human turns the run does not hold."""
     records, other = same_answers(run, records)
     expected: dict[str, dict[str, str]] = {}
@@ -299,14 +299,14 @@ def undefined_notes(rep: AgreementReport, measures: Sequence[str]) -> list[str]:
 
 def agreement_report(human_file: Path, run_dirs: Sequence[Path], level: Level = "turn", *, bootstrap: int = 0,
                      seed: int = 0) -> AgreementReport:
-    from mtvbench.analysis.rundata import load_run
+    from mtvbench.run.rundir import RunDirectory
 
     records = load_human(human_file)
     if not records:
         raise AgreementError(f"{human_file}: no human records (see docs/reference/formats.md for the format)")
     rows, unmatched = [], {}
     for rd in run_dirs:
-        run = load_run(Path(rd), bootstrap=0)
+        run = RunDirectory.open(rd).load(bootstrap=0)
         row, miss = judge_agreement(run, records, level, bootstrap=bootstrap, seed=seed)
         if row.n == 0 and row.n_items == 0:
             example = records[0].turn_id

@@ -223,9 +223,9 @@ def check_same_dialogues(a: Sequence[Dialogue], b: Sequence[Dialogue], *, common
 
 def compare_run_dirs(dir_a: str | Path, dir_b: str | Path, *, n_boot: int = 10000, seed: int = 0,
                      min_n: int = DEFAULT_MIN_N, common_only: bool = False) -> Comparison:
-    from mtvbench.analysis.rundata import load_run
+    from mtvbench.run.rundir import RunDirectory
 
-    ra, rb = load_run(Path(dir_a), bootstrap=0), load_run(Path(dir_b), bootstrap=0)
+    ra, rb = RunDirectory.open(dir_a).load(bootstrap=0), RunDirectory.open(dir_b).load(bootstrap=0)
     keep = check_same_dialogues(ra.dialogues, rb.dialogues, common_only=common_only)
     na, nb = ra.name, rb.name
     if na == nb:

@@ -58,7 +58,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel, NonNegativeFloat, NonNegativeInt, ValidationError
 
-from mtvbench.config import RunConfig, build_config, load_yaml
+from mtvbench.config import RunConfig, load_yaml
 from mtvbench.data.official import find_video, load_benchmark
 from mtvbench.data.release import LABEL, release_shape, shaped_benchmark
 from mtvbench.data.schema import Benchmark, Dialogue
@@ -70,6 +70,7 @@ from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, no
 from mtvbench.render.tables import Col, TextTable
 from mtvbench.run.flags import require_settings, run_flags, settings_from_flags, with_flags
 from mtvbench.run.plan import build_request, rounds_to_call, turn_ranges
+from mtvbench.run.settings import build_config
 from mtvbench.scoring.tokens import MESSAGE_OVERHEAD, frame_rule, text_tokens
 from mtvbench.scoring.usage import cost_of
 from mtvbench.util.files import atomic_write_text
@@ -227,10 +228,9 @@ class FromRun:
 
 def from_run(run_dir: Path) -> FromRun:
     """The stored calls of ``run_dir`` (its store only; nothing is asked)."""
-    from mtvbench.run.rundir import run_dir_path
-    from mtvbench.run.store import RunStore
+    from mtvbench.run.rundir import RunDirectory
 
-    store = RunStore(run_dir_path(run_dir), create=False)
+    store = RunDirectory.open(run_dir).store()
     try:
         rows = store.call_rows()
     finally:

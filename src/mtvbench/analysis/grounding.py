@@ -21,10 +21,10 @@ from pydantic import BaseModel
 
 from mtvbench.analysis.compare import paired_bootstrap
 from mtvbench.analysis.metadata import DialogueMeta
-from mtvbench.analysis.rundata import RunData
 from mtvbench.data.schema import Dialogue
 from mtvbench.render.tables import Col, TextTable, to_markdown
 from mtvbench.run.plan import rounds_to_call, turn_ranges
+from mtvbench.run.rundir import RunData
 from mtvbench.util.timecodes import named_ranges
 
 #: bins of the share of the video the named ranges cover (upper bounds, exclusive)

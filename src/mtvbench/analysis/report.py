@@ -2,8 +2,8 @@
 (with the dialogue explorer's files beside it in ``explorer/``) from stored runs. No model is asked anything.
 
 The report is an analysis like the others (:mod:`mtvbench.analysis.registry`): it reads run
-directories (:mod:`.rundata`), breaks the scores down (:mod:`.breakdowns`, :mod:`.metadata`) and
-renders them with :mod:`mtvbench.render` (Table 2 layout, plots, the HTML page)."""
+directories (:class:`mtvbench.run.rundir.RunDirectory`), breaks the scores down (:mod:`.breakdowns`,
+:mod:`.metadata`) and renders them with :mod:`mtvbench.render` (Table 2 layout, plots, the HTML page)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from mtvbench.analysis.breakdowns import Breakdown, all_breakdowns, breakdown_cs
 from mtvbench.analysis.estimate import estimate_vs_actual, read_estimate
 from mtvbench.analysis.grounding import grounding_markdown, grounding_report, grounding_table
 from mtvbench.analysis.metadata import DialogueMeta, SceneCache, resolve_metadata
-from mtvbench.analysis.rundata import RunData, load_run, unique_names
 from mtvbench.data.schema import TASKS, Dialogue
 from mtvbench.errors import InputError
 from mtvbench.extras import require_scene_detection
@@ -58,7 +57,7 @@ from mtvbench.render.leaderboard import (
     row_values,
 )
 from mtvbench.render.tables import display
-from mtvbench.run.rundir import SnapshotMemo
+from mtvbench.run.rundir import RunData, RunDirectory, SnapshotMemo, unique_names
 from mtvbench.scoring.aggregate import Scores, fmt
 from mtvbench.scoring.effects import summary_line
 from mtvbench.scoring.usage import cached_words, upper_bound
@@ -292,7 +291,7 @@ def _load_runs(res: ReportResult, explorer: Explorer, run_dirs: Sequence[Path], 
     runs = []
     with long_lived():  # what the runs read so far keep is left out of the collector's full passes
         for i, d in enumerate(run_dirs):
-            run = load_run(Path(d), bootstrap=bootstrap, memo=memo)
+            run = RunDirectory.open(d).load(bootstrap=bootstrap, memo=memo)
             res.write(f"{EXPLORER_FOLDER}/run-{i}.js", explorer_file(explorer, f"run-{i}", _run_turns(run)))
             run.responses, run.all_verdicts, run.verdicts = {}, {}, {}
             run.dscores = [ds.model_copy(update={"turns": []}) for ds in run.dscores]

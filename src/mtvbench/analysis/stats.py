@@ -155,12 +155,13 @@ def compute_stats(dialogues: Sequence[Dialogue], durations: dict[str, float | No
 
 
 def load_dialogues(path: Path) -> tuple[list[Dialogue], dict[str, Path], str]:
-    """A dataset root in the released layout, or a run directory (its benchmark.json)."""
-    path = Path(path)
-    if (path / "benchmark.json").exists():
-        from mtvbench.run.rundir import read_snapshot
+    """A dataset root in the released layout, or a run directory (its benchmark.json; a folder with some of a run
+    directory's files but not all is refused: :meth:`~mtvbench.run.rundir.RunDirectory.detect`)."""
+    from mtvbench.run.rundir import RunDirectory
 
-        snap = read_snapshot(path)
+    path = Path(path)
+    if (rundir := RunDirectory.detect(path)) is not None:
+        snap = rundir.snapshot()
         return snap.dialogues, {k: Path(v) for k, v in snap.videos.items()}, f"run {path}"
     from mtvbench.data.official import DataError, find_video, load_benchmark
 
@@ -178,11 +179,10 @@ def load_dialogues(path: Path) -> tuple[list[Dialogue], dict[str, Path], str]:
 def data_mark(path: Path) -> NotABenchmark | None:
     """The mark of a dataset root (``metadata.json`` or its dialogue records) or of a run directory (its
     ``config.yaml``): why its numbers are not MT-Video-Bench numbers."""
-    path = Path(path)
-    if (path / "benchmark.json").exists():
-        from mtvbench.run.rundir import read_mark
+    from mtvbench.run.rundir import RunDirectory
 
-        return read_mark(path)
+    if (rundir := RunDirectory.detect(path)) is not None:
+        return rundir.mark()
     from mtvbench.data.buildmeta import dataset_mark
 
     return dataset_mark(path)

@@ -26,13 +26,14 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel
 
-from mtvbench.config import RunConfig, build_config, load_yaml
+from mtvbench.config import RunConfig, load_yaml
 from mtvbench.data.schema import TASKS
 from mtvbench.errors import ConfigError
 from mtvbench.extras import require_backend
 from mtvbench.render.console import FormatOption, OutputFormat, dataset_path, emit, note, print_tables, resolve_format
 from mtvbench.render.tables import Col, TextTable, Value, display, to_markdown
 from mtvbench.run.flags import require_settings, settings_from_flags, sweep_flags, with_flags
+from mtvbench.run.settings import build_config
 from mtvbench.scoring.aggregate import Scores, fmt, modified_name
 from mtvbench.util.escape import csv_cell, html
 
@@ -116,9 +117,10 @@ def run_sweep(base: dict[str, Any], out_root: Path, *, frames: Sequence[int] = (
 def points_from_dirs(out_root: Path) -> list[SweepPoint]:
     """Re-read a finished sweep folder (no calls): every run dir under it, placed on each
     axis where it differs from the base only in that setting."""
-    from mtvbench.analysis.rundata import load_run
+    from mtvbench.run.rundir import RunDirectory
 
-    runs = [load_run(p, bootstrap=0) for p in sorted(Path(out_root).iterdir()) if (p / "config.yaml").exists()]
+    found = [RunDirectory.detect(p) for p in sorted(Path(out_root).iterdir())]
+    runs = [rd.load(bootstrap=0) for rd in found if rd is not None]
     pts = []
     for r in runs:
         c = r.config
@@ -199,10 +201,11 @@ def grounding_rows(pts: Sequence[SweepPoint], n_boot: int = 2000, seed: int = 0)
     """The grounding grid's rows: each setting's scores, the paired bootstrap difference of its Overall from
     ``uniform/off`` with the 95 % CI, and the share of its turns whose text named a range."""
     from mtvbench.analysis.compare import paired_bootstrap
-    from mtvbench.analysis.rundata import load_run
     from mtvbench.run.plan import rounds_to_call, turn_ranges
+    from mtvbench.run.rundir import RunDirectory
 
-    runs = {p.value: load_run(p.run_dir, bootstrap=0) for p in pts if (p.run_dir / "config.yaml").exists()}
+    found = {p.value: RunDirectory.detect(p.run_dir) for p in pts}
+    runs = {value: rd.load(bootstrap=0) for value, rd in found.items() if rd is not None}
     base = runs.get(GROUNDING_BASE)
     rows: list[list[Value]] = []
     notes: list[str] = []

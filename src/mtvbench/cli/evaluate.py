@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 
 from mtvbench.cli.data import check_dataset
-from mtvbench.config import build_config, load_yaml
+from mtvbench.config import load_yaml
 from mtvbench.data.layout import FOLDERS_TEXT
 from mtvbench.dispatch import Progress
 from mtvbench.extras import require_backend
@@ -31,6 +31,7 @@ from mtvbench.render.console import (
 from mtvbench.render.leaderboard import leaderboard_table
 from mtvbench.run.flags import require_settings, run_flags, settings_from_flags, with_flags
 from mtvbench.run.runner import RunSummary
+from mtvbench.run.settings import build_config
 from mtvbench.scoring.aggregate import Scores
 from mtvbench.scoring.effects import summary_line
 from mtvbench.scoring.usage import usage_lines

@@ -1,15 +1,15 @@
 """The settings of a run (and what a build shares with it), split by job:
 
-- :mod:`.runconfig`: :class:`RunConfig` (every setting of one evaluation), :func:`build_config` (one
-  from plain values, presets resolved, checked strictly) and the run's identity
-  (:meth:`RunConfig.identity`, the only function that computes it);
+- :mod:`.runconfig`: :class:`RunConfig` (every setting of one evaluation, immutable; validating one reads no
+  file) and the run's identity (:meth:`RunConfig.identity`, the only function that computes it); one is
+  made from plain values, where the run starts, by :func:`mtvbench.run.settings.build_config`;
 - :mod:`.roles`: a role's settings (:class:`RoleSettings`), Ray resources, prices;
 - :mod:`.loading`: settings files read strictly (UTF-8 YAML/JSON, keys given once);
 - :mod:`.validation`: strict validation of any settings model, every problem at once;
 - :mod:`.resolve`: preset resolution (:func:`apply_preset`, :func:`preset_overrides`);
-- :mod:`.stored`: what a run directory stores of its settings and how older ones are read.
+- :mod:`.stored`: what a run directory stores of its settings, and how a stored identity is compared.
 
-Every name is importable from here (``from mtvbench.config import RunConfig, build_config``).
+Every name is importable from here (``from mtvbench.config import RunConfig, validate_settings``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from mtvbench.config.runconfig import (
     NOT_REPRODUCED,
     ContextMode,
     RunConfig,
-    build_config,
+    mark_origins,
     parse_tasks,
 )
 from mtvbench.config.stored import (
@@ -32,7 +32,6 @@ from mtvbench.config.stored import (
     RECORDED_IDENTITY_KEYS,
     RUN_SCHEMA_VERSION,
     identity_differences,
-    stored_protocol,
 )
 from mtvbench.config.validation import validate_settings
 from mtvbench.errors import ConfigError
@@ -41,5 +40,5 @@ from mtvbench.records import Price
 __all__ = ["AUTHORS_SCRIPTS", "DEFAULT_PROTOCOL", "IN_PROCESS_BACKENDS", "MAX_CONFIG_BYTES", "NOT_REPRODUCED",
            "RECORDED_IDENTITY_KEYS", "RECORD_KEYS", "RUN_SCHEMA_VERSION", "ConfigError",
            "ContextMode", "ExecutorName", "LocalRaySettings", "Price", "RaySettings", "RoleSettings", "RunConfig",
-           "apply_preset", "build_config", "identity_differences", "load_settings_file", "load_yaml",
-           "loads_yaml_strict", "parse_tasks", "preset_overrides", "stored_protocol", "validate_settings"]
+           "apply_preset", "identity_differences", "load_settings_file", "load_yaml", "loads_yaml_strict",
+           "mark_origins", "parse_tasks", "preset_overrides", "validate_settings"]

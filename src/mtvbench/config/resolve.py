@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mtvbench.config.roles import RoleSettings
-from mtvbench.config.stored import DEFAULT_PROTOCOL, stored_protocol
+from mtvbench.config.stored import DEFAULT_PROTOCOL
 from mtvbench.models.endpoints import key_variable_problem
 from mtvbench.models.settings import (
     OPERATIONAL_OPTIONS,
@@ -85,8 +85,8 @@ def preset_overrides(values: dict[str, Any], preset_settings: dict[str, Any], fr
 
 
 def apply_preset(values: dict[str, Any], *, needs_server: bool = True) -> dict[str, Any]:
-    """Resolve the protocol (given, else the run directory's own, else ``authors``) and ``model`` through the
-    preset registry (models/presets.yaml).
+    """Resolve ``model`` through the preset registry (models/presets.yaml) under the protocol given (the run
+    directory's own, given by :func:`mtvbench.run.settings.build_config`; else ``authors``).
 
     A preset supplies the backend spec, generation settings and frame settings of its paper
     row; every setting present in ``values`` (flags, YAML) wins over the preset's (the role's settings:
@@ -102,7 +102,7 @@ def apply_preset(values: dict[str, Any], *, needs_server: bool = True) -> dict[s
 
     values = dict(values)
     if values.get("protocol") is None:
-        values["protocol"] = stored_protocol(values.get("out")) or DEFAULT_PROTOCOL
+        values["protocol"] = DEFAULT_PROTOCOL
     if "model" not in values or values.get("model_spec"):
         return values
     protocol = str(values["protocol"])

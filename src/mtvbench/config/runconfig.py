@@ -1,5 +1,6 @@
-"""Run settings: :class:`RunConfig` (one pydantic model), loadable from YAML and overridden by CLI flags,
-and :func:`build_config`, which makes one from plain values (presets resolved, every value checked).
+"""Run settings: :class:`RunConfig` (one pydantic model, immutable), loadable from YAML and overridden by CLI
+flags; :func:`mtvbench.run.settings.build_config` makes one from plain values (the protocol of an existing run
+directory kept, presets resolved, every value checked). Validating a :class:`RunConfig` reads nothing from disk.
 
 No secret is ever part of a config: keys are named by the environment variable that holds
 them (``model_api_key_env``), and only that name is stored.
@@ -23,18 +24,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
-from mtvbench.config.resolve import apply_preset
 from mtvbench.config.roles import ExecutorName, RaySettings, RoleSettings
-from mtvbench.config.stored import DEFAULT_PROTOCOL, RECORD_KEYS, RUN_SCHEMA_VERSION, stored_protocol
-from mtvbench.config.validation import validate_settings
+from mtvbench.config.stored import DEFAULT_PROTOCOL
 from mtvbench.data.schema import TASKS, Task
-from mtvbench.errors import ConfigError
 from mtvbench.media.frames import MAX_FRAME_SIDE, FrameRule, FrameSettings, script_size_problem
 from mtvbench.models.settings import GENERATION_SETTINGS, OPTIONS_KEY, SettingsOrigin
 from mtvbench.prompts import InferenceStyle
 from mtvbench.protocol import ProtocolName
 from mtvbench.records import Price
-from mtvbench.util.strict import STRICT
+from mtvbench.util.strict import strict
 
 #: ``hf:`` families whose processor decodes the video file itself (:mod:`mtvbench.models.hf_families`)
 FILE_READING_FAMILIES = frozenset({"videollama3", "videochat_flash"})
@@ -134,7 +132,7 @@ class RunConfig(BaseModel):
     description its help; :mod:`mtvbench.run.flags`), so a new setting is added here and nowhere
     else. Fields without one are set in the YAML only (or, for ``model_spec``, resolved from a preset)."""
 
-    model_config = STRICT
+    model_config = strict(frozen=True)
 
     data: Path = Field(**DATA, description="dataset root in the released layout, or hf:ORG/NAME")
     #: what the user asked for: a preset name (``qwen3-vl-8b-instruct``) or a backend spec
@@ -148,8 +146,8 @@ class RunConfig(BaseModel):
                                             "or offline (lexical matcher, pipeline checks only)")
     out: Path = Field(**OUTPUT, description="run directory (resumable)")
     context: ContextMode = Field("golden", **PROTOCOL, description="golden | self | none")
-    #: ``authors`` (the released code that made Table 2) or ``paper`` (the paper's text); None: the run
-    #: directory's own when it exists, else ``authors``
+    #: ``authors`` (the released code that made Table 2) or ``paper`` (the paper's text); not given: ``authors``
+    #: (:func:`mtvbench.run.settings.build_config` gives the run directory's own when it exists)
     protocol: ProtocolName | None = Field(None, **PROTOCOL,
                                           description="authors (default: the authors' released code, as Table 2 "
                                                       "was made, so scores compare with it) | paper (the paper's "
@@ -237,10 +235,17 @@ class RunConfig(BaseModel):
     def _parse_tasks(cls, v: Any) -> Any:
         return None if v is None else parse_tasks(v)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_protocol(cls, data: Any) -> Any:
+        """No protocol given: ``authors``. The protocol of an existing run directory is given by the edge
+        (:func:`mtvbench.run.settings.build_config`): nothing here reads the disk."""
+        if isinstance(data, Mapping) and data.get("protocol") is None:
+            return {**data, "protocol": DEFAULT_PROTOCOL}
+        return data
+
     @model_validator(mode="after")
-    def _resolve_protocol(self) -> RunConfig:
-        if self.protocol is None:
-            self.protocol = stored_protocol(self.out) or DEFAULT_PROTOCOL
+    def _check_combinations(self) -> RunConfig:
         if self.ablations and self.protocol == "authors" and self.inference in NOT_REPRODUCED:
             raise ValueError(f"{' and '.join(self.ablations)} would change what {AUTHORS_SCRIPTS[self.inference]} "
                              f"sends the model: under --protocol authors its frame rule is kept; give "
@@ -403,36 +408,6 @@ class RunConfig(BaseModel):
 def _json_values(value: Any) -> Any:
     """``value`` as JSON reads it back (what is stored), anything JSON lacks as its text."""
     return json.loads(json.dumps(value, sort_keys=True, default=str))
-
-
-def build_config(values: dict[str, Any], source: str = "settings", flags: Mapping[str, str] | None = None,
-                 *, needs_server: bool = True) -> RunConfig:
-    """The run settings from plain values (a YAML mapping, flags), checked strictly.
-
-    Args:
-        values: the settings (``data``, ``model``, ``judge``, ``out``, ...); a preset name as
-            ``model`` supplies its backend, generation and frame settings, given values win.
-        source: names the values in messages (a file name, ``command line``).
-        flags: dotted setting -> the flag that gave it, so a bad value is named by its flag.
-        needs_server: False where nothing will be called (``estimate``): a preset served by a server the
-            user starts does not need its URL yet.
-
-    Returns:
-        The settings.
-
-    Raises:
-        ConfigError: every problem at once, one line each (see :func:`validate_settings`)."""
-    values = dict(values)
-    found = values.pop("schema_version", RUN_SCHEMA_VERSION)
-    for key in RECORD_KEYS:
-        values.pop(key, None)
-    if found != RUN_SCHEMA_VERSION:  # a run directory's config.yaml of another format
-        raise ConfigError(f"{source}: field 'schema_version': run-directory format {found!r}, "
-                          f"this mtvbench reads format {RUN_SCHEMA_VERSION}")
-    cfg = validate_settings(RunConfig, values, source, flags=flags,
-                            prepare=lambda v: apply_preset(v, needs_server=needs_server))
-    mark_origins(cfg, values)
-    return cfg
 
 
 def mark_origins(cfg: RunConfig, values: Mapping[str, Any]) -> None:

@@ -1,8 +1,8 @@
-"""What a run directory stores of its settings, and how what was stored before is read now.
+"""What a run directory stores of its settings (the files are :class:`mtvbench.run.rundir.RunDirectory`'s,
+which alone reads them), and how a stored run identity is compared with the current one.
 
 - :data:`RUN_SCHEMA_VERSION`: the format of a run directory (store meta, config.yaml, benchmark.json);
   :data:`RECORD_KEYS`: what config.yaml records besides the settings;
-- :func:`stored_protocol`: a run directory keeps its protocol;
 - :func:`identity_differences`: the rule by which a stored run identity is compared with the current
   one. The keys of :data:`RECORDED_IDENTITY_KEYS` (the model's backend options that can change an
   answer) are recorded, not refused: a changed value is stored as the run directory's, and the
@@ -13,12 +13,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from mtvbench.config.loading import MAX_CONFIG_BYTES
 from mtvbench.protocol import ProtocolName
 
 #: version of the run-directory format (store meta, config.yaml, benchmark.json); bumped when a
@@ -38,24 +34,6 @@ DEFAULT_PROTOCOL: ProtocolName = "authors"
 #: on with ``--model-option video_part=false``; the turns are asked again). Absent in a run directory made
 #: before they were recorded.
 RECORDED_IDENTITY_KEYS = ("model_options",)
-
-
-def stored_protocol(out: Path | str | None) -> ProtocolName | None:
-    """The protocol of the run directory ``out`` from its config.yaml, None when ``out`` is no run directory (yet),
-    records none or is unreadable."""
-    if out is None:
-        return None
-    path = Path(out) / "config.yaml"
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
-            return None
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return None  # reading the run directory later says what is wrong with it
-    if not isinstance(data, dict):
-        return None
-    found = data.get("protocol")
-    return found if found in ("authors", "paper") else None  # type: ignore[return-value]
 
 
 def identity_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:

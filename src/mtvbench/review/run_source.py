@@ -22,19 +22,18 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from mtvbench.data.schema import TASKS, Dialogue
-from mtvbench.errors import ConfigError, InputError
+from mtvbench.errors import ConfigError, InputError, RunDirError
 from mtvbench.review.decisions import ReviewItem, content_hash
 from mtvbench.review.source import ReviewSource, VideoMode, dataset_item
 from mtvbench.review.store import ReviewStore, now_iso
-from mtvbench.run.rescore import load_scored
 from mtvbench.run.responses import judged_answer
+from mtvbench.run.rundir import RunDirectory
 
 #: the paper's sample: 20 dialogues per task (120)
 DEFAULT_PER_TASK = 20
 DEFAULT_SEED = 0
 #: the review store's setting that holds the sample
 SAMPLE_KEY = "rating_sample"
-RUN_FILES = ("config.yaml", "benchmark.json")
 
 
 class RatingSample(BaseModel):
@@ -78,11 +77,11 @@ def rating_item(d: Dialogue, answers: dict[int, str]) -> ReviewItem:
 
 
 class RunSource(ReviewSource):
-    """A run directory (``config.yaml``, ``benchmark.json``, ``store.sqlite``): its answers, rated."""
+    """A run directory (:class:`~mtvbench.run.rundir.RunDirectory`): its answers, rated."""
 
     kind = "run"
     work = "rate"
-    describe = "a run directory (config.yaml, benchmark.json)"
+    describe = f"a run directory ({', '.join(RunDirectory.FILES)})"
 
     def __init__(self, root: Path):
         super().__init__(root)
@@ -92,16 +91,27 @@ class RunSource(ReviewSource):
 
     @classmethod
     def detect(cls, root: Path) -> bool:
-        return all((root / name).is_file() for name in RUN_FILES)
+        try:
+            return RunDirectory.detect(root) is not None
+        except RunDirError:  # some of its files: near_miss says which is missing
+            return False
+
+    @classmethod
+    def near_miss(cls, root: Path) -> InputError | None:
+        try:
+            RunDirectory.detect(root)
+        except RunDirError as e:
+            return InputError(e.message, hint=e.hint)
+        return None
 
     def files(self) -> list[Path]:
-        return [self.root / name for name in (*RUN_FILES, "store.sqlite", "store.sqlite-wal")]
+        return [self.root / name for name in (*RunDirectory.FILES, f"{RunDirectory.STORE}-wal")]
 
     def prepare(self, store: ReviewStore, per_task: int | None = None, seed: int | None = None) -> None:
         """Fix the sample: the one kept in ``store``, or (the first time) one drawn now and kept."""
         stored = store.setting(SAMPLE_KEY)
         if stored is None:
-            run = load_scored(self.root, bootstrap=0)
+            run = RunDirectory.open(self.root).load(bootstrap=0, details=True)
             drawn = draw_sample(run.snapshot.dialogues, run.responses,
                                 DEFAULT_PER_TASK if per_task is None else per_task,
                                 DEFAULT_SEED if seed is None else seed)
@@ -124,8 +134,8 @@ class RunSource(ReviewSource):
     def load(self) -> list[ReviewItem]:
         if self.sample is None:
             raise RuntimeError("RunSource.prepare(store) fixes the sample before load()")
-        run = load_scored(self.root, bootstrap=0)
-        by_id = {d.id: d for d in run.snapshot.dialogues}
+        run = RunDirectory.open(self.root).load(bootstrap=0, details=True)
+        by_id = run.dialogue_by_id
         items, self.unanswered = [], 0
         for did in self.sample.ids:
             d = by_id.get(did)

@@ -3,16 +3,17 @@
 Order matters for what a failure leaves behind: the dataset, the task selection, the
 videos' content keys and both backends (API key, optional extras) are checked before the
 run directory is touched, so an early error leaves no half-made directory. Then the run
-lock is taken (one writer per directory), the store's format, the run identity and the
-dataset are checked, and only then are ``config.yaml`` and ``benchmark.json`` written.
+directory (:class:`~mtvbench.run.rundir.RunDirectory`) is claimed (its lock: one writer per
+directory), the store's format, the run identity and the dataset are checked, and only then
+are ``config.yaml`` and ``benchmark.json`` written. What a run holds (the dispatcher, the
+backends, the lock, the store session) is entered on one exit stack and released in the
+reverse order on every way out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import shutil
 import time
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from mtvbench.data.official import load_benchmark
 from mtvbench.data.schema import Benchmark, NotABenchmark
 from mtvbench.dispatch import Dispatcher, Progress
 from mtvbench.dispatch.local import LocalDispatcher
-from mtvbench.errors import InputError, MtvbenchError, OutputError, RunDirError
+from mtvbench.errors import InputError, MtvbenchError, RunDirError
 from mtvbench.extras import require_backend
 from mtvbench.judge.factory import create_judge
 from mtvbench.judge.protocol import Judge
@@ -33,14 +34,12 @@ from mtvbench.models.resilience import CircuitOpenError
 from mtvbench.protocol import EvalProtocol, get_protocol
 from mtvbench.records import ProviderResource
 from mtvbench.run.identity import RunKeys
-from mtvbench.run.lock import RunLock
 from mtvbench.run.replay import stored_answers
 from mtvbench.run.rescore import score_dir
-from mtvbench.run.rundir import RunSnapshot, read_mark, write_config, write_snapshot
+from mtvbench.run.rundir import RunDirectory, RunSnapshot
 from mtvbench.run.runner import Runner, RunSummary
 from mtvbench.run.store import RunStore
 from mtvbench.scoring.aggregate import Scores
-from mtvbench.util.files import ensure_dir
 from mtvbench.util.paths import cache_dir
 from mtvbench.util.signals import run_main
 
@@ -94,12 +93,6 @@ def dispatcher_for(cfg: RunConfig, cache_root: Path | None) -> Dispatcher:
                          cache_order=cfg.first_alone)
 
 
-async def _close(*backends: ModelBackend | Judge | None) -> None:
-    for b in backends:
-        if b is not None:
-            await b.aclose()
-
-
 def evaluate(cfg: RunConfig, progress: Progress | None = None, wait: bool = False) -> tuple[Scores, RunSummary]:
     """Run (or resume) one evaluation into ``cfg.out``: :func:`evaluate_async` in an event loop of its
     own, where SIGTERM stops the run as SIGINT does (:func:`~mtvbench.util.signals.run_main`: closed as at
@@ -107,7 +100,7 @@ def evaluate(cfg: RunConfig, progress: Progress | None = None, wait: bool = Fals
     event loop (a notebook, a service) ``await evaluate_async(cfg)`` instead.
 
     Args:
-        cfg: the settings (:func:`mtvbench.config.build_config` resolves presets and checks them).
+        cfg: the settings (:func:`mtvbench.run.settings.build_config` resolves presets and checks them).
         progress: receives progress counts and notes (default: none shown).
         wait: wait for another process that holds the run directory instead of refusing.
 
@@ -131,7 +124,7 @@ async def evaluate_async(cfg: RunConfig, progress: Progress | None = None,
     at the end what could not be deleted is named with its expiry (a note, the summary, ``scores.json``).
 
     Args:
-        cfg: the settings (:func:`mtvbench.config.build_config` resolves presets and checks them).
+        cfg: the settings (:func:`mtvbench.run.settings.build_config` resolves presets and checks them).
         progress: receives progress counts and notes (default: none shown).
         wait: wait for another process that holds the run directory instead of refusing
             (:class:`~mtvbench.errors.BusyError`; the wait blocks the event loop).
@@ -143,50 +136,75 @@ async def evaluate_async(cfg: RunConfig, progress: Progress | None = None,
         MtvbenchError: bad data, settings, run directory, a missing key or extra; an endpoint whose
             circuit breaker opened (after the scores so far were written)."""
     progress = progress or Progress()
-    run_dir, protocol, full, bench = _inputs(cfg)
+    rundir, protocol, full, bench = _inputs(cfg)
     video_keys = {v: _video_key(p) for v, p in sorted(bench.videos.items())}
     cache = FrameCache(cfg.cache_dir if cfg.cache_dir is not None else default_cache_dir())
-    dispatcher = dispatcher_for(cfg, cache.root)  # --executor ray without the extra fails here
-    model: ModelBackend | None = None
-    judge: Judge | None = None
-    try:
-        model = _model(cfg, dispatcher, bench, video_keys)
-        judge = create_judge(cfg.judge, cfg.judge_settings.backend_options(), cfg.judge_max_attempts,
-                             cfg.judge_settings.temperature, protocol)
-        keys = RunKeys(cfg, video_keys, reads_golden=abilities(model).reads_golden_answer)
+    # released in the reverse order on every way out (SIGTERM included): the lock, the backends, the dispatcher
+    async with contextlib.AsyncExitStack() as held:
+        dispatcher = dispatcher_for(cfg, cache.root)  # --executor ray without the extra fails here
+        held.push_async_callback(dispatcher.aclose)
+        backends = _Backends()
+        held.push_async_callback(backends.aclose)
+        backends.model = _model(cfg, dispatcher, bench, video_keys)
+        backends.judge = create_judge(cfg.judge, cfg.judge_settings.backend_options(), cfg.judge_max_attempts,
+                                      cfg.judge_settings.temperature, protocol)
+        keys = RunKeys(cfg, video_keys, reads_golden=abilities(backends.model).reads_golden_answer)
         await dispatcher.start(len(bench.videos))  # model replicas up before the run directory exists
-        lock, created = _take(run_dir, wait, progress)
-        with lock:
-            store = _prepare(run_dir, cfg, full, bench, keys, progress, created)
-            stopped: CircuitOpenError | asyncio.CancelledError | None = None
-            try:
-                store.begin_session()
-                track_resources(model, store)
-                await _delete_left(model, store, progress)
-                runner = Runner(cfg, bench=bench, store=store, model=model, judge=judge, cache=cache, keys=keys,
-                                progress=progress, dispatcher=dispatcher)
-                try:
-                    summary = await runner.execute()
-                finally:
-                    m, j, model, judge = model, judge, None, None
-                    await _close(m, j)
-                    runner.summary.left_on_server = _name_left(store, progress)
-            except (CircuitOpenError, asyncio.CancelledError) as e:
-                stopped = e
-            finally:
-                with contextlib.suppress(OutputError):  # disk full: the error that stopped the run is reported
-                    store.end_session()
-                store.close()
-            scored = score_dir(run_dir, lock=False)
-            if stopped is not None:
-                # an endpoint kept failing, or the run was cancelled (SIGINT, SIGTERM): what the run has is
-                # scored (and marked INCOMPLETE), so scores.json never shows an earlier state; then the error
-                # (or the cancellation) goes on
-                raise stopped
-    finally:
-        await _close(model, judge)
-        await dispatcher.aclose()
+        held.enter_context(rundir.claim(wait, progress.note))
+        snapshot = RunSnapshot.of(cfg, bench, keys)
+        stopped, summary = await _session(cfg, rundir, full, bench, snapshot, keys, backends, cache, dispatcher,
+                                          progress)
+        scored = score_dir(rundir.path, lock=False)
+        if stopped is not None:
+            # an endpoint kept failing, or the run was cancelled (SIGINT, SIGTERM): what the run has is
+            # scored (and marked INCOMPLETE), so scores.json never shows an earlier state; then the error
+            # (or the cancellation) goes on
+            raise stopped
+    assert summary is not None
     return scored.scores, summary
+
+
+class _Backends:
+    """The model and the judge of a run, closed once: after the runner (before what is left on a provider's
+    server is named), or on any other way out."""
+
+    def __init__(self) -> None:
+        self.model: ModelBackend | None = None
+        self.judge: Judge | None = None
+
+    async def aclose(self) -> None:
+        model, judge, self.model, self.judge = self.model, self.judge, None, None
+        for b in (model, judge):
+            if b is not None:
+                await b.aclose()
+
+
+async def _session(cfg: RunConfig, rundir: RunDirectory, full: Benchmark, bench: Benchmark, snapshot: RunSnapshot,
+                   keys: RunKeys, backends: _Backends, cache: FrameCache, dispatcher: Dispatcher,
+                   progress: Progress) -> tuple[CircuitOpenError | asyncio.CancelledError | None, RunSummary | None]:
+    """One store session of the run, under the lock: the store prepared (:meth:`RunDirectory.session`), what an
+    earlier run left on a provider's server deleted, the runner run, then the backends closed and what is left
+    named, then the session ended and the store closed. An endpoint whose circuit breaker opened and a
+    cancellation (SIGINT, SIGTERM) are returned, for the caller to score what is stored first."""
+    assert backends.model is not None and backends.judge is not None
+    model, judge = backends.model, backends.judge
+    try:
+        async with contextlib.AsyncExitStack() as held:
+            store = held.enter_context(rundir.session(cfg, full, snapshot, run_mark(cfg, full), progress.note))
+            track_resources(model, store)
+            await _delete_left(model, store, progress)
+            runner = Runner(cfg, bench=bench, store=store, model=model, judge=judge, cache=cache, keys=keys,
+                            progress=progress, dispatcher=dispatcher)
+            held.push_async_callback(_after_runner, runner, store, backends, progress)
+            return None, await runner.execute()
+    except (CircuitOpenError, asyncio.CancelledError) as e:
+        return e, None
+
+
+async def _after_runner(runner: Runner, store: RunStore, backends: _Backends, progress: Progress) -> None:
+    """The backends closed (a provider's resources deleted), then what could not be deleted named."""
+    await backends.aclose()
+    runner.summary.left_on_server = _name_left(store, progress)
 
 
 async def _delete_left(model: ModelBackend, store: RunStore, progress: Progress) -> None:
@@ -226,7 +244,7 @@ def run_mark(cfg: RunConfig, bench: Benchmark) -> NotABenchmark | None:
     (answers made from such data stay marked under another judge)."""
     if bench.not_a_benchmark is not None:
         return bench.not_a_benchmark
-    return read_mark(Path(cfg.answers_from)) if cfg.answers_from is not None else None
+    return RunDirectory.open(cfg.answers_from).mark() if cfg.answers_from is not None else None
 
 
 def _model(cfg: RunConfig, dispatcher: Dispatcher, bench: Benchmark, video_keys: dict[str, str]) -> ModelBackend:
@@ -238,58 +256,16 @@ def _model(cfg: RunConfig, dispatcher: Dispatcher, bench: Benchmark, video_keys:
     return model
 
 
-def _inputs(cfg: RunConfig) -> tuple[Path, EvalProtocol, Benchmark, Benchmark]:
+def _inputs(cfg: RunConfig) -> tuple[RunDirectory, EvalProtocol, Benchmark, Benchmark]:
     """The run directory, the protocol, the dataset as the protocol reads it and the part of it this run
     asks; what is missing or unusable here (an extra, the data, a task) fails before anything is written."""
     if cfg.answers_from is None:  # stored answers (run.replay) need no backend
         require_backend(cfg.backend_spec, "model")
     require_backend(cfg.judge, "judge")
-    run_dir = Path(cfg.out)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RunDirError(f"{run_dir}: --out is a file; it must be a run directory (new or existing)")
+    rundir = RunDirectory(cfg.out)
+    if rundir.path.exists() and not rundir.path.is_dir():
+        raise RunDirError(f"{rundir.path}: --out is a file; it must be a run directory (new or existing)")
     protocol = get_protocol(cfg.protocol_name)
     full = protocol.apply_all(load_benchmark(cfg.data, tasks=cfg.selected_tasks))
     check_tasks(full, cfg)
-    return run_dir, protocol, full, full.limit(cfg.limit)
-
-
-def _take(run_dir: Path, wait: bool, progress: Progress) -> tuple[RunLock, bool]:
-    """The run directory made (if new) and locked; whether this call made it."""
-    created = not run_dir.exists()
-    ensure_dir(run_dir)
-    try:
-        lock = RunLock(run_dir).acquire(
-            wait, on_wait=lambda holder: progress.note("waiting", f"{run_dir} is in use by {holder}"))
-    except BaseException:
-        if created:  # only while still empty: a process that made it at the same time may hold it now
-            with contextlib.suppress(OSError):
-                os.rmdir(run_dir)
-        raise
-    return lock, created  # type: ignore[return-value]
-
-
-def _prepare(run_dir: Path, cfg: RunConfig, full: Benchmark, bench: Benchmark, keys: RunKeys, progress: Progress,
-             created: bool) -> RunStore:
-    """Open and check the store, then write config.yaml and benchmark.json (under the lock).
-    A run directory this call created is removed again when any of it fails. The scores.json of an earlier
-    session is removed before this one stores anything: it describes a store this session changes, and a run
-    killed before its end (or a failed write of the score files) must not leave it saying ``complete``
-    (the run writes scores.json at its end; ``mtvbench score`` writes it at any time)."""
-    store: RunStore | None = None
-    try:
-        store = RunStore(run_dir)
-        if (retried := store.check_identity(cfg.identity())) is not None:
-            progress.note("settings", retried)
-        moved = store.check_dataset(full.root, [d.id for d in full.dialogues])
-        if moved:
-            progress.note("data", moved)
-        (run_dir / "scores.json").unlink(missing_ok=True)
-        write_config(run_dir, cfg, run_mark(cfg, full))
-        write_snapshot(run_dir, RunSnapshot.of(cfg, bench, keys))
-        return store
-    except BaseException:
-        if store is not None:
-            store.close()
-        if created:
-            shutil.rmtree(run_dir, ignore_errors=True)
-        raise
+    return rundir, protocol, full, full.limit(cfg.limit)

@@ -36,8 +36,7 @@ from mtvbench.models.resilience import CircuitBreaker
 from mtvbench.models.settings import settings_from_options
 from mtvbench.records import GenerationRequest, GenerationResult
 from mtvbench.run.identity import RunKeys
-from mtvbench.run.rescore import load_scored
-from mtvbench.run.rundir import read_config, run_dir_path
+from mtvbench.run.rundir import RunDirectory
 
 #: How a run of stored answers treats each run setting: every field of :class:`RunConfig` is in exactly one of
 #: these three (``tests/run/test_answers_from.py`` checks it, so a new setting cannot slip through).
@@ -67,7 +66,7 @@ def answer_settings(values: Mapping[str, Any], source: Path) -> dict[str, Any]:
     if values.get("out") is not None and Path(values["out"]).expanduser().resolve() == source:
         raise ConfigError(f"--answers-from {source} is the run directory --out names: write the other judge's "
                           "run to another --out")
-    src = read_config(run_dir_path(source))
+    src = RunDirectory.open(source).config()
     stored = json.loads(src.model_dump_json(include={*ANSWER_KEYS, *ASKING_KEYS, *INHERITED_KEYS}))
     return _merged(stored, values) | {"answers_from": str(source)}
 
@@ -90,7 +89,7 @@ def check_given(cfg: RunConfig, given: Mapping[str, Any], origins: Mapping[str, 
     :data:`ASKING_KEYS`: the model is asked nothing)."""
     assert cfg.answers_from is not None
     source = Path(cfg.answers_from)
-    src = read_config(run_dir_path(source))
+    src = RunDirectory.open(source).config()
     lines = []
     for key in (*ANSWER_KEYS, *ASKING_KEYS):
         why = ("its answers were made with" if key in ANSWER_KEYS
@@ -178,8 +177,8 @@ def stored_answers(cfg: RunConfig, bench: Benchmark, video_keys: Mapping[str, st
     """The :class:`StoredAnswers` of ``cfg.answers_from`` for the turns of ``bench``: a turn's answer is used
     when the source asked it with the input key this run computes for it."""
     assert cfg.answers_from is not None
-    source = run_dir_path(Path(cfg.answers_from))
-    run = load_scored(source, bootstrap=0)
+    source = Path(cfg.answers_from)
+    run = RunDirectory.open(source).load(bootstrap=0, details=True)
     check_same_answers(cfg, run.config)
     snap = run.snapshot
     reads_golden = _reads_golden(source, run.config, snap.dialogues, snap.video_keys, snap.turn_keys)
