@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mtvbench.config.runconfig import build_config
 from mtvbench.errors import ConfigError
 from mtvbench.media.frames import FrameSettings, sample_frames
 from mtvbench.models.hf_families import internvl, minicpm, videochat_flash, videollama3
@@ -19,6 +18,7 @@ from mtvbench.models.registry import create_backend
 from mtvbench.models.settings import BackendOptions
 from mtvbench.models.vllm_engine import chat_messages, engine_kwargs, sampling_kwargs, video_input
 from mtvbench.records import GenerationRequest
+from mtvbench.run.settings import build_config
 from mtvbench.util.timecodes import frame_label
 from tests.support.datasets import write_video
 
