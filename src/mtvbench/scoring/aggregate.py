@@ -87,7 +87,10 @@ def turn_score(rnd: Round, runs: Mapping[int, JudgeVerdict], protocol: EvalProto
             continue
         per_run[run] = protocol.run_score(rnd, v)
     score = protocol.mean(list(per_run.values())) if per_run else None
-    return TurnScore(turn_id="", score=score, per_run=per_run, unscored_runs=unscored)
+    # made from values computed here (a float or None, run -> float): built without validating them again, as a
+    # report over many runs makes one per judged round
+    return TurnScore.model_construct(turn_id="", score=score, per_run=per_run, unscored_runs=unscored,
+                                     missing_response=False)
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -116,7 +119,8 @@ def score_dialogues(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
             if source is not None and d.turn_id(source) not in responses:
                 counts.missing_responses += 1
                 counts.stale_turns += d.turn_id(source) in stale
-                turns.append(TurnScore(turn_id=tid, score=None, missing_response=True))
+                turns.append(TurnScore.model_construct(turn_id=tid, score=None, per_run={}, unscored_runs=0,
+                                                       missing_response=True))
                 continue
             runs = dict(verdicts.get(tid, {}))
             ts = turn_score(r, runs, protocol)
@@ -133,7 +137,7 @@ def score_dialogues(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
         dscore = protocol.mean(scored) if scored else None
         if dscore is None:
             counts.dialogues_without_score += 1
-        out.append(DialogueScore(dialogue_id=d.id, task=d.task, score=dscore, turns=turns))
+        out.append(DialogueScore.model_construct(dialogue_id=d.id, task=d.task, score=dscore, turns=turns))
     return out, counts
 
 
