@@ -79,13 +79,14 @@ class Counts(BaseModel):
 def turn_score(rnd: Round, runs: Mapping[int, JudgeVerdict], protocol: EvalProtocol | None = None) -> TurnScore:
     """The score of one judged round from its judge runs (in run order), by ``protocol`` (default ``paper``)."""
     protocol = protocol or get_protocol("paper")
-    per_run: dict[int, float] = {}
+    scored: dict[int, JudgeVerdict] = {}
     unscored = 0
     for run, v in sorted(runs.items()):
         if v.status != "ok" or (v.verdicts is None and v.reply is None):
             unscored += 1
             continue
-        per_run[run] = protocol.run_score(rnd, v)
+        scored[run] = v
+    per_run = dict(zip(scored, protocol.run_scores(rnd, list(scored.values()))))
     score = protocol.mean(list(per_run.values())) if per_run else None
     # made from values computed here (a float or None, run -> float): built without validating them again, as a
     # report over many runs makes one per judged round

@@ -18,7 +18,8 @@ protocol sends another judge prompt, judges other rounds and asks at most 3 time
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +97,7 @@ class _RoundReading:
 
     items: list[ChecklistItem]
     #: the answer keys of the checklist, in its order (the paper's parser reads by them)
-    keys: list[str]
+    keys: tuple[str, ...]
     #: the expected answers' keys and values (A*) as eval.py pairs them, and the values in lower case
     expected_keys: list[str]
     expected_lower: list[str]
@@ -105,14 +106,19 @@ class _RoundReading:
     def of(cls, rnd: Round) -> _RoundReading:
         items = rnd.checklist or []
         expected = _expected(rnd)
-        return cls(items=items, keys=[it.answer_key for it in items], expected_keys=[k for k, _ in expected],
+        return cls(items=items, keys=tuple(it.answer_key for it in items), expected_keys=[k for k, _ in expected],
                    expected_lower=[v.lower() for _, v in expected])
 
 
-def _paper_run_value(rr: _RoundReading, verdict: JudgeVerdict
+#: the paper's parser on one reply and the keys it reads, remembered by both: a judge repeats its replies word for
+#: word across the turns of a run (the same few objects of yes and no), and what it read is only read here
+_Reader = Callable[[str, tuple[str, ...]], "dict[str, tuple[str, Any]] | None"]
+
+
+def _paper_run_value(rr: _RoundReading, verdict: JudgeVerdict, read: _Reader
                      ) -> tuple[float | None, dict[str, tuple[str, Any]] | None]:
-    """The paper's parser on a judge run's stored replies: the share of items right by key from the first reply
-    it reads, and what it read (None, None when it reads none)."""
+    """The paper's parser (``read``) on a judge run's stored replies: the share of items right by key from the
+    first reply it reads, and what it read (None, None when it reads none)."""
     items, keys = rr.items, rr.keys
     if (verdict.reply is None or not verdict.raw) and verdict.verdicts and all(k in verdict.verdicts for k in keys):
         # no reply read by eval.py's rule (the offline judge gives verdicts by key; the paper's LLM judge read the
@@ -120,7 +126,7 @@ def _paper_run_value(rr: _RoundReading, verdict: JudgeVerdict
         got: dict[str, tuple[str, Any]] = {k: (verdict.verdicts[k], verdict.verdicts[k]) for k in keys}
         return sum(1 for it, k in zip(items, keys) if got[k][0] == it.expected) / len(items), got
     for text in verdict.raw:
-        found = read_verdicts(text, keys)
+        found = read(text, keys)
         if found is not None:
             return sum(1 for it, k in zip(items, keys) if found[k][0] == it.expected) / len(items), found
     return None, None
@@ -168,6 +174,7 @@ def protocol_effects(dialogues: Sequence[Dialogue], responses: Mapping[str, Any]
     authors = protocol == "authors"
     by_task: dict[Task, list[float]] = {}
     runs_read = runs_stored = 0
+    read = functools.lru_cache(maxsize=None)(read_verdicts)  # for this call only (see _Reader)
     for d in dialogues:
         turn_values: list[float] = []  # eval.py's turn values (for the dialogue's rounding)
         paper_turns: list[float] = []
@@ -187,12 +194,12 @@ def protocol_effects(dialogues: Sequence[Dialogue], responses: Mapping[str, Any]
                 if v.status not in ("ok", "unparsed"):
                     continue
                 runs_stored += 1
-                paper, read = _paper_run_value(rr, v)
+                paper, _ = _paper_run_value(rr, v, read)
                 if paper is not None:
                     runs_read += 1
                     paper_runs.append(paper)
                 if not authors:  # the accepted reply (the last one stored) as the paper's parser read it
-                    as_written = read_verdicts(v.raw[-1], rr.keys) if v.raw else None
+                    as_written = read(v.raw[-1], rr.keys) if v.raw else None
                     spelled = [str(raw).lower() for _, raw in (as_written or {}).values()]
                     if v.status == "ok" and any(w not in ("yes", "no") for w in spelled):
                         effects.add("verdict_not_yes_no")
