@@ -41,6 +41,29 @@ def test_every_surrogate_is_replaced_and_counted_and_the_rest_kept(bad: str) -> 
     assert encode_utf8(text) == clean.encode("utf-8") and encode_utf8("plain") == b"plain"
 
 
+#: where a string can sit in a JSON-like value: ``X`` is the string (a key, a value, in pairs, after a number, deep)
+PLACES = ["X", ["X"], ["ok", "X"], [("A1", "X")], [("X", "Yes")], {"X": "Yes"}, {"A1": "X"}, [1, "X"], [None, ["X"]],
+          [{"k": "X"}], {"k": [("A1", "ok"), ("A2", "X")]}, ("ok", "X"), {3: {"X": [1.5, "ok"]}}]
+
+
+@pytest.mark.parametrize("place", PLACES, ids=repr)
+def test_a_surrogate_is_replaced_wherever_it_sits_and_a_clean_value_is_kept(place: object) -> None:
+    def put(value: object, s: str) -> object:
+        if isinstance(value, str):
+            return value.replace("X", s)
+        if isinstance(value, (list, tuple)):
+            return type(value)(put(v, s) for v in value)
+        if isinstance(value, dict):
+            return {put(k, s): put(v, s) for k, v in value.items()}
+        return value
+
+    for bad in SURROGATES:
+        value, n = storable_value(put(place, f"x{bad}"))
+        assert n == 1 and value == put(place, f"x{REPLACEMENT}")
+    clean = put(place, "plain é 😀")
+    assert storable_value(clean) == (clean, 0)
+
+
 def test_records_are_storable_when_made_and_count_each_character_of_a_reply_once() -> None:
     res = GenerationResult(text="answer\ud800", raw_text="<think>x\udfff</think>answer\ud800", reasoning="x\udfff",
                            error="body \ud800", inputs={"k\ud800": "v"})

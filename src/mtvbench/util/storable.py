@@ -73,6 +73,10 @@ def _encodable(value: Any) -> bool:
         elif isinstance(v, (list, tuple, dict)):
             groups = (v.keys(), v.values()) if isinstance(v, dict) else (v,)
             for items in groups:
+                first = next(iter(items), "")
+                if not isinstance(first, str):  # a list of pairs, of objects: each item on its own
+                    todo.extend(items)
+                    continue
                 try:
                     joined = "".join(items)
                 except TypeError:  # not all strings: each item on its own
