@@ -7,8 +7,12 @@ The runs are written here, directly (no model, no frames): one benchmark of ``--
 the six tasks, 5 to 7 rounds each (5.9 on average), every round a judged model turn with a five-item
 checklist; per run a real run directory (``config.yaml``, ``benchmark.json`` with the run's own keys, a
 ``store.sqlite`` whose rows carry the fingerprints the snapshot expects, so every answer and verdict counts)
-with an answer per round and ``--judge-runs`` verdicts per answer, written in one transaction. The videos
-do not exist (no thumbnails, durations unknown), as for a report made on another machine.
+with an answer per round and ``--judge-runs`` verdicts per answer, written in one transaction. Each verdict row
+is what ``RunStore.put_verdict`` stores for an ``authors`` run: the judge's fenced JSON reply, whose reading is
+read again from it when the row is read (``reply_from_raw``), the parts of the verdict's key, and tokens and
+latencies that differ from call to call. The videos do not exist (no thumbnails, durations unknown), as for a
+report made on another machine. The runs are written once per ``--dir`` and reused by every later measurement
+with the same sizes (``--src OTHER/src`` measures another checkout's ``report`` over the same runs).
 
 Then ``mtvbench report`` over all the runs runs in a child process: its wall time and peak RSS
 and CPU time (``os.wait4``: on a machine shared with other work the CPU seconds say more than the wall

@@ -19,7 +19,7 @@ import pytest
 from mtvbench.records import GenerationResult, JudgeVerdict
 from mtvbench.run import store as store_module
 from mtvbench.util.files import atomic_write_json, atomic_write_text
-from mtvbench.util.storable import REPLACEMENT, encode_utf8, storable, storable_value
+from mtvbench.util.storable import REPLACEMENT, encodable, encode_utf8, storable, storable_value
 from tests.support.openai_server import Faults, LoopbackServer, ServerState, judge_reply
 from tests.support.run_helpers import cli, cli_run, model_requests, scores_of, settings
 
@@ -60,8 +60,9 @@ def test_a_surrogate_is_replaced_wherever_it_sits_and_a_clean_value_is_kept(plac
     for bad in SURROGATES:
         value, n = storable_value(put(place, f"x{bad}"))
         assert n == 1 and value == put(place, f"x{REPLACEMENT}")
+        assert not encodable(put(place, f"x{bad}")) and not encodable([None, put(place, bad)])
     clean = put(place, "plain é 😀")
-    assert storable_value(clean) == (clean, 0)
+    assert storable_value(clean) == (clean, 0) and encodable(clean)
 
 
 def test_records_are_storable_when_made_and_count_each_character_of_a_reply_once() -> None:

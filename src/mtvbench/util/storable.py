@@ -41,7 +41,7 @@ def storable_value(value: Any) -> tuple[Any, int]:
     replace (the usual case, checked first), are returned as they are."""
     if isinstance(value, str):
         return storable(value)
-    if _encodable(value):
+    if encodable(value):
         return value, 0
     if isinstance(value, (list, tuple)):
         items, n = [], 0
@@ -61,7 +61,7 @@ def storable_value(value: Any) -> tuple[Any, int]:
     return value, 0
 
 
-def _encodable(value: Any) -> bool:
+def encodable(value: Any) -> bool:
     """True when no string in ``value`` (keys too) holds a code point UTF-8 cannot encode: the strings of a list,
     a tuple or a dict's keys or values are joined and checked at once (in C) where they are all strings."""
     todo = [value]
@@ -100,4 +100,4 @@ def encode_utf8(text: str) -> bytes:
         return storable(text)[0].encode("utf-8")
 
 
-__all__ = ["REPLACEMENT", "UNENCODABLE", "clean_text", "encode_utf8", "storable", "storable_value"]
+__all__ = ["REPLACEMENT", "UNENCODABLE", "clean_text", "encodable", "encode_utf8", "storable", "storable_value"]
