@@ -7,8 +7,12 @@ The runs are written here, directly (no model, no frames): one benchmark of ``--
 the six tasks, 5 to 7 rounds each (5.9 on average), every round a judged model turn with a five-item
 checklist; per run a real run directory (``config.yaml``, ``benchmark.json`` with the run's own keys, a
 ``store.sqlite`` whose rows carry the fingerprints the snapshot expects, so every answer and verdict counts)
-with an answer per round and ``--judge-runs`` verdicts per answer, written in one transaction. The videos
-do not exist (no thumbnails, durations unknown), as for a report made on another machine.
+with an answer per round and ``--judge-runs`` verdicts per answer, written in one transaction. Each verdict row
+is what ``RunStore.put_verdict`` stores for an ``authors`` run: the judge's fenced JSON reply, whose reading is
+read again from it when the row is read (``reply_from_raw``), the parts of the verdict's key, and tokens and
+latencies that differ from call to call. The videos do not exist (no thumbnails, durations unknown), as for a
+report made on another machine. The runs are written once per ``--dir`` and reused by every later measurement
+with the same sizes (``--src OTHER/src`` measures another checkout's ``report`` over the same runs).
 
 Then ``mtvbench report`` over all the runs runs in a child process: its wall time and peak RSS
 and CPU time (``os.wait4``: on a machine shared with other work the CPU seconds say more than the wall
@@ -35,6 +39,8 @@ sys.path.insert(0, str(ROOT / "src"))
 WORDS = ("the", "red", "car", "man", "moves", "left", "scene", "after", "camera", "shows", "two", "people",
          "talk", "near", "a", "table", "while", "music", "plays", "and", "then", "door", "opens", "slowly")
 ROUNDS = (6, 6, 6, 5, 6, 6, 7, 6, 5, 6)  # 5.9 on average
+#: what the written runs hold (a folder of runs written by another layout is written again)
+LAYOUT = 2
 
 
 def sentence(rng: random.Random, n: int) -> str:
@@ -63,6 +69,8 @@ def write_run(out: Path, data: Path, dialogues: list[Any], model: str, judge_run
     from mtvbench.config import RunConfig
     from mtvbench.data.schema import Benchmark
     from mtvbench.ledger.keys import digest
+    from mtvbench.protocol.authors import read_reply
+    from mtvbench.records import Rejected
     from mtvbench.run.identity import RunKeys, response_fingerprint, verdict_fingerprint
     from mtvbench.run.rundir import RunDirectory, RunSnapshot
     from mtvbench.run.store import RunStore
@@ -81,32 +89,41 @@ def write_run(out: Path, data: Path, dialogues: list[Any], model: str, judge_run
     RunDirectory(out).write_snapshot(snap)
     store.begin_session()
     responses, verdicts, calls = [], [], []
-    usage = json.dumps({"prompt_tokens": 2000, "completion_tokens": 80, "total_tokens": 2080})
     now = time.time()
     skill = rng.uniform(0.4, 0.9)
     for d in dialogues:
         for r in d.rounds:
             tid = d.turn_id(r.index)
             answer = sentence(rng, 45)
+            tokens, latency = rng.randint(1500, 2500), rng.uniform(0.2, 3.0)
+            usage = json.dumps({"prompt_tokens": tokens, "completion_tokens": 80, "total_tokens": tokens + 80})
             responses.append((tid, response_fingerprint(snap.turn_keys[tid], None), "{}", "prompt", answer, answer,
-                              None, "ok", None, usage, 0.25, 1, now, None))
-            calls.append((store.session, "model", tid, "ok", 1, 2000, 80, 0.25, now, None))
-            vfp = verdict_fingerprint(snap.judge_keys[tid], digest(answer))
+                              None, "ok", None, usage, latency, 1, now, None))
+            calls.append((store.session, "model", tid, "ok", 1, tokens, 80, latency, now, None))
+            key = keys.verdict(r, answer)  # the fingerprint and the parts the store keeps beside it
+            assert key.fingerprint == verdict_fingerprint(snap.judge_keys[tid], digest(answer))
+            parts = json.dumps(key.parts, sort_keys=True)
             for run in range(judge_runs):
                 said = {f"A{it.key[1:]}": it.expected if rng.random() < skill else ("No" if it.expected == "Yes"
                                                                                       else "Yes")
                         for it in r.checklist}
-                reply = json.dumps(said)
-                verdicts.append((tid, run, vfp, "{}", "ok", json.dumps(said), json.dumps([reply]), 1, None, usage,
-                                 0.25, now, None))
-                calls.append((store.session, "judge", tid, "ok", 1, 2000, 80, 0.25, now, None))
+                # as a judge answers (a fenced JSON object), stored as put_verdict stores an ``authors`` run: the
+                # reply's reading is read again from the raw reply (reply_from_raw), not stored twice
+                reply = "```json\n" + json.dumps(said, indent=2) + "\n```"
+                reading = read_reply(reply)
+                assert not isinstance(reading, Rejected)
+                tokens, latency = rng.randint(2500, 3500), rng.uniform(0.2, 3.0)
+                usage = json.dumps({"prompt_tokens": tokens, "completion_tokens": 60, "total_tokens": tokens + 60})
+                verdicts.append((tid, run, key.fingerprint, parts, "ok", json.dumps(reading.verdicts),
+                                 json.dumps([reply]), 1, None, usage, latency, now, None, 1))
+                calls.append((store.session, "judge", tid, "ok", 1, tokens, 60, latency, now, None))
     db = store.db
     db.execute("BEGIN")
     db.executemany("INSERT INTO responses (turn_id, fingerprint, parts, prompt, text, raw_text, reasoning, outcome, "
                    "error, usage, latency_s, attempts, created, inputs) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                    responses)
     db.executemany("INSERT INTO verdicts (turn_id, run, fingerprint, parts, status, verdicts, raw, attempts, error, "
-                   "usage, latency_s, created, reply) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", verdicts)
+                   "usage, latency_s, created, reply, reply_from_raw) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", verdicts)
     db.executemany("INSERT INTO calls (session, role, turn_id, outcome, requests, prompt_tokens, completion_tokens, "
                    "latency_s, created, cached_tokens) VALUES (?,?,?,?,?,?,?,?,?,?)", calls)
     db.execute("COMMIT")
@@ -115,7 +132,7 @@ def write_run(out: Path, data: Path, dialogues: list[Any], model: str, judge_run
 
 
 def make_runs(root: Path, n_runs: int, n_dialogues: int, judge_runs: int) -> list[Path]:
-    marker = root / f".complete-{n_runs}-{n_dialogues}-{judge_runs}"
+    marker = root / f".complete-{LAYOUT}-{n_runs}-{n_dialogues}-{judge_runs}"
     runs = [root / f"run-{i:02d}" for i in range(n_runs)]
     if marker.exists():
         return runs

@@ -42,7 +42,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from mtvbench.media.frames import VideoFrames
 from mtvbench.util.jsonio import YesNo
 from mtvbench.util.secrets import redact_secrets, scrub_secret_values
-from mtvbench.util.storable import storable_value
+from mtvbench.util.storable import encodable, storable_value
 from mtvbench.util.strict import STRICT, strict
 
 #: how a call ended: ``ok``; ``blocked`` (content filter) and ``empty`` (no answer, e.g. every token
@@ -225,6 +225,8 @@ class JudgeVerdict(BaseModel):
 
 def _make_storable(record: BaseModel, fields: tuple[str, ...]) -> dict[str, int]:
     """Replace what UTF-8 cannot encode in ``fields`` of ``record`` (in place); how many, per field."""
+    if encodable([getattr(record, name) for name in fields]):  # the usual case, all fields checked at once
+        return dict.fromkeys(fields, 0)
     counts = {}
     for name in fields:
         clean, counts[name] = storable_value(getattr(record, name))

@@ -193,3 +193,29 @@ def test_a_full_disk_is_said_plainly_and_what_was_committed_stays(tmp_path: Path
         assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert 0 < c.execute("SELECT COUNT(*) FROM things").fetchone()[0] < 1000
     assert issubclass(DatabaseWriteError, OutputError) and issubclass(DatabaseWriteError, DatabaseError)
+
+
+#: stored texts of every kind a JSON column can hold: one value filling the text, spaces around it, data after it,
+#: not JSON, NaN, escapes, deep nesting, bytes, a number stored where text belongs
+JSON_TEXTS = ['{"a": [1, 2.5, null, "\\ud800"]}', " {}", "{} ", "\n[1]\t", "{}x", "{} {}", "", "NaN", "[1,2",
+              "\ufeff{}", '"text"', "[" * 5000 + "]" * 5000, "[" * 100000, b'{"a": 1}', b"not json", 7, 2.5]
+
+
+@pytest.mark.parametrize("text", JSON_TEXTS, ids=lambda t: repr(t)[:24])
+def test_a_stored_json_text_reads_as_json_loads_reads_it(text: object) -> None:
+    import json
+
+    from mtvbench.ledger.sqlite import StoredRow, StoredValueError
+
+    row = StoredRow(Path("store.sqlite"), "t", 1, {"c": text})
+    try:
+        expected = json.loads(text) if isinstance(text, (str, bytes)) else None
+        ok = isinstance(text, (str, bytes))
+    except (ValueError, RecursionError):
+        ok = False
+    if ok:
+        got = row.json("c")
+        assert got == expected or (got != got and expected != expected)
+    else:
+        with pytest.raises(StoredValueError, match="column c"):
+            row.json("c")

@@ -19,7 +19,7 @@ import pytest
 from mtvbench.records import GenerationResult, JudgeVerdict
 from mtvbench.run import store as store_module
 from mtvbench.util.files import atomic_write_json, atomic_write_text
-from mtvbench.util.storable import REPLACEMENT, encode_utf8, storable, storable_value
+from mtvbench.util.storable import REPLACEMENT, encodable, encode_utf8, storable, storable_value
 from tests.support.openai_server import Faults, LoopbackServer, ServerState, judge_reply
 from tests.support.run_helpers import cli, cli_run, model_requests, scores_of, settings
 
@@ -39,6 +39,30 @@ def test_every_surrogate_is_replaced_and_counted_and_the_rest_kept(bad: str) -> 
     assert n == 3 and json.dumps(value, ensure_ascii=False).encode("utf-8")
     assert value == {f"A1{REPLACEMENT}": [f"Yes{REPLACEMENT}", (REPLACEMENT, "No")], "n": 3, "ok": None}
     assert encode_utf8(text) == clean.encode("utf-8") and encode_utf8("plain") == b"plain"
+
+
+#: where a string can sit in a JSON-like value: ``X`` is the string (a key, a value, in pairs, after a number, deep)
+PLACES = ["X", ["X"], ["ok", "X"], [("A1", "X")], [("X", "Yes")], {"X": "Yes"}, {"A1": "X"}, [1, "X"], [None, ["X"]],
+          [{"k": "X"}], {"k": [("A1", "ok"), ("A2", "X")]}, ("ok", "X"), {3: {"X": [1.5, "ok"]}}]
+
+
+@pytest.mark.parametrize("place", PLACES, ids=repr)
+def test_a_surrogate_is_replaced_wherever_it_sits_and_a_clean_value_is_kept(place: object) -> None:
+    def put(value: object, s: str) -> object:
+        if isinstance(value, str):
+            return value.replace("X", s)
+        if isinstance(value, (list, tuple)):
+            return type(value)(put(v, s) for v in value)
+        if isinstance(value, dict):
+            return {put(k, s): put(v, s) for k, v in value.items()}
+        return value
+
+    for bad in SURROGATES:
+        value, n = storable_value(put(place, f"x{bad}"))
+        assert n == 1 and value == put(place, f"x{REPLACEMENT}")
+        assert not encodable(put(place, f"x{bad}")) and not encodable([None, put(place, bad)])
+    clean = put(place, "plain é 😀")
+    assert storable_value(clean) == (clean, 0) and encodable(clean)
 
 
 def test_records_are_storable_when_made_and_count_each_character_of_a_reply_once() -> None:

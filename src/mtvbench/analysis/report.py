@@ -63,7 +63,7 @@ from mtvbench.scoring.effects import summary_line
 from mtvbench.scoring.usage import cached_words, upper_bound
 from mtvbench.util.escape import csv_cell, markdown
 from mtvbench.util.files import atomic_write_bytes, atomic_write_text, ensure_dir
-from mtvbench.util.heap import long_lived
+from mtvbench.util.heap import collector_paused, long_lived
 from mtvbench.util.paths import cache_dir as user_cache_dir
 
 log = logging.getLogger(__name__)
@@ -286,10 +286,12 @@ def _load_runs(res: ReportResult, explorer: Explorer, run_dirs: Sequence[Path], 
                ) -> list[RunData]:
     """Every run, read one after another: its answers and verdicts go to its explorer file at once and are
     then let go (with its per-turn scores), so memory holds one run's answers at a time, whatever the number
-    of runs; the dialogues of runs of one benchmark are read once (:class:`SnapshotMemo`)."""
+    of runs; the dialogues of runs of one benchmark are read once (:class:`SnapshotMemo`). The collector is
+    paused meanwhile: each run makes hundreds of thousands of records that live until its file is written, and
+    its passes over them free nothing."""
     memo = SnapshotMemo()
     runs = []
-    with long_lived():  # what the runs read so far keep is left out of the collector's full passes
+    with long_lived(), collector_paused():  # what the runs read so far keep is left out of the collector's passes
         for i, d in enumerate(run_dirs):
             run = RunDirectory.open(d).load(bootstrap=bootstrap, memo=memo)
             res.write(f"{EXPLORER_FOLDER}/run-{i}.js", explorer_file(explorer, f"run-{i}", _run_turns(run)))

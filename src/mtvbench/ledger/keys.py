@@ -14,10 +14,13 @@ import hashlib
 import json
 from typing import Any
 
+#: what :func:`canonical_json` writes with (made once: ``json.dumps`` with these options makes one per call)
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
 
 def canonical_json(obj: Any) -> str:
     """The canonical JSON text of a value: keys sorted, no spaces, non-ASCII kept, other values as ``str``."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _CANONICAL.encode(obj)
 
 
 def digest(obj: Any, length: int = 32) -> str:

@@ -200,10 +200,7 @@ class StoredRow:
         v = self.values.get(column)
         if v is None and null:
             return None
-        try:
-            out = json.loads(v) if isinstance(v, (str, bytes)) else _NOT_JSON
-        except (ValueError, RecursionError):
-            out = _NOT_JSON
+        out = _loads(v)
         if out is _NOT_JSON or not isinstance(out, kinds):
             names = kinds.__name__ if isinstance(kinds, type) else " or ".join(k.__name__ for k in kinds)
             raise self.fail(column, "JSON" if kinds is object else f"JSON of a {names.replace('dict', 'mapping')}")
@@ -211,6 +208,28 @@ class StoredRow:
 
 
 _NOT_JSON = object()
+#: the scanner of ``json.loads`` (its defaults): one JSON value read from a place in a text, and where it ends
+_SCAN = json.JSONDecoder().scan_once
+
+
+def _loads(v: Any) -> Any:
+    """``json.loads`` of a stored text (``str`` or ``bytes``), or ``_NOT_JSON``. A text that is one JSON value from
+    its first character to its last (what a writer stores) is read by ``json.loads``'s own scanner directly, the
+    same value without its wrappers (a run store holds hundreds of thousands); any other is left to ``json.loads``
+    (spaces around the value, or not JSON)."""
+    if isinstance(v, str):
+        try:
+            out, end = _SCAN(v, 0)
+            if end == len(v):
+                return out
+        except (StopIteration, ValueError, RecursionError):
+            pass
+    if not isinstance(v, (str, bytes)):
+        return _NOT_JSON
+    try:
+        return json.loads(v)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
 
 
 # ----------------------------------------------------------------------------------- set-up

@@ -135,12 +135,16 @@ class AuthorsProtocol(EvalProtocol):
         return read_reply
 
     def run_score(self, rnd: Round, verdict: JudgeVerdict) -> float:
-        reply = verdict.reply if verdict.reply is not None else list((verdict.verdicts or {}).items())
-        expected = [v for k, v in (rnd.checklist_raw or canonical_raw(rnd)) if k.startswith("A")]
-        if not reply:
-            return 0.0
-        hits = sum(1 for (_, got), exp in zip(reply, expected) if got.lower() == exp.lower())
-        return round(hits / len(reply), 2)
+        return self.run_scores(rnd, [verdict])[0]
+
+    def run_scores(self, rnd: Round, verdicts: Sequence[JudgeVerdict]) -> list[float]:
+        expected = [v.lower() for k, v in (rnd.checklist_raw or canonical_raw(rnd)) if k.startswith("A")]
+        out = []
+        for verdict in verdicts:
+            reply = verdict.reply if verdict.reply is not None else list((verdict.verdicts or {}).items())
+            hits = sum(1 for (_, got), exp in zip(reply, expected) if got.lower() == exp)
+            out.append(round(hits / len(reply), 2) if reply else 0.0)
+        return out
 
     def mean(self, values: Sequence[float]) -> float:
         return round(sum(values) / len(values), 2)

@@ -60,6 +60,11 @@ class EvalProtocol(ABC):
     def run_score(self, rnd: Round, verdict: JudgeVerdict) -> float:
         """The score (0..1) of one judge run with a verdict (status ``ok``)."""
 
+    def run_scores(self, rnd: Round, verdicts: Sequence[JudgeVerdict]) -> list[float]:
+        """:meth:`run_score` of each of one round's judge runs, in their order (a protocol makes what they share,
+        the round's expected answers, once: a report over many runs scores hundreds of thousands)."""
+        return [self.run_score(rnd, v) for v in verdicts]
+
     @abstractmethod
     def mean(self, values: Sequence[float]) -> float:
         """A turn's score from its runs' and a dialogue's from its turns' (never empty)."""

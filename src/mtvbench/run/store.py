@@ -341,6 +341,16 @@ class RunStore:
         """Every stored verdict row, its values checked; ``verdict`` holds the :class:`JudgeVerdict`. Always
         read whole: the protocol effects read the raw replies, and a reply stored once is read again from them."""
         out = []
+        readings: dict[str, list[tuple[str, str]] | None] = {}  # by the last reply's text: a judge repeats its replies
+
+        def reread(raw: list[Any]) -> list[tuple[str, str]] | None:
+            last = raw[-1] if raw else None
+            if not isinstance(last, str):
+                return _reread_reply(raw)
+            if last not in readings:
+                readings[last] = _reread_reply(raw)
+            return readings[last]
+
         for row in self._rows("verdicts", "SELECT rowid, turn_id, run, fingerprint, parts, status, verdicts, raw, "
                                           "attempts, error, usage, latency_s, created, reply, replaced_characters, "
                                           "reply_from_raw FROM verdicts ORDER BY created"):
@@ -350,7 +360,7 @@ class RunStore:
                       "verdicts": row.json("verdicts", dict, null=True), "raw": raw,
                       "attempts": row.count("attempts", null=True) or 0, "error": row.text("error", null=True),
                       "usage": row.json("usage", dict), "latency_s": row.seconds("latency_s", null=True) or 0.0,
-                      "reply": _reread_reply(raw) if from_raw else row.json("reply", list, null=True),
+                      "reply": reread(raw) if from_raw else row.json("reply", list, null=True),
                       "replaced_characters": row.count("replaced_characters")}
             try:
                 v = JudgeVerdict.model_validate(fields)

@@ -79,15 +79,19 @@ class Counts(BaseModel):
 def turn_score(rnd: Round, runs: Mapping[int, JudgeVerdict], protocol: EvalProtocol | None = None) -> TurnScore:
     """The score of one judged round from its judge runs (in run order), by ``protocol`` (default ``paper``)."""
     protocol = protocol or get_protocol("paper")
-    per_run: dict[int, float] = {}
+    scored: dict[int, JudgeVerdict] = {}
     unscored = 0
     for run, v in sorted(runs.items()):
         if v.status != "ok" or (v.verdicts is None and v.reply is None):
             unscored += 1
             continue
-        per_run[run] = protocol.run_score(rnd, v)
+        scored[run] = v
+    per_run = dict(zip(scored, protocol.run_scores(rnd, list(scored.values()))))
     score = protocol.mean(list(per_run.values())) if per_run else None
-    return TurnScore(turn_id="", score=score, per_run=per_run, unscored_runs=unscored)
+    # made from values computed here (a float or None, run -> float): built without validating them again, as a
+    # report over many runs makes one per judged round
+    return TurnScore.model_construct(turn_id="", score=score, per_run=per_run, unscored_runs=unscored,
+                                     missing_response=False)
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -116,7 +120,8 @@ def score_dialogues(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
             if source is not None and d.turn_id(source) not in responses:
                 counts.missing_responses += 1
                 counts.stale_turns += d.turn_id(source) in stale
-                turns.append(TurnScore(turn_id=tid, score=None, missing_response=True))
+                turns.append(TurnScore.model_construct(turn_id=tid, score=None, per_run={}, unscored_runs=0,
+                                                       missing_response=True))
                 continue
             runs = dict(verdicts.get(tid, {}))
             ts = turn_score(r, runs, protocol)
@@ -133,7 +138,7 @@ def score_dialogues(dialogues: Sequence[Dialogue], responses: Mapping[str, Any],
         dscore = protocol.mean(scored) if scored else None
         if dscore is None:
             counts.dialogues_without_score += 1
-        out.append(DialogueScore(dialogue_id=d.id, task=d.task, score=dscore, turns=turns))
+        out.append(DialogueScore.model_construct(dialogue_id=d.id, task=d.task, score=dscore, turns=turns))
     return out, counts
 
 

@@ -18,12 +18,14 @@ protocol sends another judge prompt, judges other rounds and asks at most 3 time
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mtvbench.data.schema import TASKS, Dialogue, Round, Task
+from mtvbench.data.schema import TASKS, ChecklistItem, Dialogue, Round, Task
 from mtvbench.protocol.authors import NO_TEXT_INDEX, canonical_raw
 from mtvbench.protocol.verdicts import read_verdicts
 from mtvbench.records import JudgeVerdict
@@ -93,42 +95,67 @@ def _expected(rnd: Round) -> list[tuple[str, str]]:
     return [(k, v) for k, v in (rnd.checklist_raw or canonical_raw(rnd)) if k.startswith("A")]
 
 
-def _paper_run_value(rnd: Round, verdict: JudgeVerdict) -> tuple[float | None, dict[str, tuple[str, Any]] | None]:
-    """The paper's parser on a judge run's stored replies: the share of items right by key from the first reply
-    it reads, and what it read (None, None when it reads none)."""
-    items = rnd.checklist or []
-    keys = [it.answer_key for it in items]
+@dataclass(frozen=True)
+class _RoundReading:
+    """What every judge run of one round is compared with, made once per round (not once per run)."""
+
+    items: list[ChecklistItem]
+    #: the answer keys of the checklist, in its order (the paper's parser reads by them)
+    keys: tuple[str, ...]
+    #: the expected answers' keys and values (A*) as eval.py pairs them, and the values in lower case
+    expected_keys: list[str]
+    expected_lower: list[str]
+
+    @classmethod
+    def of(cls, rnd: Round) -> _RoundReading:
+        items = rnd.checklist or []
+        expected = _expected(rnd)
+        return cls(items=items, keys=tuple(it.answer_key for it in items), expected_keys=[k for k, _ in expected],
+                   expected_lower=[v.lower() for _, v in expected])
+
+
+#: the paper's parser on one reply and the keys it reads, remembered by both: a judge repeats its replies word for
+#: word across the turns of a run (the same few objects of yes and no), and what it read is only read here
+_Reader = Callable[[str, tuple[str, ...]], "dict[str, tuple[str, Any]] | None"]
+
+
+def _paper_run_value(rr: _RoundReading, verdict: JudgeVerdict, read: _Reader
+                     ) -> tuple[float | None, dict[str, tuple[str, Any]] | None]:
+    """The paper's parser (``read``) on a judge run's stored replies: the share of items right by key from the
+    first reply it reads, and what it read (None, None when it reads none)."""
+    items, keys = rr.items, rr.keys
     if (verdict.reply is None or not verdict.raw) and verdict.verdicts and all(k in verdict.verdicts for k in keys):
         # no reply read by eval.py's rule (the offline judge gives verdicts by key; the paper's LLM judge read the
         # reply by key already): its verdicts are what the paper reads
         got: dict[str, tuple[str, Any]] = {k: (verdict.verdicts[k], verdict.verdicts[k]) for k in keys}
-        return sum(1 for it in items if got[it.answer_key][0] == it.expected) / len(items), got
+        return sum(1 for it, k in zip(items, keys) if got[k][0] == it.expected) / len(items), got
     for text in verdict.raw:
-        found = read_verdicts(text, keys)
+        found = read(text, keys)
         if found is not None:
-            return sum(1 for it in items if found[it.answer_key][0] == it.expected) / len(items), found
+            return sum(1 for it, k in zip(items, keys) if found[k][0] == it.expected) / len(items), found
     return None, None
 
 
-def _authors_run(rnd: Round, verdict: JudgeVerdict, paper: float | None, effects: ProtocolEffects) -> None:
+def _authors_run(rr: _RoundReading, verdict: JudgeVerdict, paper: float | None, effects: ProtocolEffects) -> float:
+    """Count the effects of eval.py's reading of one judge run; its unrounded value (matches / keys replied)."""
     reply = verdict.reply if verdict.reply is not None else list((verdict.verdicts or {}).items())
-    expected = _expected(rnd)
-    hits = sum(1 for (_, got), (_, exp) in zip(reply, expected) if got.lower() == exp.lower())
+    hits = sum(1 for (_, got), exp in zip(reply, rr.expected_lower) if got.lower() == exp)
     unrounded = hits / len(reply) if reply else 0.0
     if abs(round(unrounded, 2) - unrounded) > _EPS:
         effects.add("rounding")
     if paper is not None and abs(unrounded - paper) <= _EPS:
-        return
+        return unrounded
     kinds = []
-    if any(got.lower() not in ("yes", "no") for (_, got), _ in zip(reply, expected)):
+    if any(got.lower() not in ("yes", "no") for (_, got), _ in zip(reply, rr.expected_lower)):
         kinds.append("verdict_not_yes_no")
-    got_keys, exp_keys = [k for k, _ in reply], [k for k, _ in expected]
+    got_keys, exp_keys = [k for k, _ in reply], rr.expected_keys
     if sorted(got_keys) != sorted(exp_keys):
         kinds.append("reply_keys")
     elif got_keys != exp_keys:
         kinds.append("keys_out_of_order")
     for kind in kinds or ["reply_read_otherwise"]:
         effects.add(kind)
+    return unrounded
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -151,30 +178,32 @@ def protocol_effects(dialogues: Sequence[Dialogue], responses: Mapping[str, Any]
     authors = protocol == "authors"
     by_task: dict[Task, list[float]] = {}
     runs_read = runs_stored = 0
+    read = functools.lru_cache(maxsize=None)(read_verdicts)  # for this call only (see _Reader)
     for d in dialogues:
         turn_values: list[float] = []  # eval.py's turn values (for the dialogue's rounding)
         paper_turns: list[float] = []
-        for r in d.rounds:
-            if authors and r.not_judged == NO_TEXT_INDEX:
-                effects.add("checklist_by_raw_index")
+        if authors:
+            for r in d.rounds:
+                if r.not_judged == NO_TEXT_INDEX:
+                    effects.add("checklist_by_raw_index")
         for r in sorted(d.scored_turns, key=lambda x: x.index):
             source = r.answer_index
             if source is not None and d.turn_id(source) not in responses:
                 continue
             runs = verdicts.get(d.turn_id(r.index), {})
+            rr = _RoundReading.of(r)
             run_values: list[float] = []
             paper_runs: list[float] = []
             for _, v in sorted(runs.items()):
                 if v.status not in ("ok", "unparsed"):
                     continue
                 runs_stored += 1
-                paper, read = _paper_run_value(r, v)
+                paper, _ = _paper_run_value(rr, v, read)
                 if paper is not None:
                     runs_read += 1
                     paper_runs.append(paper)
                 if not authors:  # the accepted reply (the last one stored) as the paper's parser read it
-                    keys = [it.answer_key for it in r.checklist or []]
-                    as_written = read_verdicts(v.raw[-1], keys) if v.raw else None
+                    as_written = read(v.raw[-1], rr.keys) if v.raw else None
                     spelled = [str(raw).lower() for _, raw in (as_written or {}).values()]
                     if v.status == "ok" and any(w not in ("yes", "no") for w in spelled):
                         effects.add("verdict_not_yes_no")
@@ -183,11 +212,7 @@ def protocol_effects(dialogues: Sequence[Dialogue], responses: Mapping[str, Any]
                     if paper is not None:
                         effects.add("run_dropped")
                     continue
-                _authors_run(r, v, paper, effects)
-                reply = v.reply if v.reply is not None else list((v.verdicts or {}).items())
-                exp = _expected(r)
-                hits = sum(1 for (_, got), (_, e) in zip(reply, exp) if got.lower() == e.lower())
-                run_values.append(round(hits / len(reply), 2) if reply else 0.0)
+                run_values.append(round(_authors_run(rr, v, paper, effects), 2))
             if paper_runs:
                 paper_turns.append(sum(paper_runs) / len(paper_runs))
             if not authors or not run_values:

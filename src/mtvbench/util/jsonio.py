@@ -67,7 +67,10 @@ class DuplicateKeyError(ValueError):
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = dict(pairs)
+    if len(out) == len(pairs):  # no key twice (the usual case, checked in C)
+        return out
+    out = {}
     for k, v in pairs:
         if k in out:
             raise DuplicateKeyError(k, [p[0] for p in pairs])

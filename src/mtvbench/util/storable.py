@@ -37,9 +37,12 @@ def storable(text: str) -> tuple[str, int]:
 
 def storable_value(value: Any) -> tuple[Any, int]:
     """A JSON-like value (strings, lists, tuples, dicts; keys too) with :func:`storable` applied to every
-    string in it, and how many code points were replaced in all. Other values are returned as they are."""
+    string in it, and how many code points were replaced in all. Other values, and a value with nothing to
+    replace (the usual case, checked first), are returned as they are."""
     if isinstance(value, str):
         return storable(value)
+    if encodable(value):
+        return value, 0
     if isinstance(value, (list, tuple)):
         items, n = [], 0
         for item in value:
@@ -58,6 +61,32 @@ def storable_value(value: Any) -> tuple[Any, int]:
     return value, 0
 
 
+def encodable(value: Any) -> bool:
+    """True when no string in ``value`` (keys too) holds a code point UTF-8 cannot encode: the strings of a list,
+    a tuple or a dict's keys or values are joined and checked at once (in C) where they are all strings."""
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, str):
+            if not v.isascii() and UNENCODABLE.search(v):
+                return False
+        elif isinstance(v, (list, tuple, dict)):
+            groups = (v.keys(), v.values()) if isinstance(v, dict) else (v,)
+            for items in groups:
+                first = next(iter(items), "")
+                if not isinstance(first, str):  # a list of pairs, of objects: each item on its own
+                    todo.extend(items)
+                    continue
+                try:
+                    joined = "".join(items)
+                except TypeError:  # not all strings: each item on its own
+                    todo.extend(items)
+                    continue
+                if not joined.isascii() and UNENCODABLE.search(joined):
+                    return False
+    return True
+
+
 def clean_text(text: str | None) -> str | None:
     """:func:`storable` without the count, for a writer's last line of defence (None stays None)."""
     return None if text is None else storable(text)[0]
@@ -71,4 +100,4 @@ def encode_utf8(text: str) -> bytes:
         return storable(text)[0].encode("utf-8")
 
 
-__all__ = ["REPLACEMENT", "UNENCODABLE", "clean_text", "encode_utf8", "storable", "storable_value"]
+__all__ = ["REPLACEMENT", "UNENCODABLE", "clean_text", "encodable", "encode_utf8", "storable", "storable_value"]
