@@ -19,6 +19,7 @@ The policy, in one place:
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -37,9 +38,20 @@ def storable(text: str) -> tuple[str, int]:
 
 def storable_value(value: Any) -> tuple[Any, int]:
     """A JSON-like value (strings, lists, tuples, dicts; keys too) with :func:`storable` applied to every
-    string in it, and how many code points were replaced in all. Other values are returned as they are."""
+    string in it, and how many code points were replaced in all. Other values are returned as they are.
+
+    A value with nothing to replace (nearly every one) is returned as it is after one check in C (its JSON
+    encoded as UTF-8), not walked item by item: every judge run's replies and reading pass here."""
     if isinstance(value, str):
         return storable(value)
+    if isinstance(value, (list, tuple, dict)):
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+            if not text.isascii():
+                text.encode("utf-8")  # raises on a lone surrogate
+            return value, 0
+        except (TypeError, ValueError, RecursionError, UnicodeEncodeError):
+            pass  # a lone surrogate, or a value that is not JSON: walked below
     if isinstance(value, (list, tuple)):
         items, n = [], 0
         for item in value:
