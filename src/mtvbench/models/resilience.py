@@ -574,6 +574,8 @@ def breaker_of(backend: Any) -> CircuitBreaker | None:
 
 # ---------------------------------------------------------------------------------------- wrapper
 Classifier = Callable[[BaseException], CallFailure | None]
+#: ``asyncio.timeout`` (Python 3.11+): a deadline over an await in the task itself
+_TIMEOUT = getattr(asyncio, "timeout", None)
 
 
 class Resilient:
@@ -601,7 +603,10 @@ class Resilient:
         try:
             if remaining <= 0:
                 raise asyncio.TimeoutError
-            return await asyncio.wait_for(fn(), remaining)
+            if _TIMEOUT is None:  # Python 3.10: the attempt runs in a task of its own
+                return await asyncio.wait_for(fn(), remaining)
+            async with _TIMEOUT(remaining):  # in the caller's task: no task made, no loop step more, per attempt
+                return await fn()
         except asyncio.TimeoutError:
             raise RetryableError(f"no complete reply from {self.url} within timeout_s={timeout:g}s") from None
         except Exception as e:
