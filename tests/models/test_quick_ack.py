@@ -11,18 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import socket
-import ssl
 import struct
-import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from mtvbench.models import resilience
@@ -182,59 +177,3 @@ def test_an_api_client_sends_no_cookie_back() -> None:
         httpd.shutdown()
         httpd.server_close()
     assert answers == ["An answer."] * 3 and handler.seen == [None] * 3
-
-
-class Sized(BaseHTTPRequestHandler):
-    """``GET /N``: N bytes."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: Any) -> None:
-        return None
-
-    def do_GET(self) -> None:
-        data = b"x" * int(self.path.strip("/"))
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl command makes the test's certificate")
-def test_tls_connections_verify_the_server_and_carry_replies_whole(tmp_path: Path) -> None:
-    """HTTPS over the same connections: the handshake on asyncio's transport, the certificate checked (one not
-    trusted is a connection error, which the call path retries and counts), replies small and large kept-alive."""
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Sized)
-    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_side.load_cert_chain(cert, key)
-    httpd.socket = server_side.wrap_socket(httpd.socket, server_side=True)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"https://127.0.0.1:{httpd.server_address[1]}"
-
-    async def calls() -> tuple[list[int], bool, str]:
-        trusted = ssl.create_default_context(cafile=str(cert))
-        async with httpx.AsyncClient(transport=resilience.quick_ack_transport(verify=trusted)) as client:
-            sizes, tls = [], True
-            for n in (5, 3 << 20, 7):
-                r = await client.get(f"{url}/{n}")
-                sizes.append(len(r.content))
-                tls &= r.extensions["network_stream"].get_extra_info("ssl_object") is not None
-        async with httpx.AsyncClient(transport=resilience.quick_ack_transport()) as client:
-            try:
-                await client.get(f"{url}/5")
-            except httpx.ConnectError as e:
-                failure = resilience.transport_failure(e, url)
-                return sizes, tls, failure.message if failure else ""
-        return sizes, tls, "no error"
-
-    try:
-        sizes, tls, refused = asyncio.run(calls())
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-    assert sizes == [5, 3 << 20, 7] and tls
-    assert refused.startswith(f"cannot connect to {url}") and "CERTIFICATE_VERIFY_FAILED" in refused
