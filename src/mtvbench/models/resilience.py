@@ -54,7 +54,6 @@ import random
 import re
 import select
 import socket
-import ssl
 import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
@@ -357,83 +356,22 @@ def _cap_hook(limit: int, advice: str) -> Callable[[Any], Awaitable[None]]:
 
 #: Linux's socket option that sends the ACK of what was received at once (elsewhere: None, nothing to do)
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)
-#: bytes of a reply held for the reader before the connection stops reading (the kernel's buffer and TCP's
-#: flow control hold the rest): memory stays bounded whatever the server sends, its reader reads it through the cap
-_READ_HIGH_WATER = 1 << 20
-
-
-class _Arrivals(asyncio.Protocol):
-    """What the event loop received on one connection (bytes, its end, the error that closed it), and whether
-    sending may go on; a waiting reader or writer is woken by a future, set from the loop's own callbacks."""
-
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
-        self.ended = False
-        self.lost: BaseException | None = None
-        self.paused_reading = False
-        self.paused_writing = False
-        self.reader: asyncio.Future[None] | None = None
-        self.writer: asyncio.Future[None] | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def _wake(self, waiter: asyncio.Future[None] | None) -> None:
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        if len(self.buffer) > _READ_HIGH_WATER and not self.paused_reading and self.transport is not None:
-            self.paused_reading = True
-            self.transport.pause_reading()
-        self._wake(self.reader)
-
-    def eof_received(self) -> bool:
-        self.ended = True
-        self._wake(self.reader)
-        return False  # the transport closes itself
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.ended, self.lost = True, exc
-        self._wake(self.reader)
-        self._wake(self.writer)
-
-    def pause_writing(self) -> None:
-        self.paused_writing = True
-
-    def resume_writing(self) -> None:
-        self.paused_writing = False
-        self._wake(self.writer)
-
-
-def _expire(waiter: asyncio.Future[None], error: Exception) -> None:
-    if not waiter.done():
-        waiter.set_exception(error)
 
 
 class _QuickAckStream(httpcore.AsyncNetworkStream):
-    """httpcore's connection on asyncio's own transport, acknowledging every piece of a reply as soon as it is read.
+    """A connection that acknowledges every piece of a reply as soon as it is read.
 
     A server that writes a reply's head and body in two writes (Python's ``http.server``, many
     frameworks) holds the body back under Nagle's algorithm until the head is acknowledged, and
     Linux delays that acknowledgement by 40 ms on a connection that also sends: 40 ms between a
     reply's head and its body, per call, whatever the server's latency (a slot idle for that long,
     most of a fast local server's call). ``TCP_QUICKACK`` after each write and each read sends the ACK at
-    once.
+    once."""
 
-    Reads and writes go straight to asyncio's transport (:class:`_Arrivals`), a deadline per read or write
-    a timer of the loop: httpcore's own network layer (anyio) spent more CPU per call on its cancel scopes
-    and checks than the HTTP parsing itself, on the path from a reply to the slot's next request. Errors are
-    httpcore's (``ReadTimeout``, ``ReadError``, ``WriteTimeout``, ``WriteError``, ``ConnectError``,
-    ``ConnectTimeout``), which httpx turns into its own, as with its default network layer."""
-
-    def __init__(self, transport: asyncio.Transport, arrivals: _Arrivals):
-        self._transport, self._arrivals = transport, arrivals
-        arrivals.transport = transport
+    def __init__(self, inner: httpcore.AsyncNetworkStream):
+        self._inner = inner
         #: a socket.socket, or asyncio's TransportSocket view of one (None: not a socket)
-        self._raw = transport.get_extra_info("socket")
+        self._raw = inner.get_extra_info("socket")
         self._sock = self._raw if _QUICKACK is not None and hasattr(self._raw, "setsockopt") else None
 
     def _ack(self) -> None:
@@ -441,87 +379,32 @@ class _QuickAckStream(httpcore.AsyncNetworkStream):
             with contextlib.suppress(OSError):  # a closed socket, an AF_UNIX one: nothing to acknowledge
                 self._sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
-    async def _wait(self, which: str, timeout: float | None, error: Exception) -> None:
-        """Until :class:`_Arrivals` wakes the reader or writer (``which``), or ``error`` at the deadline."""
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
-        setattr(self._arrivals, which, waiter)
-        timer = loop.call_later(timeout, _expire, waiter, error) if timeout is not None else None
-        try:
-            await waiter
-        finally:
-            setattr(self._arrivals, which, None)
-            if timer is not None:
-                timer.cancel()
-
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        a = self._arrivals
-        if not a.buffer and not a.ended:
-            await self._wait("reader", timeout, httpcore.ReadTimeout(f"no data within {timeout}s"))
-        if a.buffer:
-            if len(a.buffer) <= max_bytes:
-                data = bytes(a.buffer)
-                a.buffer.clear()
-            else:
-                data = bytes(a.buffer[:max_bytes])
-                del a.buffer[:max_bytes]
-            if a.paused_reading and len(a.buffer) <= _READ_HIGH_WATER // 2:
-                a.paused_reading = False
-                self._transport.resume_reading()
-            self._ack()
-            return data
-        if a.lost is not None:
-            raise httpcore.ReadError(str(a.lost) or type(a.lost).__name__) from a.lost
-        return b""  # the server closed its end
+        data = await self._inner.read(max_bytes, timeout)
+        self._ack()
+        return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if not buffer:
-            return
-        a = self._arrivals
-        if a.lost is not None or self._transport.is_closing():
-            raise httpcore.WriteError(str(a.lost or "the connection is closed"))
-        self._transport.write(buffer)
+        await self._inner.write(buffer, timeout)
         # sending right after a reply puts the connection back into delayed-ACK mode: out of it again, so the
         # kernel acknowledges the next reply's head on arrival, before this process is even scheduled to read it
         self._ack()
-        if a.paused_writing:  # the transport's buffer is full: wait until it drained (or the connection is gone)
-            await self._wait("writer", timeout, httpcore.WriteTimeout(f"not sent within {timeout}s"))
-            if a.lost is not None:
-                raise httpcore.WriteError(str(a.lost) or type(a.lost).__name__) from a.lost
 
     async def aclose(self) -> None:
-        self._transport.close()
+        await self._inner.aclose()
 
     async def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
                         timeout: float | None = None) -> httpcore.AsyncNetworkStream:
-        loop = asyncio.get_running_loop()
-        try:
-            transport = await asyncio.wait_for(loop.start_tls(self._transport, self._arrivals, ssl_context,
-                                                              server_hostname=server_hostname), timeout)
-        except asyncio.TimeoutError:
-            self._transport.close()
-            raise httpcore.ConnectTimeout(f"no TLS handshake within {timeout}s") from None
-        except (OSError, ssl.SSLError) as e:
-            self._transport.close()
-            raise httpcore.ConnectError(str(e) or type(e).__name__) from e
-        if transport is None:  # the connection closed during the handshake
-            raise httpcore.ConnectError("the connection closed during the TLS handshake")
-        return _QuickAckStream(transport, self._arrivals)  # type: ignore[arg-type]
+        return _QuickAckStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:
-        # the connection pool asks every idle connection whether the server closed it, for every request
-        if info == "is_readable":
-            a = self._arrivals
-            return bool(a.buffer) or a.ended or self._raw is None or _readable(self._raw)
-        if info == "socket":
+        # the connection pool asks every idle connection whether the server closed it, for every request:
+        # answered from the socket kept here (the stream's own answer builds its attribute table each time)
+        if info == "socket" and self._raw is not None:
             return self._raw
-        if info == "ssl_object":
-            return self._transport.get_extra_info("ssl_object")
-        if info == "client_addr":
-            return self._transport.get_extra_info("sockname")
-        if info == "server_addr":
-            return self._transport.get_extra_info("peername")
-        return None
+        if info == "is_readable" and self._raw is not None:
+            return _readable(self._raw)
+        return self._inner.get_extra_info(info)
 
 
 def _readable(sock: Any) -> bool:
@@ -540,27 +423,14 @@ def _readable(sock: Any) -> bool:
 
 
 class _QuickAckBackend(httpcore.AsyncNetworkBackend):
-    """httpx's network backend for TCP connections: :class:`_QuickAckStream` on asyncio's transports (a Unix
-    socket and the backend's sleep stay httpcore's own)."""
+    """httpx's network backend, its connections :class:`_QuickAckStream`."""
 
     def __init__(self, inner: httpcore.AsyncNetworkBackend):
         self._inner = inner
 
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                           socket_options: Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
-        loop = asyncio.get_running_loop()
-        local = (local_address, 0) if local_address else None
-        try:
-            transport, arrivals = await asyncio.wait_for(
-                loop.create_connection(_Arrivals, host, port, local_addr=local), timeout)
-        except asyncio.TimeoutError:
-            raise httpcore.ConnectTimeout(f"no connection within {timeout}s") from None
-        except OSError as e:
-            raise httpcore.ConnectError(str(e) or type(e).__name__) from e
-        sock = transport.get_extra_info("socket")
-        for option in socket_options or ():
-            sock.setsockopt(*option)
-        return _QuickAckStream(transport, arrivals)
+        return _QuickAckStream(await self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None,
                                   socket_options: Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
