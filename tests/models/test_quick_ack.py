@@ -84,3 +84,45 @@ def test_the_head_of_a_reply_is_acknowledged_at_once(spec: str) -> None:
     later = handler.acked_s[1:]
     prompt = [s for s in later if s < 0.02]
     assert len(prompt) >= len(later) // 2, [round(s * 1000, 1) for s in handler.acked_s]
+
+
+class SetsCookies(BaseHTTPRequestHandler):
+    """Sets a cookie on every reply and records the Cookie header each request came with."""
+
+    protocol_version = "HTTP/1.1"
+    seen: list[str | None] = []
+
+    def log_message(self, *args: Any) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append(self.headers.get("Cookie"))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Set-Cookie", f"session=s{len(self.seen)}; Path=/")
+        self.send_header("Content-Length", str(len(REPLY)))
+        self.end_headers()
+        self.wfile.write(REPLY)
+
+
+def test_an_api_client_sends_no_cookie_back() -> None:
+    """The cookies a reply sets are not read (an API call carries its key): no request carries one."""
+    handler = type("Handler", (SetsCookies,), {"seen": []})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        backend = create_backend("openai:m", BackendOptions(base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1",
+                                                            max_retries=0))
+
+        async def calls() -> list[str]:
+            try:
+                return [(await backend.generate(GenerationRequest(id=str(i), prompt="Q?"))).text for i in range(3)]
+            finally:
+                await backend.aclose()
+
+        answers = asyncio.run(calls())
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert answers == ["An answer."] * 3 and handler.seen == [None] * 3

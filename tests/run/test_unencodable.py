@@ -65,6 +65,15 @@ def test_a_surrogate_is_replaced_wherever_it_sits_and_a_clean_value_is_kept(plac
     assert storable_value(clean) == (clean, 0) and encodable(clean)
 
 
+@pytest.mark.parametrize("bad", SURROGATES)
+def test_a_value_is_kept_as_it_is_unless_it_holds_something_to_replace(bad: str) -> None:
+    clean = {"k é": ["é 😀", ("x", 2.5)], 3: None, "deep": [[[{"a": "b"}]]]}
+    assert storable_value(clean) == (clean, 0) and storable_value(["😀"]) == (["😀"], 0)
+    marker = object()  # not JSON: the value is walked item by item, and a lone surrogate beside it still found
+    value, n = storable_value([marker, {"k": f"x{bad}"}, (f"{bad}", 1)])
+    assert n == 2 and value == [marker, {"k": f"x{REPLACEMENT}"}, (REPLACEMENT, 1)]
+
+
 def test_records_are_storable_when_made_and_count_each_character_of_a_reply_once() -> None:
     res = GenerationResult(text="answer\ud800", raw_text="<think>x\udfff</think>answer\ud800", reasoning="x\udfff",
                            error="body \ud800", inputs={"k\ud800": "v"})

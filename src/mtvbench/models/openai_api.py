@@ -38,6 +38,7 @@ from mtvbench.models.backend import BackendBase, split_thinking
 from mtvbench.models.endpoints import openai_endpoint
 from mtvbench.models.resilience import (
     RETRYABLE_STATUS,
+    ApiClient,
     CallFailure,
     FatalError,
     Resilient,
@@ -305,7 +306,7 @@ class OpenAIBackend(BackendBase):
         #: a call is one POST of a body written once, its reply read and classified here: no SDK layer between
         #: an answer and the next request (that layer cost more CPU per call than the HTTP client itself)
         self.clients = ClientPerCall(lambda verify: capped_http_client(
-            httpx.AsyncClient, options, limits=_ONE_CONNECTION, follow_redirects=True, verify=verify))
+            ApiClient, options, limits=_ONE_CONNECTION, follow_redirects=True, verify=verify))
         self.headers = {"Authorization": f"Bearer {self.endpoint.key}", "Content-Type": "application/json",
                         "Accept": "application/json", "User-Agent": f"mtvbench/{__version__}"}
 

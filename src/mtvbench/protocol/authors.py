@@ -40,6 +40,7 @@ Python's ``round``), a task the plain mean of its dialogues (``mean_mtqa``), the
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -70,10 +71,15 @@ def canonical_raw(rnd: Round) -> list[tuple[str, str]]:
     return [kv for it in rnd.checklist or [] for kv in ((it.key, it.question), (it.answer_key, it.expected))]
 
 
+@functools.lru_cache(maxsize=8)
 def read_reply(text: str) -> JudgeReading | Rejected:
     """One judge reply as ``eval.py`` reads it (see the module docstring): ``text`` is the reply's content
     exactly as sent (nothing stripped: ``json.loads`` skips only JSON's four whitespace characters, so a reply
-    behind a U+00A0 does not load and is asked again, as in eval.py; an empty or null content is one ask)."""
+    behind a U+00A0 does not load and is asked again, as in eval.py; an empty or null content is one ask).
+
+    The last few readings are kept: the run store reads the reply a judge run was just given again, in the same
+    step of the event loop, to store it once (:meth:`~mtvbench.run.store.RunStore.put_verdict`). A reading is
+    shared: never changed by its readers."""
     match = _FENCE.search(text)
     body = match.group(1) if match else text
     try:
