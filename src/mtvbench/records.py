@@ -1,6 +1,6 @@
 """The records that cross between models, the judge, the run store and scoring, in one place.
 
-- :class:`GenerationConfig`: how a model generates (max tokens, sampling, system prompt), the one
+- :class:`GenerationConfig`: how a model generates (max tokens, sampling, system prompt), the only
   shape of these settings: the backend options are one (they inherit it) and a request carries one
   (``request.generation``). Every backend reads one merged record: the backend's options, then the
   request's own values on top (:meth:`GenerationConfig.merge`; a value that is set wins over one that
@@ -56,7 +56,7 @@ RedactedText = Annotated[str | None, AfterValidator(redact_secrets)]
 class GenerationConfig(BaseModel):
     """How a model generates. ``None`` means "not set": the backend's or the checkpoint's default.
 
-    The one record of generation settings: a role's :class:`~mtvbench.models.settings.BackendOptions`
+    The only record of generation settings: a role's :class:`~mtvbench.models.settings.BackendOptions`
     *is* one (its fields, spelled the same in YAML and as flags) and every
     :class:`GenerationRequest` carries one (``request.generation``: what that call sets itself). One
     vocabulary for every backend; each maps it to its own API (the OpenAI backend sends ``top_k``,

@@ -11,7 +11,7 @@ suggestion, a number must be a finite number of the right kind, each role's rang
 from 1 to 8192. Every problem is listed at once, one line each, naming the flag (``--temperature``)
 when the value came from the command line and the file and key otherwise.
 
-:meth:`RunConfig.identity` is the one identity function: what a run directory belongs to, and the
+:meth:`RunConfig.identity` is the only function that computes a run's identity: what a run directory belongs to, and the
 settings parts of every answer's fingerprint.
 """
 

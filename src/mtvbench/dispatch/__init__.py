@@ -30,7 +30,7 @@ the queue, so the call slots stay busy. Without it, every turn of a video is sen
 
 **Dialogues that build on the model's answers** (:func:`run_dialogue`). In self context
 (:attr:`DialogueTurns.chained`) each round's prompt holds the model's own earlier answers, so the rounds
-are asked in order, each once the one before was recorded. A round the runner did not record as an answer
+are asked in order, each once the previous round was recorded. A round the runner did not record as an answer
 (``record`` returned False because the call failed or its result could not be stored, or the call was not
 sent at all) ends its dialogue for this run: the rounds after it are reported as pending and asked on the
 next run. Rounds that do not build on each other are asked at once.
@@ -71,7 +71,7 @@ class DialogueTurns:
 
     dialogue: Dialogue
     rounds: list[Round]
-    #: each round builds on the model's answer to the one before (self context): asked as a chain
+    #: each round builds on the model's answer to the previous round (self context): asked as a chain
     chained: bool = False
 
 

@@ -38,7 +38,7 @@ SIGTERM, reaches too). Nothing made is forgotten:
 A cache the API refuses to make (400: e.g. fewer tokens than the model's minimum for explicit caching) sends
 that video's frames inline. A cache gone before its video ended (403/404: expired, deleted) is made again once:
 the first turn told so takes it out of the table and every turn told so retries, so the next of them makes
-the one new cache the others share; a turn told late about the old cache leaves the new one alone.
+a single new cache that the others share; a turn told late about the old cache leaves the new one alone.
 The tokens of making a cache count as uncached prompt tokens of the turn that made it;
 ``cached_content_token_count`` of each reply is its cached tokens (:class:`~mtvbench.records.Usage`).
 The hours of cache storage the API bills are not counted. Requests whose text goes before the frames
@@ -232,7 +232,7 @@ def _epoch(value: Any) -> float | None:
 
 
 def shared(table: dict[Any, asyncio.Task[T]], key: Any, make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
-    """The one task that makes ``key``'s value (started by the first caller, awaited by every caller); a task
+    """The single task that makes ``key``'s value (started by the first caller, awaited by every caller); a task
     that failed or was cancelled is started again by the next caller. A caller that is cancelled does not
     cancel the task (:func:`asyncio.shield`)."""
     task = table.get(key)
@@ -354,7 +354,7 @@ class GeminiBackend(BackendBase):
         return await shared(self._uploads, key, lambda: self._upload(key))
 
     async def _upload(self, path: Path) -> Any:
-        """Upload through the one call path (its own deadline: ``upload_timeout_s``), then poll
+        """Upload through the shared call path (its own deadline: ``upload_timeout_s``), then poll
         until the file is ACTIVE. Raises :class:`CallFailed`."""
         deadline = time.monotonic() + self.upload_timeout_s
         f, _ = await self.calls.call(lambda: self.client.aio.files.upload(

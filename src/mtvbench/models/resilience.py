@@ -1,4 +1,4 @@
-"""The one call path of every remote backend: retries, deadline, size cap, circuit breaker.
+"""The call path every remote backend shares: retries, deadline, size cap, circuit breaker.
 
 A backend only *classifies*. One attempt of a call either returns a final
 :class:`~mtvbench.records.GenerationResult` (``ok``, or a final ``blocked`` / ``empty``

@@ -9,12 +9,12 @@
   otherwise (a pipe, a file: one row per line, tab-separated, no Markdown escaping, no
   wrapping, :func:`mtvbench.render.tables.to_plain`); ``--format md`` gives Markdown.
   :func:`print_tables` prints :class:`~mtvbench.render.tables.TextTable` s,
-  :func:`print_leaderboard` the Table 2 layout; both are the one place a table reaches stdout.
+  :func:`print_leaderboard` the Table 2 layout; tables reach stdout only through these two.
 - Progress and "wrote" messages go to stderr (:func:`note`), results to stdout.
 
 The command-line package (:mod:`mtvbench.cli`) and the commands of analyses
-(:mod:`mtvbench.analysis`) print through these; the one error handler is
-:mod:`mtvbench.cli.common`'s.
+(:mod:`mtvbench.analysis`) print through these; errors are printed by the error handler of
+:mod:`mtvbench.cli.common`.
 """
 
 from __future__ import annotations

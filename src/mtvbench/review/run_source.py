@@ -108,7 +108,7 @@ class RunSource(ReviewSource):
         return [self.root / name for name in (*RunDirectory.FILES, f"{RunDirectory.STORE}-wal")]
 
     def prepare(self, store: ReviewStore, per_task: int | None = None, seed: int | None = None) -> None:
-        """Fix the sample: the one kept in ``store``, or (the first time) one drawn now and kept."""
+        """Fix the sample: the sample kept in ``store``, or (the first time) one drawn now and kept."""
         stored = store.setting(SAMPLE_KEY)
         if stored is None:
             run = RunDirectory.open(self.root).load(bootstrap=0, details=True)

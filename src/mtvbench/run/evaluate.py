@@ -240,7 +240,7 @@ def _name_left(store: RunStore, progress: Progress) -> list[ProviderResource]:
 
 def run_mark(cfg: RunConfig, bench: Benchmark) -> NotABenchmark | None:
     """Why the run's numbers are not MT-Video-Bench numbers, recorded in its ``config.yaml``: its data's mark
-    (:attr:`Benchmark.not_a_benchmark`), else, with ``answers_from``, the one the answers' run recorded
+    (:attr:`Benchmark.not_a_benchmark`), else, with ``answers_from``, the mark the answers' run recorded
     (answers made from such data stay marked under another judge)."""
     if bench.not_a_benchmark is not None:
         return bench.not_a_benchmark

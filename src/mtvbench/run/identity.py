@@ -12,8 +12,8 @@ A stored model response is valid only for the exact input that produced it. Its
   ``generation`` (``GenerationConfig.CALL_FIELDS``: max_tokens, temperature, top_p, top_k,
   and the backend options that can change an answer), ``backend`` (the backend spec),
   ``frames`` (frame settings): these four are the run identity's own values
-  (:meth:`mtvbench.config.RunConfig.identity`, the one identity function), hashed; ``video`` (the video's content key,
-  :func:`mtvbench.media.cache.fingerprint`) and, for a backend that reads it (the ``oracle``
+  (:meth:`mtvbench.config.RunConfig.identity`, the only function that computes it), hashed; ``video`` (the
+  video's content key, :func:`mtvbench.media.cache.fingerprint`) and, for a backend that reads it (the ``oracle``
   baseline), ``golden`` (this round's golden answer).
 
 A judge verdict is valid only for the exact answer and checklist it judged: ``answer``,
@@ -107,7 +107,7 @@ class RunKeys:
         self.protocol = get_protocol(cfg.protocol_name)
         self.video_keys = dict(video_keys)
         self.reads_golden = reads_golden
-        # the settings parts: the run identity's values (RunConfig.identity, the one identity function)
+        # the settings parts: the run identity's values (computed by RunConfig.identity only)
         identity = cfg.identity()
         generation = identity["model_generation"]
         self.common = {
@@ -207,7 +207,7 @@ def current_results(dialogues: Sequence[Dialogue], context: str, turn_keys: Mapp
                     verdict_rows: Iterable[dict[str, Any]], final_outcomes: Sequence[str],
                     final_judge: Sequence[str]) -> Current:
     """Pick, for every turn of ``dialogues``, the stored response and verdicts whose fingerprint is
-    the one the snapshot expects (in self context turn by turn, each answer feeding the next key)."""
+    the fingerprint the snapshot expects (in self context turn by turn, each answer feeding the next key)."""
     by_tid: dict[str, dict[str, dict[str, Any]]] = {}
     for row in response_rows:
         if row["outcome"] in final_outcomes:

@@ -31,7 +31,7 @@ class ScoreOutcome:
 
 def write_score_files(run: RunData) -> None:
     """``responses.jsonl``, ``leaderboard.md``, then ``scores.json``: every text is made before the first file
-    is written, and ``scores.json`` (the one that says ``complete``) is written last, so a failure or a kill in
+    is written, and ``scores.json`` (the file that says ``complete``) is written last, so a failure or a kill in
     between never leaves a status next to files or a store it does not describe."""
     run_dir, cfg, snap, scores = run.run_dir, run.config, run.snapshot, run.scores
     note = None

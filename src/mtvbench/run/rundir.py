@@ -14,14 +14,14 @@ A run directory holds
 - ``run.lock`` (:class:`~mtvbench.run.lock.RunLock`): one writer at a time.
 
 Each carries ``schema_version`` and ``mtvbench_version``: a run directory of another format is refused with
-the file, the version found and the one expected.
+the file, the version found and the version expected.
 
 **Detection** is one rule (:meth:`RunDirectory.detect`): a folder with all three files is a run directory, a
 folder with none of them is not one, and a folder with some but not all is refused with the first file
 missing. ``score``, ``report``, ``compare``, ``agreement``, ``sweep``, ``stats``, ``estimate``, the review app
 and ``run --answers-from`` all ask it.
 
-**Loading** (:meth:`RunDirectory.load`) gives :class:`RunData`, the one record of a loaded run: the settings,
+**Loading** (:meth:`RunDirectory.load`) gives :class:`RunData`, the only record of a loaded run: the settings,
 the snapshot, the current results and the scores recomputed from them (no API calls). The score files written
 from it are :mod:`mtvbench.run.rescore`'s.
 """
@@ -141,7 +141,7 @@ class RunData:
 
 
 class RunDirectory:
-    """The one owner of a run directory: its files, its lock, its format and identity checks, whether a folder
+    """The single owner of a run directory: its files, its lock, its format and identity checks, whether a folder
     is one (:meth:`detect`) and loading it (:meth:`load`). See the module docstring for the files."""
 
     CONFIG = "config.yaml"

@@ -2,7 +2,7 @@
 immutable :class:`~mtvbench.config.RunConfig`, which everything after reads.
 
 :func:`build_config` is that edge (``run``, ``sweep``, ``estimate``, ``demo`` and :func:`mtvbench.build_config`
-call it). It is also the one place where the settings meet the run directory they name: an existing ``--out``
+call it). It is also the only place where the settings meet the run directory they name: an existing ``--out``
 keeps its protocol (:meth:`~mtvbench.run.rundir.RunDirectory.recorded_protocol`) unless one is given, so that
 the presets resolve as they did for it. Validating a :class:`~mtvbench.config.RunConfig` reads no file.
 """
@@ -33,7 +33,7 @@ def build_config(values: Mapping[str, Any], source: str = "settings", flags: Map
     Args:
         values: the settings (``data``, ``model``, ``judge``, ``out``, ...); a preset name as
             ``model`` supplies its backend, generation and frame settings, given values win. Without a
-            ``protocol``, the one ``out``'s run directory records (else ``authors``).
+            ``protocol``, the protocol ``out``'s run directory records (else ``authors``).
         source: names the values in messages (a file name, ``command line``).
         flags: dotted setting -> the flag that gave it, so a bad value is named by its flag.
         needs_server: False where nothing will be called (``estimate``): a preset served by a server the
