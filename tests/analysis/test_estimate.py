@@ -170,3 +170,22 @@ def test_clip_sampling_estimate_says_what_it_costs_under_each_choice(tmp_path: P
     assert clip.ideal_cached < uni.ideal_cached
     timed = estimate_config(build_config({**base, "frame_timestamps": "on"}, needs_server=False))
     assert timed.model_role.prompt_tokens > uni.model_role.prompt_tokens  # each frame's time label
+
+
+@pytest.mark.parametrize(("options", "labelled"), [({"video_part": True}, False), ({}, True)],
+                         ids=["video-part", "images"])
+def test_time_labels_are_counted_only_where_they_are_sent_as_text(tmp_path: Path, options: dict[str, object],
+                                                                  labelled: bool) -> None:
+    """Under --frame-timestamps on a frame's time is text before its image, but metadata of a video part (vLLM's
+    media_io_kwargs): the estimate counts label tokens only in the first case."""
+    from mtvbench.analysis.estimate import estimate_config
+    from mtvbench.data.sample import materialize
+    from mtvbench.run.settings import build_config
+
+    root = materialize(tmp_path / "sample")
+    base = {"data": root, "model": "openai:Qwen/Qwen3-VL-8B-Instruct", "judge": "offline", "out": tmp_path / "run",
+            "protocol": "paper", "model_settings": {"extra": options}}
+    off = estimate_config(build_config(base, needs_server=False)).model_role.prompt_tokens
+    on = estimate_config(build_config({**base, "frame_timestamps": "on"}, needs_server=False)).model_role.prompt_tokens
+    assert off is not None and on is not None
+    assert (on > off) is labelled and (on == off) is not labelled

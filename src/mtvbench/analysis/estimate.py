@@ -283,7 +283,8 @@ def estimate(cfg: RunConfig, bench: Benchmark, shapes: dict[str, VideoShape], me
         shape = shapes.get(video)
         frames = None if rule is None or shape is None else rule.tokens(shape.frames, shape.width, shape.height,
                                                                          shape.duration_s)
-        if frames is not None and cfg.frame_timestamps == "on" and shape is not None:
+        if frames is not None and cfg.frame_timestamps == "on" and shape is not None and not rule.as_video:
+            # a label before each image; a video part carries the times as metadata, not as text
             frames += shape.frames * text_tokens(frame_label(shape.duration_s))
         prefix_of[video] = None if frames is None else frames + text_tokens(system) + MESSAGE_OVERHEAD
         chains.append([])
