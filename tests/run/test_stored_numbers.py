@@ -83,6 +83,20 @@ def test_a_bad_stored_value_is_one_error_naming_its_row_and_column(run: Path, ta
     assert "internal error" not in text and "Traceback" not in text
 
 
+@pytest.mark.parametrize("raw", ["[1, 2]", '[null]', '["fine", {"A1": "yes"}]'])
+def test_a_reply_read_again_from_a_raw_reply_that_is_not_text_is_the_raw_columns_error(run: Path, raw: str) -> None:
+    """A judge reply stored once is read again from the last raw reply: a raw reply that is not text is the raw
+    column's error (not a TypeError from the reading)."""
+    rowid = _set(run, "verdicts", "raw", raw)
+    with sqlite3.connect(run / "store.sqlite") as db:
+        db.execute("UPDATE verdicts SET reply_from_raw=1, reply=NULL WHERE rowid=?", (rowid,))
+    res = cli("score", str(run))
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2, text
+    assert f"store.sqlite: table verdicts, row {rowid}, column raw:" in text, text
+    assert "internal error" not in text and "Traceback" not in text
+
+
 @pytest.mark.parametrize(("column", "value"), [("completion_tokens", -39_000_000), ("latency_s", -5),
                                                ("completion_tokens", "lots"), ("latency_s", "NaN-ish")])
 def test_estimate_from_run_refuses_bad_stored_numbers(finished: tuple[Path, Path], run: Path, column: str,

@@ -345,8 +345,8 @@ class RunStore:
 
         def reread(raw: list[Any]) -> list[tuple[str, str]] | None:
             last = raw[-1] if raw else None
-            if not isinstance(last, str):
-                return _reread_reply(raw)
+            if not isinstance(last, str):  # no reply (or not text: the raw column's check names it)
+                return None
             if last not in readings:
                 readings[last] = _reread_reply(raw)
             return readings[last]
