@@ -16,6 +16,8 @@ from mtvbench.data.schema import ALL_ROUNDS_TASKS, MODEL_TURN_ABILITIES, STEM_TO
 from mtvbench.judge.offline import judge_items
 
 av = pytest.importorskip("av")
+#: this module tests the encoding of the sample's videos: tests/conftest.py lets it encode them itself
+REAL_SAMPLE_VIDEOS = True
 
 REFUSAL = "I'm sorry, but I can't help with that based on this video."
 OWN_LABEL = {
