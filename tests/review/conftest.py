@@ -56,15 +56,10 @@ def chromium_browser() -> Iterator[Any]:
     """One headless system Chromium for the browser tests of a module (starting Playwright and a browser for
     each test took a second or two each); a test opens its own contexts inside
     :func:`tests.support.browser.closing_contexts`. Skipped, saying why, without Playwright or Chromium."""
-    from tests.support.browser import FLAGS, playwright_or_skip
+    from tests.support.browser import launched
 
-    sync_api, exe = playwright_or_skip()
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=FLAGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with launched() as browser:
+        yield browser
 
 
 def make_client(path: Path, *, require_tokens: bool = False, store: Path | None = None):  # noqa: ANN201

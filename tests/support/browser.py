@@ -36,6 +36,20 @@ def playwright_or_skip() -> tuple[Any, str]:
 
 
 @contextmanager
+def launched() -> Iterator[Any]:
+    """The system Chromium, headless, through Playwright's sync API (closed at the end), or skip saying why.
+    While it is open, Playwright's event loop counts as running in this thread: ``asyncio.run`` (a run, a build)
+    must happen before it starts or after it is closed."""
+    sync_api, exe = playwright_or_skip()
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=FLAGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextmanager
 def closing_contexts(browser: Any) -> Iterator[Any]:
     """``browser``, with every browser context opened inside the block closed at its end: each test on a browser
     that its module shares (tests/review/conftest.py's ``chromium_browser``) starts from no context, no storage
