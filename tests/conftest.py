@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,48 @@ def _user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     base = tmp_path_factory.getbasetemp()
     monkeypatch.setenv("MTVBENCH_CACHE", str(base / "user-cache"))
     monkeypatch.setenv("YOLO_CONFIG_DIR", str(base / "ultralytics"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sample_videos_encoded_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The bundled sample's videos are encoded once per session (per worker under pytest-xdist) and copied after
+    that: ``materialize()`` spends seconds drawing and encoding them, and a dozen test modules call it, directly or
+    through ``mtvbench demo``. Each copy is the real encoder's output for a spec of the same fingerprint, written
+    beside and swapped in as the encoder does. tests/data/test_sample.py, which tests the encoding itself, sets
+    ``REAL_SAMPLE_VIDEOS = True`` and gets the real encoder (see :func:`_real_sample_videos`)."""
+    import mtvbench.data.sample as sample
+
+    real = sample.videos.write_video
+    kept_dir = tmp_path_factory.getbasetemp() / "sample-videos"
+
+    def write_once(spec: sample.VideoSpec, path: Path) -> Path:
+        kept = kept_dir / f"{spec.name}.{spec.fingerprint()}.mp4"
+        if not kept.is_file():
+            real(spec, kept)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.copy.mp4")
+        shutil.copyfile(kept, tmp)
+        os.replace(tmp, path)
+        return path
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sample, "write_video", write_once)
+        yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _real_sample_videos(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A module with ``REAL_SAMPLE_VIDEOS = True`` encodes the sample's videos itself (see above)."""
+    if not getattr(request.module, "REAL_SAMPLE_VIDEOS", False):
+        yield
+        return
+    import mtvbench.data.sample as sample
+    from mtvbench.data.sample import videos
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sample, "write_video", videos.write_video)
+        yield
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import mtvbench
+from tests.support.source import parsed
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -54,7 +55,7 @@ def test_nothing_in_src_warns_a_deprecation_but_through_the_project_class() -> N
 
     found = []
     for path in sorted((Path(SRC) / "mtvbench").rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         bases = {id(b) for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for b in node.bases}
         found += [f"{path.name}:{node.lineno}" for node in ast.walk(tree) if isinstance(node, ast.Name)
                   and node.id in ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")

@@ -15,6 +15,7 @@ import pytest
 from mtvbench.data import layout
 from mtvbench.data.official import load_official
 from mtvbench.data.schema import TASKS, ChecklistItem, Task
+from tests.support.source import parsed
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "mtvbench"
 ROUNDS = [{"User": "What is red?", "Assistant": "The square.", "Ability": "Object Reference"},
@@ -96,7 +97,7 @@ def test_only_the_layout_module_spells_the_layout_paths() -> None:
     for path in sorted(SRC.rglob("*.py")):
         if path == SRC / "data" / "layout.py":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         skip = _not_paths(tree)
         found += [f"{path.relative_to(SRC)}:{n.lineno}" for n in ast.walk(tree) if _spelled(n) and id(n) not in skip]
     assert not found, f"use mtvbench.data.layout for these paths: {found}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,8 @@ from mtvbench.data.schema import ALL_ROUNDS_TASKS, MODEL_TURN_ABILITIES, STEM_TO
 from mtvbench.judge.offline import judge_items
 
 av = pytest.importorskip("av")
+#: this module tests the encoding of the sample's videos: tests/conftest.py lets it encode them itself
+REAL_SAMPLE_VIDEOS = True
 
 REFUSAL = "I'm sorry, but I can't help with that based on this video."
 OWN_LABEL = {
@@ -297,9 +300,10 @@ def test_the_sample_is_marked_not_a_benchmark(root: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def one_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled sample written once for the module (its videos take seconds to draw); tests edit copies."""
-    return materialize(tmp_path_factory.mktemp("one-sample") / "s")
+def one_sample(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the module's sample (its videos take seconds to draw, and ``root`` already has them); tests edit
+    copies of this one."""
+    return Path(shutil.copytree(root, tmp_path_factory.mktemp("one-sample") / "s"))
 
 
 @pytest.mark.parametrize("reason", ["x" * 100_000, "line one\nline two\x1b[31m red\x07", "   \t "])

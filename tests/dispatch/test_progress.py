@@ -10,13 +10,14 @@ from pathlib import Path
 
 import mtvbench
 from mtvbench.dispatch import Progress
+from tests.support.source import parsed
 
 
 def _progress_classes() -> list[tuple[str, str]]:
     root = Path(mtvbench.__file__).parent
     found = []
     for path in sorted(root.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if not (isinstance(node, ast.ClassDef) and node.name.endswith("Progress")):
                 continue
             if {f.name for f in node.body if isinstance(f, ast.FunctionDef)} & {"start", "advance", "note"}:

@@ -1,11 +1,15 @@
 """A core-only install (``pip install`` of this tree, no extras) runs every evaluation and report
 command, and every optional piece fails in one line naming its extra before writing anything.
 
-The venv is made once per session in a temporary folder: a wheel of a copy of this tree, installed
-with its dependencies (a regular, non-editable install: it also proves that the package data ships,
-and the build leaves no files in the checkout).
-It needs the package index (PyPI) and takes about half a minute, hence ``slow``; without the index
-the test is skipped, saying why.
+The venv is made once per session in a temporary folder: a wheel of a copy of this tree, installed by pip
+(a regular, non-editable install: it also proves that the package data ships, and the build leaves no files
+in the checkout). Its dependencies are the core ones only: the closure of the wheel's own requirements (no
+extra) over the distributions this environment already has, each given to the venv by links to its installed
+files (``core-site``, on the venv's path through a .pth file) -- nothing of an extra is visible (checked), and
+``pip check`` in the venv proves that the linked versions satisfy every requirement. That takes a second where
+unpacking the same wheels again took half a minute. Where the closure cannot be linked (a distribution without a
+file list, a folder two distributions share) pip installs the dependencies from the package index as before
+(then without the index the test is skipped, saying why).
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import venv
-from importlib.metadata import version
+from importlib.metadata import Distribution, distribution, distributions, version
 from pathlib import Path
 
 import pytest
@@ -54,15 +59,74 @@ def core_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv.EnvBuilder(with_pip=not own_pip).create(env_dir)
     py = env_dir / "bin" / "python"
     installer = [*pip, "--python", str(py)] if own_pip else [str(py), *pip[1:]]
-    r = subprocess.run([*installer, "install", "-q", "--no-compile", *(base / "dist").glob("*.whl")],
+    wheel = next((base / "dist").glob("*.whl"))
+    linked = _link_core_dependencies(wheel, py, base / "core-site")
+    r = subprocess.run([*installer, "install", "-q", "--no-compile", *(["--no-deps"] if linked else []), str(wheel)],
                        capture_output=True, text=True, timeout=1200, env=env)
     if r.returncode != 0:
         pytest.skip(f"cannot build a core-only environment (needs the package index): {r.stderr[-800:]}")
+    if linked:
+        check = subprocess.run([*installer, "check"], capture_output=True, text=True, timeout=300, env=env)
+        assert check.returncode == 0, f"the linked core dependencies do not satisfy the wheel: {check.stdout}"
     probe = subprocess.run([str(py), "-c", "import importlib.util as u, sys; "
                             f"print([m for m in {EXTRA_MODULES!r} if u.find_spec(m.split('.')[0])])"],
                            capture_output=True, text=True, timeout=120, env=env)
     assert probe.stdout.strip() == "[]", f"the core install pulled in extras: {probe.stdout}"
     return env_dir
+
+
+def _name(project: str) -> str:
+    return re.sub(r"[-_.]+", "-", project).lower()
+
+
+def _link_core_dependencies(wheel: Path, py: Path, site: Path) -> bool:
+    """Link the installed files of the closure of ``wheel``'s requirements without extras into ``site`` and put
+    ``site`` on the path of the venv of ``py``; False (nothing linked) where that cannot be done faithfully."""
+    from packaging.requirements import Requirement
+
+    closure: dict[str, Distribution] = {}
+    todo = list(Distribution.at(_wheel_metadata(wheel, site.parent)).requires or [])
+    while todo:
+        req = Requirement(todo.pop())
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        if _name(req.name) in closure:
+            continue
+        try:
+            dist = distribution(req.name)
+        except ImportError:
+            return False
+        if dist.files is None or not req.specifier.contains(dist.version, prereleases=True):
+            return False
+        closure[_name(req.name)] = dist
+        todo += dist.requires or []
+    owners: dict[str, set[str]] = {}
+    for dist in distributions():
+        name = _name(dist.metadata["Name"])
+        for top in {f.parts[0] for f in dist.files or [] if f.parts[0] not in ("..", "__pycache__")}:
+            owners.setdefault(top, set()).add(name)
+    site.mkdir()
+    for name, dist in closure.items():
+        for top in {f.parts[0] for f in dist.files or [] if f.parts[0] not in ("..", "__pycache__")}:
+            if owners[top] != {name}:  # shared with another distribution: a link would show that one too
+                shutil.rmtree(site)
+                return False
+            if not (site / top).exists():
+                (site / top).symlink_to(Path(str(dist.locate_file(top))))
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    (Path(purelib) / "mtvbench-test-core-site.pth").write_text(str(site) + "\n")
+    return True
+
+
+def _wheel_metadata(wheel: Path, base: Path) -> Path:
+    """The .dist-info folder of ``wheel``, unpacked under ``base``."""
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as z:
+        names = [n for n in z.namelist() if n.split("/")[0].endswith(".dist-info")]
+        z.extractall(base / "wheel-metadata", names)
+    return base / "wheel-metadata" / names[0].split("/")[0]
 
 
 def _mtvbench(venv_dir: Path, cwd: Path, *args: str, env: dict[str, str] | None = None

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,6 +49,17 @@ def sample(sample_master: Path, tmp_path: Path) -> Path:
     dest = tmp_path / "sample"
     shutil.copytree(sample_master, dest)
     return dest
+
+
+@pytest.fixture(scope="module")
+def chromium_browser() -> Iterator[Any]:
+    """One headless system Chromium for the browser tests of a module (starting Playwright and a browser for
+    each test took a second or two each); a test opens its own contexts inside
+    :func:`tests.support.browser.closing_contexts`. Skipped, saying why, without Playwright or Chromium."""
+    from tests.support.browser import launched
+
+    with launched() as browser:
+        yield browser
 
 
 def make_client(path: Path, *, require_tokens: bool = False, store: Path | None = None):  # noqa: ANN201

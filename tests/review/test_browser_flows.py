@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx
 
 from tests.review.conftest import free_port, item_url, running_server, who
-from tests.support.browser import FLAGS, playwright_or_skip
+from tests.support.browser import closing_contexts
 
 SAVED = "v => document.body.dataset.lastSaved === v"
 PAYLOAD = '<img src=x onerror="document.body.dataset.pwned=1">'  # a hostile comment: shown as text, never run
@@ -24,12 +24,10 @@ ITEM = "#meta .item-id"
 
 
 @contextmanager
-def chromium_pages(url: str, problems: list[str]) -> Iterator[Callable[..., Any]]:
+def chromium_pages(chromium_browser: Any, url: str, problems: list[str]) -> Iterator[Callable[..., Any]]:
     """``open_as(name, path, job="annotator")``: a page in a browser context of its own for ``name`` (job None:
-    not signed in yet)."""
-    sync_api, exe = playwright_or_skip()
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=FLAGS)
+    not signed in yet); the contexts are closed at the end."""
+    with closing_contexts(chromium_browser) as browser:
 
         def open_as(name: str, path: str, job: str | None = "annotator", ready: str = SHOWN) -> Any:
             ctx = browser.new_context(viewport={"width": 1360, "height": 860})
@@ -45,10 +43,7 @@ def chromium_pages(url: str, problems: list[str]) -> Iterator[Callable[..., Any]
             page.wait_for_selector(ready)
             return page
 
-        try:
-            yield open_as
-        finally:
-            browser.close()
+        yield open_as
 
 
 def _accept_criteria(page: Any) -> None:
@@ -56,11 +51,11 @@ def _accept_criteria(page: Any) -> None:
         page.keyboard.press(key)
 
 
-def test_blind_check(sample: Path) -> None:
+def test_blind_check(chromium_browser: Any, sample: Path) -> None:
     """After both decided, ann1 finds no trace of ann2's (different) decision on any page; changing their
     mind goes to the senior with a notice, and the senior sees it."""
     problems: list[str] = []
-    with running_server(sample) as (url, _), chromium_pages(url, problems) as open_as:
+    with running_server(sample) as (url, _), chromium_pages(chromium_browser, url, problems) as open_as:
         a1 = open_as("ann1", "/annotate")
         iid = a1.locator(ITEM).inner_text()
         a1.keyboard.press("a")
@@ -103,11 +98,11 @@ def test_blind_check(sample: Path) -> None:
     assert problems == []
 
 
-def test_refresh_restores_a_draft(sample: Path) -> None:
+def test_refresh_restores_a_draft(chromium_browser: Any, sample: Path) -> None:
     """Criteria, edits, a note and the comment come back after a refresh; leaving with edits not yet
     saved asks first, and the last keystrokes are saved as the page goes."""
     problems: list[str] = []
-    with running_server(sample) as (url, _), chromium_pages(url, problems) as open_as:
+    with running_server(sample) as (url, _), chromium_pages(chromium_browser, url, problems) as open_as:
         page = open_as("ann1", "/annotate")
         iid = page.locator(ITEM).inner_text()
         page.keyboard.press("1")
@@ -148,14 +143,14 @@ def test_refresh_restores_a_draft(sample: Path) -> None:
     assert problems == []
 
 
-def test_restart_keeps_the_video(sample: Path) -> None:
+def test_restart_keeps_the_video(chromium_browser: Any, sample: Path) -> None:
     """The player opens at the dialogue's first time range; after a restart the same link plays; a link
     that stopped working is signed again; a video that cannot be played says so."""
     problems: list[str] = []
     port = free_port()
     iid = "topic_shifting/shapes_parade/2"  # its first time range starts at 00:00:08
     player = "document.getElementById('player')"
-    with chromium_pages(f"http://127.0.0.1:{port}", problems) as open_as:
+    with chromium_pages(chromium_browser, f"http://127.0.0.1:{port}", problems) as open_as:
         with running_server(sample, port=port):
             page = open_as("ann1", "/annotate?id=" + quote(iid))
             page.wait_for_function(f"() => {player}.readyState >= 1")
@@ -176,11 +171,11 @@ def test_restart_keeps_the_video(sample: Path) -> None:
     assert [p for p in problems if "Failed to load resource" not in p] == []
 
 
-def test_keyboard_after_submit(sample: Path) -> None:
+def test_keyboard_after_submit(chromium_browser: Any, sample: Path) -> None:
     """Ctrl+Enter from the comment box, then `a` accepts the next dialogue (it does not type "a"); `u`
     undoes that one-key decision from its message."""
     problems: list[str] = []
-    with running_server(sample) as (url, _), chromium_pages(url, problems) as open_as:
+    with running_server(sample) as (url, _), chromium_pages(chromium_browser, url, problems) as open_as:
         page = open_as("ann1", "/annotate")
         first = page.locator(ITEM).inner_text()
         _accept_criteria(page)

@@ -19,6 +19,7 @@ from mtvbench.scoring.human import load_human
 from tests.review.conftest import running_server
 from tests.review.test_browser_flows import chromium_pages
 from tests.review.test_rating import HOSTILE, varied
+from tests.support.browser import launched
 from tests.support.runs import make_store_run
 
 SAVED = "v => document.body.dataset.lastSaved === v"
@@ -55,8 +56,9 @@ def test_two_raters_rate_the_sample_in_the_browser_through_to_table_3(run: Path,
     problems: list[str] = []
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    with (running_server(run, "--sample-per-task", "1", "--seed", "1") as (url, _),
-          chromium_pages(url, problems) as open_as):
+    # a browser of its own, started after the ``run`` fixture's evaluation (asyncio) is done
+    with (running_server(run, "--sample-per-task", "1", "--seed", "1") as (url, _), launched() as browser,
+          chromium_pages(browser, url, problems) as open_as):
         # r1 signs in on the start page: the jobs offered are those of a run directory
         r1 = open_as("r1", "/", job=None, ready="#signin-form")
         assert r1.locator("#job option").all_inner_texts() == ["rater", "senior annotator"]

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import httpx
 
 from tests.review.conftest import item_url, running_server, who
-from tests.support.browser import FLAGS, playwright_or_skip
+from tests.support.browser import closing_contexts
 
 SAVED = "v => document.body.dataset.lastSaved === v"
 SHOWN = "#rounds .round.scored"
@@ -48,13 +48,11 @@ def _saved_draft(page: Any, iid: str) -> None:
     page.wait_for_function("id => document.body.dataset.draftSaved === id", arg=iid)
 
 
-def test_two_tabs_editing_one_dialogue_lose_no_text(sample: Path) -> None:
+def test_two_tabs_editing_one_dialogue_lose_no_text(chromium_browser: Any, sample: Path) -> None:
     """Tab 1 revises the golden answer (draft saved); tab 2, opened before, types a comment: its save is refused and
     it says what differs; reloading keeps tab 1's rewrite and criteria and puts tab 2's comment back on them."""
-    sync_api, exe = playwright_or_skip()
     problems: list[str] = []
-    with running_server(sample) as (url, _), sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=FLAGS)
+    with running_server(sample) as (url, _), closing_contexts(chromium_browser) as browser:
         iid = "object_reference/shapes_parade/0"
         tab1, tab2 = _two_tabs(browser, url, "/annotate?id=" + quote(iid), problems)
         for key in "123":
@@ -87,17 +85,14 @@ def test_two_tabs_editing_one_dialogue_lose_no_text(sample: Path) -> None:
         tab1.click("#conflict-keep")
         _saved_draft(tab1, iid)
         assert _server_draft(url, iid)["fields"]["1.assistant"] == "A rewritten golden answer, again."
-        browser.close()
     assert problems == []
 
 
-def test_a_decision_made_in_another_tab_is_not_silently_replaced(sample: Path) -> None:
+def test_a_decision_made_in_another_tab_is_not_silently_replaced(chromium_browser: Any, sample: Path) -> None:
     """Tab 1 submits a revision; tab 2, still open, chooses Reject and submits: nothing is submitted, it says the
     dialogue was decided in another tab (revise), and the decision stays the revision until tab 2 keeps its text."""
-    sync_api, exe = playwright_or_skip()
     problems: list[str] = []
-    with running_server(sample) as (url, _), sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=FLAGS)
+    with running_server(sample) as (url, _), closing_contexts(chromium_browser) as browser:
         iid = "object_reference/shapes_parade/0"
         tab1, tab2 = _two_tabs(browser, url, "/annotate?id=" + quote(iid), problems)
         for key in "123":
@@ -124,17 +119,14 @@ def test_a_decision_made_in_another_tab_is_not_silently_replaced(sample: Path) -
         tab2.keyboard.press("Control+Enter")
         tab2.wait_for_function(SAVED, arg=iid + ":reject")
         assert _mine(url, iid)["decision"] == "reject"
-        browser.close()
     assert problems == []
 
 
-def test_criteria_keys_work_in_revise_mode(sample: Path) -> None:
+def test_criteria_keys_work_in_revise_mode(chromium_browser: Any, sample: Path) -> None:
     """After `r` the focus is in a text box; Esc leaves it (still revising) and 1 2 3 mark the criteria without
     typing into the text; the shortcuts help says so; Ctrl+Enter submits the revision."""
-    sync_api, exe = playwright_or_skip()
     problems: list[str] = []
-    with running_server(sample) as (url, _), sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=FLAGS)
+    with running_server(sample) as (url, _), closing_contexts(chromium_browser) as browser:
         tab, _ = _two_tabs(browser, url, "/annotate", problems)
         iid = tab.locator("#meta .item-id").inner_text()
         tab.keyboard.press("r")
@@ -154,5 +146,4 @@ def test_criteria_keys_work_in_revise_mode(sample: Path) -> None:
         assert "Esc" in help_text and "1" in help_text and "revising" in help_text
         tab.keyboard.press("Control+Enter")
         tab.wait_for_function(SAVED, arg=iid + ":revise")
-        browser.close()
     assert problems == []

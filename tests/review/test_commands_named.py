@@ -13,6 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from mtvbench.cli import app
+from tests.support.source import parsed
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "mtvbench"
@@ -26,7 +27,7 @@ _WORD = re.compile(r"^[a-z][a-z-]*$")
 
 def _messages(path: Path) -> list[str]:
     """The string literals of a module that are not docstrings (f-strings with their holes as ``X``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     docs = {id(n.body[0].value) for n in ast.walk(tree)
             if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
             and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}

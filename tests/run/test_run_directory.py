@@ -20,6 +20,7 @@ from mtvbench.review.source import open_source
 from tests.support.datasets import make_dataset
 from tests.support.run_helpers import cli
 from tests.support.runs import make_store_run
+from tests.support.source import parsed
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "mtvbench"
 RUN_FILES = ("config.yaml", "benchmark.json", "store.sqlite")
@@ -86,7 +87,7 @@ def test_config_yaml_is_read_in_one_module() -> None:
     """The file names of a run directory are spelled in code (not prose) in run/rundir.py only."""
     spelled: dict[str, set[str]] = {}
     for path in SRC.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         docstrings = {id(n.body[0].value) for n in ast.walk(tree)
                       if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                       and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
@@ -162,7 +163,7 @@ def test_one_record_of_a_loaded_run(finished: tuple[Path, Path]) -> None:
     assert run.dialogue_score.keys() == run.dialogue_by_id.keys() == {d.id for d in run.dialogues}
     records = []
     for path in SRC.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ClassDef):
                 fields = {s.target.id for s in node.body if isinstance(s, ast.AnnAssign)
                           and isinstance(s.target, ast.Name)}
@@ -174,7 +175,7 @@ def test_one_record_of_a_loaded_run(finished: tuple[Path, Path]) -> None:
 def test_evaluate_async_holds_what_it_opens_on_one_exit_stack() -> None:
     """No try statement in ``evaluate_async``: the dispatcher, the backends, the lock and the store session are
     released by one exit stack (the guarantees themselves: tests/run/test_evaluate_async.py, test_signals.py)."""
-    tree = ast.parse((SRC / "run" / "evaluate.py").read_text(encoding="utf-8"))
+    tree = parsed(SRC / "run" / "evaluate.py")
     fn = next(n for n in ast.walk(tree) if isinstance(n, ast.AsyncFunctionDef) and n.name == "evaluate_async")
     assert not [n for n in ast.walk(fn) if isinstance(n, ast.Try)]
     assert any(isinstance(n, ast.AsyncWith) for n in ast.walk(fn))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,3 +33,31 @@ def playwright_or_skip() -> tuple[Any, str]:
     if exe is None:
         pytest.skip("Chromium not installed (apt-get install -y chromium); no browser is downloaded")
     return sync_api, exe
+
+
+@contextmanager
+def launched() -> Iterator[Any]:
+    """The system Chromium, headless, through Playwright's sync API (closed at the end), or skip saying why.
+    While it is open, Playwright's event loop counts as running in this thread: ``asyncio.run`` (a run, a build)
+    must happen before it starts or after it is closed."""
+    sync_api, exe = playwright_or_skip()
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=FLAGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextmanager
+def closing_contexts(browser: Any) -> Iterator[Any]:
+    """``browser``, with every browser context opened inside the block closed at its end: each test on a browser
+    that its module shares (tests/review/conftest.py's ``chromium_browser``) starts from no context, no storage
+    and no page, as on a browser of its own, and its pages are gone before its server stops."""
+    before = list(browser.contexts)
+    try:
+        yield browser
+    finally:
+        for ctx in browser.contexts:
+            if ctx not in before:
+                ctx.close()
