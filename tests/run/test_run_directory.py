@@ -66,6 +66,7 @@ def test_a_partial_run_directory_is_the_same_error_in_every_reader(finished: tup
         res = cli(*args)
         assert res.exit_code == 2, (args, res.output)
         assert expected in " ".join(res.output.split()) and "Traceback" not in res.output, (args, res.output)
+    assert not (tmp_path / "rep").exists()  # a refused report makes no --out folder
 
 
 def test_a_whole_run_directory_is_one_everywhere_and_a_folder_of_none_is_none(finished: tuple[Path, Path],

@@ -83,6 +83,19 @@ def test_a_bad_stored_value_is_one_error_naming_its_row_and_column(run: Path, ta
     assert "internal error" not in text and "Traceback" not in text
 
 
+def test_a_report_refused_by_a_bad_row_leaves_no_folder_it_made_and_keeps_one_that_was_there(run: Path,
+                                                                                           tmp_path: Path) -> None:
+    _set(run, "verdicts", "run", -1)
+    res = cli("report", str(run), "--out", str(tmp_path / "new"), "--thumbnails", "0")
+    assert res.exit_code == 2 and "column run:" in " ".join(res.output.split()), res.output
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "mine.txt").write_text("mine")
+    res = cli("report", str(run), "--out", str(kept), "--thumbnails", "0")
+    assert res.exit_code == 2 and (kept / "mine.txt").read_text() == "mine"
+
+
 @pytest.mark.parametrize("raw", ["[1, 2]", '[null]', '["fine", {"A1": "yes"}]'])
 def test_a_reply_read_again_from_a_raw_reply_that_is_not_text_is_the_raw_columns_error(run: Path, raw: str) -> None:
     """A judge reply stored once is read again from the last raw reply: a raw reply that is not text is the raw

@@ -13,6 +13,7 @@ import gc
 import io
 import json
 import logging
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -395,10 +396,28 @@ def _breakdown_sections(res: ReportResult, runs: Sequence[RunData], names: Seque
 def build_report(run_dirs: Sequence[Path], out: Path, *, metadata_file: Path | None = None,
                  scene_cache_dir: Path | None = None, estimate_scenes: bool = False, thumbs: int = 4,
                  title: str = "MT-Video-Bench report", bootstrap: int | None = None) -> ReportResult:
-    """Write the report of ``run_dirs`` to ``out`` (see the module docstring); no model is asked."""
+    """Write the report of ``run_dirs`` to ``out`` (see the module docstring); no model is asked. Every folder
+    is checked to be a run directory before ``out`` is made, and an ``out`` this call made is removed again
+    when the report fails, so a refused report leaves no folder behind."""
     if not run_dirs:
         raise InputError("give at least one run directory")
+    for d in run_dirs:
+        RunDirectory.open(d)  # a single rule of detection: a partial run directory is refused here
+    made = not Path(out).exists()
     res = ReportResult(out=ensure_dir(Path(out)))
+    try:
+        return _write_report(res, run_dirs, metadata_file=metadata_file, scene_cache_dir=scene_cache_dir,
+                             estimate_scenes=estimate_scenes, thumbs=thumbs, title=title, bootstrap=bootstrap)
+    except BaseException:
+        if made:
+            shutil.rmtree(res.out, ignore_errors=True)
+        raise
+
+
+def _write_report(res: ReportResult, run_dirs: Sequence[Path], *, metadata_file: Path | None,
+                  scene_cache_dir: Path | None, estimate_scenes: bool, thumbs: int, title: str,
+                  bootstrap: int | None) -> ReportResult:
+    """The body of :func:`build_report`, into the folder ``res.out``."""
     explorer = Explorer()
     runs = _load_runs(res, explorer, run_dirs, bootstrap)
     names = unique_names(runs)
