@@ -14,10 +14,14 @@ latencies that differ from call to call. The videos do not exist (no thumbnails,
 report made on another machine. The runs are written once per ``--dir`` and reused by every later measurement
 with the same sizes (``--src OTHER/src`` measures another checkout's ``report`` over the same runs).
 
-Then ``mtvbench report`` over all the runs runs in a child process: its wall time and peak RSS
-and CPU time (``os.wait4``: on a machine shared with other work the CPU seconds say more than the wall
-time), the size of ``report.html`` and of the files beside it; and, where Playwright and Chromium
-are installed, the page opened in headless Chromium: the seconds until the explorer lists its dialogues,
+Each run is then ended as ``mtvbench run`` ends one (``score_dir``: its score files and its entry in the report
+cache, :mod:`mtvbench.run.reportcache`), with ``--dir``/cache as the user cache; a run whose entry is there for
+this code is not ended again. Then ``mtvbench report`` over all the runs runs twice in a child process: over the
+finished runs (their entries read), and with an empty cache (every run read whole: runs copied from another
+machine, or a new mtvbench) — for each its wall time and peak RSS and CPU time (``os.wait4``: on a machine
+shared with other work the CPU seconds say more than the wall time), the size of ``report.html`` and of the
+files beside it; and, where Playwright and Chromium are installed, the finished runs' page opened in headless
+Chromium: the seconds until the explorer lists its dialogues,
 and until one dialogue of the last run is open with its answers (loaded from the files beside the page).
 """
 
@@ -147,12 +151,42 @@ def make_runs(root: Path, n_runs: int, n_dialogues: int, judge_runs: int) -> lis
     return runs
 
 
-def measure_report(runs: list[Path], out: Path, src: Path) -> dict[str, Any]:
+#: what ends each run as ``mtvbench run`` ends one: its score files, and (where the mtvbench has one) the entry of
+#: the report cache; only for a run whose entry is missing (or made by other code)
+END_RUNS = """
+import sys
+from pathlib import Path
+from mtvbench.run.rescore import score_dir
+try:
+    from mtvbench.run.reportcache import ReportCache, run_key
+    from mtvbench.run.rundir import RunDirectory
+except ImportError:
+    ReportCache = None
+for d in map(Path, sys.argv[1:]):
+    if ReportCache is not None:
+        draws = RunDirectory(d).config().bootstrap
+        if ReportCache().get(d.resolve(), draws, run_key(d.resolve(), draws)) is not None:
+            continue
+    score_dir(d, lock=False)
+    print("  ended", d, file=sys.stderr, flush=True)
+"""
+
+
+def end_runs(runs: list[Path], src: Path, cache: Path) -> float:
+    """End every run as a run ends (:data:`END_RUNS`), with ``cache`` as the user cache; the seconds it took."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", END_RUNS, *map(str, runs)], check=True,
+                   env=dict(os.environ, PYTHONPATH=str(src), MTVBENCH_CACHE=str(cache)))
+    return time.perf_counter() - t0
+
+
+def measure_report(runs: list[Path], out: Path, src: Path, cache: Path) -> dict[str, Any]:
+    """``mtvbench report`` over ``runs`` with ``cache`` as the user cache, in a child process."""
     subprocess.run(["rm", "-rf", str(out)], check=True)
     cmd = [sys.executable, "-m", "mtvbench", "report", *map(str, runs), "--out", str(out), "--format", "plain"]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=dict(os.environ, PYTHONPATH=str(src)), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, env=dict(os.environ, PYTHONPATH=str(src), MTVBENCH_CACHE=str(cache)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - t0
     err = proc.stderr.read().decode() if proc.stderr else ""
@@ -209,20 +243,28 @@ def main() -> None:
     t0 = time.perf_counter()
     runs = make_runs(a.dir / "runs", a.runs, a.dialogues, a.judge_runs)
     made = time.perf_counter() - t0
-    rep = measure_report(runs, a.dir / "report", a.src)
+    ended = end_runs(runs, a.src, a.dir / "cache")
+    cold_cache = a.dir / "cold-cache"
+    subprocess.run(["rm", "-rf", str(cold_cache)], check=True)
+    cold = measure_report(runs, a.dir / "report-cold", a.src, cold_cache)
+    rep = measure_report(runs, a.dir / "report", a.src, a.dir / "cache")
     browser = measure_browser(a.dir / "report" / "report.html")
     print(f"{a.runs} runs x {a.dialogues} dialogues (5.9 rounds on average, every round judged), {a.judge_runs} judge "
-          f"runs; runs written in {made:.1f} s; report from {a.src}; {os.cpu_count()} CPUs, load "
-          f"{os.getloadavg()[0]:.1f}")
-    print("report s | CPU s | peak RSS MB | report.html MB | files beside (MB) | browser: dialogues listed s | "
+          f"runs; runs written in {made:.1f} s, ended (score files, report entries) in {ended:.1f} s; report from "
+          f"{a.src}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    print("report of | s | CPU s | peak RSS MB | report.html MB | files beside (MB) | browser: dialogues listed s | "
           "a dialogue of the last run open s | JS heap MB")
     b = browser or {}
     seen = (f"{b['listed_s']:.2f} | {b['opened_s']:.2f} | {b['heap_mb']:.0f}" if b
             else "not measured (no Playwright or Chromium)")
-    print(f"{rep['seconds']:.1f} | {rep['cpu_s']:.1f} | {rep['peak_rss_mb']:.0f} | {rep['page_mb']:.2f} | "
-          f"{rep['beside_files']} ({rep['beside_mb']:.1f}) | {seen}")
+    for what, r, shown in (("finished runs", rep, seen), ("runs read whole (empty cache)", cold, "")):
+        print(f"{what} | {r['seconds']:.1f} | {r['cpu_s']:.1f} | {r['peak_rss_mb']:.0f} | {r['page_mb']:.2f} | "
+              f"{r['beside_files']} ({r['beside_mb']:.1f}) | {shown}")
+    print(f"ratio: finished runs / read whole = {rep['seconds'] / cold['seconds']:.3f} (wall), "
+          f"{rep['cpu_s'] / cold['cpu_s']:.3f} (CPU)")
     if a.json:
-        a.json.write_text(json.dumps({"report": rep, "browser": browser}, indent=2))
+        a.json.write_text(json.dumps({"report": rep, "report_read_whole": cold, "ended_s": ended,
+                                      "browser": browser}, indent=2))
 
 
 if __name__ == "__main__":

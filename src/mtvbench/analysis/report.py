@@ -39,6 +39,7 @@ from mtvbench.render.html import (
     esc,
     explorer_file,
     html_table,
+    json_for_script,
     png_img,
     render_html,
 )
@@ -58,6 +59,7 @@ from mtvbench.render.leaderboard import (
     row_values,
 )
 from mtvbench.render.tables import display
+from mtvbench.run.reportcache import ReportCache, load_for_report
 from mtvbench.run.rundir import RunData, RunDirectory, SnapshotMemo, unique_names
 from mtvbench.scoring.aggregate import Scores, fmt
 from mtvbench.scoring.effects import summary_line
@@ -230,28 +232,6 @@ def _breakdown_plots(name: str, items: Sequence[Breakdown]) -> list[tuple[str, b
     return out
 
 
-def _run_turns(run: RunData) -> dict[str, dict[str, Any]]:
-    """What the explorer shows of one run (its file beside the page): answer, outcome, score and every judge
-    run's verdicts per dialogue and round."""
-    turn_scores = {t.turn_id: t.score for ds in run.dscores for t in ds.turns}
-    turns: dict[str, dict[str, Any]] = {}
-    for d in run.dialogues:
-        per: dict[str, Any] = {}
-        for r in d.model_turns:
-            tid = d.turn_id(r.index)
-            rec = run.responses.get(tid)
-            judged = run.all_verdicts.get(tid, {})
-            ts = turn_scores.get(tid)
-            per[str(r.index)] = {
-                "answer": rec["text"] if rec else None, "outcome": rec["outcome"] if rec else "missing",
-                "score": None if ts is None else 100.0 * ts,
-                "judge": [{"run": v.run, "status": v.status, "verdicts": v.verdicts}
-                          for _, v in sorted(judged.items())],
-            }
-        turns[d.id] = per
-    return turns
-
-
 def _explorer_index(explorer: Explorer, runs: Sequence[RunData], names: Sequence[str],
                     meta: dict[str, DialogueMeta], thumbs: bool) -> None:
     """The explorer's index (in the page: what the filters read), beside the files the runs were written to."""
@@ -285,19 +265,18 @@ def _explorer_dialogues(runs: Sequence[RunData]) -> dict[str, list[dict[str, Any
 
 def _load_runs(res: ReportResult, explorer: Explorer, run_dirs: Sequence[Path], bootstrap: int | None
                ) -> list[RunData]:
-    """Every run, read one after another: its answers and verdicts go to its explorer file at once and are
-    then let go (with its per-turn scores), so memory holds one run's answers at a time, whatever the number
-    of runs; the dialogues of runs of one benchmark are read once (:class:`SnapshotMemo`). The collector is
-    paused meanwhile: each run makes hundreds of thousands of records that live until its file is written, and
-    its passes over them free nothing."""
-    memo = SnapshotMemo()
+    """Every run, read one after another (:func:`~mtvbench.run.reportcache.load_for_report`: from the report
+    cache when the run is in the state an earlier report or the run's end read): its answers and verdicts go to
+    its explorer file at once and are then let go (with its per-turn scores), so memory holds one run's answers
+    at a time, whatever the number of runs; the dialogues of runs of one benchmark are read once
+    (:class:`SnapshotMemo`). The collector is paused meanwhile: each run makes hundreds of thousands of
+    records that live until its file is written, and its passes over them free nothing."""
+    memo, cache = SnapshotMemo(), ReportCache()
     runs = []
     with long_lived(), collector_paused():  # what the runs read so far keep is left out of the collector's passes
         for i, d in enumerate(run_dirs):
-            run = RunDirectory.open(d).load(bootstrap=bootstrap, memo=memo)
-            res.write(f"{EXPLORER_FOLDER}/run-{i}.js", explorer_file(explorer, f"run-{i}", _run_turns(run)))
-            run.responses, run.all_verdicts, run.verdicts = {}, {}, {}
-            run.dscores = [ds.model_copy(update={"turns": []}) for ds in run.dscores]
+            run, turns = load_for_report(RunDirectory.open(d), bootstrap=bootstrap, memo=memo, cache=cache)
+            res.write(f"{EXPLORER_FOLDER}/run-{i}.js", explorer_file(explorer, f"run-{i}", turns))
             runs.append(run)
             gc.freeze()
     return runs
@@ -451,10 +430,11 @@ def _write_report(res: ReportResult, run_dirs: Sequence[Path], *, metadata_file:
     estimated = _estimate_section(runs, names)
     if estimated is not None:
         sections.insert(2, estimated)
-    res.write(f"{EXPLORER_FOLDER}/dialogues.js", explorer_file(explorer, "dialogues", _explorer_dialogues(runs)))
+    res.write(f"{EXPLORER_FOLDER}/dialogues.js",
+              explorer_file(explorer, "dialogues", json_for_script(_explorer_dialogues(runs))))
     small = thumbnails(_union(runs)[1], thumbs, runs=runs)
     if small:
-        res.write(f"{EXPLORER_FOLDER}/thumbs.js", explorer_file(explorer, "thumbs", small))
+        res.write(f"{EXPLORER_FOLDER}/thumbs.js", explorer_file(explorer, "thumbs", json_for_script(small)))
     _explorer_index(explorer, runs, names, meta, bool(small))
     # the explorer's files first, the page that loads them last
     res.write("report.html", render_html(HtmlReport(title=title, sections=sections, notes=res.notes,

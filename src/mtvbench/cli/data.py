@@ -33,7 +33,8 @@ from mtvbench.render.console import (
 )
 from mtvbench.render.tables import Col, TextTable, Value
 
-cache_app = new_app("Look into and clear the frame and scene caches (safe to delete; recomputed when needed).")
+cache_app = new_app("Look into and clear the frame, scene-count and report caches (safe to delete; recomputed "
+                    "when needed).")
 
 
 def _duration(seconds: float) -> str:
@@ -118,7 +119,8 @@ ScenesDir = Annotated[Path | None, typer.Option(
 def _roots(cache_dir: Path | None, scene_cache: Path | None) -> dict[str, Path]:
     from mtvbench.util.paths import cache_dir as default
 
-    return {"frames": cache_dir or default("frames"), "scenes": scene_cache or default("scenes")}
+    return {"frames": cache_dir or default("frames"), "scenes": scene_cache or default("scenes"),
+            "reports": default("reports")}
 
 
 def _gb(n: int) -> str:
@@ -165,6 +167,8 @@ def cache_clear(
     scene_cache: ScenesDir = None,
     keep_frames: Annotated[bool, typer.Option("--keep-frames", help="leave the frame cache as it is")] = False,
     keep_scenes: Annotated[bool, typer.Option("--keep-scenes", help="leave the scene-count cache as it is")] = False,
+    keep_reports: Annotated[bool, typer.Option("--keep-reports", help="leave the report cache as it is (what "
+                                                                      "reports keep of runs)")] = False,
     older_than: Annotated[str | None, typer.Option(help="only entries written longer ago, e.g. 30d, 12h")] = None,
     dry_run: Annotated[bool, typer.Option(help="only say what would be removed")] = False,
 ) -> None:
@@ -176,7 +180,7 @@ def cache_clear(
     except ValueError as e:
         raise ConfigError(f"--older-than: {e}") from e
     chosen = {k: v for k, v in _roots(cache_dir, scene_cache).items()
-              if not (keep_frames if k == "frames" else keep_scenes)}
+              if not {"frames": keep_frames, "scenes": keep_scenes, "reports": keep_reports}[k]}
     for kind, root in chosen.items():
         r = clear(kind, root, older_than_s=age, dry_run=dry_run)  # type: ignore[arg-type]
         verb = "would remove" if dry_run else "removed"

@@ -1,6 +1,6 @@
 """Look into and clear mtvbench's on-disk caches (``mtvbench cache info|clear``).
 
-Two caches hold derived data that is safe to delete (it is recomputed when needed):
+Three caches hold derived data that is safe to delete (it is recomputed when needed):
 
 - **frames** (:mod:`mtvbench.media.cache`): an entry is ``ROOT/<xx>/<key>/`` (``<key>`` =
   32 hex digits of the video's content fingerprint, the frame settings and the cache
@@ -11,6 +11,9 @@ Two caches hold derived data that is safe to delete (it is recomputed when neede
   being written by a running evaluation is skipped, never cut in half.
 - **scenes** (:mod:`mtvbench.analysis.metadata`): one ``<video stem>-<16 hex>.json`` per
   video file; written atomically, so removing one is atomic too.
+- **reports** (:mod:`mtvbench.run.reportcache`): what a report keeps of a run, one
+  ``<xx>/<32 hex>.json`` per run directory and number of bootstrap draws; written atomically
+  (a writer's temporary file is ``<xx>/.<32 hex>.json.<random>.tmp``).
 
 Anything else in those folders is not recognised and is left alone (and reported). Ages are
 file modification times: when an entry was written.
@@ -31,11 +34,13 @@ from pydantic import BaseModel
 
 from mtvbench.ledger.lock import file_lock
 
-Kind = Literal["frames", "scenes"]
+Kind = Literal["frames", "scenes", "reports"]
 _FRAME_KEY = re.compile(r"^[0-9a-f]{32}-.+-v\d+$")
 _FRAME_TMP = re.compile(r"^\.([0-9a-f]{32}-.+-v\d+)\.[^/]+$")
 _SCENE_FILE = re.compile(r"^.+-[0-9a-f]{16}\.json$")
 _SCENE_TMP = re.compile(r"^\..+-[0-9a-f]{16}\.json\..+\.tmp$")
+_REPORT_FILE = re.compile(r"^[0-9a-f]{32}\.json$")
+_REPORT_TMP = re.compile(r"^\.[0-9a-f]{32}\.json\..+\.tmp$")
 #: a writer's temporary file or folder younger than this may still be in use
 _TMP_GRACE_S = 3600.0
 
@@ -113,13 +118,32 @@ def _scan_scenes(root: Path, unknown: list[str]) -> Iterator[Entry]:
             unknown.append(item.name)
 
 
+def _scan_reports(root: Path, unknown: list[str]) -> Iterator[Entry]:
+    for shard in sorted(root.iterdir()):
+        if not (shard.is_dir() and not shard.is_symlink() and re.fullmatch(r"[0-9a-f]{2}", shard.name)):
+            unknown.append(shard.name)
+            continue
+        for item in sorted(shard.iterdir()):
+            temporary = bool(_REPORT_TMP.match(item.name))
+            name = item.name[1:] if temporary else item.name
+            if not ((temporary or _REPORT_FILE.match(item.name)) and name[:2] == shard.name and item.is_file()
+                    and not item.is_symlink()):
+                unknown.append(f"{shard.name}/{item.name}")
+                continue
+            st = item.stat()
+            yield Entry(kind="reports", path=item, bytes=st.st_size, mtime=st.st_mtime, temporary=temporary)
+
+
+_SCANS = {"frames": _scan_frames, "scenes": _scan_scenes, "reports": _scan_reports}
+
+
 def scan(kind: Kind, root: Path) -> tuple[list[Entry], list[str]]:
     """The recognised entries of a cache folder, and the names it does not recognise."""
     root = Path(root)
     unknown: list[str] = []
     if not root.is_dir():
         return [], unknown
-    entries = list(_scan_frames(root, unknown) if kind == "frames" else _scan_scenes(root, unknown))
+    entries = list(_SCANS[kind](root, unknown))
     return entries, unknown
 
 

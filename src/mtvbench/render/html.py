@@ -99,10 +99,10 @@ class HtmlReport:
     explorer: Explorer | None = None
 
 
-def explorer_file(explorer: Explorer, name: str, data: Any) -> str:
-    """The text of the file ``NAME.js`` beside the page: a script that hands ``data`` to the page."""
-    return (f"mtvbenchExplorer.loaded({json.dumps(explorer.token)}, {json.dumps(name)}, {json_for_script(data)});"
-            "\n")
+def explorer_file(explorer: Explorer, name: str, payload: str) -> str:
+    """The text of the file ``NAME.js`` beside the page: a script that hands ``payload`` (JSON text made by
+    :func:`json_for_script`) to the page."""
+    return f"mtvbenchExplorer.loaded({json.dumps(explorer.token)}, {json.dumps(name)}, {payload});\n"
 
 
 CSS = """

@@ -4,7 +4,8 @@ the end of every run.
 The scores are :meth:`mtvbench.run.rundir.RunDirectory.load`'s (one store transaction, only results whose
 fingerprint matches ``benchmark.json``). :func:`score_dir` writes ``scores.json``, ``leaderboard.md`` and
 ``responses.jsonl`` under the run lock; while a run holds it, the scores of a consistent snapshot are returned
-and nothing is written.
+and nothing is written. Either way what a report keeps of the run is kept for the next report
+(:mod:`mtvbench.run.reportcache`), so a report of finished runs does not read them again.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from mtvbench.errors import BusyError
 from mtvbench.render.leaderboard import leaderboard_markdown
+from mtvbench.run.reportcache import read_whole
 from mtvbench.run.responses import responses_jsonl
 from mtvbench.run.rundir import RunData, RunDirectory, display_name
 from mtvbench.scoring.aggregate import DialogueScore, Scores
@@ -54,16 +56,16 @@ def score_dir(run_dir: Path, lock: bool = True) -> ScoreOutcome:
     rundir = RunDirectory.open(run_dir)
     rundir.config()  # not a run directory (or another format): say so before taking any lock
     if not lock:
-        run = rundir.load(details=True)
+        run, _ = read_whole(rundir, details=True)
         write_score_files(run)
         return ScoreOutcome(run.scores, run.dscores, written=True)
     try:
         held = rundir.lock(purpose="score")
     except BusyError as e:
-        run = rundir.load(details=True)
+        run, _ = read_whole(rundir, details=True)
         return ScoreOutcome(run.scores, run.dscores, written=False, busy=e.message)
     with held:
-        run = rundir.load(details=True)
+        run, _ = read_whole(rundir, details=True)
         write_score_files(run)
     return ScoreOutcome(run.scores, run.dscores, written=True)
 

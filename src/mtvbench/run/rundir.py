@@ -54,7 +54,7 @@ from mtvbench.run.store import FINAL_JUDGE, FINAL_OUTCOMES, RunStore
 from mtvbench.scoring.aggregate import DialogueScore, Scores, compute_scores, modified_name
 from mtvbench.scoring.usage import usage_report
 from mtvbench.util.files import atomic_write_text, ensure_dir, read_bytes_capped
-from mtvbench.util.jsonio import load_json_file
+from mtvbench.util.jsonio import MAX_JSON_BYTES, decode_utf8, loads_strict
 
 #: the largest config.yaml we read
 MAX_CONFIG_BYTES = 8 << 20
@@ -257,13 +257,29 @@ class RunDirectory:
         atomic_write_text(self.path / self.CONFIG, yaml.safe_dump(data, sort_keys=False))
 
     # benchmark.json -------------------------------------------------------------------------------
-    def snapshot(self, memo: SnapshotMemo | None = None) -> RunSnapshot:
-        """``benchmark.json``, validated (``memo``: dialogues validated before are not again)."""
+    def snapshot_bytes(self) -> bytes:
+        """The bytes of ``benchmark.json`` (size-capped)."""
         path = self.path / self.SNAPSHOT
         if not path.is_file():
             raise self._missing_error(self.SNAPSHOT)
         try:
-            data = load_json_file(path)
+            return read_bytes_capped(path, MAX_JSON_BYTES, self.SNAPSHOT)
+        except InputError as e:
+            raise RunDirError(e.message) from e
+
+    def snapshot(self, memo: SnapshotMemo | None = None, raw: bytes | None = None,
+                 read_before: bool = False) -> RunSnapshot:
+        """``benchmark.json``, validated (``memo``: dialogues validated before are not again).
+
+        Args:
+            raw: its bytes, read before (:meth:`snapshot_bytes`); None: read now.
+            read_before: these very bytes were read strictly before (the caller knows them by their digest), so
+                only the C parser reads them now; the snapshot is validated as always."""
+        path = self.path / self.SNAPSHOT
+        raw = self.snapshot_bytes() if raw is None else raw
+        try:
+            data: Any = json.loads(raw.decode("utf-8-sig")) if read_before else loads_strict(
+                decode_utf8(raw, str(path)), str(path))
         except InputError as e:
             raise RunDirError(e.message) from e
         if not isinstance(data, dict):
