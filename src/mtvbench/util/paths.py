@@ -2,8 +2,9 @@
 
 ``$MTVBENCH_CACHE`` when set, else ``$XDG_CACHE_HOME/mtvbench``, else ``~/.cache/mtvbench``.
 Under it: ``frames/`` (sampled frames, :mod:`mtvbench.media.cache`), ``probe/`` (video checks,
-:mod:`mtvbench.media.probe`), ``scenes/`` (scene counts, :mod:`mtvbench.analysis.metadata`) and
-``datasets/`` (datasets laid out from the Hugging Face Hub, :mod:`mtvbench.data.hub`).
+:mod:`mtvbench.media.probe`), ``scenes/`` (scene counts, :mod:`mtvbench.analysis.metadata`), ``reports/``
+(what reports keep of runs, :mod:`mtvbench.run.reportcache`) and ``datasets/`` (datasets laid out from the
+Hugging Face Hub, :mod:`mtvbench.data.hub`).
 """
 
 from __future__ import annotations
@@ -22,5 +23,5 @@ def cache_home() -> Path:
 
 
 def cache_dir(kind: str) -> Path:
-    """``frames``, ``scenes`` or ``datasets`` under :func:`cache_home`."""
+    """``frames``, ``probe``, ``scenes``, ``reports`` or ``datasets`` under :func:`cache_home`."""
     return cache_home() / kind
