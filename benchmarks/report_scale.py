@@ -151,8 +151,8 @@ def make_runs(root: Path, n_runs: int, n_dialogues: int, judge_runs: int) -> lis
     return runs
 
 
-#: what ends each run as ``mtvbench run`` ends one: its score files, and (where the mtvbench has one) the entry of
-#: the report cache; only for a run whose entry is missing (or made by other code)
+#: what ends each run as ``mtvbench run`` ends one: its score files and its entry in the report cache; only for a
+#: run whose entry is missing (or made by other code), and nothing for an mtvbench without the cache
 END_RUNS = """
 import sys
 from pathlib import Path
@@ -160,13 +160,12 @@ from mtvbench.run.rescore import score_dir
 try:
     from mtvbench.run.reportcache import ReportCache, run_key
     from mtvbench.run.rundir import RunDirectory
-except ImportError:
-    ReportCache = None
+except ImportError:  # an mtvbench without the report cache: its report reads every run whole anyway
+    sys.exit(0)
 for d in map(Path, sys.argv[1:]):
-    if ReportCache is not None:
-        draws = RunDirectory(d).config().bootstrap
-        if ReportCache().get(d.resolve(), draws, run_key(d.resolve(), draws)) is not None:
-            continue
+    draws = RunDirectory(d).config().bootstrap
+    if ReportCache().get(d.resolve(), draws, run_key(d.resolve(), draws)) is not None:
+        continue
     score_dir(d, lock=False)
     print("  ended", d, file=sys.stderr, flush=True)
 """

@@ -6,6 +6,7 @@ used only costs speed."""
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import time
@@ -267,3 +268,20 @@ def test_cache_info_and_clear_know_the_report_cache(run, tmp_path, whole_reads, 
     assert whole_reads == [run, run]  # read whole again, and kept
     kept = CliRunner().invoke(app, ["cache", "clear", "--keep-frames", "--keep-scenes", "--keep-reports"])
     assert "reports" not in kept.output and len(list(root.glob("*/*.json"))) == 1
+
+
+@pytest.mark.parametrize("where", ["store.sqlite-wal", "config.yaml"])
+def test_a_file_that_is_not_one_gives_no_key(where, run, tmp_path, whole_reads, monkeypatch):
+    """Something that is not a regular file where a run directory's file would be is never read as one for the
+    key (a FIFO would block the read): no entry is read or kept, and the run is read as always."""
+    path = run / where
+    keep = path.read_bytes() if path.exists() else None
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    try:
+        assert reportcache.run_key(run.resolve(), DRAWS) is None
+        assert ReportCache().get(run.resolve(), DRAWS, None) is None
+    finally:
+        path.unlink()
+        if keep is not None:
+            path.write_bytes(keep)

@@ -32,6 +32,7 @@ import hashlib
 import logging
 import os
 import platform
+import stat
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -90,26 +91,38 @@ def _libraries() -> str:
     return f"python {platform.python_version()} numpy {version('numpy')} pydantic {version('pydantic')}"
 
 
-def _file_digest(path: Path) -> str:
-    """The SHA-256 of a file's bytes, or ``absent``."""
-    h = hashlib.sha256()
+def _file_digest(path: Path) -> str | None:
+    """The SHA-256 of a regular file's bytes, ``absent`` when there is no file; None when it cannot be read or is
+    not a regular file (no key then: the run is read whole, and what is wrong is said by that read)."""
     try:
-        with path.open("rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return "absent"
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        h = hashlib.sha256()
+        try:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+        except OSError:
+            return None
     return h.hexdigest()
 
 
-def run_key(run_dir: Path, bootstrap: int, snapshot: bytes | None = None) -> str:
+def run_key(run_dir: Path, bootstrap: int, snapshot: bytes | None = None) -> str | None:
     """The key of the run directory's current state scored with ``bootstrap`` draws (module docstring);
-    ``snapshot``: the bytes of its ``benchmark.json`` read before (None: read now)."""
+    ``snapshot``: the bytes of its ``benchmark.json`` read before (None: read now). None when one of its files
+    cannot be read."""
     h = hashlib.sha256(f"mtvbench report entry {ENTRY_FORMAT}\0{_code_digest()}\0{_libraries()}\0"
                        f"bootstrap {bootstrap}\0".encode())
     for name in (RunDirectory.CONFIG, RunDirectory.SNAPSHOT, *_STORE_FILES):
         found = (hashlib.sha256(snapshot).hexdigest() if name == RunDirectory.SNAPSHOT and snapshot is not None
                  else _file_digest(run_dir / name))
+        if found is None:
+            return None
         h.update(f"{name} {found}\0".encode())
     return h.hexdigest()
 
@@ -125,9 +138,11 @@ class ReportCache:
         name = hashlib.sha256(f"{run_dir}\0{bootstrap}".encode()).hexdigest()[:32]
         return self.root / name[:2] / f"{name}.json"
 
-    def get(self, run_dir: Path, bootstrap: int, key: str) -> ReportEntry | None:
+    def get(self, run_dir: Path, bootstrap: int, key: str | None) -> ReportEntry | None:
         """The entry of ``run_dir`` when it was made under ``key``; None when there is none, it is of another
-        state or format, or it cannot be read."""
+        state or format, or it cannot be read (or there is no key)."""
+        if key is None:
+            return None
         path = self._file(run_dir, bootstrap)
         try:
             entry = ReportEntry.model_validate_json(path.read_bytes())
@@ -186,10 +201,10 @@ def read_whole(rundir: RunDirectory, bootstrap: int | None = None, details: bool
     path = rundir.path.resolve()
     key = run_key(path, draws)
     run = rundir.load(bootstrap=bootstrap, details=details, memo=memo)
-    entry = ReportEntry(key=key, run_dir=str(path), scores=run.scores,
+    entry = ReportEntry(key=key or "", run_dir=str(path), scores=run.scores,
                         dialogue_scores=[ds.model_copy(update={"turns": []}) for ds in run.dscores],
                         turns=explorer_turns(run))
-    if run_key(path, draws) == key:
+    if key is not None and run_key(path, draws) == key:
         (cache or ReportCache()).put(draws, entry)
     return run, entry
 
