@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from mtvbench.dispatch import NotSent, TurnRecorder, VideoJob, VideoState, cache_order, run_videos
+from mtvbench.dispatch import NotSent, TurnRecorder, VideoJob, VideoState, cache_order, run_videos, video_slots
 from mtvbench.models.backend import abilities, generate_many, video_done
 from mtvbench.models.registry import create_backend
 
@@ -234,10 +234,13 @@ class LocalDispatcher:
     name = "local"
     remote_calls = False
 
-    def __init__(self, concurrency: int = 1, videos_in_flight: int = 1, decode_workers: int | None = None,
+    def __init__(self, concurrency: int = 1, videos_in_flight: int | None = None, decode_workers: int | None = None,
                  model: ModelBackend | None = None, cache_order: bool | None = None):
         self.concurrency = concurrency
+        #: the video slots (None: enough for ``concurrency``, :func:`~mtvbench.dispatch.video_slots`)
         self.videos_in_flight = videos_in_flight
+        #: the video slots of the last :meth:`run`
+        self.video_slots = 0
         #: the cache-aware order (:func:`~mtvbench.dispatch.cache_order`; None: the model's default)
         self.cache_order = cache_order
         self.decode_workers = decode_workers or default_decode_workers()
@@ -266,7 +269,8 @@ class LocalDispatcher:
             def open_session(state: VideoState) -> _LocalSession:
                 return session
 
-            await run_videos(jobs, recorder, self.videos_in_flight, open_session,
+            self.video_slots = video_slots([j.at_once for j in jobs], self.concurrency, self.videos_in_flight)
+            await run_videos(jobs, recorder, self.video_slots, open_session,
                              first_alone=cache_order(self.cache_order, self.model))
 
     def backend(self, spec: str, options: BackendOptions) -> ModelBackend:
