@@ -15,10 +15,11 @@ frames, record a result (which says whether the dialogue goes on), ask whether t
 turns left pending, a video that failed, a warning or an error.
 
 **The same pipeline for every dispatcher** (:func:`run_videos`). A video first waits for one of
-``videos_in_flight`` video slots (the memory bound: frames are kept for at most that many videos at once),
-then its frames are fetched where the dispatcher keeps them (the video's :class:`VideoSession`), then its
-dialogues run side by side. For every turn the runner builds the request, the session sends it, and the
-runner records the result the moment it exists.
+``videos_in_flight`` video slots (the memory bound: frames are kept for at most that many videos at once;
+not set, enough videos for the concurrency, :func:`video_slots`), then its frames are fetched where the
+dispatcher keeps them (the video's :class:`VideoSession`), then its dialogues run side by side. For every
+turn the runner builds the request, the session sends it, and the runner records the result the moment it
+exists.
 
 **The order of a video's requests** (:class:`VideoOrder`). With the cache-aware order (``run
 --cache-order``, on by default for a backend that declares a prefix cache: :func:`cache_order`) a video's

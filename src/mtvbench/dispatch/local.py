@@ -4,8 +4,9 @@ The videos go through :func:`~mtvbench.dispatch.run_videos` with three stages in
 
 1. **Frames, decoded ahead.** Videos are taken in order; a video first takes one of
    ``videos_in_flight`` video slots (the memory bound: frames are kept for at most that many
-   videos), then its frames are decoded (or read from the frame cache) in a pool of
-   ``decode_workers`` threads. Decoding never takes a call slot, so while the calls of the
+   videos; not set, enough for ``concurrency`` calls in flight,
+   :func:`~mtvbench.dispatch.video_slots`), then its frames are decoded (or read from the
+   frame cache) in a pool of ``decode_workers`` threads. Decoding never takes a call slot, so while the calls of the
    first videos are in flight the next videos are decoded.
 2. **Turns.** In golden/none context every pending round of a video is asked at once; in self
    context each dialogue is a chain whose next round is asked when the previous one was
