@@ -16,10 +16,13 @@ then the minimal client (``--client``, another child: httpx and two groups of ``
 model request per dialogue, each answer queuing its judge requests) sends the same numbers of calls to the same
 server. From the server's log: the calls' **span** (first start to last end), the span over the client's, and
 per role the calls **in flight over the concurrency**, time-weighted per 4 s window of the role's steady state
-(from one window after its first request to its last request: the fill and the drain left out), the mean and
-the lowest window; ``CPU ms/call`` is each child's user+sys time per call, ``peak RSS`` the run's. The bound is
-``max(N_model, N_judge) * latency / concurrency + latency``. ``--reference quick-ack`` gives the minimal client
-mtvbench's transport (``models.resilience.quick_ack_transport``), ``httpx`` httpx's own.
+(from one window after its first request to its last request: the fill and the drain left out; a phase too short
+for one such window is cut into thirds, the first left out, and its window's seconds are printed with the mean
+over the whole phase), the mean and the lowest window; ``CPU ms/call`` is each child's user+sys time per call,
+``peak RSS`` the run's. The bound is ``max(N_model, N_judge) * latency / concurrency + latency``. ``--reference
+quick-ack`` gives the minimal client mtvbench's transport (``models.resilience.quick_ack_transport``), ``httpx``
+httpx's own; ``--client-pool per-worker`` gives each of its workers a client of its own (one connection each, as
+mtvbench's ``openai:`` calls have), ``one`` one pool for all of them.
 """
 
 from __future__ import annotations
@@ -316,7 +319,10 @@ class ServerProcess:
 def slot_stats(calls: list[tuple[str, float, float]], window: float = 4.0) -> dict[str, Any]:
     """From the server's log: the calls' span (first start to last end), and per role the time-weighted
     number in flight over each ``window`` of its steady state: the windows from one window after the
-    role's first request to its last request (the fill and the drain left out)."""
+    role's first request to its last request (the fill and the drain left out). A phase too short for one
+    such window (from its first to its last request less than two windows: the model's 1,000 calls at 64
+    in flight, or at 0.05 s) is cut into thirds instead, the first third left out as the fill; ``_whole``
+    is the mean over the role's whole phase, fill and drain included (what such a phase reported before)."""
     first = min(c[1] for c in calls)
     out: dict[str, Any] = {"span_s": max(c[2] for c in calls) - first}
     for role in ("model", "judge"):
@@ -324,19 +330,22 @@ def slot_stats(calls: list[tuple[str, float, float]], window: float = 4.0) -> di
         out[f"{role}_calls"] = len(mine)
         if not mine:
             continue
-        lo, hi = min(c[1] for c in mine) + window, max(c[1] for c in mine)
+        start, end, last = min(c[1] for c in mine), max(c[2] for c in mine), max(c[1] for c in mine)
+        whole = sum(e - s for _, s, e in mine) / max(1e-9, end - start)
+        w = window if last - start >= 2 * window else (last - start) / 3
         means = []
-        t = lo
-        while t + window <= hi:
-            busy = sum(max(0.0, min(e, t + window) - max(s, t)) for _, s, e in mine)
-            means.append(busy / window)
-            t += window
-        if not means:  # a short phase: its whole length
-            lo, hi = min(c[1] for c in mine), max(c[2] for c in mine)
-            means = [sum(e - s for _, s, e in mine) / max(1e-9, hi - lo)]
+        t = start + w
+        while w > 0 and t + w <= last + 1e-9:
+            busy = sum(max(0.0, min(e, t + w) - max(s, t)) for _, s, e in mine)
+            means.append(busy / w)
+            t += w
+        if not means:  # one request, or all at once: its whole length
+            means = [whole]
         out[f"{role}_inflight"] = sum(means) / len(means)
         out[f"{role}_inflight_min"] = min(means)
+        out[f"{role}_inflight_whole"] = whole
         out[f"{role}_windows"] = len(means)
+        out[f"{role}_window_s"] = w
     return out
 
 
@@ -344,11 +353,12 @@ def slot_stats(calls: list[tuple[str, float, float]], window: float = 4.0) -> di
 
 
 def minimal_client(url: str, data: Path, frames: int, cache: Path, concurrency: int, model_calls: int,
-                   judge_runs: int, quick_ack: bool) -> None:
+                   judge_runs: int, quick_ack: bool, per_worker: bool = False) -> None:
     """The same requests as the run with nothing but httpx: ``concurrency`` model workers send one model
     request per dialogue (the video's frames and a question, as the run's bodies), each answer queues
     ``judge_runs`` judge requests, which ``concurrency`` judge workers send. ``quick_ack``: over mtvbench's
-    transport (a reply's pieces acknowledged at once), else httpx's own. Prints its seconds."""
+    transport (a reply's pieces acknowledged at once), else httpx's own; ``per_worker``: a client (one connection) per
+    worker, else one pool for all. Prints its seconds."""
     import base64
 
     import httpx
@@ -373,27 +383,36 @@ def minimal_client(url: str, data: Path, frames: int, cache: Path, concurrency: 
                                    '"max_tokens": 512}').encode())
         judge_todo: asyncio.Queue[bytes | None] = asyncio.Queue()
         headers = {"Content-Type": "application/json"}
-        limits = httpx.Limits(max_connections=4 * concurrency, max_keepalive_connections=4 * concurrency)
-        transport = quick_ack_transport(limits=limits) if quick_ack else httpx.AsyncHTTPTransport(limits=limits)
-        async with httpx.AsyncClient(base_url=url, timeout=600, transport=transport) as client:
-            async def model() -> None:
+
+        def new_client(connections: int) -> httpx.AsyncClient:
+            limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+            transport = quick_ack_transport(limits=limits) if quick_ack else httpx.AsyncHTTPTransport(limits=limits)
+            return httpx.AsyncClient(base_url=url, timeout=600, transport=transport)
+
+        shared = None if per_worker else new_client(4 * concurrency)
+        clients = [shared or new_client(1) for _ in range(2 * concurrency)]
+        try:
+            async def model(client: httpx.AsyncClient) -> None:
                 while not model_todo.empty():
                     body = model_todo.get_nowait()
                     (await client.post("/chat/completions", content=body, headers=headers)).raise_for_status()
                     for _ in range(judge_runs):
                         judge_todo.put_nowait(judge_body)
 
-            async def judge() -> None:
+            async def judge(client: httpx.AsyncClient) -> None:
                 while (body := await judge_todo.get()) is not None:
                     (await client.post("/chat/completions", content=body, headers=headers)).raise_for_status()
 
             t0 = time.perf_counter()
-            judges = [asyncio.ensure_future(judge()) for _ in range(concurrency)]
-            await asyncio.gather(*(model() for _ in range(concurrency)))
+            judges = [asyncio.ensure_future(judge(c)) for c in clients[concurrency:]]
+            await asyncio.gather(*(model(c) for c in clients[:concurrency]))
             for _ in judges:
                 judge_todo.put_nowait(None)
             await asyncio.gather(*judges)
             return time.perf_counter() - t0
+        finally:
+            for c in {id(c): c for c in clients}.values():
+                await c.aclose()
 
     print(json.dumps({"seconds": asyncio.run(main())}), flush=True)
 
@@ -412,8 +431,8 @@ def prime_cache(data: Path, cache: Path, frames: int) -> None:
 
 
 def measure(srv: ServerProcess, data: Path, work: Path, frames: int, latency: float, concurrency: int,
-            extra: list[str], warm: bool = False, src: Path = ROOT / "src", client: str = "quick-ack"
-            ) -> dict[str, Any]:
+            extra: list[str], warm: bool = False, src: Path = ROOT / "src", client: str = "quick-ack",
+            client_pool: str = "one") -> dict[str, Any]:
     """``mtvbench run`` (a child process) against the server, then the minimal client (another child) with the
     same numbers of calls against the same server."""
     url = srv.url
@@ -443,7 +462,8 @@ def measure(srv: ServerProcess, data: Path, work: Path, frames: int, latency: fl
     ran = subprocess.Popen([sys.executable, __file__, "--client", url, "--dir", str(data), "--frames", str(frames),
                             "--cache-dir", str(cache), "--concurrency", str(concurrency), "--model-calls",
                             str(n_model), "--judge-runs", str(n_judge // max(1, n_model)),
-                            *(["--client-quick-ack"] if client == "quick-ack" else [])],
+                            *(["--client-quick-ack"] if client == "quick-ack" else []),
+                            *(["--client-per-worker"] if client_pool == "per-worker" else [])],
                            env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     out_text, err_text = ran.communicate()  # (it reaps the client: its CPU is in the children's usage)
@@ -454,17 +474,30 @@ def measure(srv: ServerProcess, data: Path, work: Path, frames: int, latency: fl
     client_s = json.loads(out_text.splitlines()[-1])["seconds"]
     ref = slot_stats(srv.calls())
     bound = max(n_model, n_judge) * latency / concurrency + latency
-    return {"server_writes": srv.writes, "client": client, "frames": frames, "cache": "warm" if warm else "cold",
+    return {"server_writes": srv.writes, "client": client, "client_pool": client_pool, "frames": frames,
+            "cache": "warm" if warm else "cold",
             "latency": latency, "concurrency": concurrency,
             "seconds": seconds, "bound_s": bound, "model_calls": n_model, "judge_calls": n_judge,
             "span_s": run["span_s"], "client_span_s": ref["span_s"], "client_seconds": client_s,
             "span_over_client": run["span_s"] / ref["span_s"],
             **{f"{k}": run.get(k) for k in ("model_inflight", "judge_inflight", "model_inflight_min",
-                                             "judge_inflight_min")},
-            **{f"client_{k}": ref.get(k) for k in ("model_inflight", "judge_inflight")},
+                                             "judge_inflight_min", "model_inflight_whole", "judge_inflight_whole",
+                                             "model_window_s", "judge_window_s")},
+            **{f"client_{k}": ref.get(k) for k in ("model_inflight", "judge_inflight", "model_window_s",
+                                                    "judge_window_s")},
             "cpu_s_per_call": (ru.ru_utime + ru.ru_stime) / max(1, n_model + n_judge),
             "client_cpu_s_per_call": client_cpu / max(1, n_model + n_judge),
             "peak_rss_mb": ru.ru_maxrss / 1024}
+
+
+def _inflight(r: dict[str, Any], role: str) -> str:
+    """A role's slots busy for the table: the steady state's mean (and lowest window), with the window's length and
+    the whole phase's mean when the phase was too short for 4 s windows."""
+    c = r["concurrency"]
+    text = f"{r[f'{role}_inflight'] / c:.3f} ({r[f'{role}_inflight_min'] / c:.2f})"
+    if r.get(f"{role}_window_s") not in (None, 4.0):
+        text += f" [{r[f'{role}_window_s']:.1f} s; whole {r[f'{role}_inflight_whole'] / c:.3f}]"
+    return text
 
 
 def main() -> None:
@@ -475,11 +508,15 @@ def main() -> None:
     ap.add_argument("--model-calls", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--judge-runs", type=int, default=3, help=argparse.SUPPRESS)
     ap.add_argument("--client-quick-ack", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--client-per-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--src", type=Path, default=ROOT / "src", help="the mtvbench source tree the run uses "
                     "(another checkout's src/ for a before/after comparison)")
     ap.add_argument("--reference", default="quick-ack", choices=("quick-ack", "httpx"),
                     help="the minimal client's transport: mtvbench's (a reply's pieces acknowledged at once) or "
                     "httpx's own")
+    ap.add_argument("--client-pool", default="one", choices=("one", "per-worker"),
+                    help="the minimal client's connections: one pool for all its workers, or a client (one connection) "
+                    "per worker, as mtvbench's openai: calls")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/mtvbench-throughput"))
     ap.add_argument("--videos", type=int, default=100)
     ap.add_argument("--dialogues", type=int, default=1000)
@@ -500,7 +537,7 @@ def main() -> None:
         return
     if a.client:
         minimal_client(a.client, a.dir, int(a.frames), a.cache_dir, int(a.concurrency), a.model_calls, a.judge_runs,
-                       a.client_quick_ack)
+                       a.client_quick_ack, a.client_per_worker)
         return
     data = make_dataset(a.dir / "data", a.videos, a.dialogues, a.video_frames)
     temps = ("cold", "warm") if a.cache == "both" else (a.cache,)
@@ -513,7 +550,7 @@ def main() -> None:
                     for f in a.frames.split(","):
                         for t in temps:
                             rows.append(measure(srv, data, a.dir, int(f), latency, c, a.extra, warm=t == "warm",
-                                                src=a.src, client=a.reference))
+                                                src=a.src, client=a.reference, client_pool=a.client_pool))
                             r = rows[-1]
                             print(f"  latency {latency}s concurrency {c}: span {r['span_s']:.1f}s, client "
                                   f"{r['client_span_s']:.1f}s", file=sys.stderr, flush=True)
@@ -521,7 +558,7 @@ def main() -> None:
             srv.close()
     load = os.getloadavg()
     print(f"{a.dialogues} dialogues, {a.videos} videos, 3 judge runs; threaded server in its own process; run from "
-          f"{a.src}; minimal client over {a.reference}; "
+          f"{a.src}; minimal client over {a.reference}, {a.client_pool} pool; "
           f"{os.cpu_count()} CPUs, load {load[0]:.1f} {load[1]:.1f}")
     hdr = ("server writes", "latency", "conc.", "frames", "cache", "wall s", "span s", "client span s", "span / client",
            "bound s", "model in flight / conc. (min)", "judge in flight / conc. (min)", "client model / judge",
@@ -533,14 +570,14 @@ def main() -> None:
                           f"{r['seconds']:.1f}",
                           f"{r['span_s']:.1f}", f"{r['client_span_s']:.1f}", f"{r['span_over_client']:.3f}",
                           f"{r['bound_s']:.1f}",
-                          f"{r['model_inflight'] / c:.3f} ({r['model_inflight_min'] / c:.2f})",
-                          f"{r['judge_inflight'] / c:.3f} ({r['judge_inflight_min'] / c:.2f})",
+                          _inflight(r, "model"), _inflight(r, "judge"),
                           f"{r['client_model_inflight'] / c:.3f} / {r['client_judge_inflight'] / c:.3f}",
                           f"{r['cpu_s_per_call'] * 1000:.1f} / {r['client_cpu_s_per_call'] * 1000:.1f}",
                           f"{r['peak_rss_mb']:.0f}"]))
     print("span: the server's first call start to its last call end; span / client: the run's span over the minimal "
           "client's (same calls, same server, same run of this script); in flight: time-weighted calls the server "
-          "served per 4 s window of the role's steady state, over the concurrency (mean, and the lowest window).")
+          "served per 4 s window of the role's steady state, over the concurrency (mean, and the lowest window; "
+          "[a phase too short for 4 s windows: its windows' seconds, and the mean over its whole phase]).")
     if a.json:
         a.json.write_text(json.dumps(rows, indent=2))
 

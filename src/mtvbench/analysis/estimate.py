@@ -62,6 +62,7 @@ from mtvbench.config import RunConfig, load_yaml
 from mtvbench.data.official import find_video, load_benchmark
 from mtvbench.data.release import LABEL, release_shape, shaped_benchmark
 from mtvbench.data.schema import Benchmark, Dialogue
+from mtvbench.dispatch import video_slots
 from mtvbench.errors import ConfigError, InputError
 from mtvbench.media.frames import VideoError, probe
 from mtvbench.media.probe import PROBE_WORKERS
@@ -348,8 +349,10 @@ def _cached(cfg: RunConfig, spec: str, prefixes: list[int], chains: list[list[in
         every = sum(p * sum(c) for p, c in zip(prefixes, chains))
         return dict.fromkeys(ORDERS, every)
     out: dict[str, int | None] = {}
+    # the run's video slots: a chain of a video is one call in flight at a time (golden/none: chains of one)
+    slots = video_slots([sum(1 for n in c if n) for c in chains], cfg.concurrency, cfg.videos_in_flight)
     for name in ORDERS:
-        hits = simulate_hits(chains, cfg.concurrency, cfg.videos_in_flight, name == "cache_aware")
+        hits = simulate_hits(chains, cfg.concurrency, slots, name == "cache_aware")
         # --sampling clip: only a turn whose frames another turn of its video was sent before can hit
         hits = [min(h, max(0, sum(c) - n)) for h, c, n in zip(hits, chains, sets)]
         out[name] = sum(cacheable(p, spec) * h for p, h in zip(prefixes, hits))

@@ -177,11 +177,14 @@ class RunConfig(BaseModel):
                                                        "read (default: 5 under --protocol authors, as "
                                                        "eval.py; 3 under paper)")
     concurrency: int = Field(16, **CONCURRENCY, ge=1, description="model calls in flight")
-    #: the memory bound of a run: raise it for more calls in flight on videos with few turns, or
-    #: bigger batches of a local engine (hf/vllm) across videos
-    videos_in_flight: int = Field(4, **CONCURRENCY, ge=1,
-                                  description="videos whose frames are held at once (decoded ahead or "
-                                              "with turns running)")
+    #: the memory bound of a run; not set, enough videos for --concurrency calls in flight
+    #: (mtvbench.dispatch.video_slots); set it for bigger batches of a local engine (hf/vllm) across videos
+    videos_in_flight: int | None = Field(None, **CONCURRENCY, ge=1,
+                                         description="videos whose frames are held at once (decoded ahead or "
+                                                     "with turns running; default: enough for --concurrency, "
+                                                     "4 x concurrency / the calls a video can have in flight at "
+                                                     "once, 4 to 2 x concurrency; 4 per replica under "
+                                                     "--executor ray)")
     decode_workers: int | None = Field(None, **CONCURRENCY, ge=1,
                                        description="videos decoded at a time, in threads that hold no "
                                                    "call slot (default: 2, or 1 on one CPU)")

@@ -15,10 +15,11 @@ frames, record a result (which says whether the dialogue goes on), ask whether t
 turns left pending, a video that failed, a warning or an error.
 
 **The same pipeline for every dispatcher** (:func:`run_videos`). A video first waits for one of
-``videos_in_flight`` video slots (the memory bound: frames are kept for at most that many videos at once),
-then its frames are fetched where the dispatcher keeps them (the video's :class:`VideoSession`), then its
-dialogues run side by side. For every turn the runner builds the request, the session sends it, and the
-runner records the result the moment it exists.
+``videos_in_flight`` video slots (the memory bound: frames are kept for at most that many videos at once;
+not set, enough videos for the concurrency, :func:`video_slots`), then its frames are fetched where the
+dispatcher keeps them (the video's :class:`VideoSession`), then its dialogues run side by side. For every
+turn the runner builds the request, the session sends it, and the runner records the result the moment it
+exists.
 
 **The order of a video's requests** (:class:`VideoOrder`). With the cache-aware order (``run
 --cache-order``, on by default for a backend that declares a prefix cache: :func:`cache_order`) a video's
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -87,6 +89,37 @@ class VideoJob:
     def turns(self) -> int:
         """How many model calls the video still needs."""
         return sum(len(d.rounds) for d in self.dialogues)
+
+    @property
+    def at_once(self) -> int:
+        """How many of its calls can be in flight at the same time: every turn of a dialogue whose rounds do
+        not build on each other, one per chained dialogue (self context)."""
+        return sum(1 if d.chained else len(d.rounds) for d in self.dialogues)
+
+
+#: the fewest video slots a run gets when ``videos_in_flight`` is not set (:func:`video_slots`)
+MIN_VIDEO_SLOTS = 4
+
+
+def video_slots(at_once: Sequence[int], concurrency: int, setting: int | None = None) -> int:
+    """How many videos hold frames at once (the video slots of :func:`run_videos`): ``setting`` (``run
+    --videos-in-flight``) when given, else enough to keep ``concurrency`` calls in flight.
+
+    ``at_once``: per video, the calls it can have in flight at the same time (:attr:`VideoJob.at_once`). A video
+    keeps its slot from its frames until its last answer, about ``turns / at_once`` latencies of calls plus
+    one for its first turn sent alone (the cache-aware order) and one for its turns waiting behind other videos'
+    for a call slot; by Little's law ``concurrency`` calls in flight then need about ``3 * concurrency /
+    at_once`` videos open, ``4 *`` to spare for latencies that vary. ``at_once`` is the harmonic mean over
+    the videos (a run that mixes videos with many and with few turns is bound by the few), the slots at least
+    :data:`MIN_VIDEO_SLOTS` and at most ``2 * concurrency`` (a video with one call needs its slot for about one
+    latency)."""
+    if setting is not None:
+        return setting
+    counts = [n for n in at_once if n > 0]
+    if not counts:
+        return MIN_VIDEO_SLOTS
+    typical = len(counts) / sum(1 / n for n in counts)
+    return max(MIN_VIDEO_SLOTS, min(math.ceil(4 * concurrency / typical), 2 * concurrency))
 
 
 # ------------------------------------------------------------------------------ the two sides
@@ -400,5 +433,5 @@ async def _turn(state: VideoState, recorder: TurnRecorder, session: VideoSession
 
 
 __all__ = ["DialogueTurns", "Dispatcher", "NotSent", "Progress", "TurnGivenUp", "TurnRecorder", "VideoJob",
-           "VideoOrder", "VideoSession", "VideoState", "cache_order", "frame_cache_warning", "run_dialogue",
-           "run_videos"]
+           "MIN_VIDEO_SLOTS", "VideoOrder", "VideoSession", "VideoState", "cache_order", "frame_cache_warning",
+           "run_dialogue", "run_videos", "video_slots"]

@@ -4,8 +4,9 @@ The videos go through :func:`~mtvbench.dispatch.run_videos` with three stages in
 
 1. **Frames, decoded ahead.** Videos are taken in order; a video first takes one of
    ``videos_in_flight`` video slots (the memory bound: frames are kept for at most that many
-   videos), then its frames are decoded (or read from the frame cache) in a pool of
-   ``decode_workers`` threads. Decoding never takes a call slot, so while the calls of the
+   videos; not set, enough for ``concurrency`` calls in flight,
+   :func:`~mtvbench.dispatch.video_slots`), then its frames are decoded (or read from the
+   frame cache) in a pool of ``decode_workers`` threads. Decoding never takes a call slot, so while the calls of the
    first videos are in flight the next videos are decoded.
 2. **Turns.** In golden/none context every pending round of a video is asked at once; in self
    context each dialogue is a chain whose next round is asked when the previous one was
@@ -34,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from mtvbench.dispatch import NotSent, TurnRecorder, VideoJob, VideoState, cache_order, run_videos
+from mtvbench.dispatch import NotSent, TurnRecorder, VideoJob, VideoState, cache_order, run_videos, video_slots
 from mtvbench.models.backend import abilities, generate_many, video_done
 from mtvbench.models.registry import create_backend
 
@@ -234,10 +235,13 @@ class LocalDispatcher:
     name = "local"
     remote_calls = False
 
-    def __init__(self, concurrency: int = 1, videos_in_flight: int = 1, decode_workers: int | None = None,
+    def __init__(self, concurrency: int = 1, videos_in_flight: int | None = None, decode_workers: int | None = None,
                  model: ModelBackend | None = None, cache_order: bool | None = None):
         self.concurrency = concurrency
+        #: the video slots (None: enough for ``concurrency``, :func:`~mtvbench.dispatch.video_slots`)
         self.videos_in_flight = videos_in_flight
+        #: the video slots of the last :meth:`run`
+        self.video_slots = 0
         #: the cache-aware order (:func:`~mtvbench.dispatch.cache_order`; None: the model's default)
         self.cache_order = cache_order
         self.decode_workers = decode_workers or default_decode_workers()
@@ -266,7 +270,8 @@ class LocalDispatcher:
             def open_session(state: VideoState) -> _LocalSession:
                 return session
 
-            await run_videos(jobs, recorder, self.videos_in_flight, open_session,
+            self.video_slots = video_slots([j.at_once for j in jobs], self.concurrency, self.videos_in_flight)
+            await run_videos(jobs, recorder, self.video_slots, open_session,
                              first_alone=cache_order(self.cache_order, self.model))
 
     def backend(self, spec: str, options: BackendOptions) -> ModelBackend:

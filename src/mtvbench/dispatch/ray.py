@@ -17,7 +17,8 @@ cluster:
   sweep; the cache is keyed by content, so a node-local folder is only slower), on the node of the
   video's replica when it has a free CPU, else wherever one is free. They go into Ray's object store
   once per video; the replica resolves them once and every turn of the video reuses them. Videos are
-  dealt to the least busy replica; at most ``videos_in_flight`` videos per replica keep frames at a time.
+  dealt to the least busy replica; at most ``videos_in_flight`` videos per replica keep frames at a time (4 when
+  it is not set: the local executor's automatic number, :func:`~mtvbench.dispatch.video_slots`, is not used here).
 - **Per-video computations** (build: split, key frames) run as Ray tasks (``ray.task_cpus``), and an
   object that is expensive to make (build: the detector) lives in a :class:`Holder` actor, made once
   and checked before anything is written (a factory that fails there fails as it would locally).
@@ -74,6 +75,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from mtvbench._version import __version__
 from mtvbench.dispatch import (
+    MIN_VIDEO_SLOTS,
     NotSent,
     TurnGivenUp,
     TurnRecorder,
@@ -1005,12 +1007,14 @@ class RayDispatcher:
     #: local backend counts them; the runner counts only for a backend without a breaker (``hf:``, ``vllm:``)
     remote_calls = False
 
-    def __init__(self, address: str | None, settings: RaySettings, concurrency: int, *, videos_in_flight: int = 1,
+    def __init__(self, address: str | None, settings: RaySettings, concurrency: int, *,
+                 videos_in_flight: int | None = None,
                  frame_settings: FrameSettings | None = None, cache_root: Path | None = None,
                  cache_order: bool | None = None):
         self.ray = require_ray()
         self.address, self.settings, self.concurrency = address, settings, concurrency
-        self.videos_in_flight = videos_in_flight
+        #: video slots per replica (None: :data:`~mtvbench.dispatch.MIN_VIDEO_SLOTS`)
+        self.videos_in_flight = videos_in_flight or MIN_VIDEO_SLOTS
         #: the cache-aware order (None: the replicas' backend's default, :func:`~mtvbench.dispatch.cache_order`)
         self.cache_order = cache_order
         self.frame_settings, self.cache_root = frame_settings, cache_root

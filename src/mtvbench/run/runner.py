@@ -32,7 +32,14 @@ from typing import NamedTuple
 
 from mtvbench.config import RunConfig
 from mtvbench.data.schema import Benchmark, Dialogue, Round
-from mtvbench.dispatch import DialogueTurns, Dispatcher, Progress, VideoJob, frame_cache_warning
+from mtvbench.dispatch import (
+    MIN_VIDEO_SLOTS,
+    DialogueTurns,
+    Dispatcher,
+    Progress,
+    VideoJob,
+    frame_cache_warning,
+)
 from mtvbench.dispatch.local import LocalDispatcher
 from mtvbench.errors import MtvbenchError
 from mtvbench.judge.protocol import Judge
@@ -426,7 +433,7 @@ class Runner:
             if cache.root is None:
                 raise
             if self.cache is cache:  # the first video to find out says so, once
-                self.cache = FrameCache(None, memory_items=self.cfg.videos_in_flight)
+                self.cache = FrameCache(None, memory_items=self.cfg.videos_in_flight or MIN_VIDEO_SLOTS)
                 self.warn(frame_cache_warning(cache.root, e))
             return await run(self.cache.get_indices if extra else self.cache.get, path, settings, *extra)
 
