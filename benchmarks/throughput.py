@@ -19,7 +19,8 @@ per role the calls **in flight over the concurrency**, time-weighted per 4 s win
 (from one window after its first request to its last request: the fill and the drain left out; a phase too short
 for one such window is cut into thirds, the first left out, and its window's seconds are printed with the mean
 over the whole phase), the mean and the lowest window; ``CPU ms/call`` is each child's user+sys time per call,
-``peak RSS`` the run's. The bound is ``max(N_model, N_judge) * latency / concurrency + latency``. ``--reference
+``peak RSS`` the run's. ``--server asyncio`` serves the same calls from one asyncio event loop instead
+(:class:`AsyncioServer`: less of the server's own time between a reply and the next request). The bound is ``max(N_model, N_judge) * latency / concurrency + latency``. ``--reference
 quick-ack`` gives the minimal client mtvbench's transport (``models.resilience.quick_ack_transport``), ``httpx``
 httpx's own; ``--client-pool per-worker`` gives each of its workers a client of its own (one connection each, as
 mtvbench's ``openai:`` calls have), ``one`` one pool for all of them.
@@ -110,43 +111,6 @@ def make_dataset(root: Path, n_videos: int, n_dialogues: int, n_frames: int) -> 
 # ---------------------------------------------------------------------------- server
 
 
-class Meter:
-    """Time-weighted number of requests in flight, per role."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.inflight = {"model": 0, "judge": 0}
-        self.area = {"model": 0.0, "judge": 0.0}
-        self.calls = {"model": 0, "judge": 0}
-        self.last = time.perf_counter()
-        self.first: float | None = None
-        self.end = 0.0
-
-    def _tick(self) -> None:
-        now = time.perf_counter()
-        for k, n in self.inflight.items():
-            self.area[k] += n * (now - self.last)
-        self.last = now
-
-    def enter(self, role: str) -> None:
-        with self.lock:
-            self._tick()
-            if self.first is None:
-                self.first = self.last
-            self.inflight[role] += 1
-            self.calls[role] += 1
-
-    def leave(self, role: str) -> None:
-        with self.lock:
-            self._tick()
-            self.inflight[role] -= 1
-            self.end = self.last
-
-    def mean(self, role: str) -> float:
-        span = self.end - (self.first or self.end)
-        return self.area[role] / span if span > 0 else 0.0
-
-
 def _reply(role: str) -> bytes:
     content = (json.dumps({f"A{i}": "Yes" if i < 5 else "No" for i in range(1, 6)})
                if role == "judge" else "A short answer that mentions fact 1.")
@@ -156,27 +120,23 @@ def _reply(role: str) -> bytes:
                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
 
 
-class LoopbackServer:
-    """A minimal HTTP/1.1 server on asyncio streams (keep-alive, Content-Length bodies) in a
-    thread of its own: one event loop, no thread per request, so the server adds as little
-    as possible to the fixed latency it simulates."""
+class AsyncioServer:
+    """The same server on asyncio streams (``--server asyncio``): one event loop, no thread per connection, so
+    that it adds as little as it can to the latency it simulates. Python's ``http.server`` spends a few
+    milliseconds of its own per call on a busy 2-CPU machine (parsing the head with the email parser, a thread
+    per connection contending for the GIL), outside the start and end it logs: at 0.05 s a call that is
+    5-7% of the cycle, which no client can fill. Same log, same ``/stats`` and ``/reset``; ``two`` writes send the
+    head and the body in two sends with Nagle's algorithm on, as the stock server's socket has it."""
 
-    def __init__(self, latency: float, meter: Meter):
-        self.latency, self.meter = latency, meter
-        self.loop = asyncio.new_event_loop()
-        self.port = 0
-        ready = threading.Event()
-        threading.Thread(target=self._serve, args=(ready,), daemon=True).start()
-        ready.wait()
+    def __init__(self, latency: float, one_write: bool = False):
+        self.latency, self.one_write = latency, one_write
+        self.calls: list[tuple[str, float, float]] = []
 
-    def _serve(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self.loop)
-        server = self.loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", 0))
-        self.port = server.sockets[0].getsockname()[1]
-        ready.set()
-        self.loop.run_forever()
+    async def client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        import socket
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self.one_write:
+            writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -185,29 +145,39 @@ class LoopbackServer:
                     name, _, value = line.partition(b":")
                     if name.strip().lower() == b"content-length":
                         length = int(value)
-                # the judge's prompt opens its (small) body; a model body opens with its frames: no JSON
-                # parsing of 10 MB bodies here, so the server costs the machine little
-                role = "judge" if JUDGE_PREFIX.encode() in (await reader.readexactly(length))[:4096] else "model"
-                self.meter.enter(role)
-                try:
+                body = await reader.readexactly(length) if length else b""
+                call = None
+                if head.startswith(b"GET"):
+                    data = json.dumps(self.calls).encode()
+                elif head.split(b" ", 2)[1] == b"/reset":
+                    self.calls, data = [], b"{}"
+                else:
+                    role = "judge" if JUDGE_PREFIX.encode() in body[:4096] else "model"
+                    call = (role, time.perf_counter())
                     await asyncio.sleep(self.latency)
                     data = _reply(role)
-                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                                 + str(len(data)).encode() + b"\r\n\r\n" + data)
+                top = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(data)
+                if self.one_write:
+                    writer.write(top + data)
+                else:
+                    writer.write(top)
                     await writer.drain()
-                finally:
-                    self.meter.leave(role)
+                    writer.write(data)
+                await writer.drain()
+                if call is not None:
+                    self.calls.append((*call, time.perf_counter()))
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
             writer.close()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+    def serve_forever(self) -> None:
+        async def main() -> None:
+            server = await asyncio.start_server(self.client, "127.0.0.1", 0, backlog=1024)
+            print(server.sockets[0].getsockname()[1], flush=True)
+            await server.serve_forever()
 
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        asyncio.run(main())
 
 
 # ---------------------------------------------------------------------------- the threaded server (own process)
@@ -271,7 +241,10 @@ class ThreadedServer:
         return Handler
 
 
-def serve(latency: float, one_write: bool) -> None:
+def serve(latency: float, one_write: bool, kind: str = "threaded") -> None:
+    if kind == "asyncio":
+        AsyncioServer(latency, one_write).serve_forever()
+        return
     from http.server import ThreadingHTTPServer
 
     class Server(ThreadingHTTPServer):
@@ -289,10 +262,10 @@ def serve(latency: float, one_write: bool) -> None:
 class ServerProcess:
     """:func:`serve` in a child process."""
 
-    def __init__(self, latency: float, writes: str = "two"):
+    def __init__(self, latency: float, writes: str = "two", kind: str = "threaded"):
         self.writes = writes
-        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", str(latency), "--server-writes", writes],
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", str(latency), "--server-writes", writes,
+                                      "--server", kind], stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.port = int(self.proc.stdout.readline())
 
@@ -526,6 +499,9 @@ def main() -> None:
     ap.add_argument("--concurrency", default="16,64", help="comma-separated --concurrency values")
     ap.add_argument("--server-writes", default="two", help="comma-separated: two (the stock http.server: a reply's "
                     "head and body in two writes), one (in one write)")
+    ap.add_argument("--server", default="threaded", choices=("threaded", "asyncio"),
+                    help="the server: Python's http.server, a thread per connection (the kind a run meets), or one "
+                    "on asyncio streams that adds as little as it can to the latency (what it logs is the client's)")
     ap.add_argument("--repeat", type=int, default=1, help="measure each setting this many times")
     ap.add_argument("--cache", default="warm", choices=("cold", "warm", "both"),
                     help="cold: frames decoded during the run; warm: the frame cache filled beforehand")
@@ -533,7 +509,7 @@ def main() -> None:
     ap.add_argument("extra", nargs="*", help="extra arguments for `mtvbench run` (after --)")
     a = ap.parse_args()
     if a.serve is not None:
-        serve(a.serve, a.server_writes == "one")
+        serve(a.serve, a.server_writes == "one", a.server)
         return
     if a.client:
         minimal_client(a.client, a.dir, int(a.frames), a.cache_dir, int(a.concurrency), a.model_calls, a.judge_runs,
@@ -543,7 +519,7 @@ def main() -> None:
     temps = ("cold", "warm") if a.cache == "both" else (a.cache,)
     rows = []
     for writes, latency in ((w, float(x)) for w in a.server_writes.split(",") for x in a.latency.split(",")):
-        srv = ServerProcess(latency, writes)
+        srv = ServerProcess(latency, writes, a.server)
         try:
             for _ in range(a.repeat):
                 for c in (int(x) for x in a.concurrency.split(",")):
@@ -557,7 +533,7 @@ def main() -> None:
         finally:
             srv.close()
     load = os.getloadavg()
-    print(f"{a.dialogues} dialogues, {a.videos} videos, 3 judge runs; threaded server in its own process; run from "
+    print(f"{a.dialogues} dialogues, {a.videos} videos, 3 judge runs; {a.server} server in its own process; run from "
           f"{a.src}; minimal client over {a.reference}, {a.client_pool} pool; "
           f"{os.cpu_count()} CPUs, load {load[0]:.1f} {load[1]:.1f}")
     hdr = ("server writes", "latency", "conc.", "frames", "cache", "wall s", "span s", "client span s", "span / client",
