@@ -20,7 +20,8 @@ per role the calls **in flight over the concurrency**, time-weighted per 4 s win
 for one such window is cut into thirds, the first left out, and its window's seconds are printed with the mean
 over the whole phase), the mean and the lowest window; ``CPU ms/call`` is each child's user+sys time per call,
 ``peak RSS`` the run's. ``--server asyncio`` serves the same calls from one asyncio event loop instead
-(:class:`AsyncioServer`: less of the server's own time between a reply and the next request). The bound is ``max(N_model, N_judge) * latency / concurrency + latency``. ``--reference
+(:class:`AsyncioServer`: less of the server's own time between a reply and the next request). The bound is
+``max(N_model, N_judge) * latency / concurrency + latency``. ``--reference
 quick-ack`` gives the minimal client mtvbench's transport (``models.resilience.quick_ack_transport``), ``httpx``
 httpx's own; ``--client-pool per-worker`` gives each of its workers a client of its own (one connection each, as
 mtvbench's ``openai:`` calls have), ``one`` one pool for all of them.
