@@ -58,9 +58,9 @@ class TwoWrites(BaseHTTPRequestHandler):
         self.wfile.write(REPLY)
 
 
-@pytest.mark.parametrize("spec", ["openai:m"])
-def test_the_head_of_a_reply_is_acknowledged_at_once(spec: str) -> None:
-    handler = type("Handler", (TwoWrites,), {"acked_s": []})
+def ask_server(handler: type, spec: str, prompts: list[str]) -> list[str]:
+    """``prompts`` asked one after another of a backend of ``spec`` against a threaded server of ``handler`` on
+    127.0.0.1 (one connection, kept alive), the answers' texts."""
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
@@ -69,15 +69,21 @@ def test_the_head_of_a_reply_is_acknowledged_at_once(spec: str) -> None:
 
         async def calls() -> list[str]:
             try:
-                return [(await backend.generate(GenerationRequest(id=str(i), prompt=f"Question {i}?"))).text
-                        for i in range(12)]
+                return [(await backend.generate(GenerationRequest(id=str(i), prompt=p))).text
+                        for i, p in enumerate(prompts)]
             finally:
                 await backend.aclose()
 
-        answers = asyncio.run(calls())
+        return asyncio.run(calls())
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+@pytest.mark.parametrize("spec", ["openai:m"])
+def test_the_head_of_a_reply_is_acknowledged_at_once(spec: str) -> None:
+    handler = type("Handler", (TwoWrites,), {"acked_s": []})
+    answers = ask_server(handler, spec, [f"Question {i}?" for i in range(12)])
     assert answers == ["An answer."] * 12
     # the first call's connection is new (Linux acknowledges its first segments at once anyway); of the others,
     # a delayed acknowledgement takes >= 40 ms: most must come sooner (a loaded machine may be late now and then)
@@ -109,20 +115,5 @@ class SetsCookies(BaseHTTPRequestHandler):
 def test_an_api_client_sends_no_cookie_back() -> None:
     """The cookies a reply sets are not read (an API call carries its key): no request carries one."""
     handler = type("Handler", (SetsCookies,), {"seen": []})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        backend = create_backend("openai:m", BackendOptions(base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1",
-                                                            max_retries=0))
-
-        async def calls() -> list[str]:
-            try:
-                return [(await backend.generate(GenerationRequest(id=str(i), prompt="Q?"))).text for i in range(3)]
-            finally:
-                await backend.aclose()
-
-        answers = asyncio.run(calls())
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    answers = ask_server(handler, "openai:m", ["Q?"] * 3)
     assert answers == ["An answer."] * 3 and handler.seen == [None] * 3
